@@ -1,0 +1,38 @@
+# dplab — the commands a newcomer needs. See README.md.
+CARGO ?= cargo
+DPLAB := target/release/dplab
+JOBS ?= 2
+
+.PHONY: build run-all test golden bench lint clean
+
+build:
+	$(CARGO) build --release --locked
+
+## Reproduce every experiment: writes results/<pipeline>/.
+run-all: build
+	$(DPLAB) run pipelines/ --out results
+
+## Unit and integration tests, then every pipeline under --profile ci compared with tests/golden/.
+test: build
+	$(CARGO) test --release --locked
+	rm -rf target/ci-results
+	$(DPLAB) run pipelines/ --profile ci --out target/ci-results --jobs $(JOBS)
+	$(DPLAB) compare target/ci-results tests/golden
+
+## Regenerate tests/golden/ (only the CSV frames are kept). Review the diff before committing.
+golden: build
+	rm -rf tests/golden target/golden
+	$(DPLAB) run pipelines/ --profile ci --out target/golden --jobs $(JOBS)
+	mkdir -p tests/golden
+	cd target/golden && find . -name '*.csv' ! -path '*/.*' | while read f; do mkdir -p ../../tests/golden/$$(dirname $$f); cp $$f ../../tests/golden/$$f; done
+
+## Criterion benchmarks of the samplers and the exponential mechanism.
+bench:
+	$(CARGO) bench --bench samplers
+
+lint:
+	$(CARGO) fmt --all -- --check
+	$(CARGO) clippy --all-targets --locked -- -D warnings
+
+clean:
+	rm -rf target/ci-results target/golden

@@ -1,0 +1,10 @@
+//! dplab: reproducible differential-privacy experiments as declarative YAML pipelines.
+//!
+//! Three layers, one direction: the CLI (`main.rs`) drives the [`pipeline`] engine, which
+//! runs [`stages`], which call the mechanisms of [`mech`]. Seeded runs exist to reproduce
+//! research; they must never be used to release real private data.
+
+pub mod mech;
+pub mod pipeline;
+pub mod plot;
+pub mod stages;

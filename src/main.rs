@@ -1,0 +1,357 @@
+//! The `dplab` command line: parses arguments and hands over to the pipeline engine.
+
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand};
+use dplab::pipeline::{compare, exec, graph, plan, spec};
+use dplab::stages;
+
+const WARNING: &str = "Seeded runs exist to reproduce research: their noise is predictable from the seed. \
+Never use dplab to release real private data.";
+
+#[derive(Parser)]
+#[command(
+    name = "dplab",
+    version,
+    about = "Reproducible differential-privacy experiments as declarative YAML pipelines",
+    long_about = "dplab runs YAML experiment pipelines (load → mechanism → evaluate → aggregate → plot/report) \
+as a parallel DAG with a seeded generator per stage instance, and writes result frames (CSV + Parquet), \
+SVG figures and a manifest under results/<pipeline>/.",
+    after_help = format!("Examples:\n  dplab run pipelines/                      run every pipeline\n  \
+dplab run pipelines/dwork-roth/dr-pumpkin.yaml --profile ci --jobs 2\n  \
+dplab run dr-two-diseases.yaml --set 'eps=[0.5, 1]'\n  \
+dplab validate pipelines/**/*.yaml\n  dplab list mechanism.select\n  \
+dplab compare results/ tests/golden/ --rtol 1e-9\n\n{WARNING}")
+)]
+struct Cli {
+    /// More log output (-v: debug, -vv: trace); RUST_LOG overrides.
+    #[arg(short, long, action = clap::ArgAction::Count, global = true)]
+    verbose: u8,
+    /// Only errors.
+    #[arg(short, long, global = true)]
+    quiet: bool,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run pipelines (files, or directories searched for *.yaml).
+    #[command(after_help = format!("Examples:\n  dplab run pipelines/\n  dplab run a.yaml b.yaml --profile ci --out /tmp/res\n  \
+dplab run sweep.yaml --set 'eps={{from: 0.1, to: 2, step: 0.1}}' --set 'c=[1, 5]'\n\n\
+Results go to OUT/<pipeline name>/: one <stage>.csv and .parquet per stored stage, figures, manifest.json.\n\
+A failed pipeline does not stop the others (unless --fail-fast); failures are listed at the end.\n\
+Exit codes: 0 success, 1 a run failed, 2 bad input.\n\n{WARNING}"))]
+    Run {
+        /// Pipeline files or directories.
+        #[arg(required = true)]
+        paths: Vec<PathBuf>,
+        #[command(flatten)]
+        common: Common,
+        /// Worker threads (default: all cores). Results do not depend on it.
+        #[arg(short, long)]
+        jobs: Option<usize>,
+        /// Results root directory.
+        #[arg(short, long, default_value = "results")]
+        out: PathBuf,
+        /// Stop at the first failed pipeline.
+        #[arg(long)]
+        fail_fast: bool,
+    },
+    /// Check pipeline files without running them: keys, types, inputs, cycles, axes, ranges.
+    #[command(after_help = "Example:\n  dplab validate pipelines/dwork-roth/*.yaml --profile ci\n\nErrors print as FILE:LINE:COL: message; exit code 2.")]
+    Validate {
+        #[arg(required = true)]
+        paths: Vec<PathBuf>,
+        #[command(flatten)]
+        common: Common,
+    },
+    /// Every stage kind with its parameters, or one kind in detail.
+    #[command(after_help = "Examples:\n  dplab list\n  dplab list mechanism.select")]
+    List {
+        /// Show only this kind.
+        kind: Option<String>,
+    },
+    /// Print a pipeline's stage DAG as Graphviz DOT or Mermaid.
+    #[command(after_help = "Examples:\n  dplab graph dr-pumpkin.yaml | dot -Tsvg > dag.svg\n  dplab graph dr-pumpkin.yaml --format mermaid")]
+    Graph {
+        path: PathBuf,
+        #[arg(long, value_enum, default_value = "dot")]
+        format: GraphFormat,
+        #[command(flatten)]
+        common: Common,
+    },
+    /// Compare two results directories frame by frame (columns, keys, values within tolerance).
+    #[command(after_help = "Examples:\n  dplab compare results/dr-pumpkin tests/golden/dr-pumpkin\n  \
+dplab compare results tests/golden --rtol 1e-6   (compares every pipeline directory present in both)\n\n\
+A cell matches when |a − b| ≤ atol + rtol·|b|; text and integer cells must be equal.\nExit code 1 on any mismatch.")]
+    Compare {
+        a: PathBuf,
+        b: PathBuf,
+        #[arg(long, default_value_t = 1e-9)]
+        rtol: f64,
+        #[arg(long, default_value_t = 1e-12)]
+        atol: f64,
+    },
+}
+
+#[derive(Args)]
+struct Common {
+    /// Apply the named profile of each pipeline (e.g. `ci`: smaller grids).
+    #[arg(short, long)]
+    profile: Option<String>,
+    /// Override an axis: AXIS=VALUES with VALUES in YAML, e.g. eps=[0.1,1] or eps={from: 0.1, to: 1, step: 0.1}.
+    #[arg(long = "set", value_name = "AXIS=VALUES")]
+    set: Vec<String>,
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum GraphFormat {
+    Dot,
+    Mermaid,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let default = if cli.quiet {
+        "warn"
+    } else {
+        match cli.verbose {
+            0 => "info",
+            1 => "debug",
+            _ => "trace",
+        }
+    };
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_target(false).without_time().init();
+    match cli.command {
+        Command::Run { paths, common, jobs, out, fail_fast } => run(&paths, &common, jobs, &out, fail_fast, cli.quiet),
+        Command::Validate { paths, common } => validate(&paths, &common),
+        Command::List { kind } => list(kind.as_deref()),
+        Command::Graph { path, format, common } => match load_plan(&path, &common) {
+            Ok(p) => {
+                print!("{}", match format {
+                    GraphFormat::Dot => graph::dot(&p),
+                    GraphFormat::Mermaid => graph::mermaid(&p),
+                });
+                ExitCode::SUCCESS
+            }
+            Err(errs) => report_spec_errors(&errs),
+        },
+        Command::Compare { a, b, rtol, atol } => compare_cmd(&a, &b, compare::Tolerance { rtol, atol }),
+    }
+}
+
+/// Pipeline files named directly, or found (sorted) under directories.
+fn pipeline_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
+    let mut out = Vec::new();
+    for p in paths {
+        if p.is_dir() {
+            let mut found = Vec::new();
+            walk(p, &mut found).map_err(|e| format!("{}: {e}", p.display()))?;
+            if found.is_empty() {
+                return Err(format!("{}: no *.yaml pipeline files in this directory", p.display()));
+            }
+            found.sort();
+            out.extend(found);
+        } else if p.exists() {
+            out.push(p.clone());
+        } else {
+            return Err(format!("{}: no such file or directory", p.display()));
+        }
+    }
+    Ok(out)
+}
+
+fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
+    for e in std::fs::read_dir(dir)? {
+        let p = e?.path();
+        if p.is_dir() {
+            walk(&p, out)?;
+        } else if matches!(p.extension().and_then(|e| e.to_str()), Some("yaml" | "yml")) {
+            out.push(p);
+        }
+    }
+    Ok(())
+}
+
+fn load_plan(path: &Path, common: &Common) -> Result<plan::Plan, Vec<spec::SpecError>> {
+    let file = spec::load(path).map_err(|e| vec![e])?;
+    plan::plan(&file, &plan::Overrides { profile: common.profile.clone(), set: common.set.clone() })
+}
+
+fn report_spec_errors(errs: &[spec::SpecError]) -> ExitCode {
+    for e in errs {
+        eprintln!("error: {e}");
+    }
+    ExitCode::from(2)
+}
+
+fn validate(paths: &[PathBuf], common: &Common) -> ExitCode {
+    let files = match pipeline_files(paths) {
+        Ok(f) => f,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let mut bad = false;
+    for f in files {
+        match load_plan(&f, common) {
+            Ok(p) => println!("ok: {} ({}: {} stages, {} instances)", f.display(), p.name, p.stages.len(), p.instance_count()),
+            Err(errs) => {
+                report_spec_errors(&errs);
+                bad = true;
+            }
+        }
+    }
+    if bad { ExitCode::from(2) } else { ExitCode::SUCCESS }
+}
+
+fn run(paths: &[PathBuf], common: &Common, jobs: Option<usize>, out: &Path, fail_fast: bool, quiet: bool) -> ExitCode {
+    let files = match pipeline_files(paths) {
+        Ok(f) => f,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let threads = jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    if threads == 0 {
+        eprintln!("error: --jobs 0 is invalid: give at least 1 thread");
+        return ExitCode::from(2);
+    }
+    let pool = match rayon::ThreadPoolBuilder::new().num_threads(threads).build() {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("error: cannot start {threads} worker threads: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    let opts = exec::RunOptions { out_dir: out.to_path_buf(), terminal: !quiet && std::io::stderr().is_terminal(), jobs: threads, set: common.set.clone() };
+    let mut input_failures = Vec::new();
+    let mut run_failures = Vec::new();
+    for f in &files {
+        let t0 = std::time::Instant::now();
+        let outcome = match load_plan(f, common) {
+            Err(errs) => {
+                report_spec_errors(&errs);
+                input_failures.push(f.display().to_string());
+                false
+            }
+            Ok(p) => match pool.install(|| exec::execute(&p, &opts)) {
+                Ok(dir) => {
+                    tracing::info!("{}: {} instances in {:.2} s → {}", p.name, p.instance_count(), t0.elapsed().as_secs_f64(), dir.display());
+                    true
+                }
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    run_failures.push(format!("{} ({e})", f.display()));
+                    false
+                }
+            },
+        };
+        if !outcome && fail_fast {
+            break;
+        }
+    }
+    if input_failures.is_empty() && run_failures.is_empty() {
+        return ExitCode::SUCCESS;
+    }
+    eprintln!("\n{} of {} pipeline(s) failed:", input_failures.len() + run_failures.len(), files.len());
+    for f in input_failures.iter().map(|f| format!("{f} (invalid pipeline)")).chain(run_failures.iter().cloned()) {
+        eprintln!("  {f}");
+    }
+    if run_failures.is_empty() { ExitCode::from(2) } else { ExitCode::from(1) }
+}
+
+fn list(kind: Option<&str>) -> ExitCode {
+    let kinds: Vec<_> = stages::registry().iter().filter(|k| kind.is_none_or(|n| k.name == n)).collect();
+    if kinds.is_empty() {
+        let name = kind.unwrap_or_default();
+        let hint = spec::suggest(name, stages::registry().iter().map(|k| k.name)).map(|s| format!("; did you mean `{s}`?")).unwrap_or_default();
+        eprintln!("error: no stage kind `{name}`{hint}");
+        return ExitCode::from(2);
+    }
+    for k in kinds {
+        println!("{}\n    {}", k.name, k.summary);
+        if k.gather == stages::Gather::All {
+            println!("    (gathers every axis of its inputs into one instance unless `over:` says otherwise)");
+        }
+        for p in k.params {
+            let d = match p.default {
+                None => "required".to_string(),
+                Some(d) => format!("default {d}"),
+            };
+            println!("    {:<16} {} ({d})\n    {:<16} {}", p.name, p.ty, "", p.meaning);
+        }
+        println!();
+    }
+    println!("Every stage also takes: kind, input (a stage or a list), with (the parameters above), \
+over (axes to gather: `all` or a list), repeat (run N times over axis `rep`), store (write its frame; default true).");
+    ExitCode::SUCCESS
+}
+
+fn compare_cmd(a: &Path, b: &Path, tol: compare::Tolerance) -> ExitCode {
+    for d in [a, b] {
+        if !d.is_dir() {
+            eprintln!("error: {}: not a directory", d.display());
+            return ExitCode::from(2);
+        }
+    }
+    // Two results roots: compare each pipeline directory present in either.
+    let subdirs = |d: &Path| -> Vec<String> {
+        let mut v: Vec<String> = std::fs::read_dir(d)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter(|e| e.path().is_dir() && !e.file_name().to_string_lossy().starts_with('.'))
+            .map(|e| e.file_name().to_string_lossy().to_string())
+            .collect();
+        v.sort();
+        v
+    };
+    let (sa, sb) = (subdirs(a), subdirs(b));
+    let pairs: Vec<(PathBuf, PathBuf, String)> = if sa.is_empty() && sb.is_empty() {
+        vec![(a.to_path_buf(), b.to_path_buf(), String::new())]
+    } else {
+        let mut names: Vec<String> = sa.iter().chain(&sb).cloned().collect();
+        names.sort();
+        names.dedup();
+        names.into_iter().map(|n| (a.join(&n), b.join(&n), n)).collect()
+    };
+    let mut mismatch = false;
+    let (mut frames, mut cells) = (0, 0);
+    for (da, db, name) in pairs {
+        if !da.is_dir() || !db.is_dir() {
+            println!("{name}: only in {}", if da.is_dir() { a.display() } else { b.display() });
+            mismatch = true;
+            continue;
+        }
+        match compare::compare_dirs(&da, &db, tol) {
+            Ok(c) => {
+                frames += c.frames;
+                cells += c.cells;
+                if !c.report.is_empty() {
+                    mismatch = true;
+                    for line in c.report.lines() {
+                        if name.is_empty() { println!("{line}") } else { println!("{name}/{line}") }
+                    }
+                }
+            }
+            Err(e) => {
+                eprintln!("error: {e:#}");
+                return ExitCode::from(2);
+            }
+        }
+    }
+    if mismatch {
+        println!("MISMATCH (rtol {}, atol {})", tol.rtol, tol.atol);
+        ExitCode::from(1)
+    } else {
+        println!("ok: {frames} frames, {cells} cells match (rtol {}, atol {})", tol.rtol, tol.atol);
+        ExitCode::SUCCESS
+    }
+}

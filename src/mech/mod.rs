@@ -1,0 +1,59 @@
+//! The mathematics layer: mechanisms, their exact output distributions, and the statistics
+//! used to check them. Plain Rust on slices and `&mut impl Rng`: no YAML, no frames, no I/O.
+//!
+//! Find a mechanism by its paper name:
+//! - [`laplace::Laplace`] — the Laplace mechanism (Dwork & Roth Def. 3.3)
+//! - [`gaussian::Gaussian`] — the Gaussian mechanism (Dwork & Roth Thm 3.22)
+//! - [`geometric::Geometric`] — the geometric / discrete Laplace mechanism
+//! - [`exponential::ExponentialMechanism`] — the exponential mechanism (Def. 3.4, Thm 3.10–3.11)
+//! - [`noisy_max::ReportNoisyMax`] — Report Noisy Max with Laplace noise, Report One-Sided
+//!   Noisy Arg-Max with exponential noise, and Gumbel-max (Thm 3.13)
+
+pub mod exponential;
+pub mod gaussian;
+pub mod geometric;
+pub mod laplace;
+pub mod noisy_max;
+pub mod quadrature;
+pub mod stats;
+
+/// A parameter outside its valid range. The message names the value and the range.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{name} = {value} is invalid: {valid}")]
+pub struct ParamRangeError {
+    pub name: &'static str,
+    pub value: String,
+    /// The valid range, in words (`must be > 0`, `must be in [0, 1)`).
+    pub valid: String,
+}
+
+/// ε > 0 and finite.
+pub fn check_epsilon(epsilon: f64) -> Result<(), ParamRangeError> {
+    check_positive("epsilon", epsilon)
+}
+
+/// `value` > 0 and finite.
+pub fn check_positive(name: &'static str, value: f64) -> Result<(), ParamRangeError> {
+    if value.is_finite() && value > 0.0 {
+        Ok(())
+    } else {
+        Err(ParamRangeError {
+            name,
+            value: value.to_string(),
+            valid: "must be a finite number > 0".into(),
+        })
+    }
+}
+
+/// A privacy δ in [0, 1).
+pub fn check_delta(delta: f64) -> Result<(), ParamRangeError> {
+    if (0.0..1.0).contains(&delta) {
+        Ok(())
+    } else {
+        Err(ParamRangeError {
+            name: "delta",
+            value: delta.to_string(),
+            valid: "must be in [0, 1)".into(),
+        })
+    }
+}

@@ -1,0 +1,220 @@
+//! Execution: runs a plan's instances level by level in parallel (rayon), then stores the
+//! results atomically. Instances never share a generator and results are assembled in
+//! plan order, so the output does not depend on `--jobs` or on scheduling.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+use indicatif::{ProgressBar, ProgressStyle};
+use polars::prelude::*;
+use rayon::prelude::*;
+
+use super::plan::{Plan, PlannedStage};
+use super::spec::AxisValue;
+use super::store;
+use crate::stages::{rng_from_seed, Artifact, Ctx};
+
+/// A stage instance that failed while running: exit code 1.
+#[derive(Debug)]
+pub struct RunError {
+    pub pipeline: String,
+    pub stage: String,
+    pub instance: String,
+    pub message: String,
+}
+
+impl std::fmt::Display for RunError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.stage.is_empty() {
+            write!(f, "pipeline `{}`: {}", self.pipeline, self.message)
+        } else if self.instance.is_empty() {
+            write!(f, "pipeline `{}`, stage `{}` failed: {}", self.pipeline, self.stage, self.message)
+        } else {
+            write!(f, "pipeline `{}`, stage `{}` instance {{{}}} failed: {}", self.pipeline, self.stage, self.instance, self.message)
+        }
+    }
+}
+
+impl std::error::Error for RunError {}
+
+/// Progress over all instances: a bar on a terminal, a plain line every few seconds otherwise.
+pub struct Progress {
+    bar: Option<ProgressBar>,
+    total: usize,
+    done: AtomicUsize,
+    last_line: Mutex<Instant>,
+    label: String,
+}
+
+impl Progress {
+    pub fn new(label: &str, total: usize, terminal: bool) -> Self {
+        let bar = terminal.then(|| {
+            let b = ProgressBar::new(total as u64);
+            b.set_style(
+                ProgressStyle::with_template("{prefix} [{bar:30}] {pos}/{len} instances, ETA {eta}")
+                    .expect("static template")
+                    .progress_chars("=> "),
+            );
+            b.set_prefix(label.to_string());
+            b
+        });
+        Progress { bar, total, done: AtomicUsize::new(0), last_line: Mutex::new(Instant::now()), label: label.to_string() }
+    }
+
+    fn tick(&self) {
+        let done = self.done.fetch_add(1, Ordering::Relaxed) + 1;
+        match &self.bar {
+            Some(b) => b.inc(1),
+            None => {
+                let mut last = self.last_line.lock().unwrap_or_else(|e| e.into_inner());
+                if last.elapsed() >= Duration::from_secs(5) || done == self.total {
+                    *last = Instant::now();
+                    tracing::info!("{}: {done}/{} instances", self.label, self.total);
+                }
+            }
+        }
+    }
+
+    pub fn finish(&self) {
+        if let Some(b) = &self.bar {
+            b.finish_and_clear();
+        }
+    }
+}
+
+/// What one instance produced.
+pub struct InstanceResult {
+    pub frame: DataFrame,
+    pub artifacts: Vec<Artifact>,
+    pub seconds: f64,
+}
+
+/// Where and how to run.
+pub struct RunOptions {
+    pub out_dir: PathBuf,
+    pub terminal: bool,
+    pub jobs: usize,
+    pub set: Vec<String>,
+}
+
+/// Runs every instance and writes `out_dir/<pipeline>/`. Returns the results directory.
+pub fn execute(plan: &Plan, opts: &RunOptions) -> Result<PathBuf, RunError> {
+    let started = Instant::now();
+    let fail = |stage: &str, instance: &str, message: String| RunError {
+        pipeline: plan.name.clone(),
+        stage: stage.to_string(),
+        instance: instance.to_string(),
+        message,
+    };
+    let progress = Progress::new(&plan.name, plan.instance_count(), opts.terminal);
+    let mut results: Vec<Vec<Option<InstanceResult>>> =
+        plan.stages.iter().map(|s| s.instances.iter().map(|_| None).collect()).collect();
+    let max_depth = plan.stages.iter().map(|s| s.depth).max().unwrap_or(0);
+    for depth in 0..=max_depth {
+        let work: Vec<(usize, usize)> = plan
+            .stages
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| s.depth == depth)
+            .flat_map(|(si, s)| (0..s.instances.len()).map(move |ii| (si, ii)))
+            .collect();
+        let done: Vec<Result<InstanceResult, RunError>> = work
+            .par_iter()
+            .map(|&(si, ii)| {
+                let stage = &plan.stages[si];
+                let inst = &stage.instances[ii];
+                let r = run_instance(plan, stage, ii, &results)
+                    .map_err(|e| fail(&stage.name, &inst.label, format!("{e:#}")));
+                progress.tick();
+                r
+            })
+            .collect();
+        for (&(si, ii), r) in work.iter().zip(done) {
+            match r {
+                Ok(res) => results[si][ii] = Some(res),
+                Err(e) => {
+                    progress.finish();
+                    return Err(e);
+                }
+            }
+        }
+    }
+    progress.finish();
+    store::write(plan, &results, opts, started.elapsed().as_secs_f64())
+        .map_err(|e| fail("", "", format!("writing results: {e:#}")))
+}
+
+fn run_instance(
+    plan: &Plan,
+    stage: &PlannedStage,
+    ii: usize,
+    results: &[Vec<Option<InstanceResult>>],
+) -> Result<InstanceResult> {
+    let inst = &stage.instances[ii];
+    let t0 = Instant::now();
+    let mut inputs = Vec::with_capacity(stage.inputs.len());
+    for (k, &up) in stage.inputs.iter().enumerate() {
+        let frames: Vec<&DataFrame> = inst.inputs[k]
+            .iter()
+            .map(|&j| &results[up][j].as_ref().expect("upstream level finished").frame)
+            .collect();
+        inputs.push(concat(&frames).with_context(|| format!("joining the instances of input `{}`", plan.stages[up].name))?);
+    }
+    let input_names: Vec<String> = stage.inputs.iter().map(|&i| plan.stages[i].name.clone()).collect();
+    let mut ctx = Ctx {
+        inputs: &inputs,
+        input_names: &input_names,
+        rng: rng_from_seed(inst.seed),
+        seed: inst.seed,
+        base_dir: &plan.base_dir,
+        stage: &stage.name,
+        label: &inst.label,
+    };
+    let out = inst.run.run(&mut ctx)?;
+    let frame = with_axis_columns(out.frame, &inst.key)?;
+    Ok(InstanceResult { frame, artifacts: out.artifacts, seconds: t0.elapsed().as_secs_f64() })
+}
+
+/// Row-wise concatenation of instance frames (in plan order).
+pub fn concat(frames: &[&DataFrame]) -> Result<DataFrame> {
+    let Some((first, rest)) = frames.split_first() else {
+        return Ok(DataFrame::empty());
+    };
+    let mut out = (*first).clone();
+    for f in rest {
+        out.vstack_mut(f).map_err(|e| anyhow::anyhow!("instance frames have different columns: {e}"))?;
+    }
+    out.rechunk_mut();
+    Ok(out)
+}
+
+/// Puts one constant column per axis value at the front of the frame (replacing any
+/// column of the same name), so a gathered or stored frame says which instance each row
+/// came from.
+fn with_axis_columns(frame: DataFrame, key: &[(String, AxisValue)]) -> Result<DataFrame> {
+    if key.is_empty() {
+        return Ok(frame);
+    }
+    let height = frame.height();
+    let mut cols: Vec<Column> = key
+        .iter()
+        .map(|(axis, v)| match v {
+            AxisValue::Num(x) => Column::new_scalar(axis.as_str().into(), Scalar::from(*x), height),
+            AxisValue::Text(s) => Column::new_scalar(axis.as_str().into(), Scalar::from(PlSmallStr::from(s.as_str())), height),
+        })
+        .collect();
+    for c in frame.columns() {
+        if !key.iter().any(|(a, _)| a.as_str() == c.name().as_str()) {
+            cols.push(c.clone());
+        }
+    }
+    Ok(DataFrame::new(height, cols)?)
+}
+
+/// Where a pipeline's results go.
+pub fn results_dir(out: &Path, plan: &Plan) -> PathBuf {
+    out.join(&plan.name)
+}

@@ -1,0 +1,508 @@
+//! Planning: from a parsed file (+ profile and `--set` overrides) to validated stage
+//! instances. Everything a user typed is checked here, before anything runs.
+
+use std::collections::{BTreeSet, HashMap};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use indexmap::IndexMap;
+use serde_yaml_ng::{Mapping, Value};
+use sha2::{Digest, Sha256};
+
+use super::seed::instance_seed;
+use super::spec::{parse_axis, suggest, AxisValue, Source, SpecError, SpecFile};
+use crate::stages::{self, Gather, KindInfo, StageRun};
+
+/// The implicit axis of repetitions.
+pub const REP: &str = "rep";
+
+/// How the user asked to change the file's settings on the command line.
+#[derive(Debug, Clone, Default)]
+pub struct Overrides {
+    pub profile: Option<String>,
+    /// `axis=VALUES` pairs, VALUES in YAML (`[0.1, 1]`, `{from: 1, to: 5, step: 1}`, `0.5`).
+    pub set: Vec<String>,
+}
+
+/// A validated pipeline, ready to execute.
+pub struct Plan {
+    pub file: PathBuf,
+    pub base_dir: PathBuf,
+    pub file_sha256: String,
+    pub name: String,
+    pub title: String,
+    pub source: Source,
+    pub description: String,
+    pub seed: u64,
+    pub profile: Option<String>,
+    pub axes: IndexMap<String, Vec<AxisValue>>,
+    pub stages: Vec<PlannedStage>,
+}
+
+pub struct PlannedStage {
+    pub name: String,
+    pub kind: &'static KindInfo,
+    /// Indices into `Plan::stages` (always earlier: stages are in topological order).
+    pub inputs: Vec<usize>,
+    pub store: bool,
+    /// The axes this stage varies over, in the pipeline's axis order (`rep` last).
+    pub axes: Vec<String>,
+    /// Axes of its inputs that it gathers into each instance.
+    pub gathered: Vec<String>,
+    /// Length of the longest input chain above this stage.
+    pub depth: usize,
+    pub instances: Vec<Instance>,
+}
+
+pub struct Instance {
+    pub key: Vec<(String, AxisValue)>,
+    /// `eps=0.5, rep=3`, or empty for a stage without axes.
+    pub label: String,
+    pub seed: u128,
+    pub run: Arc<dyn StageRun>,
+    /// Per input: the indices of the upstream instances this instance reads.
+    pub inputs: Vec<Vec<usize>>,
+}
+
+impl Plan {
+    pub fn instance_count(&self) -> usize {
+        self.stages.iter().map(|s| s.instances.len()).sum()
+    }
+}
+
+fn label(key: &[(String, AxisValue)]) -> String {
+    key.iter().map(|(a, v)| format!("{a}={v}")).collect::<Vec<_>>().join(", ")
+}
+
+/// Plans a parsed file. Returns every error found (at most one per stage), not just the first.
+pub fn plan(spec: &SpecFile, ov: &Overrides) -> Result<Plan, Vec<SpecError>> {
+    let raw = &spec.raw;
+    let mut errors = Vec::new();
+
+    // Profile.
+    let profile = match &ov.profile {
+        None => None,
+        Some(p) => match raw.profiles.get(p) {
+            Some(prof) => Some(prof),
+            None => {
+                let names: Vec<&str> = raw.profiles.keys().map(String::as_str).collect();
+                let mut e = spec.err("profiles", format!("no profile `{p}` in this pipeline"));
+                e.hint = Some(match suggest(p, names.iter().copied()) {
+                    Some(s) => format!("did you mean `{s}`? (profiles: {})", names.join(", ")),
+                    None if names.is_empty() => "this pipeline defines no profiles".into(),
+                    None => format!("profiles: {}", names.join(", ")),
+                });
+                return Err(vec![e]);
+            }
+        },
+    };
+
+    // Axes: file, then profile, then --set.
+    let mut axes: IndexMap<String, Vec<AxisValue>> = IndexMap::new();
+    for (name, v) in &raw.axes {
+        if name == REP {
+            errors.push(spec.err(&format!("axes.{name}"), "`rep` is reserved for repetitions: use `repeat:` on a stage"));
+            continue;
+        }
+        let v = profile.and_then(|p| p.axes.get(name)).unwrap_or(v);
+        let base = if profile.is_some_and(|p| p.axes.contains_key(name)) {
+            format!("profiles.{}.axes.{name}", ov.profile.as_deref().unwrap_or(""))
+        } else {
+            format!("axes.{name}")
+        };
+        match parse_axis(v) {
+            Ok(vals) => {
+                axes.insert(name.clone(), vals);
+            }
+            Err((sub, msg)) => {
+                let path = if sub.is_empty() { base } else { format!("{base}.{sub}") };
+                errors.push(spec.err(&path, format!("axis `{name}`: {msg}")));
+            }
+        }
+    }
+    if let (Some(p), Some(pname)) = (profile, &ov.profile) {
+        for name in p.axes.keys() {
+            if !raw.axes.contains_key(name) {
+                errors.push(spec.err(&format!("profiles.{pname}.axes.{name}"), format!("profile `{pname}` sets axis `{name}`, which the pipeline does not define")));
+            }
+        }
+        for name in p.repeat.keys().chain(p.with.keys()) {
+            if !raw.stages.contains_key(name) {
+                let hint = suggest(name, raw.stages.keys().map(String::as_str)).map(|s| format!("; did you mean `{s}`?")).unwrap_or_default();
+                errors.push(spec.err(&format!("profiles.{pname}"), format!("profile `{pname}` names stage `{name}`, which does not exist{hint}")));
+            }
+        }
+    }
+    for s in &ov.set {
+        let cmdline = |msg: String| SpecError { file: spec.path.clone(), pos: None, message: format!("--set {s}: {msg}"), hint: None };
+        let Some((name, values)) = s.split_once('=') else {
+            errors.push(cmdline("expected AXIS=VALUES, e.g. --set eps=[0.1,1]".into()));
+            continue;
+        };
+        if !axes.contains_key(name) && !raw.axes.contains_key(name) {
+            let hint = suggest(name, raw.axes.keys().map(String::as_str)).map(|s| format!("; did you mean `{s}`?")).unwrap_or_default();
+            errors.push(cmdline(format!("no axis `{name}` in this pipeline{hint}")));
+            continue;
+        }
+        match serde_yaml_ng::from_str::<Value>(values).map_err(|e| (String::new(), e.to_string())).and_then(|v| parse_axis(&v)) {
+            Ok(vals) => {
+                axes.insert(name.to_string(), vals);
+            }
+            Err((_, msg)) => errors.push(cmdline(msg)),
+        }
+    }
+
+    // Stages: kinds, inputs, topological order.
+    let names: Vec<&str> = raw.stages.keys().map(String::as_str).collect();
+    let index: HashMap<&str, usize> = names.iter().enumerate().map(|(i, n)| (*n, i)).collect();
+    let mut kinds: Vec<Option<&'static KindInfo>> = Vec::new();
+    let mut inputs: Vec<Vec<usize>> = Vec::new();
+    for (name, st) in &raw.stages {
+        let kind = stages::find(&st.kind);
+        if kind.is_none() {
+            let all: Vec<&str> = stages::registry().iter().map(|k| k.name).collect();
+            let mut e = spec.err(&format!("stages.{name}.kind"), format!("stage `{name}`: unknown kind `{}`", st.kind));
+            e.hint = Some(match suggest(&st.kind, all.iter().copied()) {
+                Some(s) => format!("did you mean `{s}`? (`dplab list` shows every kind)"),
+                None => "`dplab list` shows every kind".into(),
+            });
+            errors.push(e);
+        }
+        kinds.push(kind);
+        let mut ins = Vec::new();
+        for input in st.input.names() {
+            match index.get(input.as_str()) {
+                Some(&i) => ins.push(i),
+                None => {
+                    let mut e = spec.err(&format!("stages.{name}.input"), format!("stage `{name}` reads `{input}`, which is not a stage"));
+                    e.hint = suggest(&input, names.iter().copied()).map(|s| format!("did you mean `{s}`?"));
+                    errors.push(e);
+                }
+            }
+        }
+        inputs.push(ins);
+    }
+    if raw.stages.is_empty() {
+        errors.push(spec.err("stages", "the pipeline has no stages"));
+    }
+    let order = match topo_order(&inputs) {
+        Ok(o) => o,
+        Err(cycle) => {
+            let path: Vec<&str> = cycle.iter().map(|&i| names[i]).collect();
+            errors.push(spec.err(&format!("stages.{}.input", path[0]), format!("the stages form a cycle: {}", path.join(" → "))));
+            return Err(errors);
+        }
+    };
+    if !errors.is_empty() {
+        return Err(errors);
+    }
+
+    // Per stage: axes, gathered axes, instances.
+    let mut planned: Vec<Option<PlannedStage>> = (0..names.len()).map(|_| None).collect();
+    let mut reps: Vec<Option<u64>> = vec![None; names.len()];
+    for &si in &order {
+        let name = names[si];
+        let st = &raw.stages[si];
+        let kind = kinds[si].expect("checked above");
+        let mut with = st.with.clone().unwrap_or(Value::Mapping(Mapping::new()));
+        if with.is_null() {
+            with = Value::Mapping(Mapping::new());
+        }
+        let Value::Mapping(ref mut wmap) = with else {
+            errors.push(spec.err(&format!("stages.{name}.with"), format!("stage `{name}`: `with` must be a mapping of parameters")));
+            continue;
+        };
+        if let Some(Value::Mapping(extra)) = profile.and_then(|p| p.with.get(name)) {
+            for (k, v) in extra {
+                wmap.insert(k.clone(), v.clone());
+            }
+        }
+        // Axes referenced as `$name`.
+        let mut refs = Vec::new();
+        collect_refs(&with, String::new(), &mut refs);
+        let mut own = BTreeSet::new();
+        let mut bad = false;
+        for (path, axis) in &refs {
+            if axes.contains_key(axis) {
+                own.insert(axis.clone());
+            } else {
+                let hint = suggest(axis, axes.keys().map(String::as_str)).map(|s| format!("; did you mean `${s}`?")).unwrap_or_default();
+                let avail = if axes.is_empty() { "the pipeline defines no axes".to_string() } else { format!("axes: {}", axes.keys().cloned().collect::<Vec<_>>().join(", ")) };
+                errors.push(spec.err(&format!("stages.{name}.with.{path}"), format!("stage `{name}` uses `${axis}`, which is not an axis{hint} ({avail})")));
+                bad = true;
+            }
+        }
+        if bad {
+            continue;
+        }
+        let mut inherited = BTreeSet::new();
+        let mut rep_in: Option<u64> = None;
+        let mut missing_input = false;
+        for &ii in &inputs[si] {
+            match &planned[ii] {
+                Some(up) => {
+                    inherited.extend(up.axes.iter().cloned());
+                    if let Some(r) = reps[ii] {
+                        if rep_in.is_some_and(|x| x != r) {
+                            errors.push(spec.err(&format!("stages.{name}.input"), format!("stage `{name}` joins inputs repeated a different number of times")));
+                        }
+                        rep_in = Some(r);
+                    }
+                }
+                None => missing_input = true,
+            }
+        }
+        if missing_input {
+            continue; // an upstream stage already failed validation
+        }
+        let repeat = profile.and_then(|p| p.repeat.get(name).copied()).or(st.repeat);
+        if let Some(n) = repeat {
+            if n == 0 {
+                errors.push(spec.err(&format!("stages.{name}.repeat"), format!("stage `{name}`: repeat must be ≥ 1")));
+                continue;
+            }
+            if inherited.contains(REP) {
+                errors.push(spec.err(&format!("stages.{name}.repeat"), format!("stage `{name}` repeats, but its input already varies over `rep`")));
+                continue;
+            }
+        }
+        let mut all_axes = own.clone();
+        all_axes.extend(inherited.iter().cloned());
+        if repeat.is_some() {
+            all_axes.insert(REP.to_string());
+        }
+        let gathered: BTreeSet<String> = match &st.over {
+            None => match kind.gather {
+                Gather::All => inherited.difference(&own).cloned().collect(),
+                Gather::Nothing => BTreeSet::new(),
+            },
+            Some(Value::String(s)) if s == "all" => inherited.difference(&own).cloned().collect(),
+            Some(Value::Sequence(items)) => {
+                let mut g = BTreeSet::new();
+                for (i, it) in items.iter().enumerate() {
+                    let a = it.as_str().unwrap_or("");
+                    if !inherited.contains(a) {
+                        let mut e = spec.err(&format!("stages.{name}.over.{i}"), format!("stage `{name}` gathers `{a}`, but its inputs do not vary over it"));
+                        e.hint = Some(if inherited.is_empty() { "its inputs vary over no axis".into() } else { format!("its inputs vary over: {}", inherited.iter().cloned().collect::<Vec<_>>().join(", ")) });
+                        errors.push(e);
+                    } else if own.contains(a) {
+                        errors.push(spec.err(&format!("stages.{name}.over.{i}"), format!("stage `{name}` cannot gather `{a}`: its own parameters use `${a}`")));
+                    }
+                    g.insert(a.to_string());
+                }
+                g
+            }
+            Some(_) => {
+                errors.push(spec.err(&format!("stages.{name}.over"), "`over` is `all` or a list of axis names"));
+                continue;
+            }
+        };
+        let stage_axes: Vec<String> = axes
+            .keys()
+            .chain(std::iter::once(&REP.to_string()))
+            .filter(|a| all_axes.contains(*a) && !gathered.contains(*a))
+            .cloned()
+            .collect();
+        let rep_count = if stage_axes.iter().any(|a| a == REP) { repeat.or(rep_in) } else { None };
+        reps[si] = if gathered.contains(REP) { None } else { repeat.or(rep_in) };
+        let value_lists: Vec<Vec<AxisValue>> = stage_axes
+            .iter()
+            .map(|a| {
+                if a == REP {
+                    (0..rep_count.unwrap_or(1)).map(|r| AxisValue::Num(r as f64)).collect()
+                } else {
+                    axes[a].clone()
+                }
+            })
+            .collect();
+        let depth = inputs[si].iter().map(|&i| planned[i].as_ref().map_or(0, |p| p.depth + 1)).max().unwrap_or(0);
+        // Build each distinct parameter set once; repetitions share it.
+        let mut built: HashMap<Vec<String>, Arc<dyn StageRun>> = HashMap::new();
+        let mut instances = Vec::new();
+        let mut failed = false;
+        for key in product(&stage_axes, &value_lists) {
+            let own_key: Vec<String> = key.iter().filter(|(a, _)| own.contains(a)).map(|(_, v)| v.canonical()).collect();
+            let run = match built.get(&own_key) {
+                Some(r) => r.clone(),
+                None => {
+                    let subst = substitute(&with, &key);
+                    match (kind.build)(&subst) {
+                        Ok(r) => {
+                            let r: Arc<dyn StageRun> = Arc::from(r);
+                            built.insert(own_key, r.clone());
+                            r
+                        }
+                        Err(pe) => {
+                            let sub = pe.path.join(".");
+                            let path = if sub.is_empty() { format!("stages.{name}.with") } else { format!("stages.{name}.with.{sub}") };
+                            let own_label = label(&key.iter().filter(|(a, _)| own.contains(a)).cloned().collect::<Vec<_>>());
+                            let at = if own_label.is_empty() { String::new() } else { format!(" (at {own_label})") };
+                            let mut e = spec.err(&path, format!("stage `{name}` ({}){at}: {}", kind.name, pe.message));
+                            let about_value = !pe.message.starts_with("unknown key");
+                            if let Some((_, axis)) = refs.iter().find(|(p, _)| *p == sub && about_value) {
+                                let apos = spec.locs.find(&format!("axes.{axis}"));
+                                e.hint = Some(format!("the value comes from axis `{axis}` (line {}, column {})", apos.line, apos.col));
+                            } else if kind.params.iter().any(|p| pe.message.contains(p.name)) {
+                                e.hint = Some(format!("`dplab list {}` describes its parameters", kind.name));
+                            }
+                            errors.push(e);
+                            failed = true;
+                            break;
+                        }
+                    }
+                }
+            };
+            let seed = instance_seed(raw.seed, name, &key);
+            instances.push(Instance { label: label(&key), key, seed, run, inputs: Vec::new() });
+        }
+        if failed {
+            continue;
+        }
+        // Wire each instance to the upstream instances that agree on the shared axes.
+        let input_idx = inputs[si].clone();
+        for inst in &mut instances {
+            for &ii in &input_idx {
+                let up = planned[ii].as_ref().expect("inputs planned first");
+                let matching: Vec<usize> = up
+                    .instances
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, u)| u.key.iter().all(|(a, v)| gathered.contains(a) || inst.key.iter().any(|(b, w)| a == b && v == w)))
+                    .map(|(j, _)| j)
+                    .collect();
+                inst.inputs.push(matching);
+            }
+        }
+        planned[si] = Some(PlannedStage {
+            name: name.to_string(),
+            kind,
+            inputs: Vec::new(),
+            store: st.store,
+            axes: stage_axes,
+            gathered: gathered.into_iter().collect(),
+            depth,
+            instances,
+        });
+    }
+    if !errors.is_empty() {
+        return Err(errors);
+    }
+    // Re-index stages in topological order.
+    let position: HashMap<usize, usize> = order.iter().enumerate().map(|(p, &i)| (i, p)).collect();
+    let mut stages_out = Vec::new();
+    for &si in &order {
+        let mut st = planned[si].take().expect("planned");
+        st.inputs = inputs[si].iter().map(|i| position[i]).collect();
+        stages_out.push(st);
+    }
+    let base_dir = spec.path.parent().map(|p| if p.as_os_str().is_empty() { PathBuf::from(".") } else { p.to_path_buf() }).unwrap_or_else(|| PathBuf::from("."));
+    Ok(Plan {
+        file: spec.path.clone(),
+        base_dir,
+        file_sha256: hex(&Sha256::digest(spec.text.as_bytes())),
+        name: raw.name.clone(),
+        title: raw.title.clone(),
+        source: raw.source.clone(),
+        description: raw.description.clone(),
+        seed: raw.seed,
+        profile: ov.profile.clone(),
+        axes,
+        stages: stages_out,
+    })
+}
+
+pub fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Kahn's algorithm in file order; on a cycle, returns one cycle's stages (first repeated last).
+fn topo_order(inputs: &[Vec<usize>]) -> Result<Vec<usize>, Vec<usize>> {
+    let n = inputs.len();
+    let mut done = vec![false; n];
+    let mut order = Vec::with_capacity(n);
+    while order.len() < n {
+        let next = (0..n).find(|&i| !done[i] && inputs[i].iter().all(|&j| done[j]));
+        match next {
+            Some(i) => {
+                done[i] = true;
+                order.push(i);
+            }
+            None => {
+                // Follow unfinished inputs until a stage repeats: that is a cycle.
+                let mut path = vec![(0..n).find(|&i| !done[i]).expect("some stage is left")];
+                loop {
+                    let cur = *path.last().expect("non-empty");
+                    let nxt = inputs[cur].iter().copied().find(|&j| !done[j]).expect("blocked stage has an unfinished input");
+                    if let Some(p) = path.iter().position(|&x| x == nxt) {
+                        let mut cycle: Vec<usize> = path[p..].iter().rev().copied().collect();
+                        cycle.push(cycle[0]);
+                        return Err(cycle);
+                    }
+                    path.push(nxt);
+                }
+            }
+        }
+    }
+    Ok(order)
+}
+
+/// `$name` strings inside `with`, with their dotted paths.
+fn collect_refs(v: &Value, path: String, out: &mut Vec<(String, String)>) {
+    match v {
+        Value::String(s) => {
+            if let Some(axis) = axis_ref(s) {
+                out.push((path, axis.to_string()));
+            }
+        }
+        Value::Sequence(items) => {
+            for (i, it) in items.iter().enumerate() {
+                collect_refs(it, join(&path, &i.to_string()), out);
+            }
+        }
+        Value::Mapping(m) => {
+            for (k, it) in m {
+                collect_refs(it, join(&path, k.as_str().unwrap_or("?")), out);
+            }
+        }
+        _ => {}
+    }
+}
+
+fn join(path: &str, key: &str) -> String {
+    if path.is_empty() { key.to_string() } else { format!("{path}.{key}") }
+}
+
+fn axis_ref(s: &str) -> Option<&str> {
+    let name = s.strip_prefix('$')?;
+    (!name.is_empty() && name.chars().all(|c| c.is_alphanumeric() || c == '_')).then_some(name)
+}
+
+/// `with` with every `$axis` replaced by this instance's value.
+fn substitute(v: &Value, key: &[(String, AxisValue)]) -> Value {
+    match v {
+        Value::String(s) => match axis_ref(s).and_then(|a| key.iter().find(|(k, _)| k == a)) {
+            Some((_, val)) => val.to_yaml(),
+            None => v.clone(),
+        },
+        Value::Sequence(items) => Value::Sequence(items.iter().map(|i| substitute(i, key)).collect()),
+        Value::Mapping(m) => Value::Mapping(m.iter().map(|(k, i)| (k.clone(), substitute(i, key))).collect()),
+        _ => v.clone(),
+    }
+}
+
+/// The cartesian product of the axes' values, first axis varying slowest.
+fn product(names: &[String], values: &[Vec<AxisValue>]) -> Vec<Vec<(String, AxisValue)>> {
+    let mut out = vec![Vec::new()];
+    for (name, vals) in names.iter().zip(values) {
+        let mut next = Vec::with_capacity(out.len() * vals.len());
+        for prefix in &out {
+            for v in vals {
+                let mut k = prefix.clone();
+                k.push((name.clone(), v.clone()));
+                next.push(k);
+            }
+        }
+        out = next;
+    }
+    out
+}

@@ -1,0 +1,98 @@
+//! `aggregate.summary`: statistics of value columns per group — typically over the
+//! repetitions (`over: [rep]`) or the Monte-Carlo samples of a stage.
+
+use anyhow::Result;
+use serde::Deserialize;
+
+use super::frame::{f64_col, group_rows, FrameBuilder};
+use super::{build, Ctx, Gather, KindInfo, Output, ParamDoc, ParamError, Stage};
+use crate::mech::stats::{quantile_sorted, summarise};
+
+pub fn kinds() -> Vec<KindInfo> {
+    vec![KindInfo {
+        name: "aggregate.summary",
+        summary: "Per group and value column: n, mean, std, standard error, confidence interval of the mean (Student t), min, max and quantiles. One row per (group, value), long format.",
+        params: &[
+            ParamDoc { name: "values", ty: "list of strings", default: None, meaning: "numeric columns to summarise" },
+            ParamDoc { name: "by", ty: "list of strings", default: Some("[]"), meaning: "columns that define the groups (besides the instance's own axes)" },
+            ParamDoc { name: "level", ty: "number in (0, 1)", default: Some("0.95"), meaning: "confidence level" },
+            ParamDoc { name: "quantiles", ty: "list of numbers in [0, 1]", default: Some("[]"), meaning: "quantiles to report, as columns q<100·q>" },
+        ],
+        gather: Gather::Nothing,
+        build: build::<Summary>,
+    }]
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Summary {
+    values: Vec<String>,
+    #[serde(default)]
+    by: Vec<String>,
+    #[serde(default = "level")]
+    level: f64,
+    #[serde(default)]
+    quantiles: Vec<f64>,
+}
+
+fn level() -> f64 {
+    0.95
+}
+
+impl Stage for Summary {
+    fn validate(&self) -> Result<(), ParamError> {
+        if self.values.is_empty() {
+            return Err(ParamError::at("values", "name at least one column to summarise"));
+        }
+        if !(self.level > 0.0 && self.level < 1.0) {
+            return Err(ParamError::at("level", format!("level = {} is invalid: must be in (0, 1)", self.level)));
+        }
+        for (i, q) in self.quantiles.iter().enumerate() {
+            if !(0.0..=1.0).contains(q) {
+                return Err(ParamError::at(&format!("quantiles.{i}"), format!("quantile {q} is invalid: must be in [0, 1]")));
+            }
+        }
+        Ok(())
+    }
+
+    fn run(&self, ctx: &mut Ctx) -> Result<Output> {
+        let df = ctx.input()?;
+        let groups = group_rows(df, &self.by)?;
+        let mut key_cols: Vec<Vec<String>> = vec![Vec::new(); self.by.len()];
+        let mut value_name = Vec::new();
+        let mut stats: Vec<Vec<f64>> = vec![Vec::new(); 8 + self.quantiles.len()];
+        let columns: Vec<Vec<f64>> = self.values.iter().map(|v| f64_col(df, v)).collect::<Result<_>>()?;
+        for (key, rows) in &groups {
+            for (name, col) in self.values.iter().zip(&columns) {
+                let xs: Vec<f64> = rows.iter().map(|&r| col[r]).collect();
+                let s = summarise(&xs, self.level);
+                let mut sorted = xs.clone();
+                sorted.sort_by(f64::total_cmp);
+                for (k, kc) in key.iter().zip(&mut key_cols) {
+                    kc.push(k.clone());
+                }
+                value_name.push(name.clone());
+                let row = [s.n as f64, s.mean, s.std, s.se, s.ci_lo, s.ci_hi, s.min, s.max];
+                for (dst, v) in stats.iter_mut().zip(row) {
+                    dst.push(v);
+                }
+                for (i, q) in self.quantiles.iter().enumerate() {
+                    stats[8 + i].push(quantile_sorted(&sorted, *q));
+                }
+            }
+        }
+        let mut fb = FrameBuilder::new();
+        for (name, kc) in self.by.iter().zip(key_cols) {
+            // Keep numeric group keys numeric (x axes of plots).
+            let numeric = kc.iter().all(|s| s.parse::<f64>().is_ok());
+            fb = if numeric { fb.f64(name, kc.iter().map(|s| s.parse().unwrap_or(f64::NAN)).collect()) } else { fb.str(name, kc) };
+        }
+        fb = fb.str("value", value_name);
+        let names = ["n", "mean", "std", "se", "ci_lo", "ci_hi", "min", "max"];
+        for (i, col) in stats.into_iter().enumerate() {
+            let name = if i < 8 { names[i].to_string() } else { format!("q{}", self.quantiles[i - 8] * 100.0) };
+            fb = if i == 0 { fb.i64(&name, col.iter().map(|&x| x as i64).collect()) } else { fb.f64(&name, col) };
+        }
+        Ok(fb.build()?.into())
+    }
+}

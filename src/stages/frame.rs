@@ -1,0 +1,112 @@
+//! Small helpers so stage kinds read and build polars frames in one line each.
+
+use anyhow::{anyhow, Result};
+use polars::prelude::*;
+
+/// A column of a frame as `f64`, with an error naming the available columns when absent
+/// or not numeric.
+pub fn f64_col(df: &DataFrame, name: &str) -> Result<Vec<f64>> {
+    let col = column(df, name)?;
+    let cast = col
+        .cast(&DataType::Float64)
+        .map_err(|e| anyhow!("column `{name}` is not numeric (it is {}): {e}", col.dtype()))?;
+    let ca = cast.f64()?;
+    ca.iter()
+        .enumerate()
+        .map(|(i, v)| v.ok_or_else(|| anyhow!("column `{name}` has a missing value at row {i}")))
+        .collect()
+}
+
+/// A numeric column where missing cells become NaN (plots skip them).
+pub fn f64_col_or_nan(df: &DataFrame, name: &str) -> Result<Vec<f64>> {
+    let col = column(df, name)?;
+    let cast = col
+        .cast(&DataType::Float64)
+        .map_err(|e| anyhow!("column `{name}` is not numeric (it is {}): {e}", col.dtype()))?;
+    Ok(cast.f64()?.iter().map(|v| v.unwrap_or(f64::NAN)).collect())
+}
+
+/// A column of a frame as text (numbers are formatted as polars prints them).
+pub fn str_col(df: &DataFrame, name: &str) -> Result<Vec<String>> {
+    let col = column(df, name)?;
+    let cast = col.cast(&DataType::String)?;
+    Ok(cast
+        .str()?
+        .iter()
+        .map(|v| v.unwrap_or("").to_string())
+        .collect())
+}
+
+/// The column `name`, or an error listing what there is.
+pub fn column<'a>(df: &'a DataFrame, name: &str) -> Result<&'a Column> {
+    df.column(name).map_err(|_| {
+        let names: Vec<String> = df
+            .get_column_names()
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        anyhow!(
+            "no column `{name}` in the input frame (columns: {})",
+            names.join(", ")
+        )
+    })
+}
+
+pub fn has_col(df: &DataFrame, name: &str) -> bool {
+    df.column(name).is_ok()
+}
+
+/// Builds a frame column by column.
+#[derive(Default)]
+pub struct FrameBuilder {
+    cols: Vec<Column>,
+}
+
+impl FrameBuilder {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pub fn f64(mut self, name: &str, values: Vec<f64>) -> Self {
+        self.cols.push(Column::new(name.into(), values));
+        self
+    }
+
+    /// A float column where `None` is a missing value (written as an empty CSV cell).
+    pub fn opt_f64(mut self, name: &str, values: Vec<Option<f64>>) -> Self {
+        self.cols.push(Column::new(name.into(), values));
+        self
+    }
+
+    pub fn i64(mut self, name: &str, values: Vec<i64>) -> Self {
+        self.cols.push(Column::new(name.into(), values));
+        self
+    }
+
+    pub fn str(mut self, name: &str, values: Vec<String>) -> Self {
+        self.cols.push(Column::new(name.into(), values));
+        self
+    }
+
+    pub fn build(self) -> Result<DataFrame> {
+        Ok(DataFrame::new_infer_height(self.cols)?)
+    }
+}
+
+/// Row indices grouped by the values of `keys` (first-seen order), for group-wise stages.
+pub fn group_rows(df: &DataFrame, keys: &[String]) -> Result<Vec<(Vec<String>, Vec<usize>)>> {
+    let cols: Vec<Vec<String>> = keys.iter().map(|k| str_col(df, k)).collect::<Result<_>>()?;
+    let mut groups: indexmap::IndexMap<Vec<String>, Vec<usize>> = indexmap::IndexMap::new();
+    for row in 0..df.height() {
+        let key: Vec<String> = cols.iter().map(|c| c[row].clone()).collect();
+        groups.entry(key).or_default().push(row);
+    }
+    Ok(groups.into_iter().collect())
+}
+
+/// Column `name` restricted to `rows`, keeping its type.
+pub fn take_rows(col: &Column, rows: &[usize]) -> Result<Column> {
+    let idx: Vec<IdxSize> = rows.iter().map(|&r| r as IdxSize).collect();
+    let idx = IdxCa::from_vec("idx".into(), idx);
+    Ok(col.take(&idx)?)
+}

@@ -1,0 +1,294 @@
+//! Plot stages: adapt a (gathered) frame to the figure types of [`crate::plot`].
+
+use anyhow::Result;
+use indexmap::IndexMap;
+use serde::Deserialize;
+
+use super::frame::{f64_col_or_nan as f64_col, group_rows, str_col};
+use super::{build, Artifact, Ctx, Gather, KindInfo, Output, ParamDoc, ParamError, Stage};
+use crate::plot::{self, HeatPanel, HeatmapFigure, LineFigure, LineStyle, Panel, Series};
+
+pub fn kinds() -> Vec<KindInfo> {
+    vec![
+        KindInfo {
+            name: "plot.lines",
+            summary: "Lines (optionally with confidence bands) of y against x, one series per value of `series` and/or per y column, one panel per value of `facet`; log axes; labelled reference lines.",
+            params: &[
+                ParamDoc { name: "x", ty: "string", default: None, meaning: "column on the x axis" },
+                ParamDoc { name: "y", ty: "string or list", default: None, meaning: "column(s) on the y axis; each is a series" },
+                ParamDoc { name: "lo", ty: "string or list", default: Some("—"), meaning: "lower band column(s), parallel to `y` (use \"\" for none)" },
+                ParamDoc { name: "hi", ty: "string or list", default: Some("—"), meaning: "upper band column(s), parallel to `y`" },
+                ParamDoc { name: "series", ty: "string", default: Some("—"), meaning: "column whose values split the rows into series" },
+                ParamDoc { name: "facet", ty: "string", default: Some("—"), meaning: "column whose values split the rows into panels" },
+                ParamDoc { name: "labels", ty: "map", default: Some("{}"), meaning: "display names for columns and series values" },
+                ParamDoc { name: "style", ty: "map series → solid|dashed|markers|line_markers", default: Some("{}"), meaning: "line style per series name (after `labels`)" },
+                ParamDoc { name: "hlines", ty: "list of {label, y}", default: Some("[]"), meaning: "horizontal reference lines" },
+                ParamDoc { name: "reference", ty: "{column, label}", default: Some("—"), meaning: "one dashed reference curve (e.g. a bound) from a column, drawn once per panel whatever the series" },
+                ParamDoc { name: "title", ty: "string", default: None, meaning: "figure title" },
+                ParamDoc { name: "x_label", ty: "string", default: None, meaning: "x axis label, with units" },
+                ParamDoc { name: "y_label", ty: "string", default: None, meaning: "y axis label, with units" },
+                ParamDoc { name: "log_x", ty: "bool", default: Some("false"), meaning: "logarithmic x axis" },
+                ParamDoc { name: "log_y", ty: "bool", default: Some("false"), meaning: "logarithmic y axis" },
+                ParamDoc { name: "columns", ty: "integer", default: Some("0 (automatic)"), meaning: "panels per row" },
+            ],
+            gather: Gather::All,
+            build: build::<Lines>,
+        },
+        KindInfo {
+            name: "plot.heatmap",
+            summary: "A heatmap of z over (x, y) with a colour bar shared by all panels; optional contour line z = level.",
+            params: &[
+                ParamDoc { name: "x", ty: "string", default: None, meaning: "column on the x axis" },
+                ParamDoc { name: "y", ty: "string", default: None, meaning: "column on the y axis" },
+                ParamDoc { name: "z", ty: "string", default: None, meaning: "column shown as colour" },
+                ParamDoc { name: "facet", ty: "string", default: Some("—"), meaning: "column whose values split the rows into panels" },
+                ParamDoc { name: "contour", ty: "number", default: Some("—"), meaning: "draw the level set z = contour" },
+                ParamDoc { name: "title", ty: "string", default: None, meaning: "figure title" },
+                ParamDoc { name: "x_label", ty: "string", default: None, meaning: "x axis label" },
+                ParamDoc { name: "y_label", ty: "string", default: None, meaning: "y axis label" },
+                ParamDoc { name: "z_label", ty: "string", default: None, meaning: "colour bar label" },
+                ParamDoc { name: "log_x", ty: "bool", default: Some("false"), meaning: "logarithmic x axis" },
+                ParamDoc { name: "log_y", ty: "bool", default: Some("false"), meaning: "logarithmic y axis" },
+                ParamDoc { name: "log_z", ty: "bool", default: Some("false"), meaning: "logarithmic colour scale" },
+                ParamDoc { name: "columns", ty: "integer", default: Some("0 (automatic)"), meaning: "panels per row" },
+            ],
+            gather: Gather::All,
+            build: build::<Heatmap>,
+        },
+    ]
+}
+
+#[derive(Deserialize, Clone)]
+#[serde(untagged)]
+enum OneOrMany {
+    One(String),
+    Many(Vec<String>),
+}
+
+impl OneOrMany {
+    fn list(&self) -> Vec<String> {
+        match self {
+            OneOrMany::One(s) => vec![s.clone()],
+            OneOrMany::Many(v) => v.clone(),
+        }
+    }
+}
+
+#[derive(Deserialize, Clone, Copy)]
+#[serde(rename_all = "snake_case")]
+enum StyleName {
+    Solid,
+    Dashed,
+    Markers,
+    LineMarkers,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct HLine {
+    label: String,
+    y: f64,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Reference {
+    column: String,
+    label: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Lines {
+    x: String,
+    y: OneOrMany,
+    #[serde(default)]
+    lo: Option<OneOrMany>,
+    #[serde(default)]
+    hi: Option<OneOrMany>,
+    #[serde(default)]
+    series: Option<String>,
+    #[serde(default)]
+    facet: Option<String>,
+    #[serde(default)]
+    labels: IndexMap<String, String>,
+    #[serde(default)]
+    style: IndexMap<String, StyleName>,
+    #[serde(default)]
+    hlines: Vec<HLine>,
+    #[serde(default)]
+    reference: Option<Reference>,
+    title: String,
+    x_label: String,
+    y_label: String,
+    #[serde(default)]
+    log_x: bool,
+    #[serde(default)]
+    log_y: bool,
+    #[serde(default)]
+    columns: usize,
+}
+
+impl Stage for Lines {
+    fn validate(&self) -> Result<(), ParamError> {
+        let ny = self.y.list().len();
+        for (name, b) in [("lo", &self.lo), ("hi", &self.hi)] {
+            if let Some(b) = b {
+                if b.list().len() != ny {
+                    return Err(ParamError::at(name, format!("`{name}` must list one column per `y` column ({ny}); use \"\" for none")));
+                }
+            }
+        }
+        if self.lo.is_some() != self.hi.is_some() {
+            return Err(ParamError::at("lo", "bands need both `lo` and `hi`"));
+        }
+        Ok(())
+    }
+
+    fn run(&self, ctx: &mut Ctx) -> Result<Output> {
+        let df = ctx.input()?;
+        let label = |s: &str| self.labels.get(s).cloned().unwrap_or_else(|| s.to_string());
+        let xs = f64_col(df, &self.x)?;
+        let ys = self.y.list();
+        let los = self.lo.as_ref().map(|b| b.list()).unwrap_or_else(|| vec![String::new(); ys.len()]);
+        let his = self.hi.as_ref().map(|b| b.list()).unwrap_or_else(|| vec![String::new(); ys.len()]);
+        let facet_keys: Vec<String> = self.facet.iter().cloned().collect();
+        let mut panels = Vec::new();
+        for (fkey, frows) in group_rows(df, &facet_keys)? {
+            let title = match (&self.facet, fkey.first()) {
+                (Some(f), Some(v)) => format!("{} = {}", label(f), label(v)),
+                _ => String::new(),
+            };
+            let series_names = match &self.series {
+                Some(s) => str_col(df, s)?,
+                None => vec![String::new(); df.height()],
+            };
+            let mut groups: IndexMap<String, Vec<usize>> = IndexMap::new();
+            for &r in &frows {
+                groups.entry(series_names[r].clone()).or_default().push(r);
+            }
+            let mut series = Vec::new();
+            for (sname, rows) in &groups {
+                for ((y, lo), hi) in ys.iter().zip(&los).zip(&his) {
+                    let yv = f64_col(df, y)?;
+                    let name = match (sname.is_empty(), ys.len() > 1) {
+                        (true, _) => label(y),
+                        (false, false) => label(sname),
+                        (false, true) => format!("{} — {}", label(sname), label(y)),
+                    };
+                    let mut idx = rows.clone();
+                    idx.sort_by(|&a, &b| xs[a].total_cmp(&xs[b]));
+                    let band = if lo.is_empty() {
+                        None
+                    } else {
+                        let (l, h) = (f64_col(df, lo)?, f64_col(df, hi)?);
+                        Some((idx.iter().map(|&r| l[r]).collect(), idx.iter().map(|&r| h[r]).collect()))
+                    };
+                    let style = match self.style.get(&name) {
+                        Some(StyleName::Dashed) => LineStyle::Dashed,
+                        Some(StyleName::Markers) => LineStyle::Markers,
+                        Some(StyleName::LineMarkers) => LineStyle::LineMarkers,
+                        Some(StyleName::Solid) | None => LineStyle::Solid,
+                    };
+                    // A column that is empty for this series (e.g. no exact value) draws nothing.
+                    if idx.iter().all(|&r| !yv[r].is_finite()) {
+                        continue;
+                    }
+                    series.push(Series { name, x: idx.iter().map(|&r| xs[r]).collect(), y: idx.iter().map(|&r| yv[r]).collect(), band, style });
+                }
+            }
+            if let Some(reference) = &self.reference {
+                let rv = f64_col(df, &reference.column)?;
+                let mut pts: Vec<(f64, f64)> = frows.iter().map(|&r| (xs[r], rv[r])).filter(|(x, y)| x.is_finite() && y.is_finite()).collect();
+                pts.sort_by(|a, b| a.0.total_cmp(&b.0));
+                pts.dedup_by(|a, b| a.0 == b.0);
+                if !pts.is_empty() {
+                    series.push(Series { name: reference.label.clone(), x: pts.iter().map(|p| p.0).collect(), y: pts.iter().map(|p| p.1).collect(), band: None, style: LineStyle::Dashed });
+                }
+            }
+            panels.push(Panel { title, series, hlines: self.hlines.iter().map(|h| (h.label.clone(), h.y)).collect() });
+        }
+        let fig = LineFigure {
+            title: self.title.clone(),
+            x_label: self.x_label.clone(),
+            y_label: self.y_label.clone(),
+            log_x: self.log_x,
+            log_y: self.log_y,
+            panels,
+            columns: self.columns,
+            width: 640,
+            height: 440,
+        };
+        let svg = plot::render_lines(&fig)?;
+        Ok(Output { frame: polars::prelude::DataFrame::empty(), artifacts: vec![Artifact { ext: "svg", bytes: svg.into_bytes() }] })
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Heatmap {
+    x: String,
+    y: String,
+    z: String,
+    #[serde(default)]
+    facet: Option<String>,
+    #[serde(default)]
+    contour: Option<f64>,
+    title: String,
+    x_label: String,
+    y_label: String,
+    z_label: String,
+    #[serde(default)]
+    log_x: bool,
+    #[serde(default)]
+    log_y: bool,
+    #[serde(default)]
+    log_z: bool,
+    #[serde(default)]
+    columns: usize,
+}
+
+impl Stage for Heatmap {
+    fn run(&self, ctx: &mut Ctx) -> Result<Output> {
+        let df = ctx.input()?;
+        let (xs, ys, zs) = (f64_col(df, &self.x)?, f64_col(df, &self.y)?, f64_col(df, &self.z)?);
+        let facet_keys: Vec<String> = self.facet.iter().cloned().collect();
+        let mut panels = Vec::new();
+        for (fkey, rows) in group_rows(df, &facet_keys)? {
+            let grid = |v: &[f64]| {
+                let mut g: Vec<f64> = rows.iter().map(|&r| v[r]).collect();
+                g.sort_by(f64::total_cmp);
+                g.dedup();
+                g
+            };
+            let (gx, gy) = (grid(&xs), grid(&ys));
+            let mut z = vec![f64::NAN; gx.len() * gy.len()];
+            for &r in &rows {
+                let ix = gx.partition_point(|&v| v < xs[r]);
+                let iy = gy.partition_point(|&v| v < ys[r]);
+                z[iy * gx.len() + ix] = zs[r];
+            }
+            let title = match (&self.facet, fkey.first()) {
+                (Some(f), Some(v)) => format!("{f} = {v}"),
+                _ => String::new(),
+            };
+            panels.push(HeatPanel { title, x: gx, y: gy, z });
+        }
+        let fig = HeatmapFigure {
+            title: self.title.clone(),
+            x_label: self.x_label.clone(),
+            y_label: self.y_label.clone(),
+            z_label: self.z_label.clone(),
+            log_x: self.log_x,
+            log_y: self.log_y,
+            panels,
+            columns: self.columns,
+            contour: self.contour,
+            log_z: self.log_z,
+            width: 520,
+            height: 440,
+        };
+        let svg = plot::render_heatmap(&fig)?;
+        Ok(Output { frame: polars::prelude::DataFrame::empty(), artifacts: vec![Artifact { ext: "svg", bytes: svg.into_bytes() }] })
+    }
+}

@@ -1,0 +1,182 @@
+//! `mechanism.select`: private selection from a range of candidates with utilities — the
+//! exponential mechanism and the noisy-arg-max family — with its exact output distribution
+//! and, optionally, Monte-Carlo draws.
+
+use anyhow::Result;
+use rand::Rng;
+use rayon::prelude::*;
+use serde::Deserialize;
+
+use super::frame::{f64_col, str_col, FrameBuilder};
+use super::{build, Ctx, Gather, KindInfo, Output, ParamDoc, ParamError, Stage};
+use crate::mech::exponential::ExponentialMechanism;
+use crate::mech::noisy_max::{Noise, ReportNoisyMax};
+use crate::mech::ParamRangeError;
+
+/// Draws per sub-stream (see `Ctx::substream`).
+const CHUNK: u64 = 1 << 16;
+
+pub fn kinds() -> Vec<KindInfo> {
+    vec![KindInfo {
+        name: "mechanism.select",
+        summary: "Private selection of a candidate by its utility: exponential mechanism, Report Noisy Max (Laplace), Report One-Sided Noisy Arg-Max (exponential noise), Gumbel-max. Outputs, per candidate: method, candidate, utility, probability (exact; empty when unknown), count and frequency of the Monte-Carlo draws.",
+        params: SELECT_PARAMS,
+        gather: Gather::Nothing,
+        build: build::<Select>,
+    }]
+}
+
+pub(crate) const SELECT_PARAMS: &[ParamDoc] = &[
+    ParamDoc { name: "method", ty: "exponential | report_noisy_max | one_sided_noisy_argmax | gumbel_max | naive_exponential", default: None, meaning: "exponential: Pr ∝ exp(εu/2Δu) (Def. 3.4); report_noisy_max: Laplace noise; one_sided_noisy_argmax: exponential noise; gumbel_max: Gumbel noise of scale 2Δu/ε; naive_exponential: Pr ∝ exp(εu/Δu), the form the text warns is only 2ε-DP" },
+    ParamDoc { name: "epsilon", ty: "number > 0", default: None, meaning: "privacy parameter ε" },
+    ParamDoc { name: "sensitivity", ty: "number > 0", default: Some("1"), meaning: "Δu, the utility's sensitivity" },
+    ParamDoc { name: "monotone", ty: "bool", default: Some("false"), meaning: "noisy-arg-max methods: the utility is monotone (noise scale Δu/ε instead of 2Δu/ε)" },
+    ParamDoc { name: "candidate", ty: "string", default: Some("candidate"), meaning: "column naming the candidates" },
+    ParamDoc { name: "utility", ty: "string", default: Some("utility"), meaning: "column of utilities u(x, r)" },
+    ParamDoc { name: "samples", ty: "integer ≥ 0", default: Some("0"), meaning: "Monte-Carlo draws (0: exact distribution only)" },
+];
+
+/// The selection methods, by their names in the text.
+#[derive(Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum Method {
+    Exponential,
+    ReportNoisyMax,
+    OneSidedNoisyArgmax,
+    GumbelMax,
+    NaiveExponential,
+}
+
+impl Method {
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Method::Exponential => "exponential",
+            Method::ReportNoisyMax => "report_noisy_max",
+            Method::OneSidedNoisyArgmax => "one_sided_noisy_argmax",
+            Method::GumbelMax => "gumbel_max",
+            Method::NaiveExponential => "naive_exponential",
+        }
+    }
+}
+
+/// A selection mechanism over one utility vector.
+pub(crate) enum Selector {
+    Exponential(ExponentialMechanism),
+    NoisyMax(ReportNoisyMax),
+}
+
+impl Selector {
+    pub(crate) fn new(method: Method, u: &[f64], epsilon: f64, sensitivity: f64, monotone: bool) -> Result<Self, ParamRangeError> {
+        Ok(match method {
+            Method::Exponential => Selector::Exponential(ExponentialMechanism::new(u, epsilon, sensitivity)?),
+            Method::NaiveExponential => {
+                crate::mech::check_epsilon(epsilon)?;
+                crate::mech::check_positive("sensitivity", sensitivity)?;
+                Selector::Exponential(ExponentialMechanism::with_coefficient(u, epsilon / sensitivity)?)
+            }
+            Method::ReportNoisyMax => Selector::NoisyMax(ReportNoisyMax::for_privacy(u, Noise::Laplace, epsilon, sensitivity, monotone)?),
+            Method::OneSidedNoisyArgmax => Selector::NoisyMax(ReportNoisyMax::for_privacy(u, Noise::Exponential, epsilon, sensitivity, monotone)?),
+            // Gumbel-max reproduces the exponential mechanism only at scale 2Δu/ε.
+            Method::GumbelMax => Selector::NoisyMax(ReportNoisyMax::for_privacy(u, Noise::Gumbel, epsilon, sensitivity, false)?),
+        })
+    }
+
+    pub(crate) fn probabilities(&self) -> Option<Vec<f64>> {
+        match self {
+            Selector::Exponential(m) => Some(m.probabilities().to_vec()),
+            Selector::NoisyMax(m) => m.probabilities(),
+        }
+    }
+
+    pub(crate) fn sample<R: Rng + ?Sized>(&self, rng: &mut R) -> usize {
+        match self {
+            Selector::Exponential(m) => m.sample(rng),
+            Selector::NoisyMax(m) => m.sample(rng),
+        }
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Select {
+    pub method: Method,
+    pub epsilon: f64,
+    #[serde(default = "one")]
+    pub sensitivity: f64,
+    #[serde(default)]
+    pub monotone: bool,
+    #[serde(default = "candidate")]
+    pub candidate: String,
+    #[serde(default = "utility")]
+    pub utility: String,
+    #[serde(default)]
+    pub samples: u64,
+}
+
+pub(crate) fn one() -> f64 {
+    1.0
+}
+pub(crate) fn candidate() -> String {
+    "candidate".into()
+}
+pub(crate) fn utility() -> String {
+    "utility".into()
+}
+
+pub(crate) fn range_error(e: ParamRangeError) -> ParamError {
+    ParamError::at(e.name, e.to_string())
+}
+
+impl Stage for Select {
+    fn validate(&self) -> Result<(), ParamError> {
+        // A one-candidate range checks ε and Δu without the data.
+        Selector::new(self.method, &[0.0], self.epsilon, self.sensitivity, self.monotone).map_err(range_error)?;
+        if self.samples > 10_000_000_000 {
+            return Err(ParamError::at("samples", format!("samples = {} is invalid: at most 10^10", self.samples)));
+        }
+        if self.monotone && matches!(self.method, Method::Exponential | Method::NaiveExponential | Method::GumbelMax) {
+            return Err(ParamError::at("monotone", format!("`monotone` applies to report_noisy_max and one_sided_noisy_argmax, not {}", self.method.name())));
+        }
+        Ok(())
+    }
+
+    fn run(&self, ctx: &mut Ctx) -> Result<Output> {
+        let df = ctx.input()?;
+        let u = f64_col(df, &self.utility)?;
+        let names = str_col(df, &self.candidate)?;
+        let sel = Selector::new(self.method, &u, self.epsilon, self.sensitivity, self.monotone)?;
+        let probs = sel.probabilities();
+        let chunks = self.samples.div_ceil(CHUNK);
+        let counts = (0..chunks)
+            .into_par_iter()
+            .map(|c| {
+                let mut rng = ctx.substream(c);
+                let n = CHUNK.min(self.samples - c * CHUNK);
+                let mut counts = vec![0u64; u.len()];
+                for _ in 0..n {
+                    counts[sel.sample(&mut rng)] += 1;
+                }
+                counts
+            })
+            .reduce(
+                || vec![0u64; u.len()],
+                |mut a, b| {
+                    a.iter_mut().zip(b).for_each(|(x, y)| *x += y);
+                    a
+                },
+            );
+        let n = self.samples.max(1) as f64;
+        let mut fb = FrameBuilder::new()
+            .str("method", vec![self.method.name().to_string(); u.len()])
+            .str("candidate", names)
+            .f64("utility", u.clone());
+        fb = fb.opt_f64("probability", match &probs {
+            Some(p) => p.iter().map(|&x| Some(x)).collect(),
+            None => vec![None; u.len()],
+        });
+        fb = fb
+            .i64("count", counts.iter().map(|&c| c as i64).collect())
+            .f64("frequency", counts.iter().map(|&c| if self.samples == 0 { f64::NAN } else { c as f64 / n }).collect());
+        Ok(fb.build()?.into())
+    }
+}

@@ -1,0 +1,89 @@
+//! Frame plumbing: `frame.stack` puts the results of several stages into one frame, so
+//! that a plot or a table can show them side by side.
+
+use anyhow::Result;
+use indexmap::IndexMap;
+use polars::prelude::*;
+use serde::Deserialize;
+
+use super::{build, Ctx, Gather, KindInfo, Output, ParamDoc, Stage};
+
+pub fn kinds() -> Vec<KindInfo> {
+    vec![KindInfo {
+        name: "frame.stack",
+        summary: "Stacks its inputs' rows into one frame: the union of their columns (missing cells empty), optional per-input renames, and a `source` column naming the input each row came from.",
+        params: &[
+            ParamDoc { name: "rename", ty: "map stage → {old: new}", default: Some("{}"), meaning: "column renames applied to one input before stacking" },
+            ParamDoc { name: "source", ty: "map stage → label", default: Some("stage names"), meaning: "the value of the `source` column for each input" },
+        ],
+        gather: Gather::Nothing,
+        build: build::<StackFrames>,
+    }]
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct StackFrames {
+    #[serde(default)]
+    rename: IndexMap<String, IndexMap<String, String>>,
+    #[serde(default)]
+    source: IndexMap<String, String>,
+}
+
+impl Stage for StackFrames {
+    fn run(&self, ctx: &mut Ctx) -> Result<Output> {
+        for key in self.rename.keys().chain(self.source.keys()) {
+            if !ctx.input_names.contains(key) {
+                anyhow::bail!("frame.stack names `{key}`, which is not one of its inputs ({})", ctx.input_names.join(", "));
+            }
+        }
+        let mut frames = Vec::new();
+        for (df, name) in ctx.inputs.iter().zip(ctx.input_names) {
+            let mut df = df.clone();
+            if let Some(map) = self.rename.get(name) {
+                for (old, new) in map {
+                    df.rename(old, new.as_str().into()).map_err(|_| anyhow::anyhow!("input `{name}` has no column `{old}` to rename"))?;
+                }
+            }
+            let label = self.source.get(name).cloned().unwrap_or_else(|| name.clone());
+            let height = df.height();
+            let mut cols = vec![Column::new_scalar("source".into(), Scalar::from(PlSmallStr::from(label.as_str())), height)];
+            cols.extend(df.columns().iter().filter(|c| c.name().as_str() != "source").cloned());
+            frames.push(DataFrame::new(height, cols)?);
+        }
+        // The union of columns, in first-seen order, with one type per column.
+        let mut schema: IndexMap<PlSmallStr, DataType> = IndexMap::new();
+        for df in &frames {
+            for c in df.columns() {
+                let t = c.dtype().clone();
+                schema
+                    .entry(c.name().clone())
+                    .and_modify(|have| {
+                        if *have != t {
+                            *have = if have.is_primitive_numeric() && t.is_primitive_numeric() { DataType::Float64 } else { DataType::String };
+                        }
+                    })
+                    .or_insert(t);
+            }
+        }
+        let mut out: Option<DataFrame> = None;
+        for df in frames {
+            let height = df.height();
+            let cols = schema
+                .iter()
+                .map(|(name, t)| match df.column(name) {
+                    Ok(c) => c.cast(t),
+                    Err(_) => Ok(Column::full_null(name.clone(), height, t)),
+                })
+                .collect::<PolarsResult<Vec<_>>>()?;
+            let df = DataFrame::new(height, cols)?;
+            match &mut out {
+                None => out = Some(df),
+                Some(o) => {
+                    o.vstack_mut(&df)?;
+                }
+            }
+        }
+        Ok(out.unwrap_or_default().into())
+    }
+}
