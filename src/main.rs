@@ -8,7 +8,8 @@ use clap::{Args, Parser, Subcommand};
 use dplab::pipeline::{compare, exec, graph, plan, spec};
 use dplab::stages;
 
-const WARNING: &str = "Seeded runs exist to reproduce research: their noise is predictable from the seed. \
+const WARNING: &str =
+    "Seeded runs exist to reproduce research: their noise is predictable from the seed. \
 Never use dplab to release real private data.";
 
 #[derive(Parser)]
@@ -61,7 +62,9 @@ Exit codes: 0 success, 1 a run failed, 2 bad input.\n\n{WARNING}"))]
         fail_fast: bool,
     },
     /// Check pipeline files without running them: keys, types, inputs, cycles, axes, ranges.
-    #[command(after_help = "Example:\n  dplab validate pipelines/dwork-roth/*.yaml --profile ci\n\nErrors print as FILE:LINE:COL: message; exit code 2.")]
+    #[command(
+        after_help = "Example:\n  dplab validate pipelines/dwork-roth/*.yaml --profile ci\n\nErrors print as FILE:LINE:COL: message; exit code 2."
+    )]
     Validate {
         #[arg(required = true)]
         paths: Vec<PathBuf>,
@@ -75,7 +78,9 @@ Exit codes: 0 success, 1 a run failed, 2 bad input.\n\n{WARNING}"))]
         kind: Option<String>,
     },
     /// Print a pipeline's stage DAG as Graphviz DOT or Mermaid.
-    #[command(after_help = "Examples:\n  dplab graph dr-pumpkin.yaml | dot -Tsvg > dag.svg\n  dplab graph dr-pumpkin.yaml --format mermaid")]
+    #[command(
+        after_help = "Examples:\n  dplab graph dr-pumpkin.yaml | dot -Tsvg > dag.svg\n  dplab graph dr-pumpkin.yaml --format mermaid"
+    )]
     Graph {
         path: PathBuf,
         #[arg(long, value_enum, default_value = "dot")]
@@ -84,9 +89,11 @@ Exit codes: 0 success, 1 a run failed, 2 bad input.\n\n{WARNING}"))]
         common: Common,
     },
     /// Compare two results directories frame by frame (columns, keys, values within tolerance).
-    #[command(after_help = "Examples:\n  dplab compare results/dr-pumpkin tests/golden/dr-pumpkin\n  \
+    #[command(
+        after_help = "Examples:\n  dplab compare results/dr-pumpkin tests/golden/dr-pumpkin\n  \
 dplab compare results tests/golden --rtol 1e-6   (compares every pipeline directory present in both)\n\n\
-A cell matches when |a − b| ≤ atol + rtol·|b|; text and integer cells must be equal.\nExit code 1 on any mismatch.")]
+A cell matches when |a − b| ≤ atol + rtol·|b|; text and integer cells must be equal.\nExit code 1 on any mismatch."
+    )]
     Compare {
         a: PathBuf,
         b: PathBuf,
@@ -124,23 +131,44 @@ fn main() -> ExitCode {
             _ => "trace",
         }
     };
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
-    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_target(false).without_time().init();
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .without_time()
+        .init();
     match cli.command {
-        Command::Run { paths, common, jobs, out, fail_fast } => run(&paths, &common, jobs, &out, fail_fast, cli.quiet),
+        Command::Run {
+            paths,
+            common,
+            jobs,
+            out,
+            fail_fast,
+        } => run(&paths, &common, jobs, &out, fail_fast, cli.quiet),
         Command::Validate { paths, common } => validate(&paths, &common),
         Command::List { kind } => list(kind.as_deref()),
-        Command::Graph { path, format, common } => match load_plan(&path, &common) {
+        Command::Graph {
+            path,
+            format,
+            common,
+        } => match load_plan(&path, &common) {
             Ok(p) => {
-                print!("{}", match format {
-                    GraphFormat::Dot => graph::dot(&p),
-                    GraphFormat::Mermaid => graph::mermaid(&p),
-                });
+                print!(
+                    "{}",
+                    match format {
+                        GraphFormat::Dot => graph::dot(&p),
+                        GraphFormat::Mermaid => graph::mermaid(&p),
+                    }
+                );
                 ExitCode::SUCCESS
             }
             Err(errs) => report_spec_errors(&errs),
         },
-        Command::Compare { a, b, rtol, atol } => compare_cmd(&a, &b, compare::Tolerance { rtol, atol }),
+        Command::Compare { a, b, rtol, atol } => {
+            compare_cmd(&a, &b, compare::Tolerance { rtol, atol })
+        }
     }
 }
 
@@ -152,7 +180,10 @@ fn pipeline_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
             let mut found = Vec::new();
             walk(p, &mut found).map_err(|e| format!("{}: {e}", p.display()))?;
             if found.is_empty() {
-                return Err(format!("{}: no *.yaml pipeline files in this directory", p.display()));
+                return Err(format!(
+                    "{}: no *.yaml pipeline files in this directory",
+                    p.display()
+                ));
             }
             found.sort();
             out.extend(found);
@@ -179,7 +210,13 @@ fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
 
 fn load_plan(path: &Path, common: &Common) -> Result<plan::Plan, Vec<spec::SpecError>> {
     let file = spec::load(path).map_err(|e| vec![e])?;
-    plan::plan(&file, &plan::Overrides { profile: common.profile.clone(), set: common.set.clone() })
+    plan::plan(
+        &file,
+        &plan::Overrides {
+            profile: common.profile.clone(),
+            set: common.set.clone(),
+        },
+    )
 }
 
 fn report_spec_errors(errs: &[spec::SpecError]) -> ExitCode {
@@ -200,17 +237,34 @@ fn validate(paths: &[PathBuf], common: &Common) -> ExitCode {
     let mut bad = false;
     for f in files {
         match load_plan(&f, common) {
-            Ok(p) => println!("ok: {} ({}: {} stages, {} instances)", f.display(), p.name, p.stages.len(), p.instance_count()),
+            Ok(p) => println!(
+                "ok: {} ({}: {} stages, {} instances)",
+                f.display(),
+                p.name,
+                p.stages.len(),
+                p.instance_count()
+            ),
             Err(errs) => {
                 report_spec_errors(&errs);
                 bad = true;
             }
         }
     }
-    if bad { ExitCode::from(2) } else { ExitCode::SUCCESS }
+    if bad {
+        ExitCode::from(2)
+    } else {
+        ExitCode::SUCCESS
+    }
 }
 
-fn run(paths: &[PathBuf], common: &Common, jobs: Option<usize>, out: &Path, fail_fast: bool, quiet: bool) -> ExitCode {
+fn run(
+    paths: &[PathBuf],
+    common: &Common,
+    jobs: Option<usize>,
+    out: &Path,
+    fail_fast: bool,
+    quiet: bool,
+) -> ExitCode {
     let files = match pipeline_files(paths) {
         Ok(f) => f,
         Err(e) => {
@@ -218,7 +272,8 @@ fn run(paths: &[PathBuf], common: &Common, jobs: Option<usize>, out: &Path, fail
             return ExitCode::from(2);
         }
     };
-    let threads = jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    let threads =
+        jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
     if threads == 0 {
         eprintln!("error: --jobs 0 is invalid: give at least 1 thread");
         return ExitCode::from(2);
@@ -230,7 +285,12 @@ fn run(paths: &[PathBuf], common: &Common, jobs: Option<usize>, out: &Path, fail
             return ExitCode::from(1);
         }
     };
-    let opts = exec::RunOptions { out_dir: out.to_path_buf(), terminal: !quiet && std::io::stderr().is_terminal(), jobs: threads, set: common.set.clone() };
+    let opts = exec::RunOptions {
+        out_dir: out.to_path_buf(),
+        terminal: !quiet && std::io::stderr().is_terminal(),
+        jobs: threads,
+        set: common.set.clone(),
+    };
     let mut input_failures = Vec::new();
     let mut run_failures = Vec::new();
     for f in &files {
@@ -243,7 +303,13 @@ fn run(paths: &[PathBuf], common: &Common, jobs: Option<usize>, out: &Path, fail
             }
             Ok(p) => match pool.install(|| exec::execute(&p, &opts)) {
                 Ok(dir) => {
-                    tracing::info!("{}: {} instances in {:.2} s → {}", p.name, p.instance_count(), t0.elapsed().as_secs_f64(), dir.display());
+                    tracing::info!(
+                        "{}: {} instances in {:.2} s → {}",
+                        p.name,
+                        p.instance_count(),
+                        t0.elapsed().as_secs_f64(),
+                        dir.display()
+                    );
                     true
                 }
                 Err(e) => {
@@ -260,18 +326,35 @@ fn run(paths: &[PathBuf], common: &Common, jobs: Option<usize>, out: &Path, fail
     if input_failures.is_empty() && run_failures.is_empty() {
         return ExitCode::SUCCESS;
     }
-    eprintln!("\n{} of {} pipeline(s) failed:", input_failures.len() + run_failures.len(), files.len());
-    for f in input_failures.iter().map(|f| format!("{f} (invalid pipeline)")).chain(run_failures.iter().cloned()) {
+    eprintln!(
+        "\n{} of {} pipeline(s) failed:",
+        input_failures.len() + run_failures.len(),
+        files.len()
+    );
+    for f in input_failures
+        .iter()
+        .map(|f| format!("{f} (invalid pipeline)"))
+        .chain(run_failures.iter().cloned())
+    {
         eprintln!("  {f}");
     }
-    if run_failures.is_empty() { ExitCode::from(2) } else { ExitCode::from(1) }
+    if run_failures.is_empty() {
+        ExitCode::from(2)
+    } else {
+        ExitCode::from(1)
+    }
 }
 
 fn list(kind: Option<&str>) -> ExitCode {
-    let kinds: Vec<_> = stages::registry().iter().filter(|k| kind.is_none_or(|n| k.name == n)).collect();
+    let kinds: Vec<_> = stages::registry()
+        .iter()
+        .filter(|k| kind.is_none_or(|n| k.name == n))
+        .collect();
     if kinds.is_empty() {
         let name = kind.unwrap_or_default();
-        let hint = spec::suggest(name, stages::registry().iter().map(|k| k.name)).map(|s| format!("; did you mean `{s}`?")).unwrap_or_default();
+        let hint = spec::suggest(name, stages::registry().iter().map(|k| k.name))
+            .map(|s| format!("; did you mean `{s}`?"))
+            .unwrap_or_default();
         eprintln!("error: no stage kind `{name}`{hint}");
         return ExitCode::from(2);
     }
@@ -285,7 +368,10 @@ fn list(kind: Option<&str>) -> ExitCode {
                 None => "required".to_string(),
                 Some(d) => format!("default {d}"),
             };
-            println!("    {:<16} {} ({d})\n    {:<16} {}", p.name, p.ty, "", p.meaning);
+            println!(
+                "    {:<16} {} ({d})\n    {:<16} {}",
+                p.name, p.ty, "", p.meaning
+            );
         }
         println!();
     }
@@ -320,13 +406,23 @@ fn compare_cmd(a: &Path, b: &Path, tol: compare::Tolerance) -> ExitCode {
         let mut names: Vec<String> = sa.iter().chain(&sb).cloned().collect();
         names.sort();
         names.dedup();
-        names.into_iter().map(|n| (a.join(&n), b.join(&n), n)).collect()
+        names
+            .into_iter()
+            .map(|n| (a.join(&n), b.join(&n), n))
+            .collect()
     };
     let mut mismatch = false;
     let (mut frames, mut cells) = (0, 0);
     for (da, db, name) in pairs {
         if !da.is_dir() || !db.is_dir() {
-            println!("{name}: only in {}", if da.is_dir() { a.display() } else { b.display() });
+            println!(
+                "{name}: only in {}",
+                if da.is_dir() {
+                    a.display()
+                } else {
+                    b.display()
+                }
+            );
             mismatch = true;
             continue;
         }
@@ -337,7 +433,11 @@ fn compare_cmd(a: &Path, b: &Path, tol: compare::Tolerance) -> ExitCode {
                 if !c.report.is_empty() {
                     mismatch = true;
                     for line in c.report.lines() {
-                        if name.is_empty() { println!("{line}") } else { println!("{name}/{line}") }
+                        if name.is_empty() {
+                            println!("{line}")
+                        } else {
+                            println!("{name}/{line}")
+                        }
                     }
                 }
             }
@@ -351,7 +451,10 @@ fn compare_cmd(a: &Path, b: &Path, tol: compare::Tolerance) -> ExitCode {
         println!("MISMATCH (rtol {}, atol {})", tol.rtol, tol.atol);
         ExitCode::from(1)
     } else {
-        println!("ok: {frames} frames, {cells} cells match (rtol {}, atol {})", tol.rtol, tol.atol);
+        println!(
+            "ok: {frames} frames, {cells} cells match (rtol {}, atol {})",
+            tol.rtol, tol.atol
+        );
         ExitCode::SUCCESS
     }
 }

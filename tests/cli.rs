@@ -54,7 +54,12 @@ fn bad(edit: impl Fn(&str) -> String) -> String {
     let dir = TempDir::new().unwrap();
     let p = write(dir.path(), "bad.yaml", &edit(GOOD));
     let out = dplab().arg("validate").arg(&p).output().unwrap();
-    assert_eq!(out.status.code(), Some(2), "stderr: {}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "stderr: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     String::from_utf8(out.stderr).unwrap()
 }
 
@@ -62,7 +67,12 @@ fn bad(edit: impl Fn(&str) -> String) -> String {
 fn a_good_pipeline_validates() {
     let dir = TempDir::new().unwrap();
     let p = write(dir.path(), "good.yaml", GOOD);
-    dplab().arg("validate").arg(&p).assert().success().stdout(predicate::str::contains("4 stages"));
+    dplab()
+        .arg("validate")
+        .arg(&p)
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("4 stages"));
 }
 
 #[test]
@@ -74,7 +84,12 @@ fn unknown_key_is_located_with_a_suggestion() {
 
 #[test]
 fn unknown_parameter_is_located_with_a_suggestion() {
-    let e = bad(|s| s.replace("epsilon: $eps, samples: 100000", "epsilom: $eps, samples: 100000"));
+    let e = bad(|s| {
+        s.replace(
+            "epsilon: $eps, samples: 100000",
+            "epsilom: $eps, samples: 100000",
+        )
+    });
     assert!(e.contains("bad.yaml:16:"), "{e}");
     assert!(e.contains("did you mean `epsilon`"), "{e}");
     assert!(!e.contains("comes from axis"), "{e}");
@@ -89,7 +104,12 @@ fn wrong_type_is_reported() {
 
 #[test]
 fn dangling_input_names_the_stage_and_suggests() {
-    let e = bad(|s| s.replace("    input: counts\n    repeat", "    input: count\n    repeat"));
+    let e = bad(|s| {
+        s.replace(
+            "    input: counts\n    repeat",
+            "    input: count\n    repeat",
+        )
+    });
     assert!(e.contains("bad.yaml:14:5:"), "{e}");
     assert!(e.contains("reads `count`, which is not a stage"), "{e}");
     assert!(e.contains("did you mean `counts`"), "{e}");
@@ -97,30 +117,57 @@ fn dangling_input_names_the_stage_and_suggests() {
 
 #[test]
 fn cycles_are_printed() {
-    let e = bad(|s| s.replace("    input: counts\n    repeat", "    input: summary\n    repeat"));
+    let e = bad(|s| {
+        s.replace(
+            "    input: counts\n    repeat",
+            "    input: summary\n    repeat",
+        )
+    });
     assert!(e.contains("cycle"), "{e}");
-    assert!(e.contains("noisy → summary → noisy") || e.contains("summary → noisy → summary"), "{e}");
+    assert!(
+        e.contains("noisy → summary → noisy") || e.contains("summary → noisy → summary"),
+        "{e}"
+    );
 }
 
 #[test]
 fn unknown_axis_reference() {
-    let e = bad(|s| s.replace("epsilon: $eps, samples: 300000", "epsilon: $esp, samples: 300000"));
+    let e = bad(|s| {
+        s.replace(
+            "epsilon: $eps, samples: 300000",
+            "epsilon: $esp, samples: 300000",
+        )
+    });
     assert!(e.contains("bad.yaml:25:"), "{e}");
-    assert!(e.contains("`$esp`, which is not an axis; did you mean `$eps`?"), "{e}");
+    assert!(
+        e.contains("`$esp`, which is not an axis; did you mean `$eps`?"),
+        "{e}"
+    );
 }
 
 #[test]
 fn non_positive_epsilon_from_an_axis_names_the_value_and_range() {
     let e = bad(|s| s.replace("eps: [0.5, 1.0]", "eps: [0.5, -1.0]"));
-    assert!(e.contains("epsilon = -1 is invalid: must be a finite number > 0"), "{e}");
+    assert!(
+        e.contains("epsilon = -1 is invalid: must be a finite number > 0"),
+        "{e}"
+    );
     assert!(e.contains("(at eps=-1)"), "{e}");
     assert!(e.contains("the value comes from axis `eps` (line 7"), "{e}");
 }
 
 #[test]
 fn delta_out_of_range() {
-    let e = bad(|s| s.replace("noise: laplace, epsilon: $eps", "noise: gaussian, delta: 1.5, epsilon: 0.5"));
-    assert!(e.contains("delta = 1.5 is invalid: must be in [0, 1)"), "{e}");
+    let e = bad(|s| {
+        s.replace(
+            "noise: laplace, epsilon: $eps",
+            "noise: gaussian, delta: 1.5, epsilon: 0.5",
+        )
+    });
+    assert!(
+        e.contains("delta = 1.5 is invalid: must be in [0, 1)"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -146,7 +193,11 @@ fn empty_grid_and_bad_range() {
 #[test]
 fn unknown_kind_suggests() {
     let e = bad(|s| s.replace("kind: aggregate.summary", "kind: aggregate.sumary"));
-    assert!(e.contains("unknown kind `aggregate.sumary`") && e.contains("did you mean `aggregate.summary`"), "{e}");
+    assert!(
+        e.contains("unknown kind `aggregate.sumary`")
+            && e.contains("did you mean `aggregate.summary`"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -160,13 +211,35 @@ fn yaml_syntax_error_is_located() {
 fn unknown_profile_and_set() {
     let dir = TempDir::new().unwrap();
     let p = write(dir.path(), "good.yaml", GOOD);
-    dplab().args(["validate", "--profile", "smal"]).arg(&p).assert().code(2).stderr(predicate::str::contains("did you mean `small`"));
-    dplab().args(["validate", "--set", "esp=[1]"]).arg(&p).assert().code(2).stderr(predicate::str::contains("no axis `esp`"));
-    dplab().args(["validate", "--set", "eps=[0, 1]"]).arg(&p).assert().code(2).stderr(predicate::str::contains("epsilon = 0 is invalid"));
+    dplab()
+        .args(["validate", "--profile", "smal"])
+        .arg(&p)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("did you mean `small`"));
+    dplab()
+        .args(["validate", "--set", "esp=[1]"])
+        .arg(&p)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("no axis `esp`"));
+    dplab()
+        .args(["validate", "--set", "eps=[0, 1]"])
+        .arg(&p)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("epsilon = 0 is invalid"));
 }
 
 fn run(p: &Path, out: &Path, extra: &[&str]) -> assert_cmd::assert::Assert {
-    dplab().arg("run").arg(p).arg("--out").arg(out).arg("-q").args(extra).assert()
+    dplab()
+        .arg("run")
+        .arg(p)
+        .arg("--out")
+        .arg(out)
+        .arg("-q")
+        .args(extra)
+        .assert()
 }
 
 fn read(dir: &Path, name: &str) -> Vec<u8> {
@@ -180,7 +253,13 @@ fn results_are_bit_identical_for_any_jobs() {
     let (a, b) = (dir.path().join("a"), dir.path().join("b"));
     run(&p, &a, &["--jobs", "1"]).success();
     run(&p, &b, &["--jobs", "2"]).success();
-    for f in ["summary.csv", "summary.parquet", "pick.csv", "pick.parquet", "counts.csv"] {
+    for f in [
+        "summary.csv",
+        "summary.parquet",
+        "pick.csv",
+        "pick.parquet",
+        "counts.csv",
+    ] {
         assert_eq!(read(&a.join("tiny"), f), read(&b.join("tiny"), f), "{f}");
     }
 }
@@ -194,7 +273,12 @@ fn adding_an_axis_value_leaves_other_points_unchanged() {
     run(&p, &b, &["--set", "eps=[0.5, 0.7, 1.0]"]).success();
     for f in ["summary.csv", "pick.csv"] {
         let rows = |d: &Path| -> Vec<String> {
-            String::from_utf8(read(&d.join("tiny"), f)).unwrap().lines().filter(|l| !l.starts_with("0.7,")).map(String::from).collect()
+            String::from_utf8(read(&d.join("tiny"), f))
+                .unwrap()
+                .lines()
+                .filter(|l| !l.starts_with("0.7,"))
+                .map(String::from)
+                .collect()
         };
         let (ra, rb) = (rows(&a), rows(&b));
         assert!(ra.len() > 2);
@@ -208,11 +292,17 @@ fn manifest_records_seeds_hashes_and_timings() {
     let p = write(dir.path(), "good.yaml", GOOD);
     let out = dir.path().join("r");
     run(&p, &out, &["--profile", "small"]).success();
-    let m: serde_json::Value = serde_json::from_slice(&read(&out.join("tiny"), "manifest.json")).unwrap();
+    let m: serde_json::Value =
+        serde_json::from_slice(&read(&out.join("tiny"), "manifest.json")).unwrap();
     assert_eq!(m["profile"], "small");
     assert_eq!(m["axes"]["eps"], serde_json::json!(["1"]));
     assert_eq!(m["pipeline"]["sha256"].as_str().unwrap().len(), 64);
-    let noisy = m["stages"].as_array().unwrap().iter().find(|s| s["name"] == "noisy").unwrap();
+    let noisy = m["stages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == "noisy")
+        .unwrap();
     assert_eq!(noisy["instances"], 4);
     assert_eq!(noisy["seeds"].as_array().unwrap().len(), 4);
     assert!(noisy["seconds_total"].as_f64().unwrap() >= 0.0);
@@ -220,7 +310,13 @@ fn manifest_records_seeds_hashes_and_timings() {
     let csv = outputs.iter().find(|o| o["file"] == "summary.csv").unwrap();
     use sha2::Digest;
     let digest = sha2::Sha256::digest(read(&out.join("tiny"), "summary.csv"));
-    assert_eq!(csv["sha256"].as_str().unwrap(), digest.iter().map(|b| format!("{b:02x}")).collect::<String>());
+    assert_eq!(
+        csv["sha256"].as_str().unwrap(),
+        digest
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect::<String>()
+    );
 }
 
 #[test]
@@ -231,19 +327,35 @@ fn a_failed_run_keeps_previous_results_and_names_the_instance() {
     run(&p, &out, &[]).success();
     let before = read(&out.join("tiny"), "summary.csv");
     // Same pipeline, but the summary reads a column that does not exist: fails at run time.
-    let broken = write(dir.path(), "good.yaml", &GOOD.replace("values: [noisy]", "values: [noisy_typo]"));
-    run(&broken, &out, &[])
-        .code(1)
-        .stderr(predicate::str::contains("stage `summary` instance {eps=0.5} failed").and(predicate::str::contains("no column `noisy_typo`")));
+    let broken = write(
+        dir.path(),
+        "good.yaml",
+        &GOOD.replace("values: [noisy]", "values: [noisy_typo]"),
+    );
+    run(&broken, &out, &[]).code(1).stderr(
+        predicate::str::contains("stage `summary` instance {eps=0.5} failed")
+            .and(predicate::str::contains("no column `noisy_typo`")),
+    );
     assert_eq!(read(&out.join("tiny"), "summary.csv"), before);
-    let leftovers: Vec<_> = fs::read_dir(&out).unwrap().flatten().map(|e| e.file_name()).filter(|n| n.to_string_lossy().starts_with('.')).collect();
+    let leftovers: Vec<_> = fs::read_dir(&out)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name())
+        .filter(|n| n.to_string_lossy().starts_with('.'))
+        .collect();
     assert!(leftovers.is_empty(), "{leftovers:?}");
 }
 
 #[test]
 fn one_failed_pipeline_does_not_stop_the_others() {
     let dir = TempDir::new().unwrap();
-    write(dir.path(), "a_bad.yaml", &GOOD.replace("name: tiny", "name: broken").replace("values: [noisy]", "values: [nope]"));
+    write(
+        dir.path(),
+        "a_bad.yaml",
+        &GOOD
+            .replace("name: tiny", "name: broken")
+            .replace("values: [noisy]", "values: [nope]"),
+    );
     write(dir.path(), "b_good.yaml", GOOD);
     let out = dir.path().join("r");
     dplab()
@@ -254,10 +366,20 @@ fn one_failed_pipeline_does_not_stop_the_others() {
         .arg("-q")
         .assert()
         .code(1)
-        .stderr(predicate::str::contains("1 of 2 pipeline(s) failed").and(predicate::str::contains("a_bad.yaml")));
+        .stderr(
+            predicate::str::contains("1 of 2 pipeline(s) failed")
+                .and(predicate::str::contains("a_bad.yaml")),
+        );
     assert!(out.join("tiny/summary.csv").exists());
     let out2 = dir.path().join("r2");
-    dplab().arg("run").arg(dir.path()).arg("--out").arg(&out2).args(["-q", "--fail-fast"]).assert().code(1);
+    dplab()
+        .arg("run")
+        .arg(dir.path())
+        .arg("--out")
+        .arg(&out2)
+        .args(["-q", "--fail-fast"])
+        .assert()
+        .code(1);
     assert!(!out2.join("tiny").exists());
 }
 
@@ -269,30 +391,66 @@ fn compare_reports_differences_readably() {
     fs::create_dir_all(&b).unwrap();
     fs::write(a.join("t.csv"), "method,eps,value\nx,0.5,1.0\nx,1,2.0\n").unwrap();
     fs::write(b.join("t.csv"), "method,eps,value\nx,0.5,1.0\nx,1,2.5\n").unwrap();
-    dplab().arg("compare").arg(&a).arg(&a).assert().success().stdout(predicate::str::contains("ok: 1 frames"));
+    dplab()
+        .arg("compare")
+        .arg(&a)
+        .arg(&a)
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("ok: 1 frames"));
     dplab()
         .arg("compare")
         .arg(&a)
         .arg(&b)
         .assert()
         .code(1)
-        .stdout(predicate::str::contains("t.csv: row 2 [method=x, eps=1] column `value`: A = 2.0, B = 2.5"));
-    dplab().arg("compare").arg(&a).arg(&b).args(["--rtol", "0.3"]).assert().success();
+        .stdout(predicate::str::contains(
+            "t.csv: row 2 [method=x, eps=1] column `value`: A = 2.0, B = 2.5",
+        ));
+    dplab()
+        .arg("compare")
+        .arg(&a)
+        .arg(&b)
+        .args(["--rtol", "0.3"])
+        .assert()
+        .success();
 }
 
 #[test]
 fn list_and_graph() {
-    dplab().arg("list").assert().success().stdout(predicate::str::contains("mechanism.select").and(predicate::str::contains("epsilon")));
-    dplab().args(["list", "mechanism.selct"]).assert().code(2).stderr(predicate::str::contains("did you mean `mechanism.select`"));
+    dplab().arg("list").assert().success().stdout(
+        predicate::str::contains("mechanism.select").and(predicate::str::contains("epsilon")),
+    );
+    dplab()
+        .args(["list", "mechanism.selct"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("did you mean `mechanism.select`"));
     let dir = TempDir::new().unwrap();
     let p = write(dir.path(), "good.yaml", GOOD);
-    dplab().arg("graph").arg(&p).assert().success().stdout(predicate::str::contains("\"counts\" -> \"noisy\""));
-    dplab().arg("graph").arg(&p).args(["--format", "mermaid"]).assert().success().stdout(predicate::str::contains("counts --> noisy"));
+    dplab()
+        .arg("graph")
+        .arg(&p)
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("\"counts\" -> \"noisy\""));
+    dplab()
+        .arg("graph")
+        .arg(&p)
+        .args(["--format", "mermaid"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("counts --> noisy"));
 }
 
 #[test]
 fn every_shipped_pipeline_validates() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("pipelines");
     dplab().arg("validate").arg(&root).assert().success();
-    dplab().arg("validate").arg(&root).args(["--profile", "ci"]).assert().success();
+    dplab()
+        .arg("validate")
+        .arg(&root)
+        .args(["--profile", "ci"])
+        .assert()
+        .success();
 }

@@ -30,8 +30,9 @@ impl Gaussian {
             return Err(ParamRangeError {
                 name: "epsilon",
                 value: epsilon.to_string(),
-                valid: "must be in (0, 1) for the classic Gaussian calibration (Dwork & Roth Thm 3.22)"
-                    .into(),
+                valid:
+                    "must be in (0, 1) for the classic Gaussian calibration (Dwork & Roth Thm 3.22)"
+                        .into(),
             });
         }
         check_delta(delta)?;

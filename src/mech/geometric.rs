@@ -2,17 +2,20 @@
 //!
 //! `P(Z = k) = (1−α)/(1+α) · α^|k|`, `α = exp(−ε/Δf)`, on the integers. Adding `Z` to an
 //! integer-valued query with sensitivity Δf is ε-DP. A draw is the difference of two
-//! independent geometric variables on {0, 1, …} with success probability `1 − α`.
+//! independent geometric variables on {0, 1, …} with success probability `1 − α`, each
+//! drawn as `⌊E/λ⌋` with `E ~ Exp(1)` (ziggurat) and `λ = −ln α`, since
+//! `P(⌊E/λ⌋ ≥ k) = e^(−λk) = α^k`.
 
 use rand::Rng;
-use rand_distr::{Distribution, Geometric as Geom};
+use rand_distr::{Distribution, Exp1};
 
 use super::{check_epsilon, check_positive, ParamRangeError};
 
 #[derive(Clone, Debug)]
 pub struct Geometric {
     alpha: f64,
-    geom: Geom,
+    /// `1/λ = −1/ln α`.
+    inv_lambda: f64,
 }
 
 impl Geometric {
@@ -33,8 +36,10 @@ impl Geometric {
         if !(alpha > 0.0 && alpha < 1.0) {
             return Err(bad());
         }
-        let geom = Geom::new(1.0 - alpha).map_err(|_| bad())?;
-        Ok(Geometric { alpha, geom })
+        Ok(Geometric {
+            alpha,
+            inv_lambda: -1.0 / alpha.ln(),
+        })
     }
 
     pub fn alpha(&self) -> f64 {
@@ -43,11 +48,17 @@ impl Geometric {
 
     #[inline]
     pub fn sample<R: Rng + ?Sized>(&self, rng: &mut R) -> i64 {
-        self.geom.sample(rng) as i64 - self.geom.sample(rng) as i64
+        let a: f64 = Exp1.sample(rng);
+        let b: f64 = Exp1.sample(rng);
+        // Both products are ≥ 0, so truncation is ⌊·⌋ (and avoids a libm call).
+        (a * self.inv_lambda) as i64 - (b * self.inv_lambda) as i64
     }
 
     pub fn pmf(&self, k: i64) -> f64 {
-        (1.0 - self.alpha) / (1.0 + self.alpha) * self.alpha.powi(k.unsigned_abs().min(i32::MAX as u64) as i32)
+        (1.0 - self.alpha) / (1.0 + self.alpha)
+            * self
+                .alpha
+                .powi(k.unsigned_abs().min(i32::MAX as u64) as i32)
     }
 }
 

@@ -138,7 +138,10 @@ impl ReportNoisyMax {
     fn exponential_probabilities(&self) -> Vec<f64> {
         let u = &self.utilities;
         let umax = u.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-        let w: Vec<f64> = u.iter().map(|&x| (-(umax - x) / self.scale).exp()).collect();
+        let w: Vec<f64> = u
+            .iter()
+            .map(|&x| (-(umax - x) / self.scale).exp())
+            .collect();
         // Degree |R| − 1 polynomial: ⌈|R|/2⌉ nodes are exact; a few more cost nothing.
         let (x, wt) = gauss_legendre(u.len().div_ceil(2) + 2);
         let mut p = vec![0.0; u.len()];
@@ -233,7 +236,7 @@ mod tests {
         let u = [1.0, 2.0, 0.5, 4.0];
         let g = ReportNoisyMax::for_privacy(&u, Noise::Gumbel, 0.7, 1.0, false).unwrap();
         let em = ExponentialMechanism::new(&u, 0.7, 1.0).unwrap();
-        for (a, b) in g.probabilities().unwrap().iter().zip(em.probabilities()) {
+        for (a, b) in g.probabilities().unwrap().iter().zip(&em.probabilities()) {
             assert!((a - b).abs() < 1e-14);
         }
     }
@@ -246,7 +249,10 @@ mod tests {
         for noise in [Noise::Laplace, Noise::Exponential, Noise::Gumbel] {
             let m = ReportNoisyMax::new(&u, noise, 0.8).unwrap();
             let p = m.probabilities().unwrap();
-            assert!((p.iter().sum::<f64>() - 1.0).abs() < 1e-10, "{noise:?}: {p:?}");
+            assert!(
+                (p.iter().sum::<f64>() - 1.0).abs() < 1e-10,
+                "{noise:?}: {p:?}"
+            );
             let mut rng = Pcg64Mcg::seed_from_u64(17);
             let mut counts = vec![0u64; u.len()];
             for _ in 0..100_000 {
@@ -261,7 +267,10 @@ mod tests {
     fn exact_distributions_sum_to_one_on_large_ranges() {
         let u: Vec<f64> = (0..500).map(|i| ((i * 37) % 101) as f64 * 0.1).collect();
         for noise in [Noise::Laplace, Noise::Exponential] {
-            let p = ReportNoisyMax::new(&u, noise, 2.0).unwrap().probabilities().unwrap();
+            let p = ReportNoisyMax::new(&u, noise, 2.0)
+                .unwrap()
+                .probabilities()
+                .unwrap();
             assert!((p.iter().sum::<f64>() - 1.0).abs() < 1e-9, "{noise:?}");
             assert!(p.iter().all(|&x| x >= 0.0));
         }

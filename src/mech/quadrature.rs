@@ -33,7 +33,12 @@ pub fn gauss_legendre(n: usize) -> (Vec<f64>, Vec<f64>) {
 }
 
 /// Maps a rule on [−1, 1] to [a, b].
-pub fn on_interval<'a>(nodes: &'a [f64], weights: &'a [f64], a: f64, b: f64) -> impl Iterator<Item = (f64, f64)> + 'a {
+pub fn on_interval<'a>(
+    nodes: &'a [f64],
+    weights: &'a [f64],
+    a: f64,
+    b: f64,
+) -> impl Iterator<Item = (f64, f64)> + 'a {
     let half = 0.5 * (b - a);
     let mid = 0.5 * (a + b);
     nodes
@@ -51,8 +56,13 @@ mod tests {
         for n in [1, 2, 5, 16, 64] {
             let (x, w) = gauss_legendre(n);
             let deg = 2 * n - 1;
-            let integral: f64 = on_interval(&x, &w, 0.0, 1.0).map(|(t, w)| w * t.powi(deg as i32)).sum();
-            assert!((integral - 1.0 / (deg as f64 + 1.0)).abs() < 1e-13, "n={n}: {integral}");
+            let integral: f64 = on_interval(&x, &w, 0.0, 1.0)
+                .map(|(t, w)| w * t.powi(deg as i32))
+                .sum();
+            assert!(
+                (integral - 1.0 / (deg as f64 + 1.0)).abs() < 1e-13,
+                "n={n}: {integral}"
+            );
         }
     }
 }

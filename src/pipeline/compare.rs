@@ -50,7 +50,11 @@ pub fn compare_dirs(a: &Path, b: &Path, tol: Tolerance) -> Result<Comparison> {
         let tb = read_csv(&b.join(name))?;
         cells += compare_tables(name, &ta, &tb, tol, &mut report);
     }
-    Ok(Comparison { frames: both.len(), cells, report })
+    Ok(Comparison {
+        frames: both.len(),
+        cells,
+        report,
+    })
 }
 
 struct Table {
@@ -59,7 +63,8 @@ struct Table {
 }
 
 fn read_csv(path: &Path) -> Result<Table> {
-    let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
     let mut lines = text.lines();
     let header = split_csv(lines.next().unwrap_or(""));
     let rows = lines.filter(|l| !l.is_empty()).map(split_csv).collect();
@@ -93,11 +98,21 @@ fn is_key(cell: &str) -> bool {
 
 fn compare_tables(name: &str, a: &Table, b: &Table, tol: Tolerance, report: &mut String) -> usize {
     if a.header != b.header {
-        let _ = writeln!(report, "{name}: columns differ\n  A: {}\n  B: {}", a.header.join(", "), b.header.join(", "));
+        let _ = writeln!(
+            report,
+            "{name}: columns differ\n  A: {}\n  B: {}",
+            a.header.join(", "),
+            b.header.join(", ")
+        );
         return 0;
     }
     if a.rows.len() != b.rows.len() {
-        let _ = writeln!(report, "{name}: {} rows in A, {} in B", a.rows.len(), b.rows.len());
+        let _ = writeln!(
+            report,
+            "{name}: {} rows in A, {} in B",
+            a.rows.len(),
+            b.rows.len()
+        );
         return 0;
     }
     let mut listed = 0;
@@ -123,15 +138,29 @@ fn compare_tables(name: &str, a: &Table, b: &Table, tol: Tolerance, report: &mut
             if listed < MAX_LISTED {
                 listed += 1;
                 let diff = match (va.parse::<f64>(), vb.parse::<f64>()) {
-                    (Ok(x), Ok(y)) => format!(" (|Δ| = {:.3e}, rel {:.3e})", (x - y).abs(), ((x - y) / y).abs()),
+                    (Ok(x), Ok(y)) => format!(
+                        " (|Δ| = {:.3e}, rel {:.3e})",
+                        (x - y).abs(),
+                        ((x - y) / y).abs()
+                    ),
                     _ => String::new(),
                 };
-                let _ = writeln!(report, "{name}: row {} [{}] column `{}`: A = {va}, B = {vb}{diff}", r + 1, context(), a.header.get(c).map_or("?", |s| s.as_str()));
+                let _ = writeln!(
+                    report,
+                    "{name}: row {} [{}] column `{}`: A = {va}, B = {vb}{diff}",
+                    r + 1,
+                    context(),
+                    a.header.get(c).map_or("?", |s| s.as_str())
+                );
             }
         }
     }
     if bad > listed {
-        let _ = writeln!(report, "{name}: … and {} more differing cells", bad - listed);
+        let _ = writeln!(
+            report,
+            "{name}: … and {} more differing cells",
+            bad - listed
+        );
     }
     cells
 }
@@ -144,7 +173,9 @@ fn cell_matches(a: &str, b: &str, tol: Tolerance) -> bool {
         return false;
     }
     match (a.parse::<f64>(), b.parse::<f64>()) {
-        (Ok(x), Ok(y)) => (x.is_nan() && y.is_nan()) || x == y || (x - y).abs() <= tol.atol + tol.rtol * y.abs(),
+        (Ok(x), Ok(y)) => {
+            (x.is_nan() && y.is_nan()) || x == y || (x - y).abs() <= tol.atol + tol.rtol * y.abs()
+        }
         _ => false,
     }
 }
@@ -156,7 +187,10 @@ mod tests {
     #[test]
     fn csv_split_and_tolerance() {
         assert_eq!(split_csv("a,\"b,c\",\"d\"\"e\""), ["a", "b,c", "d\"e"]);
-        let t = Tolerance { rtol: 1e-6, atol: 0.0 };
+        let t = Tolerance {
+            rtol: 1e-6,
+            atol: 0.0,
+        };
         assert!(cell_matches("1.0000001", "1.0", t));
         assert!(!cell_matches("1.01", "1.0", t));
         assert!(!cell_matches("A", "B", t));

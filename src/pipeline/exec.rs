@@ -31,9 +31,17 @@ impl std::fmt::Display for RunError {
         if self.stage.is_empty() {
             write!(f, "pipeline `{}`: {}", self.pipeline, self.message)
         } else if self.instance.is_empty() {
-            write!(f, "pipeline `{}`, stage `{}` failed: {}", self.pipeline, self.stage, self.message)
+            write!(
+                f,
+                "pipeline `{}`, stage `{}` failed: {}",
+                self.pipeline, self.stage, self.message
+            )
         } else {
-            write!(f, "pipeline `{}`, stage `{}` instance {{{}}} failed: {}", self.pipeline, self.stage, self.instance, self.message)
+            write!(
+                f,
+                "pipeline `{}`, stage `{}` instance {{{}}} failed: {}",
+                self.pipeline, self.stage, self.instance, self.message
+            )
         }
     }
 }
@@ -54,14 +62,22 @@ impl Progress {
         let bar = terminal.then(|| {
             let b = ProgressBar::new(total as u64);
             b.set_style(
-                ProgressStyle::with_template("{prefix} [{bar:30}] {pos}/{len} instances, ETA {eta}")
-                    .expect("static template")
-                    .progress_chars("=> "),
+                ProgressStyle::with_template(
+                    "{prefix} [{bar:30}] {pos}/{len} instances, ETA {eta}",
+                )
+                .expect("static template")
+                .progress_chars("=> "),
             );
             b.set_prefix(label.to_string());
             b
         });
-        Progress { bar, total, done: AtomicUsize::new(0), last_line: Mutex::new(Instant::now()), label: label.to_string() }
+        Progress {
+            bar,
+            total,
+            done: AtomicUsize::new(0),
+            last_line: Mutex::new(Instant::now()),
+            label: label.to_string(),
+        }
     }
 
     fn tick(&self) {
@@ -110,8 +126,11 @@ pub fn execute(plan: &Plan, opts: &RunOptions) -> Result<PathBuf, RunError> {
         message,
     };
     let progress = Progress::new(&plan.name, plan.instance_count(), opts.terminal);
-    let mut results: Vec<Vec<Option<InstanceResult>>> =
-        plan.stages.iter().map(|s| s.instances.iter().map(|_| None).collect()).collect();
+    let mut results: Vec<Vec<Option<InstanceResult>>> = plan
+        .stages
+        .iter()
+        .map(|s| s.instances.iter().map(|_| None).collect())
+        .collect();
     let max_depth = plan.stages.iter().map(|s| s.depth).max().unwrap_or(0);
     for depth in 0..=max_depth {
         let work: Vec<(usize, usize)> = plan
@@ -159,11 +178,22 @@ fn run_instance(
     for (k, &up) in stage.inputs.iter().enumerate() {
         let frames: Vec<&DataFrame> = inst.inputs[k]
             .iter()
-            .map(|&j| &results[up][j].as_ref().expect("upstream level finished").frame)
+            .map(|&j| {
+                &results[up][j]
+                    .as_ref()
+                    .expect("upstream level finished")
+                    .frame
+            })
             .collect();
-        inputs.push(concat(&frames).with_context(|| format!("joining the instances of input `{}`", plan.stages[up].name))?);
+        inputs.push(concat(&frames).with_context(|| {
+            format!("joining the instances of input `{}`", plan.stages[up].name)
+        })?);
     }
-    let input_names: Vec<String> = stage.inputs.iter().map(|&i| plan.stages[i].name.clone()).collect();
+    let input_names: Vec<String> = stage
+        .inputs
+        .iter()
+        .map(|&i| plan.stages[i].name.clone())
+        .collect();
     let mut ctx = Ctx {
         inputs: &inputs,
         input_names: &input_names,
@@ -175,7 +205,11 @@ fn run_instance(
     };
     let out = inst.run.run(&mut ctx)?;
     let frame = with_axis_columns(out.frame, &inst.key)?;
-    Ok(InstanceResult { frame, artifacts: out.artifacts, seconds: t0.elapsed().as_secs_f64() })
+    Ok(InstanceResult {
+        frame,
+        artifacts: out.artifacts,
+        seconds: t0.elapsed().as_secs_f64(),
+    })
 }
 
 /// Row-wise concatenation of instance frames (in plan order).
@@ -185,7 +219,8 @@ pub fn concat(frames: &[&DataFrame]) -> Result<DataFrame> {
     };
     let mut out = (*first).clone();
     for f in rest {
-        out.vstack_mut(f).map_err(|e| anyhow::anyhow!("instance frames have different columns: {e}"))?;
+        out.vstack_mut(f)
+            .map_err(|e| anyhow::anyhow!("instance frames have different columns: {e}"))?;
     }
     out.rechunk_mut();
     Ok(out)
@@ -203,7 +238,11 @@ fn with_axis_columns(frame: DataFrame, key: &[(String, AxisValue)]) -> Result<Da
         .iter()
         .map(|(axis, v)| match v {
             AxisValue::Num(x) => Column::new_scalar(axis.as_str().into(), Scalar::from(*x), height),
-            AxisValue::Text(s) => Column::new_scalar(axis.as_str().into(), Scalar::from(PlSmallStr::from(s.as_str())), height),
+            AxisValue::Text(s) => Column::new_scalar(
+                axis.as_str().into(),
+                Scalar::from(PlSmallStr::from(s.as_str())),
+                height,
+            ),
         })
         .collect();
     for c in frame.columns() {

@@ -3,9 +3,16 @@
 use super::plan::Plan;
 
 pub fn dot(plan: &Plan) -> String {
-    let mut s = format!("digraph \"{}\" {{\n  rankdir=LR;\n  node [shape=box, fontname=\"Helvetica\"];\n", plan.name);
+    let mut s = format!(
+        "digraph \"{}\" {{\n  rankdir=LR;\n  node [shape=box, fontname=\"Helvetica\"];\n",
+        plan.name
+    );
     for st in &plan.stages {
-        let axes = if st.axes.is_empty() { String::new() } else { format!("\\nover {}", st.axes.join(" × ")) };
+        let axes = if st.axes.is_empty() {
+            String::new()
+        } else {
+            format!("\\nover {}", st.axes.join(" × "))
+        };
         s += &format!(
             "  \"{}\" [label=\"{}\\n{}\\n{} instance(s){}\"{}];\n",
             st.name,
@@ -25,7 +32,13 @@ pub fn dot(plan: &Plan) -> String {
 pub fn mermaid(plan: &Plan) -> String {
     let mut s = String::from("flowchart LR\n");
     for st in &plan.stages {
-        s += &format!("  {}[\"{}<br/>{}<br/>{} instance(s)\"]\n", id(&st.name), st.name, st.kind.name, st.instances.len());
+        s += &format!(
+            "  {}[\"{}<br/>{}<br/>{} instance(s)\"]\n",
+            id(&st.name),
+            st.name,
+            st.kind.name,
+            st.instances.len()
+        );
         for &i in &st.inputs {
             s += &format!("  {} --> {}\n", id(&plan.stages[i].name), id(&st.name));
         }
@@ -34,5 +47,7 @@ pub fn mermaid(plan: &Plan) -> String {
 }
 
 fn id(name: &str) -> String {
-    name.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '_' }).collect()
+    name.chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+        .collect()
 }

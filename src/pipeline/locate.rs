@@ -24,18 +24,20 @@ impl Locations {
     pub fn index(text: &str) -> Result<Self, (Pos, String)> {
         let mut rec = Recorder::default();
         let mut parser = Parser::new_from_str(text);
-        parser
-            .load(&mut rec, false)
-            .map_err(|e: ScanError| {
-                let m = e.marker();
-                (Pos { line: m.line(), col: m.col() + 1 }, e.info().to_string())
-            })?;
+        parser.load(&mut rec, false).map_err(|e: ScanError| {
+            let m = e.marker();
+            (
+                Pos {
+                    line: m.line(),
+                    col: m.col() + 1,
+                },
+                e.info().to_string(),
+            )
+        })?;
         let mut loc = Locations::default();
         let mut i = 0;
         // Skip stream/document start events.
-        while i < rec.events.len()
-            && matches!(rec.events[i].0, Ev::Other)
-        {
+        while i < rec.events.len() && matches!(rec.events[i].0, Ev::Other) {
             i += 1;
         }
         if i < rec.events.len() {
@@ -53,14 +55,23 @@ impl Locations {
             }
             match p.rfind('.') {
                 Some(dot) => p.truncate(dot),
-                None => return self.values.get("").copied().unwrap_or(Pos { line: 1, col: 1 }),
+                None => {
+                    return self
+                        .values
+                        .get("")
+                        .copied()
+                        .unwrap_or(Pos { line: 1, col: 1 })
+                }
             }
         }
     }
 
     /// The position of the value at `path` (falls back like [`Locations::find`]).
     pub fn value(&self, path: &str) -> Pos {
-        self.values.get(path).copied().unwrap_or_else(|| self.find(path))
+        self.values
+            .get(path)
+            .copied()
+            .unwrap_or_else(|| self.find(path))
     }
 }
 
@@ -108,7 +119,9 @@ fn join(path: &str, key: &str) -> String {
 
 /// Consumes one node starting at `events[*i]`, recording positions under `path`.
 fn walk(events: &[(Ev, Pos)], i: &mut usize, path: String, loc: &mut Locations) {
-    let Some((ev, pos)) = events.get(*i) else { return };
+    let Some((ev, pos)) = events.get(*i) else {
+        return;
+    };
     loc.values.entry(path.clone()).or_insert(*pos);
     *i += 1;
     match ev {

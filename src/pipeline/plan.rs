@@ -71,7 +71,10 @@ impl Plan {
 }
 
 fn label(key: &[(String, AxisValue)]) -> String {
-    key.iter().map(|(a, v)| format!("{a}={v}")).collect::<Vec<_>>().join(", ")
+    key.iter()
+        .map(|(a, v)| format!("{a}={v}"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// Plans a parsed file. Returns every error found (at most one per stage), not just the first.
@@ -101,12 +104,18 @@ pub fn plan(spec: &SpecFile, ov: &Overrides) -> Result<Plan, Vec<SpecError>> {
     let mut axes: IndexMap<String, Vec<AxisValue>> = IndexMap::new();
     for (name, v) in &raw.axes {
         if name == REP {
-            errors.push(spec.err(&format!("axes.{name}"), "`rep` is reserved for repetitions: use `repeat:` on a stage"));
+            errors.push(spec.err(
+                &format!("axes.{name}"),
+                "`rep` is reserved for repetitions: use `repeat:` on a stage",
+            ));
             continue;
         }
         let v = profile.and_then(|p| p.axes.get(name)).unwrap_or(v);
         let base = if profile.is_some_and(|p| p.axes.contains_key(name)) {
-            format!("profiles.{}.axes.{name}", ov.profile.as_deref().unwrap_or(""))
+            format!(
+                "profiles.{}.axes.{name}",
+                ov.profile.as_deref().unwrap_or("")
+            )
         } else {
             format!("axes.{name}")
         };
@@ -115,7 +124,11 @@ pub fn plan(spec: &SpecFile, ov: &Overrides) -> Result<Plan, Vec<SpecError>> {
                 axes.insert(name.clone(), vals);
             }
             Err((sub, msg)) => {
-                let path = if sub.is_empty() { base } else { format!("{base}.{sub}") };
+                let path = if sub.is_empty() {
+                    base
+                } else {
+                    format!("{base}.{sub}")
+                };
                 errors.push(spec.err(&path, format!("axis `{name}`: {msg}")));
             }
         }
@@ -123,28 +136,50 @@ pub fn plan(spec: &SpecFile, ov: &Overrides) -> Result<Plan, Vec<SpecError>> {
     if let (Some(p), Some(pname)) = (profile, &ov.profile) {
         for name in p.axes.keys() {
             if !raw.axes.contains_key(name) {
-                errors.push(spec.err(&format!("profiles.{pname}.axes.{name}"), format!("profile `{pname}` sets axis `{name}`, which the pipeline does not define")));
+                errors.push(spec.err(
+                    &format!("profiles.{pname}.axes.{name}"),
+                    format!(
+                        "profile `{pname}` sets axis `{name}`, which the pipeline does not define"
+                    ),
+                ));
             }
         }
         for name in p.repeat.keys().chain(p.with.keys()) {
             if !raw.stages.contains_key(name) {
-                let hint = suggest(name, raw.stages.keys().map(String::as_str)).map(|s| format!("; did you mean `{s}`?")).unwrap_or_default();
-                errors.push(spec.err(&format!("profiles.{pname}"), format!("profile `{pname}` names stage `{name}`, which does not exist{hint}")));
+                let hint = suggest(name, raw.stages.keys().map(String::as_str))
+                    .map(|s| format!("; did you mean `{s}`?"))
+                    .unwrap_or_default();
+                errors.push(spec.err(
+                    &format!("profiles.{pname}"),
+                    format!("profile `{pname}` names stage `{name}`, which does not exist{hint}"),
+                ));
             }
         }
     }
     for s in &ov.set {
-        let cmdline = |msg: String| SpecError { file: spec.path.clone(), pos: None, message: format!("--set {s}: {msg}"), hint: None };
+        let cmdline = |msg: String| SpecError {
+            file: spec.path.clone(),
+            pos: None,
+            message: format!("--set {s}: {msg}"),
+            hint: None,
+        };
         let Some((name, values)) = s.split_once('=') else {
-            errors.push(cmdline("expected AXIS=VALUES, e.g. --set eps=[0.1,1]".into()));
+            errors.push(cmdline(
+                "expected AXIS=VALUES, e.g. --set eps=[0.1,1]".into(),
+            ));
             continue;
         };
         if !axes.contains_key(name) && !raw.axes.contains_key(name) {
-            let hint = suggest(name, raw.axes.keys().map(String::as_str)).map(|s| format!("; did you mean `{s}`?")).unwrap_or_default();
+            let hint = suggest(name, raw.axes.keys().map(String::as_str))
+                .map(|s| format!("; did you mean `{s}`?"))
+                .unwrap_or_default();
             errors.push(cmdline(format!("no axis `{name}` in this pipeline{hint}")));
             continue;
         }
-        match serde_yaml_ng::from_str::<Value>(values).map_err(|e| (String::new(), e.to_string())).and_then(|v| parse_axis(&v)) {
+        match serde_yaml_ng::from_str::<Value>(values)
+            .map_err(|e| (String::new(), e.to_string()))
+            .and_then(|v| parse_axis(&v))
+        {
             Ok(vals) => {
                 axes.insert(name.to_string(), vals);
             }
@@ -161,7 +196,10 @@ pub fn plan(spec: &SpecFile, ov: &Overrides) -> Result<Plan, Vec<SpecError>> {
         let kind = stages::find(&st.kind);
         if kind.is_none() {
             let all: Vec<&str> = stages::registry().iter().map(|k| k.name).collect();
-            let mut e = spec.err(&format!("stages.{name}.kind"), format!("stage `{name}`: unknown kind `{}`", st.kind));
+            let mut e = spec.err(
+                &format!("stages.{name}.kind"),
+                format!("stage `{name}`: unknown kind `{}`", st.kind),
+            );
             e.hint = Some(match suggest(&st.kind, all.iter().copied()) {
                 Some(s) => format!("did you mean `{s}`? (`dplab list` shows every kind)"),
                 None => "`dplab list` shows every kind".into(),
@@ -174,8 +212,12 @@ pub fn plan(spec: &SpecFile, ov: &Overrides) -> Result<Plan, Vec<SpecError>> {
             match index.get(input.as_str()) {
                 Some(&i) => ins.push(i),
                 None => {
-                    let mut e = spec.err(&format!("stages.{name}.input"), format!("stage `{name}` reads `{input}`, which is not a stage"));
-                    e.hint = suggest(&input, names.iter().copied()).map(|s| format!("did you mean `{s}`?"));
+                    let mut e = spec.err(
+                        &format!("stages.{name}.input"),
+                        format!("stage `{name}` reads `{input}`, which is not a stage"),
+                    );
+                    e.hint = suggest(&input, names.iter().copied())
+                        .map(|s| format!("did you mean `{s}`?"));
                     errors.push(e);
                 }
             }
@@ -189,7 +231,10 @@ pub fn plan(spec: &SpecFile, ov: &Overrides) -> Result<Plan, Vec<SpecError>> {
         Ok(o) => o,
         Err(cycle) => {
             let path: Vec<&str> = cycle.iter().map(|&i| names[i]).collect();
-            errors.push(spec.err(&format!("stages.{}.input", path[0]), format!("the stages form a cycle: {}", path.join(" → "))));
+            errors.push(spec.err(
+                &format!("stages.{}.input", path[0]),
+                format!("the stages form a cycle: {}", path.join(" → ")),
+            ));
             return Err(errors);
         }
     };
@@ -209,7 +254,10 @@ pub fn plan(spec: &SpecFile, ov: &Overrides) -> Result<Plan, Vec<SpecError>> {
             with = Value::Mapping(Mapping::new());
         }
         let Value::Mapping(ref mut wmap) = with else {
-            errors.push(spec.err(&format!("stages.{name}.with"), format!("stage `{name}`: `with` must be a mapping of parameters")));
+            errors.push(spec.err(
+                &format!("stages.{name}.with"),
+                format!("stage `{name}`: `with` must be a mapping of parameters"),
+            ));
             continue;
         };
         if let Some(Value::Mapping(extra)) = profile.and_then(|p| p.with.get(name)) {
@@ -226,9 +274,21 @@ pub fn plan(spec: &SpecFile, ov: &Overrides) -> Result<Plan, Vec<SpecError>> {
             if axes.contains_key(axis) {
                 own.insert(axis.clone());
             } else {
-                let hint = suggest(axis, axes.keys().map(String::as_str)).map(|s| format!("; did you mean `${s}`?")).unwrap_or_default();
-                let avail = if axes.is_empty() { "the pipeline defines no axes".to_string() } else { format!("axes: {}", axes.keys().cloned().collect::<Vec<_>>().join(", ")) };
-                errors.push(spec.err(&format!("stages.{name}.with.{path}"), format!("stage `{name}` uses `${axis}`, which is not an axis{hint} ({avail})")));
+                let hint = suggest(axis, axes.keys().map(String::as_str))
+                    .map(|s| format!("; did you mean `${s}`?"))
+                    .unwrap_or_default();
+                let avail = if axes.is_empty() {
+                    "the pipeline defines no axes".to_string()
+                } else {
+                    format!(
+                        "axes: {}",
+                        axes.keys().cloned().collect::<Vec<_>>().join(", ")
+                    )
+                };
+                errors.push(spec.err(
+                    &format!("stages.{name}.with.{path}"),
+                    format!("stage `{name}` uses `${axis}`, which is not an axis{hint} ({avail})"),
+                ));
                 bad = true;
             }
         }
@@ -255,14 +315,22 @@ pub fn plan(spec: &SpecFile, ov: &Overrides) -> Result<Plan, Vec<SpecError>> {
         if missing_input {
             continue; // an upstream stage already failed validation
         }
-        let repeat = profile.and_then(|p| p.repeat.get(name).copied()).or(st.repeat);
+        let repeat = profile
+            .and_then(|p| p.repeat.get(name).copied())
+            .or(st.repeat);
         if let Some(n) = repeat {
             if n == 0 {
-                errors.push(spec.err(&format!("stages.{name}.repeat"), format!("stage `{name}`: repeat must be ≥ 1")));
+                errors.push(spec.err(
+                    &format!("stages.{name}.repeat"),
+                    format!("stage `{name}`: repeat must be ≥ 1"),
+                ));
                 continue;
             }
             if inherited.contains(REP) {
-                errors.push(spec.err(&format!("stages.{name}.repeat"), format!("stage `{name}` repeats, but its input already varies over `rep`")));
+                errors.push(spec.err(
+                    &format!("stages.{name}.repeat"),
+                    format!("stage `{name}` repeats, but its input already varies over `rep`"),
+                ));
                 continue;
             }
         }
@@ -282,18 +350,38 @@ pub fn plan(spec: &SpecFile, ov: &Overrides) -> Result<Plan, Vec<SpecError>> {
                 for (i, it) in items.iter().enumerate() {
                     let a = it.as_str().unwrap_or("");
                     if !inherited.contains(a) {
-                        let mut e = spec.err(&format!("stages.{name}.over.{i}"), format!("stage `{name}` gathers `{a}`, but its inputs do not vary over it"));
-                        e.hint = Some(if inherited.is_empty() { "its inputs vary over no axis".into() } else { format!("its inputs vary over: {}", inherited.iter().cloned().collect::<Vec<_>>().join(", ")) });
+                        let mut e = spec.err(
+                            &format!("stages.{name}.over.{i}"),
+                            format!(
+                                "stage `{name}` gathers `{a}`, but its inputs do not vary over it"
+                            ),
+                        );
+                        e.hint = Some(if inherited.is_empty() {
+                            "its inputs vary over no axis".into()
+                        } else {
+                            format!(
+                                "its inputs vary over: {}",
+                                inherited.iter().cloned().collect::<Vec<_>>().join(", ")
+                            )
+                        });
                         errors.push(e);
                     } else if own.contains(a) {
-                        errors.push(spec.err(&format!("stages.{name}.over.{i}"), format!("stage `{name}` cannot gather `{a}`: its own parameters use `${a}`")));
+                        errors.push(spec.err(
+                            &format!("stages.{name}.over.{i}"),
+                            format!(
+                                "stage `{name}` cannot gather `{a}`: its own parameters use `${a}`"
+                            ),
+                        ));
                     }
                     g.insert(a.to_string());
                 }
                 g
             }
             Some(_) => {
-                errors.push(spec.err(&format!("stages.{name}.over"), "`over` is `all` or a list of axis names"));
+                errors.push(spec.err(
+                    &format!("stages.{name}.over"),
+                    "`over` is `all` or a list of axis names",
+                ));
                 continue;
             }
         };
@@ -303,25 +391,43 @@ pub fn plan(spec: &SpecFile, ov: &Overrides) -> Result<Plan, Vec<SpecError>> {
             .filter(|a| all_axes.contains(*a) && !gathered.contains(*a))
             .cloned()
             .collect();
-        let rep_count = if stage_axes.iter().any(|a| a == REP) { repeat.or(rep_in) } else { None };
-        reps[si] = if gathered.contains(REP) { None } else { repeat.or(rep_in) };
+        let rep_count = if stage_axes.iter().any(|a| a == REP) {
+            repeat.or(rep_in)
+        } else {
+            None
+        };
+        reps[si] = if gathered.contains(REP) {
+            None
+        } else {
+            repeat.or(rep_in)
+        };
         let value_lists: Vec<Vec<AxisValue>> = stage_axes
             .iter()
             .map(|a| {
                 if a == REP {
-                    (0..rep_count.unwrap_or(1)).map(|r| AxisValue::Num(r as f64)).collect()
+                    (0..rep_count.unwrap_or(1))
+                        .map(|r| AxisValue::Num(r as f64))
+                        .collect()
                 } else {
                     axes[a].clone()
                 }
             })
             .collect();
-        let depth = inputs[si].iter().map(|&i| planned[i].as_ref().map_or(0, |p| p.depth + 1)).max().unwrap_or(0);
+        let depth = inputs[si]
+            .iter()
+            .map(|&i| planned[i].as_ref().map_or(0, |p| p.depth + 1))
+            .max()
+            .unwrap_or(0);
         // Build each distinct parameter set once; repetitions share it.
         let mut built: HashMap<Vec<String>, Arc<dyn StageRun>> = HashMap::new();
         let mut instances = Vec::new();
         let mut failed = false;
         for key in product(&stage_axes, &value_lists) {
-            let own_key: Vec<String> = key.iter().filter(|(a, _)| own.contains(a)).map(|(_, v)| v.canonical()).collect();
+            let own_key: Vec<String> = key
+                .iter()
+                .filter(|(a, _)| own.contains(a))
+                .map(|(_, v)| v.canonical())
+                .collect();
             let run = match built.get(&own_key) {
                 Some(r) => r.clone(),
                 None => {
@@ -334,16 +440,40 @@ pub fn plan(spec: &SpecFile, ov: &Overrides) -> Result<Plan, Vec<SpecError>> {
                         }
                         Err(pe) => {
                             let sub = pe.path.join(".");
-                            let path = if sub.is_empty() { format!("stages.{name}.with") } else { format!("stages.{name}.with.{sub}") };
-                            let own_label = label(&key.iter().filter(|(a, _)| own.contains(a)).cloned().collect::<Vec<_>>());
-                            let at = if own_label.is_empty() { String::new() } else { format!(" (at {own_label})") };
-                            let mut e = spec.err(&path, format!("stage `{name}` ({}){at}: {}", kind.name, pe.message));
+                            let path = if sub.is_empty() {
+                                format!("stages.{name}.with")
+                            } else {
+                                format!("stages.{name}.with.{sub}")
+                            };
+                            let own_label = label(
+                                &key.iter()
+                                    .filter(|(a, _)| own.contains(a))
+                                    .cloned()
+                                    .collect::<Vec<_>>(),
+                            );
+                            let at = if own_label.is_empty() {
+                                String::new()
+                            } else {
+                                format!(" (at {own_label})")
+                            };
+                            let mut e = spec.err(
+                                &path,
+                                format!("stage `{name}` ({}){at}: {}", kind.name, pe.message),
+                            );
                             let about_value = !pe.message.starts_with("unknown key");
-                            if let Some((_, axis)) = refs.iter().find(|(p, _)| *p == sub && about_value) {
+                            if let Some((_, axis)) =
+                                refs.iter().find(|(p, _)| *p == sub && about_value)
+                            {
                                 let apos = spec.locs.find(&format!("axes.{axis}"));
-                                e.hint = Some(format!("the value comes from axis `{axis}` (line {}, column {})", apos.line, apos.col));
+                                e.hint = Some(format!(
+                                    "the value comes from axis `{axis}` (line {}, column {})",
+                                    apos.line, apos.col
+                                ));
                             } else if kind.params.iter().any(|p| pe.message.contains(p.name)) {
-                                e.hint = Some(format!("`dplab list {}` describes its parameters", kind.name));
+                                e.hint = Some(format!(
+                                    "`dplab list {}` describes its parameters",
+                                    kind.name
+                                ));
                             }
                             errors.push(e);
                             failed = true;
@@ -353,7 +483,13 @@ pub fn plan(spec: &SpecFile, ov: &Overrides) -> Result<Plan, Vec<SpecError>> {
                 }
             };
             let seed = instance_seed(raw.seed, name, &key);
-            instances.push(Instance { label: label(&key), key, seed, run, inputs: Vec::new() });
+            instances.push(Instance {
+                label: label(&key),
+                key,
+                seed,
+                run,
+                inputs: Vec::new(),
+            });
         }
         if failed {
             continue;
@@ -367,7 +503,11 @@ pub fn plan(spec: &SpecFile, ov: &Overrides) -> Result<Plan, Vec<SpecError>> {
                     .instances
                     .iter()
                     .enumerate()
-                    .filter(|(_, u)| u.key.iter().all(|(a, v)| gathered.contains(a) || inst.key.iter().any(|(b, w)| a == b && v == w)))
+                    .filter(|(_, u)| {
+                        u.key.iter().all(|(a, v)| {
+                            gathered.contains(a) || inst.key.iter().any(|(b, w)| a == b && v == w)
+                        })
+                    })
                     .map(|(j, _)| j)
                     .collect();
                 inst.inputs.push(matching);
@@ -395,7 +535,17 @@ pub fn plan(spec: &SpecFile, ov: &Overrides) -> Result<Plan, Vec<SpecError>> {
         st.inputs = inputs[si].iter().map(|i| position[i]).collect();
         stages_out.push(st);
     }
-    let base_dir = spec.path.parent().map(|p| if p.as_os_str().is_empty() { PathBuf::from(".") } else { p.to_path_buf() }).unwrap_or_else(|| PathBuf::from("."));
+    let base_dir = spec
+        .path
+        .parent()
+        .map(|p| {
+            if p.as_os_str().is_empty() {
+                PathBuf::from(".")
+            } else {
+                p.to_path_buf()
+            }
+        })
+        .unwrap_or_else(|| PathBuf::from("."));
     Ok(Plan {
         file: spec.path.clone(),
         base_dir,
@@ -432,7 +582,11 @@ fn topo_order(inputs: &[Vec<usize>]) -> Result<Vec<usize>, Vec<usize>> {
                 let mut path = vec![(0..n).find(|&i| !done[i]).expect("some stage is left")];
                 loop {
                     let cur = *path.last().expect("non-empty");
-                    let nxt = inputs[cur].iter().copied().find(|&j| !done[j]).expect("blocked stage has an unfinished input");
+                    let nxt = inputs[cur]
+                        .iter()
+                        .copied()
+                        .find(|&j| !done[j])
+                        .expect("blocked stage has an unfinished input");
                     if let Some(p) = path.iter().position(|&x| x == nxt) {
                         let mut cycle: Vec<usize> = path[p..].iter().rev().copied().collect();
                         cycle.push(cycle[0]);
@@ -469,7 +623,11 @@ fn collect_refs(v: &Value, path: String, out: &mut Vec<(String, String)>) {
 }
 
 fn join(path: &str, key: &str) -> String {
-    if path.is_empty() { key.to_string() } else { format!("{path}.{key}") }
+    if path.is_empty() {
+        key.to_string()
+    } else {
+        format!("{path}.{key}")
+    }
 }
 
 fn axis_ref(s: &str) -> Option<&str> {
@@ -484,8 +642,14 @@ fn substitute(v: &Value, key: &[(String, AxisValue)]) -> Value {
             Some((_, val)) => val.to_yaml(),
             None => v.clone(),
         },
-        Value::Sequence(items) => Value::Sequence(items.iter().map(|i| substitute(i, key)).collect()),
-        Value::Mapping(m) => Value::Mapping(m.iter().map(|(k, i)| (k.clone(), substitute(i, key))).collect()),
+        Value::Sequence(items) => {
+            Value::Sequence(items.iter().map(|i| substitute(i, key)).collect())
+        }
+        Value::Mapping(m) => Value::Mapping(
+            m.iter()
+                .map(|(k, i)| (k.clone(), substitute(i, key)))
+                .collect(),
+        ),
         _ => v.clone(),
     }
 }

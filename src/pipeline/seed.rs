@@ -10,7 +10,10 @@ use super::spec::AxisValue;
 
 /// The 128-bit seed of one stage instance.
 pub fn instance_seed(pipeline_seed: u64, stage: &str, key: &[(String, AxisValue)]) -> u128 {
-    let mut pairs: Vec<(&str, String)> = key.iter().map(|(a, v)| (a.as_str(), v.canonical())).collect();
+    let mut pairs: Vec<(&str, String)> = key
+        .iter()
+        .map(|(a, v)| (a.as_str(), v.canonical()))
+        .collect();
     pairs.sort();
     let mut h = Sha256::new();
     h.update(b"dplab-instance-seed-v1\0");
@@ -35,8 +38,14 @@ mod tests {
 
     #[test]
     fn seeds_depend_on_values_not_order() {
-        let a = vec![("eps".to_string(), AxisValue::Num(0.5)), ("rep".to_string(), AxisValue::Num(3.0))];
-        let b = vec![("rep".to_string(), AxisValue::Num(3.0)), ("eps".to_string(), AxisValue::Num(0.5))];
+        let a = vec![
+            ("eps".to_string(), AxisValue::Num(0.5)),
+            ("rep".to_string(), AxisValue::Num(3.0)),
+        ];
+        let b = vec![
+            ("rep".to_string(), AxisValue::Num(3.0)),
+            ("eps".to_string(), AxisValue::Num(0.5)),
+        ];
         assert_eq!(instance_seed(1, "s", &a), instance_seed(1, "s", &b));
         assert_ne!(instance_seed(1, "s", &a), instance_seed(2, "s", &a));
         assert_ne!(instance_seed(1, "s", &a), instance_seed(1, "t", &a));

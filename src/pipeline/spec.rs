@@ -22,7 +22,14 @@ pub struct SpecError {
 impl fmt::Display for SpecError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.pos {
-            Some(p) => write!(f, "{}:{}:{}: {}", self.file.display(), p.line, p.col, self.message)?,
+            Some(p) => write!(
+                f,
+                "{}:{}:{}: {}",
+                self.file.display(),
+                p.line,
+                p.col,
+                self.message
+            )?,
             None => write!(f, "{}: {}", self.file.display(), self.message)?,
         }
         if let Some(h) = &self.hint {
@@ -187,7 +194,10 @@ pub fn parse_axis(v: &Value) -> Result<Vec<AxisValue>, (String, String)> {
                     }
                 });
             }
-            let kinds = out.iter().filter(|x| matches!(x, AxisValue::Num(_))).count();
+            let kinds = out
+                .iter()
+                .filter(|x| matches!(x, AxisValue::Num(_)))
+                .count();
             if kinds != 0 && kinds != out.len() {
                 return Err((String::new(), "an axis mixes numbers and strings".into()));
             }
@@ -196,20 +206,27 @@ pub fn parse_axis(v: &Value) -> Result<Vec<AxisValue>, (String, String)> {
         Value::Number(_) => vec![AxisValue::Num(num(v, "")?)],
         Value::String(s) => vec![AxisValue::Text(s.clone())],
         Value::Mapping(m) => {
-            let keys: Vec<String> = m.keys().filter_map(|k| k.as_str().map(str::to_string)).collect();
+            let keys: Vec<String> = m
+                .keys()
+                .filter_map(|k| k.as_str().map(str::to_string))
+                .collect();
             let get = |k: &str| m.get(k);
             if let Some(spec) = get("linspace").or_else(|| get("logspace")) {
                 let log = get("logspace").is_some();
                 let which = if log { "logspace" } else { "linspace" };
                 if keys.len() != 1 {
-                    return Err((String::new(), format!("`{which}` must be the only key of the axis")));
+                    return Err((
+                        String::new(),
+                        format!("`{which}` must be the only key of the axis"),
+                    ));
                 }
                 let Value::Mapping(s) = spec else {
                     return Err((which.into(), format!("`{which}` takes {{from, to, num}}")));
                 };
                 check_keys(s, &["from", "to", "num"], which)?;
                 let field = |k: &str| {
-                    s.get(k).ok_or_else(|| (format!("{which}"), format!("`{which}` needs `{k}`")))
+                    s.get(k)
+                        .ok_or_else(|| (format!("{which}"), format!("`{which}` needs `{k}`")))
                 };
                 let from = num(field("from")?, &format!("{which}.from"))?;
                 let to = num(field("to")?, &format!("{which}.to"))?;
@@ -217,14 +234,24 @@ pub fn parse_axis(v: &Value) -> Result<Vec<AxisValue>, (String, String)> {
                     .as_u64()
                     .filter(|&n| n >= 1 && n as usize <= MAX_AXIS_LEN)
                     .ok_or_else(|| {
-                        (format!("{which}.num"), format!("`num` must be an integer in [1, {MAX_AXIS_LEN}]"))
+                        (
+                            format!("{which}.num"),
+                            format!("`num` must be an integer in [1, {MAX_AXIS_LEN}]"),
+                        )
                     })? as usize;
                 if log && (from <= 0.0 || to <= 0.0) {
-                    return Err((which.into(), format!("logspace needs from > 0 and to > 0 (got {from}, {to})")));
+                    return Err((
+                        which.into(),
+                        format!("logspace needs from > 0 and to > 0 (got {from}, {to})"),
+                    ));
                 }
                 (0..n)
                     .map(|i| {
-                        let t = if n == 1 { 0.0 } else { i as f64 / (n - 1) as f64 };
+                        let t = if n == 1 {
+                            0.0
+                        } else {
+                            i as f64 / (n - 1) as f64
+                        };
                         let x = if log {
                             (from.ln() + t * (to.ln() - from.ln())).exp()
                         } else {
@@ -236,32 +263,56 @@ pub fn parse_axis(v: &Value) -> Result<Vec<AxisValue>, (String, String)> {
             } else {
                 check_keys(m, &["from", "to", "step"], "axis")?;
                 let field = |k: &str| {
-                    m.get(k).ok_or_else(|| (String::new(), format!("a range axis needs `from`, `to` and `step` (missing `{k}`)")))
+                    m.get(k).ok_or_else(|| {
+                        (
+                            String::new(),
+                            format!("a range axis needs `from`, `to` and `step` (missing `{k}`)"),
+                        )
+                    })
                 };
                 let from = num(field("from")?, "from")?;
                 let to = num(field("to")?, "to")?;
                 let step = num(field("step")?, "step")?;
                 if step == 0.0 || (to - from) * step < 0.0 {
-                    return Err(("step".into(), format!("step {step} never reaches {to} from {from}")));
+                    return Err((
+                        "step".into(),
+                        format!("step {step} never reaches {to} from {from}"),
+                    ));
                 }
                 let count = ((to - from) / step + 1e-9).floor() + 1.0;
                 if count > MAX_AXIS_LEN as f64 {
-                    return Err(("step".into(), format!("the grid would have {count} values (at most {MAX_AXIS_LEN})")));
+                    return Err((
+                        "step".into(),
+                        format!("the grid would have {count} values (at most {MAX_AXIS_LEN})"),
+                    ));
                 }
                 (0..count as usize)
                     .map(|i| AxisValue::Num(tidy(from + i as f64 * step)))
                     .collect()
             }
         }
-        _ => return Err((String::new(), "an axis is a list, a number, {from, to, step}, {linspace: …} or {logspace: …}".into())),
+        _ => {
+            return Err((
+                String::new(),
+                "an axis is a list, a number, {from, to, step}, {linspace: …} or {logspace: …}"
+                    .into(),
+            ))
+        }
     };
     if values.is_empty() {
-        return Err((String::new(), "the axis is empty: give it at least one value".into()));
+        return Err((
+            String::new(),
+            "the axis is empty: give it at least one value".into(),
+        ));
     }
     Ok(values)
 }
 
-fn check_keys(m: &serde_yaml_ng::Mapping, valid: &[&str], what: &str) -> Result<(), (String, String)> {
+fn check_keys(
+    m: &serde_yaml_ng::Mapping,
+    valid: &[&str],
+    what: &str,
+) -> Result<(), (String, String)> {
     for k in m.keys() {
         let k = k.as_str().unwrap_or("?");
         if !valid.contains(&k) {
@@ -270,7 +321,10 @@ fn check_keys(m: &serde_yaml_ng::Mapping, valid: &[&str], what: &str) -> Result<
                 .unwrap_or_default();
             return Err((
                 k.to_string(),
-                format!("unknown key `{k}` in {what}{hint} (valid: {})", valid.join(", ")),
+                format!(
+                    "unknown key `{k}` in {what}{hint} (valid: {})",
+                    valid.join(", ")
+                ),
             ));
         }
     }
@@ -317,11 +371,16 @@ pub fn humanise_serde(msg: &str) -> String {
             return format!("unknown key `{field}`{hint} ({list})");
         }
     }
-    if let Some(field) = msg.strip_prefix("missing field `").and_then(|r| r.split('`').next()) {
+    if let Some(field) = msg
+        .strip_prefix("missing field `")
+        .and_then(|r| r.split('`').next())
+    {
         return format!("missing required key `{field}`");
     }
-    msg.replace("invalid type: ", "wrong type: ")
-        .replace("data did not match any variant of untagged enum Inputs", "`input` must be a stage name or a list of stage names")
+    msg.replace("invalid type: ", "wrong type: ").replace(
+        "data did not match any variant of untagged enum Inputs",
+        "`input` must be a stage name or a list of stage names",
+    )
 }
 
 /// A parsed file with its positions.
@@ -369,7 +428,10 @@ pub fn parse(path: &Path, text: String) -> Result<SpecFile, SpecError> {
         let inner = e.into_inner();
         let pos = inner
             .location()
-            .map(|l| Pos { line: l.line(), col: l.column() })
+            .map(|l| Pos {
+                line: l.line(),
+                col: l.column(),
+            })
             .filter(|p| p.line > 0)
             .or_else(|| (dotted != ".").then(|| locs.find(&dotted)));
         SpecError {
@@ -409,7 +471,10 @@ mod tests {
         assert_eq!(v.len(), 10);
         assert_eq!(v[2].canonical(), "0.3");
         let v = axis("{logspace: {from: 0.01, to: 100, num: 5}}").unwrap();
-        assert_eq!(v.iter().map(|x| x.canonical()).collect::<Vec<_>>(), ["0.01", "0.1", "1", "10", "100"]);
+        assert_eq!(
+            v.iter().map(|x| x.canonical()).collect::<Vec<_>>(),
+            ["0.01", "0.1", "1", "10", "100"]
+        );
         let v = axis("{linspace: {from: 0, to: 1, num: 3}}").unwrap();
         assert_eq!(v[1], AxisValue::Num(0.5));
         assert_eq!(axis("[a, b]").unwrap()[1], AxisValue::Text("b".into()));
@@ -418,7 +483,10 @@ mod tests {
     #[test]
     fn bad_axis_grids() {
         assert!(axis("[]").unwrap_err().1.contains("empty"));
-        assert!(axis("{from: 1, to: 0, step: 0.1}").unwrap_err().1.contains("never reaches"));
+        assert!(axis("{from: 1, to: 0, step: 0.1}")
+            .unwrap_err()
+            .1
+            .contains("never reaches"));
         let (k, m) = axis("{from: 1, to: 2, stp: 0.1}").unwrap_err();
         assert_eq!(k, "stp");
         assert!(m.contains("did you mean `step`"), "{m}");

@@ -15,10 +15,18 @@ use sha2::{Digest, Sha256};
 use super::exec::{concat, InstanceResult, RunOptions};
 use super::plan::{hex, Plan};
 
-pub fn write(plan: &Plan, results: &[Vec<Option<InstanceResult>>], opts: &RunOptions, wall: f64) -> Result<PathBuf> {
-    fs::create_dir_all(&opts.out_dir).with_context(|| format!("creating {}", opts.out_dir.display()))?;
+pub fn write(
+    plan: &Plan,
+    results: &[Vec<Option<InstanceResult>>],
+    opts: &RunOptions,
+    wall: f64,
+) -> Result<PathBuf> {
+    fs::create_dir_all(&opts.out_dir)
+        .with_context(|| format!("creating {}", opts.out_dir.display()))?;
     let final_dir = opts.out_dir.join(&plan.name);
-    let staging = opts.out_dir.join(format!(".{}.partial-{}", plan.name, std::process::id()));
+    let staging = opts
+        .out_dir
+        .join(format!(".{}.partial-{}", plan.name, std::process::id()));
     if staging.exists() {
         fs::remove_dir_all(&staging)?;
     }
@@ -29,28 +37,43 @@ pub fn write(plan: &Plan, results: &[Vec<Option<InstanceResult>>], opts: &RunOpt
         return Err(e);
     }
     // Swap the directories: the old results stay complete until the new ones are.
-    let old = opts.out_dir.join(format!(".{}.old-{}", plan.name, std::process::id()));
+    let old = opts
+        .out_dir
+        .join(format!(".{}.old-{}", plan.name, std::process::id()));
     if final_dir.exists() {
-        fs::rename(&final_dir, &old).with_context(|| format!("moving aside {}", final_dir.display()))?;
+        fs::rename(&final_dir, &old)
+            .with_context(|| format!("moving aside {}", final_dir.display()))?;
     }
-    fs::rename(&staging, &final_dir).with_context(|| format!("renaming {} to {}", staging.display(), final_dir.display()))?;
+    fs::rename(&staging, &final_dir)
+        .with_context(|| format!("renaming {} to {}", staging.display(), final_dir.display()))?;
     if old.exists() {
         fs::remove_dir_all(&old)?;
     }
     Ok(final_dir)
 }
 
-fn write_all(plan: &Plan, results: &[Vec<Option<InstanceResult>>], opts: &RunOptions, wall: f64, dir: &Path) -> Result<()> {
+fn write_all(
+    plan: &Plan,
+    results: &[Vec<Option<InstanceResult>>],
+    opts: &RunOptions,
+    wall: f64,
+    dir: &Path,
+) -> Result<()> {
     let mut outputs = Vec::new();
     let mut stages_json = Vec::new();
     for (si, stage) in plan.stages.iter().enumerate() {
-        let res: Vec<&InstanceResult> = results[si].iter().map(|r| r.as_ref().expect("every instance ran")).collect();
+        let res: Vec<&InstanceResult> = results[si]
+            .iter()
+            .map(|r| r.as_ref().expect("every instance ran"))
+            .collect();
         // Plots return no frame: their data is their input's.
         if stage.store && res.iter().any(|r| r.frame.width() > 0) {
             let frames: Vec<&DataFrame> = res.iter().map(|r| &r.frame).collect();
             let mut df = concat(&frames)?;
             let mut csv = Vec::new();
-            CsvWriter::new(&mut csv).include_header(true).finish(&mut df)?;
+            CsvWriter::new(&mut csv)
+                .include_header(true)
+                .finish(&mut df)?;
             outputs.push(put(dir, &format!("{}.csv", stage.name), &csv)?);
             let mut pq = Vec::new();
             ParquetWriter::new(&mut pq).finish(&mut df)?;
@@ -82,7 +105,12 @@ fn write_all(plan: &Plan, results: &[Vec<Option<InstanceResult>>], opts: &RunOpt
     let axes: serde_json::Map<String, serde_json::Value> = plan
         .axes
         .iter()
-        .map(|(k, v)| (k.clone(), json!(v.iter().map(|x| x.canonical()).collect::<Vec<_>>())))
+        .map(|(k, v)| {
+            (
+                k.clone(),
+                json!(v.iter().map(|x| x.canonical()).collect::<Vec<_>>()),
+            )
+        })
         .collect();
     let manifest = json!({
         "dplab_version": env!("CARGO_PKG_VERSION"),
@@ -105,7 +133,11 @@ fn write_all(plan: &Plan, results: &[Vec<Option<InstanceResult>>], opts: &RunOpt
         "outputs": outputs,
         "warning": "seeded runs reproduce research; never use them to release real private data",
     });
-    put(dir, "manifest.json", serde_json::to_string_pretty(&manifest)?.as_bytes())?;
+    put(
+        dir,
+        "manifest.json",
+        serde_json::to_string_pretty(&manifest)?.as_bytes(),
+    )?;
     Ok(())
 }
 
@@ -114,7 +146,8 @@ fn put(dir: &Path, name: &str, bytes: &[u8]) -> Result<serde_json::Value> {
     let tmp = dir.join(format!(".{name}.tmp"));
     let path = dir.join(name);
     {
-        let mut f = fs::File::create(&tmp).with_context(|| format!("creating {}", tmp.display()))?;
+        let mut f =
+            fs::File::create(&tmp).with_context(|| format!("creating {}", tmp.display()))?;
         f.write_all(bytes)?;
         f.sync_all()?;
     }
@@ -125,13 +158,24 @@ fn put(dir: &Path, name: &str, bytes: &[u8]) -> Result<serde_json::Value> {
 fn sanitise(label: &str) -> String {
     label
         .chars()
-        .map(|c| if c.is_ascii_alphanumeric() || c == '.' || c == '-' || c == '=' { c } else { '_' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '.' || c == '-' || c == '=' {
+                c
+            } else {
+                '_'
+            }
+        })
         .collect::<String>()
         .replace("__", "_")
 }
 
 fn git_commit(dir: &Path) -> Option<String> {
-    let out = Command::new("git").arg("-C").arg(dir).args(["rev-parse", "HEAD"]).output().ok()?;
+    let out = Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(["rev-parse", "HEAD"])
+        .output()
+        .ok()?;
     if !out.status.success() {
         return None;
     }
@@ -143,5 +187,9 @@ fn git_commit(dir: &Path) -> Option<String> {
         .output()
         .ok()
         .is_some_and(|o| !o.stdout.is_empty());
-    Some(if dirty { format!("{commit}-dirty") } else { commit })
+    Some(if dirty {
+        format!("{commit}-dirty")
+    } else {
+        commit
+    })
 }

@@ -42,14 +42,23 @@ fn level() -> f64 {
 impl Stage for Summary {
     fn validate(&self) -> Result<(), ParamError> {
         if self.values.is_empty() {
-            return Err(ParamError::at("values", "name at least one column to summarise"));
+            return Err(ParamError::at(
+                "values",
+                "name at least one column to summarise",
+            ));
         }
         if !(self.level > 0.0 && self.level < 1.0) {
-            return Err(ParamError::at("level", format!("level = {} is invalid: must be in (0, 1)", self.level)));
+            return Err(ParamError::at(
+                "level",
+                format!("level = {} is invalid: must be in (0, 1)", self.level),
+            ));
         }
         for (i, q) in self.quantiles.iter().enumerate() {
             if !(0.0..=1.0).contains(q) {
-                return Err(ParamError::at(&format!("quantiles.{i}"), format!("quantile {q} is invalid: must be in [0, 1]")));
+                return Err(ParamError::at(
+                    &format!("quantiles.{i}"),
+                    format!("quantile {q} is invalid: must be in [0, 1]"),
+                ));
             }
         }
         Ok(())
@@ -61,7 +70,11 @@ impl Stage for Summary {
         let mut key_cols: Vec<Vec<String>> = vec![Vec::new(); self.by.len()];
         let mut value_name = Vec::new();
         let mut stats: Vec<Vec<f64>> = vec![Vec::new(); 8 + self.quantiles.len()];
-        let columns: Vec<Vec<f64>> = self.values.iter().map(|v| f64_col(df, v)).collect::<Result<_>>()?;
+        let columns: Vec<Vec<f64>> = self
+            .values
+            .iter()
+            .map(|v| f64_col(df, v))
+            .collect::<Result<_>>()?;
         for (key, rows) in &groups {
             for (name, col) in self.values.iter().zip(&columns) {
                 let xs: Vec<f64> = rows.iter().map(|&r| col[r]).collect();
@@ -72,7 +85,9 @@ impl Stage for Summary {
                     kc.push(k.clone());
                 }
                 value_name.push(name.clone());
-                let row = [s.n as f64, s.mean, s.std, s.se, s.ci_lo, s.ci_hi, s.min, s.max];
+                let row = [
+                    s.n as f64, s.mean, s.std, s.se, s.ci_lo, s.ci_hi, s.min, s.max,
+                ];
                 for (dst, v) in stats.iter_mut().zip(row) {
                     dst.push(v);
                 }
@@ -85,13 +100,28 @@ impl Stage for Summary {
         for (name, kc) in self.by.iter().zip(key_cols) {
             // Keep numeric group keys numeric (x axes of plots).
             let numeric = kc.iter().all(|s| s.parse::<f64>().is_ok());
-            fb = if numeric { fb.f64(name, kc.iter().map(|s| s.parse().unwrap_or(f64::NAN)).collect()) } else { fb.str(name, kc) };
+            fb = if numeric {
+                fb.f64(
+                    name,
+                    kc.iter().map(|s| s.parse().unwrap_or(f64::NAN)).collect(),
+                )
+            } else {
+                fb.str(name, kc)
+            };
         }
         fb = fb.str("value", value_name);
         let names = ["n", "mean", "std", "se", "ci_lo", "ci_hi", "min", "max"];
         for (i, col) in stats.into_iter().enumerate() {
-            let name = if i < 8 { names[i].to_string() } else { format!("q{}", self.quantiles[i - 8] * 100.0) };
-            fb = if i == 0 { fb.i64(&name, col.iter().map(|&x| x as i64).collect()) } else { fb.f64(&name, col) };
+            let name = if i < 8 {
+                names[i].to_string()
+            } else {
+                format!("q{}", self.quantiles[i - 8] * 100.0)
+            };
+            fb = if i == 0 {
+                fb.i64(&name, col.iter().map(|&x| x as i64).collect())
+            } else {
+                fb.f64(&name, col)
+            };
         }
         Ok(fb.build()?.into())
     }

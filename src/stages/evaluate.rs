@@ -69,7 +69,10 @@ fn check_level(level: f64) -> Result<(), ParamError> {
     if level > 0.0 && level < 1.0 {
         Ok(())
     } else {
-        Err(ParamError::at("level", format!("level = {level} is invalid: must be in (0, 1)")))
+        Err(ParamError::at(
+            "level",
+            format!("level = {level} is invalid: must be in (0, 1)"),
+        ))
     }
 }
 
@@ -90,8 +93,17 @@ impl Dist {
         }
         let utility = f64_col(df, "utility").with_context(ctx)?;
         let prob = f64_col(df, "probability").ok();
-        let count = f64_col(df, "count").with_context(ctx)?.iter().map(|&c| c as u64).collect();
-        Ok(Dist { method: method.first().cloned().unwrap_or_default(), utility, prob, count })
+        let count = f64_col(df, "count")
+            .with_context(ctx)?
+            .iter()
+            .map(|&c| c as u64)
+            .collect();
+        Ok(Dist {
+            method: method.first().cloned().unwrap_or_default(),
+            utility,
+            prob,
+            count,
+        })
     }
 
     fn samples(&self) -> u64 {
@@ -99,7 +111,10 @@ impl Dist {
     }
 
     fn opt(&self) -> f64 {
-        self.utility.iter().copied().fold(f64::NEG_INFINITY, f64::max)
+        self.utility
+            .iter()
+            .copied()
+            .fold(f64::NEG_INFINITY, f64::max)
     }
 }
 
@@ -124,20 +139,48 @@ impl Stage for Selection {
         let d = Dist::read(ctx.input()?, "the input")?;
         let opt = d.opt();
         let is_opt: Vec<bool> = d.utility.iter().map(|&u| u == opt).collect();
-        let exact_mean = d.prob.as_ref().map(|p| p.iter().zip(&d.utility).map(|(p, u)| p * u).sum::<f64>());
-        let exact_sub = d.prob.as_ref().map(|p| p.iter().zip(&is_opt).filter(|(_, o)| !**o).map(|(p, _)| p).sum::<f64>());
+        let exact_mean = d
+            .prob
+            .as_ref()
+            .map(|p| p.iter().zip(&d.utility).map(|(p, u)| p * u).sum::<f64>());
+        let exact_sub = d.prob.as_ref().map(|p| {
+            p.iter()
+                .zip(&is_opt)
+                .filter(|(_, o)| !**o)
+                .map(|(p, _)| p)
+                .sum::<f64>()
+        });
         let n = d.samples();
-        let (mut mc_mean, mut lo, mut hi, mut sub, mut sub_lo, mut sub_hi) = (None, None, None, None, None, None);
+        let (mut mc_mean, mut lo, mut hi, mut sub, mut sub_lo, mut sub_hi) =
+            (None, None, None, None, None, None);
         if n > 1 {
             let nf = n as f64;
-            let mean = d.count.iter().zip(&d.utility).map(|(&c, u)| c as f64 * u).sum::<f64>() / nf;
-            let var = d.count.iter().zip(&d.utility).map(|(&c, u)| c as f64 * (u - mean).powi(2)).sum::<f64>() / (nf - 1.0);
+            let mean = d
+                .count
+                .iter()
+                .zip(&d.utility)
+                .map(|(&c, u)| c as f64 * u)
+                .sum::<f64>()
+                / nf;
+            let var = d
+                .count
+                .iter()
+                .zip(&d.utility)
+                .map(|(&c, u)| c as f64 * (u - mean).powi(2))
+                .sum::<f64>()
+                / (nf - 1.0);
             let z = crate::mech::stats::normal_quantile(0.5 + self.level / 2.0);
             let half = z * (var / nf).sqrt();
             mc_mean = Some(mean);
             lo = Some(mean - half);
             hi = Some(mean + half);
-            let k: u64 = d.count.iter().zip(&is_opt).filter(|(_, o)| !**o).map(|(c, _)| c).sum();
+            let k: u64 = d
+                .count
+                .iter()
+                .zip(&is_opt)
+                .filter(|(_, o)| !**o)
+                .map(|(c, _)| c)
+                .sum();
             let (a, b) = wilson(k, n, self.level);
             sub = Some(k as f64 / nf);
             sub_lo = Some(a);
@@ -210,8 +253,14 @@ impl Stage for Tail {
         crate::mech::check_positive("sensitivity", self.sensitivity).map_err(range_error)?;
         check_level(self.level)?;
         match (self.ts()?, &self.threshold) {
-            (Some(_), Some(_)) => Err(ParamError::at("threshold", "give `t` or `threshold`, not both")),
-            (None, None) => Err(ParamError { path: vec![], message: "give `t` (a grid) or `threshold` (utility values)".into() }),
+            (Some(_), Some(_)) => Err(ParamError::at(
+                "threshold",
+                "give `t` or `threshold`, not both",
+            )),
+            (None, None) => Err(ParamError {
+                path: vec![],
+                message: "give `t` (a grid) or `threshold` (utility values)".into(),
+            }),
             _ => Ok(()),
         }
     }
@@ -225,20 +274,39 @@ impl Stage for Tail {
             BoundKind::Corollary | BoundKind::None => 1.0,
         };
         let scale = 2.0 * self.sensitivity / self.epsilon;
-        let (ts, cs): (Vec<f64>, Vec<f64>) = match (self.ts().map_err(|e| anyhow!(e.message))?, &self.threshold) {
-            (Some(ts), _) => ts.iter().map(|&t| (t, opt - scale * ((r / r_opt).ln() + t))).unzip(),
-            (None, Some(cs)) => cs.iter().map(|&c| ((opt - c) / scale - (r / r_opt).ln(), c)).unzip(),
-            (None, None) => unreachable!("validated"),
-        };
+        let (ts, cs): (Vec<f64>, Vec<f64>) =
+            match (self.ts().map_err(|e| anyhow!(e.message))?, &self.threshold) {
+                (Some(ts), _) => ts
+                    .iter()
+                    .map(|&t| (t, opt - scale * ((r / r_opt).ln() + t)))
+                    .unzip(),
+                (None, Some(cs)) => cs
+                    .iter()
+                    .map(|&c| ((opt - c) / scale - (r / r_opt).ln(), c))
+                    .unzip(),
+                (None, None) => unreachable!("validated"),
+            };
         let n = d.samples();
         let mut exact = Vec::new();
         let mut mc = Vec::new();
         let mut lo = Vec::new();
         let mut hi = Vec::new();
         for &c in &cs {
-            exact.push(d.prob.as_ref().map(|p| p.iter().zip(&d.utility).filter(|(_, &u)| below(u, c)).map(|(p, _)| p).sum::<f64>()));
+            exact.push(d.prob.as_ref().map(|p| {
+                p.iter()
+                    .zip(&d.utility)
+                    .filter(|(_, &u)| below(u, c))
+                    .map(|(p, _)| p)
+                    .sum::<f64>()
+            }));
             if n > 0 {
-                let k: u64 = d.count.iter().zip(&d.utility).filter(|(_, &u)| below(u, c)).map(|(k, _)| k).sum();
+                let k: u64 = d
+                    .count
+                    .iter()
+                    .zip(&d.utility)
+                    .filter(|(_, &u)| below(u, c))
+                    .map(|(k, _)| k)
+                    .sum();
                 let (a, b) = wilson(k, n, self.level);
                 mc.push(Some(k as f64 / n as f64));
                 lo.push(Some(a));
@@ -249,7 +317,10 @@ impl Stage for Tail {
                 hi.push(None);
             }
         }
-        let bound: Vec<Option<f64>> = ts.iter().map(|t| (self.bound != BoundKind::None).then(|| (-t).exp())).collect();
+        let bound: Vec<Option<f64>> = ts
+            .iter()
+            .map(|t| (self.bound != BoundKind::None).then(|| (-t).exp()))
+            .collect();
         let rows = ts.len();
         Ok(FrameBuilder::new()
             .str("method", vec![d.method; rows])
@@ -280,14 +351,23 @@ fn replicates() -> usize {
 impl Stage for Tv {
     fn validate(&self) -> Result<(), ParamError> {
         if !(10..=100_000).contains(&self.null_replicates) {
-            return Err(ParamError::at("null_replicates", format!("null_replicates = {} is invalid: must be in [10, 100000]", self.null_replicates)));
+            return Err(ParamError::at(
+                "null_replicates",
+                format!(
+                    "null_replicates = {} is invalid: must be in [10, 100000]",
+                    self.null_replicates
+                ),
+            ));
         }
         Ok(())
     }
 
     fn run(&self, ctx: &mut Ctx) -> Result<Output> {
         let [a, b] = ctx.inputs else {
-            anyhow::bail!("evaluate.tv_distance takes two inputs: [mechanism, reference] (got {})", ctx.inputs.len());
+            anyhow::bail!(
+                "evaluate.tv_distance takes two inputs: [mechanism, reference] (got {})",
+                ctx.inputs.len()
+            );
         };
         let a = Dist::read(a, &format!("input `{}`", ctx.input_names[0]))?;
         let b = Dist::read(b, &format!("input `{}`", ctx.input_names[1]))?;
@@ -314,7 +394,9 @@ impl Stage for Tv {
                             0
                         } else {
                             let p = (qi / mass).clamp(0.0, 1.0);
-                            Binomial::new(left, p).map(|bin| bin.sample(&mut ctx.rng)).unwrap_or(0)
+                            Binomial::new(left, p)
+                                .map(|bin| bin.sample(&mut ctx.rng))
+                                .unwrap_or(0)
                         };
                         left -= k;
                         mass -= qi;
@@ -364,17 +446,39 @@ fn pairs() -> usize {
 
 impl PrivacyLoss {
     fn log_probs(&self, u: &[f64]) -> Result<Vec<f64>> {
-        let sel = Selector::new(self.method, u, self.epsilon, self.sensitivity, self.monotone)?;
-        let p = sel.probabilities().ok_or_else(|| anyhow!("{} has no exact output distribution for |R| = {}", self.method.name(), u.len()))?;
+        let sel = Selector::new(
+            self.method,
+            u,
+            self.epsilon,
+            self.sensitivity,
+            self.monotone,
+        )?;
+        let p = sel.probabilities().ok_or_else(|| {
+            anyhow!(
+                "{} has no exact output distribution for |R| = {}",
+                self.method.name(),
+                u.len()
+            )
+        })?;
         Ok(p.iter().map(|x| x.ln()).collect())
     }
 }
 
 impl Stage for PrivacyLoss {
     fn validate(&self) -> Result<(), ParamError> {
-        Selector::new(self.method, &[0.0], self.epsilon, self.sensitivity, self.monotone).map_err(range_error)?;
+        Selector::new(
+            self.method,
+            &[0.0],
+            self.epsilon,
+            self.sensitivity,
+            self.monotone,
+        )
+        .map_err(range_error)?;
         if self.random_pairs > 10_000_000 {
-            return Err(ParamError::at("random_pairs", "random_pairs must be at most 10^7"));
+            return Err(ParamError::at(
+                "random_pairs",
+                "random_pairs must be at most 10^7",
+            ));
         }
         Ok(())
     }
@@ -405,22 +509,41 @@ impl Stage for PrivacyLoss {
                 let y: Vec<f64> = x
                     .iter()
                     .enumerate()
-                    .map(|(j, &u)| if j == r { u + sign * delta } else if self.monotone { u } else { u - sign * delta })
+                    .map(|(j, &u)| {
+                        if j == r {
+                            u + sign * delta
+                        } else if self.monotone {
+                            u
+                        } else {
+                            u - sign * delta
+                        }
+                    })
                     .collect();
                 let dir = if sign > 0.0 { "up" } else { "down" };
                 consider(&y, format!("worst-case neighbour: {name} {dir} by Δu"))?;
                 if self.monotone {
-                    let y: Vec<f64> = x.iter().enumerate().map(|(j, &u)| if j == r { u } else { u + sign * delta }).collect();
-                    consider(&y, format!("worst-case neighbour: all but {name} {dir} by Δu"))?;
+                    let y: Vec<f64> = x
+                        .iter()
+                        .enumerate()
+                        .map(|(j, &u)| if j == r { u } else { u + sign * delta })
+                        .collect();
+                    consider(
+                        &y,
+                        format!("worst-case neighbour: all but {name} {dir} by Δu"),
+                    )?;
                 }
             }
         }
         for i in 0..self.random_pairs {
             let y: Vec<f64> = if self.monotone {
                 let sign = if ctx.rng.random::<bool>() { 1.0 } else { -1.0 };
-                x.iter().map(|&u| u + sign * delta * ctx.rng.random::<f64>()).collect()
+                x.iter()
+                    .map(|&u| u + sign * delta * ctx.rng.random::<f64>())
+                    .collect()
             } else {
-                x.iter().map(|&u| u + delta * (2.0 * ctx.rng.random::<f64>() - 1.0)).collect()
+                x.iter()
+                    .map(|&u| u + delta * (2.0 * ctx.rng.random::<f64>() - 1.0))
+                    .collect()
             };
             consider(&y, format!("random neighbour #{i}"))?;
         }

@@ -7,9 +7,12 @@ use polars::prelude::*;
 /// or not numeric.
 pub fn f64_col(df: &DataFrame, name: &str) -> Result<Vec<f64>> {
     let col = column(df, name)?;
-    let cast = col
-        .cast(&DataType::Float64)
-        .map_err(|e| anyhow!("column `{name}` is not numeric (it is {}): {e}", col.dtype()))?;
+    let cast = col.cast(&DataType::Float64).map_err(|e| {
+        anyhow!(
+            "column `{name}` is not numeric (it is {}): {e}",
+            col.dtype()
+        )
+    })?;
     let ca = cast.f64()?;
     ca.iter()
         .enumerate()
@@ -20,9 +23,12 @@ pub fn f64_col(df: &DataFrame, name: &str) -> Result<Vec<f64>> {
 /// A numeric column where missing cells become NaN (plots skip them).
 pub fn f64_col_or_nan(df: &DataFrame, name: &str) -> Result<Vec<f64>> {
     let col = column(df, name)?;
-    let cast = col
-        .cast(&DataType::Float64)
-        .map_err(|e| anyhow!("column `{name}` is not numeric (it is {}): {e}", col.dtype()))?;
+    let cast = col.cast(&DataType::Float64).map_err(|e| {
+        anyhow!(
+            "column `{name}` is not numeric (it is {}): {e}",
+            col.dtype()
+        )
+    })?;
     Ok(cast.f64()?.iter().map(|v| v.unwrap_or(f64::NAN)).collect())
 }
 

@@ -60,8 +60,18 @@ struct LoadTable {
 impl Stage for LoadTable {
     fn validate(&self) -> Result<(), ParamError> {
         match (&self.columns, &self.path) {
-            (Some(_), Some(_)) => return Err(ParamError::at("path", "give either `columns` or `path`, not both")),
-            (None, None) => return Err(ParamError { path: vec![], message: "load.table needs `columns` (inline) or `path` (a CSV file)".into() }),
+            (Some(_), Some(_)) => {
+                return Err(ParamError::at(
+                    "path",
+                    "give either `columns` or `path`, not both",
+                ))
+            }
+            (None, None) => {
+                return Err(ParamError {
+                    path: vec![],
+                    message: "load.table needs `columns` (inline) or `path` (a CSV file)".into(),
+                })
+            }
             _ => {}
         }
         if let Some(cols) = &self.columns {
@@ -71,7 +81,14 @@ impl Stage for LoadTable {
             let mut len = None;
             for (name, vals) in cols {
                 if *len.get_or_insert(vals.len()) != vals.len() {
-                    return Err(ParamError::at(&format!("columns.{name}"), format!("column `{name}` has {} values, the first column {}", vals.len(), len.unwrap_or(0))));
+                    return Err(ParamError::at(
+                        &format!("columns.{name}"),
+                        format!(
+                            "column `{name}` has {} values, the first column {}",
+                            vals.len(),
+                            len.unwrap_or(0)
+                        ),
+                    ));
                 }
                 column_values(name, vals)?;
             }
@@ -107,11 +124,22 @@ enum Values {
 
 fn column_values(name: &str, vals: &[Value]) -> Result<Values, ParamError> {
     if vals.iter().all(|v| v.is_number()) {
-        Ok(Values::Num(vals.iter().map(|v| v.as_f64().unwrap_or(f64::NAN)).collect()))
+        Ok(Values::Num(
+            vals.iter()
+                .map(|v| v.as_f64().unwrap_or(f64::NAN))
+                .collect(),
+        ))
     } else if vals.iter().all(|v| v.is_string()) {
-        Ok(Values::Text(vals.iter().map(|v| v.as_str().unwrap_or("").to_string()).collect()))
+        Ok(Values::Text(
+            vals.iter()
+                .map(|v| v.as_str().unwrap_or("").to_string())
+                .collect(),
+        ))
     } else {
-        Err(ParamError::at(&format!("columns.{name}"), format!("column `{name}` must hold only numbers or only strings")))
+        Err(ParamError::at(
+            &format!("columns.{name}"),
+            format!("column `{name}` must hold only numbers or only strings"),
+        ))
     }
 }
 
@@ -124,19 +152,37 @@ struct LoadGrid {
 
 impl Stage for LoadGrid {
     fn validate(&self) -> Result<(), ParamError> {
-        parse_axis(&self.values).map(|_| ()).map_err(|(sub, msg)| ParamError {
-            path: std::iter::once("values".to_string()).chain((!sub.is_empty()).then_some(sub)).collect(),
-            message: msg,
-        })
+        parse_axis(&self.values)
+            .map(|_| ())
+            .map_err(|(sub, msg)| ParamError {
+                path: std::iter::once("values".to_string())
+                    .chain((!sub.is_empty()).then_some(sub))
+                    .collect(),
+                message: msg,
+            })
     }
 
     fn run(&self, _ctx: &mut Ctx) -> Result<Output> {
         let vals = parse_axis(&self.values).map_err(|(_, m)| anyhow::anyhow!(m))?;
         let fb = FrameBuilder::new();
         let fb = if vals.iter().all(|v| matches!(v, AxisValue::Num(_))) {
-            fb.f64(&self.column, vals.iter().map(|v| if let AxisValue::Num(x) = v { *x } else { f64::NAN }).collect())
+            fb.f64(
+                &self.column,
+                vals.iter()
+                    .map(|v| {
+                        if let AxisValue::Num(x) = v {
+                            *x
+                        } else {
+                            f64::NAN
+                        }
+                    })
+                    .collect(),
+            )
         } else {
-            fb.str(&self.column, vals.iter().map(AxisValue::canonical).collect())
+            fb.str(
+                &self.column,
+                vals.iter().map(AxisValue::canonical).collect(),
+            )
         };
         Ok(fb.build()?.into())
     }
@@ -163,19 +209,41 @@ impl Stage for LoadDistribution {
         }
         for (i, p) in self.probabilities.iter().enumerate() {
             if !(p.is_finite() && *p >= 0.0) {
-                return Err(ParamError::at(&format!("probabilities.{i}"), format!("p = {p} is invalid: probabilities must be ≥ 0")));
+                return Err(ParamError::at(
+                    &format!("probabilities.{i}"),
+                    format!("p = {p} is invalid: probabilities must be ≥ 0"),
+                ));
             }
         }
         let sum: f64 = self.probabilities.iter().sum();
         if !(self.tolerance >= 0.0 && self.tolerance < 1.0) {
-            return Err(ParamError::at("tolerance", format!("tolerance = {} is invalid: must be in [0, 1)", self.tolerance)));
+            return Err(ParamError::at(
+                "tolerance",
+                format!(
+                    "tolerance = {} is invalid: must be in [0, 1)",
+                    self.tolerance
+                ),
+            ));
         }
         if (sum - 1.0).abs() > self.tolerance {
-            return Err(ParamError::at("probabilities", format!("the probabilities sum to {sum}, not 1 (tolerance {})", self.tolerance)));
+            return Err(ParamError::at(
+                "probabilities",
+                format!(
+                    "the probabilities sum to {sum}, not 1 (tolerance {})",
+                    self.tolerance
+                ),
+            ));
         }
         if let Some(l) = &self.labels {
             if l.len() != self.probabilities.len() {
-                return Err(ParamError::at("labels", format!("{} labels for {} probabilities", l.len(), self.probabilities.len())));
+                return Err(ParamError::at(
+                    "labels",
+                    format!(
+                        "{} labels for {} probabilities",
+                        l.len(),
+                        self.probabilities.len()
+                    ),
+                ));
             }
         }
         Ok(())
@@ -183,10 +251,17 @@ impl Stage for LoadDistribution {
 
     fn run(&self, _ctx: &mut Ctx) -> Result<Output> {
         let sum: f64 = self.probabilities.iter().sum();
-        let labels = self.labels.clone().unwrap_or_else(|| (0..self.probabilities.len()).map(|i| i.to_string()).collect());
+        let labels = self.labels.clone().unwrap_or_else(|| {
+            (0..self.probabilities.len())
+                .map(|i| i.to_string())
+                .collect()
+        });
         Ok(FrameBuilder::new()
             .str("label", labels)
-            .f64("probability", self.probabilities.iter().map(|p| p / sum).collect())
+            .f64(
+                "probability",
+                self.probabilities.iter().map(|p| p / sum).collect(),
+            )
             .f64("printed", self.probabilities.clone())
             .build()?
             .into())

@@ -96,11 +96,19 @@ impl AddNoise {
     fn sampler(&self) -> Result<Sampler, ParamError> {
         let range = |e: crate::mech::ParamRangeError| ParamError::at(e.name, e.to_string());
         Ok(match self.noise {
-            NoiseKind::Laplace => Sampler::Laplace(Laplace::for_privacy(self.epsilon, self.sensitivity).map_err(range)?),
-            NoiseKind::Geometric => Sampler::Geometric(Geometric::for_privacy(self.epsilon, self.sensitivity).map_err(range)?),
+            NoiseKind::Laplace => Sampler::Laplace(
+                Laplace::for_privacy(self.epsilon, self.sensitivity).map_err(range)?,
+            ),
+            NoiseKind::Geometric => Sampler::Geometric(
+                Geometric::for_privacy(self.epsilon, self.sensitivity).map_err(range)?,
+            ),
             NoiseKind::Gaussian => {
-                let delta = self.delta.ok_or_else(|| ParamError::at("delta", "the Gaussian mechanism needs `delta` in (0, 1)"))?;
-                Sampler::Gaussian(Gaussian::classic(self.epsilon, delta, self.sensitivity).map_err(range)?)
+                let delta = self.delta.ok_or_else(|| {
+                    ParamError::at("delta", "the Gaussian mechanism needs `delta` in (0, 1)")
+                })?;
+                Sampler::Gaussian(
+                    Gaussian::classic(self.epsilon, delta, self.sensitivity).map_err(range)?,
+                )
             }
         })
     }
@@ -109,10 +117,19 @@ impl AddNoise {
 impl Stage for AddNoise {
     fn validate(&self) -> Result<(), ParamError> {
         if self.samples == 0 || self.samples > 100_000_000 {
-            return Err(ParamError::at("samples", format!("samples = {} is invalid: must be in [1, 10^8]", self.samples)));
+            return Err(ParamError::at(
+                "samples",
+                format!(
+                    "samples = {} is invalid: must be in [1, 10^8]",
+                    self.samples
+                ),
+            ));
         }
         if self.noise != NoiseKind::Gaussian && self.delta.is_some() {
-            return Err(ParamError::at("delta", "`delta` applies to Gaussian noise only"));
+            return Err(ParamError::at(
+                "delta",
+                "`delta` applies to Gaussian noise only",
+            ));
         }
         self.sampler().map(|_| ())
     }
@@ -123,14 +140,19 @@ impl Stage for AddNoise {
         let n = values.len() * self.samples;
         let mut noise = vec![0.0; n];
         // Fixed chunks, one sub-stream each: identical output for any number of threads.
-        noise.par_chunks_mut(CHUNK).enumerate().for_each(|(i, chunk)| {
-            let mut rng = ctx.substream(i as u64);
-            match &sampler {
-                Sampler::Laplace(l) => l.fill(&mut rng, chunk),
-                Sampler::Gaussian(g) => g.fill(&mut rng, chunk),
-                Sampler::Geometric(g) => chunk.iter_mut().for_each(|z| *z = g.sample(&mut rng) as f64),
-            }
-        });
+        noise
+            .par_chunks_mut(CHUNK)
+            .enumerate()
+            .for_each(|(i, chunk)| {
+                let mut rng = ctx.substream(i as u64);
+                match &sampler {
+                    Sampler::Laplace(l) => l.fill(&mut rng, chunk),
+                    Sampler::Gaussian(g) => g.fill(&mut rng, chunk),
+                    Sampler::Geometric(g) => chunk
+                        .iter_mut()
+                        .for_each(|z| *z = g.sample(&mut rng) as f64),
+                }
+            });
         let mut row = Vec::with_capacity(n);
         let mut sample = Vec::with_capacity(n);
         let mut original = Vec::with_capacity(n);
@@ -177,7 +199,10 @@ fn revenue() -> String {
 impl Stage for Revenue {
     fn run(&self, ctx: &mut Ctx) -> Result<Output> {
         let [prices_df, bids_df] = ctx.inputs else {
-            anyhow::bail!("query.revenue takes two inputs: [prices, bids] (got {})", ctx.inputs.len());
+            anyhow::bail!(
+                "query.revenue takes two inputs: [prices, bids] (got {})",
+                ctx.inputs.len()
+            );
         };
         let prices = f64_col(prices_df, &self.price)?;
         let mut bids = f64_col(bids_df, &self.bid)?;
@@ -187,11 +212,18 @@ impl Stage for Revenue {
             .map(|&p| {
                 // Buyers are the bidders whose bid is at least the price.
                 let buyers = bids.len() - bids.partition_point(|&b| b < p);
-                if p > 0.0 { p * buyers as f64 } else { 0.0 }
+                if p > 0.0 {
+                    p * buyers as f64
+                } else {
+                    0.0
+                }
             })
             .collect();
         let mut df = prices_df.clone();
-        df.with_column(polars::prelude::Column::new(self.output.as_str().into(), revenue))?;
+        df.with_column(polars::prelude::Column::new(
+            self.output.as_str().into(),
+            revenue,
+        ))?;
         Ok(df.into())
     }
 }

@@ -150,8 +150,16 @@ impl Stage for Lines {
         let label = |s: &str| self.labels.get(s).cloned().unwrap_or_else(|| s.to_string());
         let xs = f64_col(df, &self.x)?;
         let ys = self.y.list();
-        let los = self.lo.as_ref().map(|b| b.list()).unwrap_or_else(|| vec![String::new(); ys.len()]);
-        let his = self.hi.as_ref().map(|b| b.list()).unwrap_or_else(|| vec![String::new(); ys.len()]);
+        let los = self
+            .lo
+            .as_ref()
+            .map(|b| b.list())
+            .unwrap_or_else(|| vec![String::new(); ys.len()]);
+        let his = self
+            .hi
+            .as_ref()
+            .map(|b| b.list())
+            .unwrap_or_else(|| vec![String::new(); ys.len()]);
         let facet_keys: Vec<String> = self.facet.iter().cloned().collect();
         let mut panels = Vec::new();
         for (fkey, frows) in group_rows(df, &facet_keys)? {
@@ -182,7 +190,10 @@ impl Stage for Lines {
                         None
                     } else {
                         let (l, h) = (f64_col(df, lo)?, f64_col(df, hi)?);
-                        Some((idx.iter().map(|&r| l[r]).collect(), idx.iter().map(|&r| h[r]).collect()))
+                        Some((
+                            idx.iter().map(|&r| l[r]).collect(),
+                            idx.iter().map(|&r| h[r]).collect(),
+                        ))
                     };
                     let style = match self.style.get(&name) {
                         Some(StyleName::Dashed) => LineStyle::Dashed,
@@ -194,19 +205,39 @@ impl Stage for Lines {
                     if idx.iter().all(|&r| !yv[r].is_finite()) {
                         continue;
                     }
-                    series.push(Series { name, x: idx.iter().map(|&r| xs[r]).collect(), y: idx.iter().map(|&r| yv[r]).collect(), band, style });
+                    series.push(Series {
+                        name,
+                        x: idx.iter().map(|&r| xs[r]).collect(),
+                        y: idx.iter().map(|&r| yv[r]).collect(),
+                        band,
+                        style,
+                    });
                 }
             }
             if let Some(reference) = &self.reference {
                 let rv = f64_col(df, &reference.column)?;
-                let mut pts: Vec<(f64, f64)> = frows.iter().map(|&r| (xs[r], rv[r])).filter(|(x, y)| x.is_finite() && y.is_finite()).collect();
+                let mut pts: Vec<(f64, f64)> = frows
+                    .iter()
+                    .map(|&r| (xs[r], rv[r]))
+                    .filter(|(x, y)| x.is_finite() && y.is_finite())
+                    .collect();
                 pts.sort_by(|a, b| a.0.total_cmp(&b.0));
                 pts.dedup_by(|a, b| a.0 == b.0);
                 if !pts.is_empty() {
-                    series.push(Series { name: reference.label.clone(), x: pts.iter().map(|p| p.0).collect(), y: pts.iter().map(|p| p.1).collect(), band: None, style: LineStyle::Dashed });
+                    series.push(Series {
+                        name: reference.label.clone(),
+                        x: pts.iter().map(|p| p.0).collect(),
+                        y: pts.iter().map(|p| p.1).collect(),
+                        band: None,
+                        style: LineStyle::Dashed,
+                    });
                 }
             }
-            panels.push(Panel { title, series, hlines: self.hlines.iter().map(|h| (h.label.clone(), h.y)).collect() });
+            panels.push(Panel {
+                title,
+                series,
+                hlines: self.hlines.iter().map(|h| (h.label.clone(), h.y)).collect(),
+            });
         }
         let fig = LineFigure {
             title: self.title.clone(),
@@ -220,7 +251,13 @@ impl Stage for Lines {
             height: 440,
         };
         let svg = plot::render_lines(&fig)?;
-        Ok(Output { frame: polars::prelude::DataFrame::empty(), artifacts: vec![Artifact { ext: "svg", bytes: svg.into_bytes() }] })
+        Ok(Output {
+            frame: polars::prelude::DataFrame::empty(),
+            artifacts: vec![Artifact {
+                ext: "svg",
+                bytes: svg.into_bytes(),
+            }],
+        })
     }
 }
 
@@ -251,7 +288,11 @@ struct Heatmap {
 impl Stage for Heatmap {
     fn run(&self, ctx: &mut Ctx) -> Result<Output> {
         let df = ctx.input()?;
-        let (xs, ys, zs) = (f64_col(df, &self.x)?, f64_col(df, &self.y)?, f64_col(df, &self.z)?);
+        let (xs, ys, zs) = (
+            f64_col(df, &self.x)?,
+            f64_col(df, &self.y)?,
+            f64_col(df, &self.z)?,
+        );
         let facet_keys: Vec<String> = self.facet.iter().cloned().collect();
         let mut panels = Vec::new();
         for (fkey, rows) in group_rows(df, &facet_keys)? {
@@ -272,7 +313,12 @@ impl Stage for Heatmap {
                 (Some(f), Some(v)) => format!("{f} = {v}"),
                 _ => String::new(),
             };
-            panels.push(HeatPanel { title, x: gx, y: gy, z });
+            panels.push(HeatPanel {
+                title,
+                x: gx,
+                y: gy,
+                z,
+            });
         }
         let fig = HeatmapFigure {
             title: self.title.clone(),
@@ -289,6 +335,12 @@ impl Stage for Heatmap {
             height: 440,
         };
         let svg = plot::render_heatmap(&fig)?;
-        Ok(Output { frame: polars::prelude::DataFrame::empty(), artifacts: vec![Artifact { ext: "svg", bytes: svg.into_bytes() }] })
+        Ok(Output {
+            frame: polars::prelude::DataFrame::empty(),
+            artifacts: vec![Artifact {
+                ext: "svg",
+                bytes: svg.into_bytes(),
+            }],
+        })
     }
 }

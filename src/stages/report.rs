@@ -55,10 +55,16 @@ fn digits() -> usize {
 impl Stage for Table {
     fn validate(&self) -> Result<(), ParamError> {
         if !(1..=17).contains(&self.digits) {
-            return Err(ParamError::at("digits", format!("digits = {} is invalid: must be in [1, 17]", self.digits)));
+            return Err(ParamError::at(
+                "digits",
+                format!("digits = {} is invalid: must be in [1, 17]", self.digits),
+            ));
         }
         if self.paper.is_some() && (self.join.is_empty() || self.compare.is_empty()) {
-            return Err(ParamError::at("paper", "with `paper`, give `join` (key columns) and `compare` (ours → paper columns)"));
+            return Err(ParamError::at(
+                "paper",
+                "with `paper`, give `join` (key columns) and `compare` (ours → paper columns)",
+            ));
         }
         Ok(())
     }
@@ -78,30 +84,62 @@ impl Stage for Table {
                 .with_has_header(true)
                 .try_into_reader_with_file_path(Some(path.clone()))?
                 .finish()
-                .map_err(|e| anyhow::anyhow!("reading the paper's table {}: {e}", path.display()))?;
-            let ours_keys: Vec<Vec<String>> = self.join.iter().map(|k| str_col(&df, k)).collect::<Result<_>>()?;
-            let paper_keys: Vec<Vec<String>> = self.join.iter().map(|k| str_col(&pdf, k)).collect::<Result<_>>()?;
+                .map_err(|e| {
+                    anyhow::anyhow!("reading the paper's table {}: {e}", path.display())
+                })?;
+            let ours_keys: Vec<Vec<String>> = self
+                .join
+                .iter()
+                .map(|k| str_col(&df, k))
+                .collect::<Result<_>>()?;
+            let paper_keys: Vec<Vec<String>> = self
+                .join
+                .iter()
+                .map(|k| str_col(&pdf, k))
+                .collect::<Result<_>>()?;
             for (ours, theirs) in &self.compare {
                 let mine = f64_col(&df, ours)?;
                 let printed = f64_col(&pdf, theirs)?;
                 let mut pv = Vec::with_capacity(df.height());
                 for row in 0..df.height() {
-                    let hit = (0..pdf.height()).find(|&pr| ours_keys.iter().zip(&paper_keys).all(|(a, b)| same_key(&a[row], &b[pr])));
+                    let hit = (0..pdf.height()).find(|&pr| {
+                        ours_keys
+                            .iter()
+                            .zip(&paper_keys)
+                            .all(|(a, b)| same_key(&a[row], &b[pr]))
+                    });
                     pv.push(hit.map(|pr| printed[pr]));
                 }
-                let diff: Vec<Option<f64>> = pv.iter().zip(&mine).map(|(p, m)| p.map(|p| m - p)).collect();
+                let diff: Vec<Option<f64>> = pv
+                    .iter()
+                    .zip(&mine)
+                    .map(|(p, m)| p.map(|p| m - p))
+                    .collect();
                 df.with_column(Column::new(format!("paper_{ours}").into(), pv))?;
                 df.with_column(Column::new(format!("diff_{ours}").into(), diff))?;
             }
         }
-        let md = markdown(&df, &self.title, self.digits, self.notes.as_deref(), ctx.stage)?;
-        Ok(Output { frame: df, artifacts: vec![Artifact { ext: "md", bytes: md.into_bytes() }] })
+        let md = markdown(
+            &df,
+            &self.title,
+            self.digits,
+            self.notes.as_deref(),
+            ctx.stage,
+        )?;
+        Ok(Output {
+            frame: df,
+            artifacts: vec![Artifact {
+                ext: "md",
+                bytes: md.into_bytes(),
+            }],
+        })
     }
 }
 
 /// Keys match as text, or as numbers when both parse (so `0.5` matches `0.50`).
 fn same_key(a: &str, b: &str) -> bool {
-    a == b || matches!((a.parse::<f64>(), b.parse::<f64>()), (Ok(x), Ok(y)) if (x - y).abs() <= 1e-9 * x.abs().max(1.0))
+    a == b
+        || matches!((a.parse::<f64>(), b.parse::<f64>()), (Ok(x), Ok(y)) if (x - y).abs() <= 1e-9 * x.abs().max(1.0))
 }
 
 fn fmt_num(x: f64, digits: usize) -> String {
@@ -109,7 +147,11 @@ fn fmt_num(x: f64, digits: usize) -> String {
         return "—".into();
     }
     if x == 0.0 || (x.abs() >= 1e-3 && x.abs() < 1e6) {
-        let mag = if x == 0.0 { 0 } else { x.abs().log10().floor() as i32 };
+        let mag = if x == 0.0 {
+            0
+        } else {
+            x.abs().log10().floor() as i32
+        };
         let decimals = (digits as i32 - 1 - mag).clamp(0, 17) as usize;
         format!("{x:.decimals$}")
     } else {
@@ -117,26 +159,53 @@ fn fmt_num(x: f64, digits: usize) -> String {
     }
 }
 
-fn markdown(df: &DataFrame, title: &str, digits: usize, notes: Option<&str>, stage: &str) -> Result<String> {
+fn markdown(
+    df: &DataFrame,
+    title: &str,
+    digits: usize,
+    notes: Option<&str>,
+    stage: &str,
+) -> Result<String> {
     let mut s = format!("## {title}\n\n");
-    let names: Vec<String> = df.get_column_names().iter().map(|n| n.to_string()).collect();
+    let names: Vec<String> = df
+        .get_column_names()
+        .iter()
+        .map(|n| n.to_string())
+        .collect();
     writeln!(s, "| {} |", names.join(" | "))?;
-    writeln!(s, "|{}|", names.iter().map(|_| "---").collect::<Vec<_>>().join("|"))?;
+    writeln!(
+        s,
+        "|{}|",
+        names.iter().map(|_| "---").collect::<Vec<_>>().join("|")
+    )?;
     let cols: Vec<Vec<String>> = df
         .columns()
         .iter()
         .map(|c| -> Result<Vec<String>> {
             if c.dtype().is_float() {
                 let v = c.cast(&DataType::Float64)?;
-                Ok(v.f64()?.iter().map(|x| x.map_or("—".to_string(), |x| fmt_num(x, digits))).collect())
+                Ok(v.f64()?
+                    .iter()
+                    .map(|x| x.map_or("—".to_string(), |x| fmt_num(x, digits)))
+                    .collect())
             } else {
                 let v = c.cast(&DataType::String)?;
-                Ok(v.str()?.iter().map(|x| x.unwrap_or("—").to_string()).collect())
+                Ok(v.str()?
+                    .iter()
+                    .map(|x| x.unwrap_or("—").to_string())
+                    .collect())
             }
         })
         .collect::<Result<_>>()?;
     for r in 0..df.height() {
-        writeln!(s, "| {} |", cols.iter().map(|c| c[r].as_str()).collect::<Vec<_>>().join(" | "))?;
+        writeln!(
+            s,
+            "| {} |",
+            cols.iter()
+                .map(|c| c[r].as_str())
+                .collect::<Vec<_>>()
+                .join(" | ")
+        )?;
     }
     if let Some(n) = notes {
         write!(s, "\n{}\n", n.trim())?;

@@ -66,24 +66,53 @@ pub(crate) enum Selector {
 }
 
 impl Selector {
-    pub(crate) fn new(method: Method, u: &[f64], epsilon: f64, sensitivity: f64, monotone: bool) -> Result<Self, ParamRangeError> {
+    pub(crate) fn new(
+        method: Method,
+        u: &[f64],
+        epsilon: f64,
+        sensitivity: f64,
+        monotone: bool,
+    ) -> Result<Self, ParamRangeError> {
         Ok(match method {
-            Method::Exponential => Selector::Exponential(ExponentialMechanism::new(u, epsilon, sensitivity)?),
+            Method::Exponential => {
+                Selector::Exponential(ExponentialMechanism::new(u, epsilon, sensitivity)?)
+            }
             Method::NaiveExponential => {
                 crate::mech::check_epsilon(epsilon)?;
                 crate::mech::check_positive("sensitivity", sensitivity)?;
-                Selector::Exponential(ExponentialMechanism::with_coefficient(u, epsilon / sensitivity)?)
+                Selector::Exponential(ExponentialMechanism::with_coefficient(
+                    u,
+                    epsilon / sensitivity,
+                )?)
             }
-            Method::ReportNoisyMax => Selector::NoisyMax(ReportNoisyMax::for_privacy(u, Noise::Laplace, epsilon, sensitivity, monotone)?),
-            Method::OneSidedNoisyArgmax => Selector::NoisyMax(ReportNoisyMax::for_privacy(u, Noise::Exponential, epsilon, sensitivity, monotone)?),
+            Method::ReportNoisyMax => Selector::NoisyMax(ReportNoisyMax::for_privacy(
+                u,
+                Noise::Laplace,
+                epsilon,
+                sensitivity,
+                monotone,
+            )?),
+            Method::OneSidedNoisyArgmax => Selector::NoisyMax(ReportNoisyMax::for_privacy(
+                u,
+                Noise::Exponential,
+                epsilon,
+                sensitivity,
+                monotone,
+            )?),
             // Gumbel-max reproduces the exponential mechanism only at scale 2Δu/ε.
-            Method::GumbelMax => Selector::NoisyMax(ReportNoisyMax::for_privacy(u, Noise::Gumbel, epsilon, sensitivity, false)?),
+            Method::GumbelMax => Selector::NoisyMax(ReportNoisyMax::for_privacy(
+                u,
+                Noise::Gumbel,
+                epsilon,
+                sensitivity,
+                false,
+            )?),
         })
     }
 
     pub(crate) fn probabilities(&self) -> Option<Vec<f64>> {
         match self {
-            Selector::Exponential(m) => Some(m.probabilities().to_vec()),
+            Selector::Exponential(m) => Some(m.probabilities()),
             Selector::NoisyMax(m) => m.probabilities(),
         }
     }
@@ -130,12 +159,33 @@ pub(crate) fn range_error(e: ParamRangeError) -> ParamError {
 impl Stage for Select {
     fn validate(&self) -> Result<(), ParamError> {
         // A one-candidate range checks ε and Δu without the data.
-        Selector::new(self.method, &[0.0], self.epsilon, self.sensitivity, self.monotone).map_err(range_error)?;
+        Selector::new(
+            self.method,
+            &[0.0],
+            self.epsilon,
+            self.sensitivity,
+            self.monotone,
+        )
+        .map_err(range_error)?;
         if self.samples > 10_000_000_000 {
-            return Err(ParamError::at("samples", format!("samples = {} is invalid: at most 10^10", self.samples)));
+            return Err(ParamError::at(
+                "samples",
+                format!("samples = {} is invalid: at most 10^10", self.samples),
+            ));
         }
-        if self.monotone && matches!(self.method, Method::Exponential | Method::NaiveExponential | Method::GumbelMax) {
-            return Err(ParamError::at("monotone", format!("`monotone` applies to report_noisy_max and one_sided_noisy_argmax, not {}", self.method.name())));
+        if self.monotone
+            && matches!(
+                self.method,
+                Method::Exponential | Method::NaiveExponential | Method::GumbelMax
+            )
+        {
+            return Err(ParamError::at(
+                "monotone",
+                format!(
+                    "`monotone` applies to report_noisy_max and one_sided_noisy_argmax, not {}",
+                    self.method.name()
+                ),
+            ));
         }
         Ok(())
     }
@@ -144,7 +194,13 @@ impl Stage for Select {
         let df = ctx.input()?;
         let u = f64_col(df, &self.utility)?;
         let names = str_col(df, &self.candidate)?;
-        let sel = Selector::new(self.method, &u, self.epsilon, self.sensitivity, self.monotone)?;
+        let sel = Selector::new(
+            self.method,
+            &u,
+            self.epsilon,
+            self.sensitivity,
+            self.monotone,
+        )?;
         let probs = sel.probabilities();
         let chunks = self.samples.div_ceil(CHUNK);
         let counts = (0..chunks)
@@ -153,8 +209,13 @@ impl Stage for Select {
                 let mut rng = ctx.substream(c);
                 let n = CHUNK.min(self.samples - c * CHUNK);
                 let mut counts = vec![0u64; u.len()];
-                for _ in 0..n {
-                    counts[sel.sample(&mut rng)] += 1;
+                match &sel {
+                    Selector::Exponential(m) => {
+                        let mut draws = vec![0usize; n as usize];
+                        m.sample_into(&mut rng, &mut draws);
+                        draws.iter().for_each(|&d| counts[d] += 1);
+                    }
+                    Selector::NoisyMax(_) => (0..n).for_each(|_| counts[sel.sample(&mut rng)] += 1),
                 }
                 counts
             })
@@ -170,13 +231,28 @@ impl Stage for Select {
             .str("method", vec![self.method.name().to_string(); u.len()])
             .str("candidate", names)
             .f64("utility", u.clone());
-        fb = fb.opt_f64("probability", match &probs {
-            Some(p) => p.iter().map(|&x| Some(x)).collect(),
-            None => vec![None; u.len()],
-        });
+        fb = fb.opt_f64(
+            "probability",
+            match &probs {
+                Some(p) => p.iter().map(|&x| Some(x)).collect(),
+                None => vec![None; u.len()],
+            },
+        );
         fb = fb
             .i64("count", counts.iter().map(|&c| c as i64).collect())
-            .f64("frequency", counts.iter().map(|&c| if self.samples == 0 { f64::NAN } else { c as f64 / n }).collect());
+            .f64(
+                "frequency",
+                counts
+                    .iter()
+                    .map(|&c| {
+                        if self.samples == 0 {
+                            f64::NAN
+                        } else {
+                            c as f64 / n
+                        }
+                    })
+                    .collect(),
+            );
         Ok(fb.build()?.into())
     }
 }

@@ -34,7 +34,10 @@ impl Stage for StackFrames {
     fn run(&self, ctx: &mut Ctx) -> Result<Output> {
         for key in self.rename.keys().chain(self.source.keys()) {
             if !ctx.input_names.contains(key) {
-                anyhow::bail!("frame.stack names `{key}`, which is not one of its inputs ({})", ctx.input_names.join(", "));
+                anyhow::bail!(
+                    "frame.stack names `{key}`, which is not one of its inputs ({})",
+                    ctx.input_names.join(", ")
+                );
             }
         }
         let mut frames = Vec::new();
@@ -42,13 +45,28 @@ impl Stage for StackFrames {
             let mut df = df.clone();
             if let Some(map) = self.rename.get(name) {
                 for (old, new) in map {
-                    df.rename(old, new.as_str().into()).map_err(|_| anyhow::anyhow!("input `{name}` has no column `{old}` to rename"))?;
+                    df.rename(old, new.as_str().into()).map_err(|_| {
+                        anyhow::anyhow!("input `{name}` has no column `{old}` to rename")
+                    })?;
                 }
             }
-            let label = self.source.get(name).cloned().unwrap_or_else(|| name.clone());
+            let label = self
+                .source
+                .get(name)
+                .cloned()
+                .unwrap_or_else(|| name.clone());
             let height = df.height();
-            let mut cols = vec![Column::new_scalar("source".into(), Scalar::from(PlSmallStr::from(label.as_str())), height)];
-            cols.extend(df.columns().iter().filter(|c| c.name().as_str() != "source").cloned());
+            let mut cols = vec![Column::new_scalar(
+                "source".into(),
+                Scalar::from(PlSmallStr::from(label.as_str())),
+                height,
+            )];
+            cols.extend(
+                df.columns()
+                    .iter()
+                    .filter(|c| c.name().as_str() != "source")
+                    .cloned(),
+            );
             frames.push(DataFrame::new(height, cols)?);
         }
         // The union of columns, in first-seen order, with one type per column.
@@ -60,7 +78,11 @@ impl Stage for StackFrames {
                     .entry(c.name().clone())
                     .and_modify(|have| {
                         if *have != t {
-                            *have = if have.is_primitive_numeric() && t.is_primitive_numeric() { DataType::Float64 } else { DataType::String };
+                            *have = if have.is_primitive_numeric() && t.is_primitive_numeric() {
+                                DataType::Float64
+                            } else {
+                                DataType::String
+                            };
                         }
                     })
                     .or_insert(t);
