@@ -226,7 +226,7 @@ pub fn parse_axis(v: &Value) -> Result<Vec<AxisValue>, (String, String)> {
                 check_keys(s, &["from", "to", "num"], which)?;
                 let field = |k: &str| {
                     s.get(k)
-                        .ok_or_else(|| (format!("{which}"), format!("`{which}` needs `{k}`")))
+                        .ok_or_else(|| (which.to_string(), format!("`{which}` needs `{k}`")))
                 };
                 let from = num(field("from")?, &format!("{which}.from"))?;
                 let to = num(field("to")?, &format!("{which}.to"))?;

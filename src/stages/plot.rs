@@ -35,6 +35,24 @@ pub fn kinds() -> Vec<KindInfo> {
             build: build::<Lines>,
         },
         KindInfo {
+            name: "plot.histogram",
+            summary: "Histograms (as step outlines, so several series stay readable) of a numeric column, one per value of `series`, one panel per value of `facet`; counts or densities.",
+            params: &[
+                ParamDoc { name: "column", ty: "string", default: None, meaning: "the numeric column to bin" },
+                ParamDoc { name: "bins", ty: "integer in [1, 10000]", default: Some("50"), meaning: "number of equal-width bins" },
+                ParamDoc { name: "range", ty: "[low, high]", default: Some("data range"), meaning: "binned interval; values outside are not counted" },
+                ParamDoc { name: "density", ty: "bool", default: Some("true"), meaning: "normalise each series to integrate to 1 (else counts)" },
+                ParamDoc { name: "series", ty: "string", default: Some("—"), meaning: "column whose values split the rows into series" },
+                ParamDoc { name: "facet", ty: "string", default: Some("—"), meaning: "column whose values split the rows into panels" },
+                ParamDoc { name: "title", ty: "string", default: None, meaning: "figure title" },
+                ParamDoc { name: "x_label", ty: "string", default: None, meaning: "x axis label, with units" },
+                ParamDoc { name: "log_y", ty: "bool", default: Some("false"), meaning: "logarithmic y axis" },
+                ParamDoc { name: "columns", ty: "integer", default: Some("0 (automatic)"), meaning: "panels per row" },
+            ],
+            gather: Gather::All,
+            build: build::<Histogram>,
+        },
+        KindInfo {
             name: "plot.heatmap",
             summary: "A heatmap of z over (x, y) with a colour bar shared by all panels; optional contour line z = level.",
             params: &[
@@ -343,4 +361,162 @@ impl Stage for Heatmap {
             }],
         })
     }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Histogram {
+    column: String,
+    #[serde(default = "fifty")]
+    bins: usize,
+    #[serde(default)]
+    range: Option<[f64; 2]>,
+    #[serde(default = "yes")]
+    density: bool,
+    #[serde(default)]
+    series: Option<String>,
+    #[serde(default)]
+    facet: Option<String>,
+    title: String,
+    x_label: String,
+    #[serde(default)]
+    log_y: bool,
+    #[serde(default)]
+    columns: usize,
+}
+
+fn fifty() -> usize {
+    50
+}
+fn yes() -> bool {
+    true
+}
+
+impl Stage for Histogram {
+    fn validate(&self) -> Result<(), ParamError> {
+        if !(1..=10_000).contains(&self.bins) {
+            return Err(ParamError::at(
+                "bins",
+                format!("bins = {} is invalid: must be in [1, 10000]", self.bins),
+            ));
+        }
+        if let Some([lo, hi]) = self.range {
+            if !(lo.is_finite() && hi.is_finite() && lo < hi) {
+                return Err(ParamError::at(
+                    "range",
+                    format!("range [{lo}, {hi}] is invalid: need finite low < high"),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    fn run(&self, ctx: &mut Ctx) -> Result<Output> {
+        let df = ctx.input()?;
+        let v = f64_col(df, &self.column)?;
+        let (lo, hi) = match self.range {
+            Some([lo, hi]) => (lo, hi),
+            None => {
+                let finite = v.iter().copied().filter(|x| x.is_finite());
+                let lo = finite.clone().fold(f64::INFINITY, f64::min);
+                let hi = finite.fold(f64::NEG_INFINITY, f64::max);
+                if !(lo < hi) {
+                    anyhow::bail!("plot.histogram: column `{}` has no spread to bin (min {lo}, max {hi}); give `range`", self.column);
+                }
+                (lo, hi)
+            }
+        };
+        let width = (hi - lo) / self.bins as f64;
+        let facet_keys: Vec<String> = self.facet.iter().cloned().collect();
+        let series_keys: Vec<String> = self.series.iter().cloned().collect();
+        let mut panels = Vec::new();
+        for (fkey, frows) in group_rows(df, &facet_keys)? {
+            let sub = frame_rows(df, &frows)?;
+            let mut series = Vec::new();
+            for (skey, rows) in group_rows(&sub, &series_keys)? {
+                let mut counts = vec![0.0; self.bins];
+                let vals = f64_col(&sub, &self.column)?;
+                for &r in &rows {
+                    let x = vals[r];
+                    if x >= lo && x <= hi {
+                        let b = (((x - lo) / width) as usize).min(self.bins - 1);
+                        counts[b] += 1.0;
+                    }
+                }
+                if self.density {
+                    let total: f64 = counts.iter().sum::<f64>() * width;
+                    if total > 0.0 {
+                        counts.iter_mut().for_each(|c| *c /= total);
+                    }
+                }
+                // A step outline: up and across each bin.
+                let (mut xs, mut ys) = (vec![lo], vec![0.0]);
+                for (b, c) in counts.iter().enumerate() {
+                    let left = lo + b as f64 * width;
+                    xs.extend([left, left + width]);
+                    ys.extend([*c, *c]);
+                }
+                xs.push(hi);
+                ys.push(0.0);
+                if self.log_y {
+                    ys.iter_mut()
+                        .filter(|y| **y <= 0.0)
+                        .for_each(|y| *y = f64::NAN);
+                }
+                let name = skey.first().cloned().unwrap_or_else(|| self.column.clone());
+                series.push(Series {
+                    name,
+                    x: xs,
+                    y: ys,
+                    band: None,
+                    style: LineStyle::Solid,
+                });
+            }
+            let title = match (&self.facet, fkey.first()) {
+                (Some(f), Some(v)) => format!("{f} = {v}"),
+                _ => String::new(),
+            };
+            panels.push(Panel {
+                title,
+                series,
+                hlines: Vec::new(),
+            });
+        }
+        let fig = LineFigure {
+            title: self.title.clone(),
+            x_label: self.x_label.clone(),
+            y_label: if self.density {
+                "density".into()
+            } else {
+                "count".into()
+            },
+            log_x: false,
+            log_y: self.log_y,
+            panels,
+            columns: self.columns,
+            width: 640,
+            height: 440,
+        };
+        let svg = plot::render_lines(&fig)?;
+        Ok(Output {
+            frame: polars::prelude::DataFrame::empty(),
+            artifacts: vec![Artifact {
+                ext: "svg",
+                bytes: svg.into_bytes(),
+            }],
+        })
+    }
+}
+
+/// The rows `rows` of `df`, in that order.
+fn frame_rows(
+    df: &polars::prelude::DataFrame,
+    rows: &[usize],
+) -> Result<polars::prelude::DataFrame> {
+    let cols = df
+        .columns()
+        .iter()
+        .map(|c| super::frame::take_rows(c, rows))
+        .collect::<Result<Vec<_>>>()?;
+    Ok(polars::prelude::DataFrame::new(rows.len(), cols)?)
 }
