@@ -39,15 +39,75 @@ pub fn gibbs_probabilities(utilities: &[f64], coef: f64) -> Vec<f64> {
     p
 }
 
+/// `x ← exp(x)` for `x ≤ 0`, within 2 ulp of `f64::exp`.
+///
+/// The Gibbs weights are one `exp` per candidate; libm's scalar `exp` dominated the cost of
+/// a large range. This branch-free form (Cody–Waite reduction `x = k ln2 + r`, |r| ≤ ln2/2,
+/// a degree-13 Taylor polynomial whose truncation error is below 5e−18, and `2^k` built in
+/// the exponent bits) vectorises with plain SSE2. Arguments below −708, where `2^k` would
+/// leave the normal range, fall back to `f64::exp`.
+pub fn exp_nonpositive(xs: &mut [f64]) {
+    const LOG2E: f64 = std::f64::consts::LOG2_E;
+    const LN2_HI: f64 = 6.931_471_803_691_238_164_90e-1;
+    const LN2_LO: f64 = 1.908_214_929_270_587_700_02e-10;
+    // 1.5·2^52: adding it rounds to an integer held in the low mantissa bits.
+    const SHIFTER: f64 = 6_755_399_441_055_744.0;
+    const C: [f64; 14] = [
+        1.0,
+        1.0,
+        1.0 / 2.0,
+        1.0 / 6.0,
+        1.0 / 24.0,
+        1.0 / 120.0,
+        1.0 / 720.0,
+        1.0 / 5040.0,
+        1.0 / 40320.0,
+        1.0 / 362_880.0,
+        1.0 / 3_628_800.0,
+        1.0 / 39_916_800.0,
+        1.0 / 479_001_600.0,
+        1.0 / 6_227_020_800.0,
+    ];
+    // Rare: remember the arguments the fast path must clamp, to recompute them exactly.
+    let tiny: Vec<(usize, f64)> = if xs.iter().any(|&x| x < -708.0) {
+        xs.iter()
+            .enumerate()
+            .filter(|(_, &x)| x < -708.0)
+            .map(|(i, &x)| (i, x))
+            .collect()
+    } else {
+        Vec::new()
+    };
+    for x in xs.iter_mut() {
+        let v = x.max(-708.0);
+        let kf = (v * LOG2E + SHIFTER) - SHIFTER;
+        let r = (v - kf * LN2_HI) - kf * LN2_LO;
+        let mut p = C[13];
+        for c in C[..13].iter().rev() {
+            p = p * r + c;
+        }
+        let k = (kf + SHIFTER).to_bits().wrapping_sub(SHIFTER.to_bits());
+        let scale = f64::from_bits(k.wrapping_add(1023) << 52);
+        *x = p * scale;
+    }
+    for (i, x) in tiny {
+        xs[i] = x.exp();
+    }
+}
+
 /// Ranges at least this large are sampled in batches by a sorted sweep.
 const SWEEP_MIN_RANGE: usize = 1 << 16;
 
 /// The exponential mechanism over a fixed utility vector, ready to sample.
 #[derive(Clone, Debug)]
 pub struct ExponentialMechanism {
-    /// Unnormalised weights `exp(coef·(u − max u))` and their running sums.
+    /// Unnormalised weights `exp(coef·(u − max u))`.
     weights: Vec<f64>,
-    cumulative: Vec<f64>,
+    /// Their sum, accumulated left to right (the last running sum).
+    total: f64,
+    /// Running sums, built on the first single draw: batch draws over large ranges sweep the
+    /// weights instead, which spares allocating (and page-faulting) a second |R|-sized table.
+    cumulative: std::sync::OnceLock<Vec<f64>>,
 }
 
 impl ExponentialMechanism {
@@ -86,56 +146,64 @@ impl ExponentialMechanism {
                 valid: "utilities must be finite".into(),
             });
         }
-        // One pass of `exp` gives the weights and the table; probabilities are weights/total.
-        let mut weights = Vec::with_capacity(utilities.len());
-        let mut cumulative = Vec::with_capacity(utilities.len());
-        let mut acc = 0.0;
-        for &u in utilities {
-            let w = (coef * (u - max)).exp();
-            acc += w;
-            weights.push(w);
-            cumulative.push(acc);
-        }
+        let mut weights: Vec<f64> = utilities.iter().map(|&u| coef * (u - max)).collect();
+        exp_nonpositive(&mut weights);
+        let total = weights.iter().fold(0.0, |acc, w| acc + w);
         Ok(ExponentialMechanism {
             weights,
-            cumulative,
+            total,
+            cumulative: std::sync::OnceLock::new(),
+        })
+    }
+
+    fn cumulative(&self) -> &[f64] {
+        self.cumulative.get_or_init(|| {
+            let mut acc = 0.0;
+            self.weights
+                .iter()
+                .map(|w| {
+                    acc += w;
+                    acc
+                })
+                .collect()
         })
     }
 
     /// The exact output distribution.
     pub fn probabilities(&self) -> Vec<f64> {
-        let total = *self.cumulative.last().expect("non-empty range");
-        self.weights.iter().map(|w| w / total).collect()
+        self.weights.iter().map(|w| w / self.total).collect()
     }
 
     /// One output (an index into the range).
     #[inline]
     pub fn sample<R: Rng + ?Sized>(&self, rng: &mut R) -> usize {
-        // Scaling by the last cumulative value absorbs rounding in the running sum.
-        let last = *self.cumulative.last().unwrap_or(&1.0);
-        let target = rng.random::<f64>() * last;
-        let i = self.cumulative.partition_point(|&c| c <= target);
-        i.min(self.cumulative.len() - 1)
+        // Scaling by the total of the same running sum absorbs its rounding.
+        let target = rng.random::<f64>() * self.total;
+        let cumulative = self.cumulative();
+        cumulative
+            .partition_point(|&c| c <= target)
+            .min(cumulative.len() - 1)
     }
 
     /// Fills `out` with independent draws — the same draws, in the same order, as calling
     /// [`ExponentialMechanism::sample`] once per element.
     pub fn sample_into<R: Rng + ?Sized>(&self, rng: &mut R, out: &mut [usize]) {
         // Small tables stay in cache: plain binary searches beat sorting the uniforms.
-        if self.cumulative.len() < SWEEP_MIN_RANGE {
+        if self.weights.len() < SWEEP_MIN_RANGE {
             out.iter_mut().for_each(|o| *o = self.sample(rng));
             return;
         }
-        let last = *self.cumulative.last().unwrap_or(&1.0);
         let mut targets: Vec<(f64, usize)> = (0..out.len())
-            .map(|i| (rng.random::<f64>() * last, i))
+            .map(|i| (rng.random::<f64>() * self.total, i))
             .collect();
         targets.sort_unstable_by(|a, b| a.0.total_cmp(&b.0));
-        let end = self.cumulative.len() - 1;
+        let end = self.weights.len() - 1;
         let mut j = 0;
+        let mut acc = self.weights[0];
         for (t, i) in targets {
-            while j < end && self.cumulative[j] <= t {
+            while j < end && acc <= t {
                 j += 1;
+                acc += self.weights[j];
             }
             out[i] = j;
         }
@@ -182,14 +250,51 @@ mod tests {
     }
 
     #[test]
+    fn fast_exp_matches_libm() {
+        let mut rng = Pcg64Mcg::seed_from_u64(1);
+        let xs: Vec<f64> = (0..200_000)
+            .map(|i| {
+                if i % 2 == 0 {
+                    -rng.random::<f64>() * 708.0
+                } else {
+                    -rng.random::<f64>() * 2.0
+                }
+            })
+            .chain([
+                0.0,
+                -0.0,
+                -1e-300,
+                -708.0,
+                -720.0,
+                -745.0,
+                -800.0,
+                f64::NEG_INFINITY,
+            ])
+            .collect();
+        let mut ys = xs.clone();
+        exp_nonpositive(&mut ys);
+        for (x, y) in xs.iter().zip(&ys) {
+            let e = x.exp();
+            assert!(
+                (y - e).abs() <= 2.5 * f64::EPSILON * e,
+                "exp({x}) = {y}, libm {e}"
+            );
+        }
+    }
+
+    #[test]
     fn batch_draws_equal_single_draws() {
-        let u: Vec<f64> = (0..1000)
+        let u: Vec<f64> = (0..100_000)
             .map(|i| ((i * 7919) % 1000) as f64 / 100.0)
             .collect();
         let em = ExponentialMechanism::new(&u, 1.0, 1.0).unwrap();
         let mut a = Pcg64Mcg::seed_from_u64(9);
         let mut b = a.clone();
         let single: Vec<usize> = (0..5000).map(|_| em.sample(&mut a)).collect();
+        assert!(
+            u.len() >= SWEEP_MIN_RANGE,
+            "the test must exercise the sweep"
+        );
         let mut batch = vec![0; 5000];
         em.sample_into(&mut b, &mut batch);
         assert_eq!(single, batch);

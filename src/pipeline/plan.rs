@@ -16,6 +16,10 @@ use crate::stages::{self, Gather, KindInfo, StageRun};
 /// The implicit axis of repetitions.
 pub const REP: &str = "rep";
 
+/// More instances than this in one stage is refused as a likely mistake (and would not fit
+/// in memory as frames).
+pub const MAX_INSTANCES: usize = 5_000_000;
+
 /// How the user asked to change the file's settings on the command line.
 #[derive(Debug, Clone, Default)]
 pub struct Overrides {

@@ -24,6 +24,7 @@ pub fn write(
     fs::create_dir_all(&opts.out_dir)
         .with_context(|| format!("creating {}", opts.out_dir.display()))?;
     let final_dir = opts.out_dir.join(&plan.name);
+    remove_stale(&opts.out_dir, &plan.name);
     let staging = opts
         .out_dir
         .join(format!(".{}.partial-{}", plan.name, std::process::id()));
@@ -139,6 +140,26 @@ fn write_all(
         serde_json::to_string_pretty(&manifest)?.as_bytes(),
     )?;
     Ok(())
+}
+
+/// Staging directories left by interrupted runs of this pipeline (their process is gone).
+fn remove_stale(out: &Path, name: &str) {
+    let Ok(entries) = fs::read_dir(out) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let file = e.file_name().to_string_lossy().to_string();
+        let pid = file
+            .strip_prefix(&format!(".{name}.partial-"))
+            .or_else(|| file.strip_prefix(&format!(".{name}.old-")))
+            .and_then(|p| p.parse::<u32>().ok());
+        if let Some(pid) = pid {
+            let alive = Path::new(&format!("/proc/{pid}")).exists() && pid != std::process::id();
+            if !alive {
+                let _ = fs::remove_dir_all(e.path());
+            }
+        }
+    }
 }
 
 /// Writes one file (temporary name, fsync, rename) and returns its manifest entry.

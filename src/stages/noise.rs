@@ -14,6 +14,9 @@ use crate::mech::laplace::Laplace;
 /// Draws per sub-stream: the unit of parallel work whose result is independent of threads.
 const CHUNK: usize = 1 << 16;
 
+/// Noisy values one instance may produce (each row of the output frame takes ~40 bytes).
+const MAX_DRAWS: usize = 200_000_000;
+
 pub fn kinds() -> Vec<KindInfo> {
     vec![
         KindInfo {
@@ -138,6 +141,13 @@ impl Stage for AddNoise {
         let sampler = self.sampler().map_err(|e| anyhow::anyhow!(e.message))?;
         let values = f64_col(ctx.input()?, &self.column)?;
         let n = values.len() * self.samples;
+        if n > MAX_DRAWS {
+            anyhow::bail!(
+                "{} rows × {} samples = {n} noisy values: at most {MAX_DRAWS} per instance",
+                values.len(),
+                self.samples
+            );
+        }
         let mut noise = vec![0.0; n];
         // Fixed chunks, one sub-stream each: identical output for any number of threads.
         noise
