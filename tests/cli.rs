@@ -454,3 +454,31 @@ fn every_shipped_pipeline_validates() {
         .assert()
         .success();
 }
+
+/// A Monte-Carlo zero on a logarithmic axis is a gap in the line, not a failed figure.
+#[test]
+fn zeros_on_a_log_axis_leave_a_gap() {
+    let dir = TempDir::new().unwrap();
+    let p = write(
+        dir.path(),
+        "logzero.yaml",
+        r#"name: logzero
+title: zeros on a log axis
+source: {paper: test, item: none}
+description: One series has an exact zero.
+seed: 1
+stages:
+  t:
+    kind: load.table
+    with: {columns: {x: [1, 2, 3, 4], y: [0.5, 0.01, 0.0, 0.001]}}
+  figure:
+    kind: plot.lines
+    input: t
+    with: {x: x, y: y, log_y: true, title: t, x_label: x, y_label: y}
+"#,
+    );
+    let out = dir.path().join("out");
+    run(&p, &out, &[]).success();
+    let svg = String::from_utf8(read(&out.join("logzero"), "figure.svg")).unwrap();
+    assert!(svg.starts_with("<svg") && svg.contains("</svg>"));
+}

@@ -48,8 +48,8 @@ pub fn gibbs_probabilities(utilities: &[f64], coef: f64) -> Vec<f64> {
 /// leave the normal range, fall back to `f64::exp`.
 pub fn exp_nonpositive(xs: &mut [f64]) {
     const LOG2E: f64 = std::f64::consts::LOG2_E;
-    const LN2_HI: f64 = 6.931_471_803_691_238_164_90e-1;
-    const LN2_LO: f64 = 1.908_214_929_270_587_700_02e-10;
+    const LN2_HI: f64 = 0.693_147_180_369_123_8;
+    const LN2_LO: f64 = 1.908_214_929_270_587_7e-10;
     // 1.5·2^52: adding it rounds to an integer held in the low mantissa bits.
     const SHIFTER: f64 = 6_755_399_441_055_744.0;
     const C: [f64; 14] = [

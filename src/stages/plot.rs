@@ -147,6 +147,41 @@ struct Lines {
     columns: usize,
 }
 
+impl Lines {
+    /// On a logarithmic axis a point with a non-positive coordinate has no position; a
+    /// Monte-Carlo estimate of a small probability is often exactly 0. Such points become
+    /// gaps in the line (the frame keeps them) and the count is logged, rather than
+    /// failing the figure or silently moving the point. The point's band goes with it: a
+    /// confidence interval reaching down to 0 would otherwise fill the panel to its bottom.
+    #[allow(clippy::type_complexity)]
+    fn drawable(
+        &self,
+        name: &str,
+        x: Vec<f64>,
+        mut y: Vec<f64>,
+        mut band: Option<(Vec<f64>, Vec<f64>)>,
+    ) -> (Vec<f64>, Vec<f64>, Option<(Vec<f64>, Vec<f64>)>) {
+        let mut dropped = 0usize;
+        for i in 0..x.len() {
+            if (self.log_x && x[i] <= 0.0) || (self.log_y && y[i] <= 0.0) {
+                dropped += 1;
+                y[i] = f64::NAN;
+                if let Some((lo, hi)) = band.as_mut() {
+                    lo[i] = f64::NAN;
+                    hi[i] = f64::NAN;
+                }
+            }
+        }
+        if dropped > 0 {
+            tracing::info!(
+                "plot `{}`: {dropped} point(s) of `{name}` are ≤ 0 and are left out of the logarithmic axis",
+                self.title
+            );
+        }
+        (x, y, band)
+    }
+}
+
 impl Stage for Lines {
     fn validate(&self) -> Result<(), ParamError> {
         let ny = self.y.list().len();
@@ -219,14 +254,17 @@ impl Stage for Lines {
                         Some(StyleName::LineMarkers) => LineStyle::LineMarkers,
                         Some(StyleName::Solid) | None => LineStyle::Solid,
                     };
+                    let x: Vec<f64> = idx.iter().map(|&r| xs[r]).collect();
+                    let y: Vec<f64> = idx.iter().map(|&r| yv[r]).collect();
+                    let (x, y, band) = self.drawable(&name, x, y, band);
                     // A column that is empty for this series (e.g. no exact value) draws nothing.
-                    if idx.iter().all(|&r| !yv[r].is_finite()) {
+                    if y.iter().all(|v| !v.is_finite()) {
                         continue;
                     }
                     series.push(Series {
                         name,
-                        x: idx.iter().map(|&r| xs[r]).collect(),
-                        y: idx.iter().map(|&r| yv[r]).collect(),
+                        x,
+                        y,
                         band,
                         style,
                     });
@@ -241,11 +279,17 @@ impl Stage for Lines {
                     .collect();
                 pts.sort_by(|a, b| a.0.total_cmp(&b.0));
                 pts.dedup_by(|a, b| a.0 == b.0);
-                if !pts.is_empty() {
+                let (x, y, _) = self.drawable(
+                    &reference.label,
+                    pts.iter().map(|p| p.0).collect(),
+                    pts.iter().map(|p| p.1).collect(),
+                    None,
+                );
+                if y.iter().any(|v| v.is_finite()) {
                     series.push(Series {
                         name: reference.label.clone(),
-                        x: pts.iter().map(|p| p.0).collect(),
-                        y: pts.iter().map(|p| p.1).collect(),
+                        x,
+                        y,
                         band: None,
                         style: LineStyle::Dashed,
                     });
@@ -420,7 +464,7 @@ impl Stage for Histogram {
                 let finite = v.iter().copied().filter(|x| x.is_finite());
                 let lo = finite.clone().fold(f64::INFINITY, f64::min);
                 let hi = finite.fold(f64::NEG_INFINITY, f64::max);
-                if !(lo < hi) {
+                if lo.partial_cmp(&hi) != Some(std::cmp::Ordering::Less) {
                     anyhow::bail!("plot.histogram: column `{}` has no spread to bin (min {lo}, max {hi}); give `range`", self.column);
                 }
                 (lo, hi)

@@ -1,0 +1,369 @@
+//! Publication-quality SVG figures from plain data.
+//!
+//! Two figure kinds are supported, both rendered to an SVG string with
+//! plotters' SVG backend (text stays as `<text>` elements, so it remains
+//! crisp and searchable):
+//!
+//! * [`render_lines`]: line/marker plots with optional confidence bands and
+//!   labelled horizontal reference lines, faceted into a grid of panels.
+//! * [`render_heatmap`]: gridded values as coloured cells with one shared
+//!   perceptual colour scale, a colour bar, and an optional contour.
+//!
+//! Policies, in one place:
+//! * Non-finite values (NaN, ±inf) are *skipped*: a line is broken at them, a
+//!   heatmap cell becomes "missing" (light grey, hatched). A series or figure
+//!   with no finite value at all is an error.
+//! * On a log axis, a non-positive *data* value (series x/y, horizontal
+//!   reference line, heatmap coordinate, z on a log colour scale) is
+//!   **rejected** with [`PlotError::NonPositiveOnLog`], naming the series and
+//!   the value. Confidence-band edges are the exception: a band whose lower
+//!   edge is ≤ 0 on a log y axis is drawn down to the bottom of the axis,
+//!   since "the interval reaches zero" is exactly what that shows.
+//! * Panels of a line figure share the x range; they share the y range too
+//!   unless that would squash a panel to under a fifth of its height, in which
+//!   case each panel gets its own y range.
+//! * Legends: a multi-panel line figure gets one legend strip under the title
+//!   (series with the same name share a colour across panels). A single panel
+//!   gets its legend inside, in the corner that hides the least data, on a
+//!   semi-opaque white box; if every corner would hide more than 2% of the
+//!   drawn data, the legend moves to a column right of the plot.
+//! * Figure sizes: `width`/`height` are per panel; the SVG adds room for the
+//!   title, the shared axis labels, the legend strip or column, and the
+//!   colour bar (heatmaps).
+//! * Fonts: text is emitted as SVG `<text>` in `sans-serif`; layout uses an
+//!   approximate glyph-width table since no font files are read.
+
+mod heatmap;
+mod lines;
+mod scale;
+
+use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
+
+/// Why a figure could not be rendered. Rendering never panics on user data.
+#[derive(Debug, thiserror::Error)]
+pub enum PlotError {
+    /// The figure has no panels at all.
+    #[error("figure `{figure}` has no panels")]
+    NoPanels { figure: String },
+    /// A panel has nothing to draw (no series and no reference lines).
+    #[error("panel `{panel}` has no series to draw")]
+    EmptyPanel { panel: String },
+    /// A series (or heatmap panel) has no finite value to plot.
+    #[error("series `{series}` has no finite values to plot (all NaN/inf or empty)")]
+    NoFiniteData { series: String },
+    /// Parallel vectors of a series/panel differ in length.
+    #[error("`{series}`: {what} has {got} values but {expected} were expected")]
+    LengthMismatch {
+        series: String,
+        what: String,
+        expected: usize,
+        got: usize,
+    },
+    /// A value that must be > 0 on a logarithmic axis is not.
+    #[error("`{series}`: {axis} value {value} cannot be shown on a logarithmic {axis} axis (must be > 0)")]
+    NonPositiveOnLog {
+        series: String,
+        axis: &'static str,
+        value: f64,
+    },
+    /// A value that must be finite (e.g. a reference line, a grid coordinate) is not.
+    #[error("`{series}`: {what} must be finite, got {value}")]
+    NonFinite {
+        series: String,
+        what: String,
+        value: f64,
+    },
+    /// Heatmap grid coordinates must be strictly increasing.
+    #[error("heatmap panel `{panel}`: {axis} coordinates must be strictly ascending ({prev} then {next})")]
+    NotAscending {
+        panel: String,
+        axis: &'static str,
+        prev: f64,
+        next: f64,
+    },
+    /// Panel size too small to lay out a chart.
+    #[error("panel size {width}x{height} px is too small (need at least {min}x{min})")]
+    TooSmall { width: u32, height: u32, min: u32 },
+    /// The drawing backend failed.
+    #[error("drawing failed: {0}")]
+    Drawing(String),
+}
+
+/// How a series is drawn.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum LineStyle {
+    /// A solid line.
+    #[default]
+    Solid,
+    /// A dashed line (e.g. a theoretical bound next to measurements).
+    Dashed,
+    /// Markers only, no connecting line.
+    Markers,
+    /// A solid line with a marker at every point.
+    LineMarkers,
+}
+
+/// One named curve. `x`, `y` and the band vectors are parallel.
+pub struct Series {
+    /// Legend entry; series with the same name in different panels share a colour.
+    pub name: String,
+    pub x: Vec<f64>,
+    pub y: Vec<f64>,
+    /// Optional (lower, upper) envelope, e.g. a 95% confidence interval,
+    /// drawn as a translucent area in the series colour beneath all lines.
+    pub band: Option<(Vec<f64>, Vec<f64>)>,
+    pub style: LineStyle,
+}
+
+/// One facet of a line figure.
+pub struct Panel {
+    /// Shown above the panel; may be empty.
+    pub title: String,
+    pub series: Vec<Series>,
+    /// Labelled horizontal reference lines, e.g. `("OPT = 3.01", 3.01)`;
+    /// drawn grey dashed and listed in the legend.
+    pub hlines: Vec<(String, f64)>,
+}
+
+/// A faceted line figure.
+pub struct LineFigure {
+    pub title: String,
+    /// Axis labels, shared by all panels (include units).
+    pub x_label: String,
+    pub y_label: String,
+    pub log_x: bool,
+    pub log_y: bool,
+    pub panels: Vec<Panel>,
+    /// Panels per row; 0 chooses automatically.
+    pub columns: usize,
+    /// Size of one panel in px.
+    pub width: u32,
+    pub height: u32,
+}
+
+/// Renders a line figure to an SVG document.
+pub fn render_lines(fig: &LineFigure) -> Result<String, PlotError> {
+    lines::render(fig)
+}
+
+/// One facet of a heatmap: values on a rectilinear grid.
+pub struct HeatPanel {
+    /// Shown above the panel; may be empty.
+    pub title: String,
+    /// Cell-centre coordinates, strictly ascending.
+    pub x: Vec<f64>,
+    pub y: Vec<f64>,
+    /// Row-major values, `z[iy * x.len() + ix]`; NaN marks a missing cell.
+    pub z: Vec<f64>,
+}
+
+/// A faceted heatmap with one colour scale shared by all panels.
+pub struct HeatmapFigure {
+    pub title: String,
+    pub x_label: String,
+    pub y_label: String,
+    /// Colour-bar label.
+    pub z_label: String,
+    pub log_x: bool,
+    pub log_y: bool,
+    pub panels: Vec<HeatPanel>,
+    /// Panels per row; 0 chooses automatically.
+    pub columns: usize,
+    /// If set, the level set `z = contour` is outlined in black along cell
+    /// edges and marked on the colour bar.
+    pub contour: Option<f64>,
+    /// Logarithmic colour scale.
+    pub log_z: bool,
+    /// Size of one panel in px.
+    pub width: u32,
+    pub height: u32,
+}
+
+/// Renders a heatmap figure to an SVG document.
+pub fn render_heatmap(fig: &HeatmapFigure) -> Result<String, PlotError> {
+    heatmap::render(fig)
+}
+
+// ---------------------------------------------------------------------------
+// Shared helpers.
+
+/// Smallest panel we can lay out without labels colliding.
+const MIN_PANEL: u32 = 160;
+
+/// Real on-screen font sizes in px. plotters' SVG backend writes
+/// `font-size = size / 1.24`, so [`font`] compensates.
+const TITLE_PX: f64 = 24.0;
+const PANEL_TITLE_PX: f64 = 20.0;
+const LABEL_PX: f64 = 17.0;
+const TICK_PX: f64 = 14.0;
+const LEGEND_PX: f64 = 14.0;
+
+/// A sans-serif font whose SVG `font-size` will be `px`.
+fn font(px: f64) -> FontDesc<'static> {
+    FontDesc::new(FontFamily::SansSerif, px * 1.24, FontStyle::Normal)
+}
+
+/// Text style with an explicit anchor.
+fn text_style(px: f64, color: RGBColor, h: HPos, v: VPos) -> TextStyle<'static> {
+    TextStyle {
+        font: font(px),
+        color: color.to_backend_color(),
+        pos: Pos::new(h, v),
+    }
+}
+
+/// Width estimate for layout. plotters' own estimator (no font feature)
+/// counts UTF-8 bytes and assumes one glyph width, which misjudges both
+/// narrow ("il.") and non-ASCII text; these are rough DejaVu Sans advance
+/// widths in em, close enough for Helvetica/Arial-like fallbacks too.
+fn text_width(s: &str, px: f64) -> f64 {
+    let em: f64 = s
+        .chars()
+        .map(|c| match c {
+            'i' | 'j' | 'l' | '.' | ',' | ':' | ';' | '\'' | '|' | '!' => 0.30,
+            ' ' | 'f' | 't' | 'r' | '(' | ')' | '[' | ']' | '-' | '/' => 0.38,
+            'm' | 'w' | 'M' | 'W' | '%' | '@' => 0.92,
+            '⁰'..='⁹' | '¹' | '²' | '³' | '⁻' => 0.42,
+            'A'..='Z' => 0.70,
+            '0'..='9' => 0.64,
+            _ => 0.58,
+        })
+        .sum();
+    em * px
+}
+
+/// Colour-blind-safe Okabe–Ito palette, reordered so the first few colours
+/// are the most distinct on white; the pale yellow is left out.
+const PALETTE: [RGBColor; 7] = [
+    RGBColor(0x00, 0x72, 0xB2), // blue
+    RGBColor(0xD5, 0x5E, 0x00), // vermillion
+    RGBColor(0x00, 0x9E, 0x73), // bluish green
+    RGBColor(0xCC, 0x79, 0xA7), // reddish purple
+    RGBColor(0xE6, 0x9F, 0x00), // orange
+    RGBColor(0x56, 0xB4, 0xE9), // sky blue
+    RGBColor(0x00, 0x00, 0x00), // black
+];
+
+const INK: RGBColor = RGBColor(0x22, 0x22, 0x22);
+const GREY: RGBColor = RGBColor(0x66, 0x66, 0x66);
+
+/// (columns, rows) of the facet grid.
+fn grid(n: usize, columns: usize) -> (usize, usize) {
+    let cols = if columns > 0 {
+        columns.min(n)
+    } else if n <= 3 {
+        n
+    } else if n == 4 {
+        2
+    } else {
+        3
+    };
+    let cols = cols.max(1);
+    (cols, n.div_ceil(cols))
+}
+
+fn check_size(width: u32, height: u32) -> Result<(), PlotError> {
+    if width < MIN_PANEL || height < MIN_PANEL {
+        return Err(PlotError::TooSmall {
+            width,
+            height,
+            min: MIN_PANEL,
+        });
+    }
+    Ok(())
+}
+
+fn draw_err<E: std::fmt::Debug>(e: E) -> PlotError {
+    PlotError::Drawing(format!("{e:?}"))
+}
+
+/// Splits a pixel polyline into dash segments of `on` px separated by `off`
+/// px. Done by hand (rather than with plotters' dashed series) so legend
+/// glyphs and data lines share one dash implementation in pixel space.
+fn dash(points: &[(i32, i32)], on: f64, off: f64) -> Vec<Vec<(i32, i32)>> {
+    let mut out = Vec::new();
+    let mut cur: Vec<(f64, f64)> = Vec::new();
+    let mut drawing = true;
+    let mut left = on; // length remaining in the current on/off phase
+    for w in points.windows(2) {
+        let (a, b) = (
+            (w[0].0 as f64, w[0].1 as f64),
+            (w[1].0 as f64, w[1].1 as f64),
+        );
+        let len = ((b.0 - a.0).powi(2) + (b.1 - a.1).powi(2)).sqrt();
+        let mut t = 0.0;
+        if drawing && cur.is_empty() {
+            cur.push(a);
+        }
+        while len - t > left {
+            t += left;
+            let p = (a.0 + (b.0 - a.0) * t / len, a.1 + (b.1 - a.1) * t / len);
+            if drawing {
+                cur.push(p);
+                out.push(std::mem::take(&mut cur));
+                left = off;
+            } else {
+                cur.push(p);
+                left = on;
+            }
+            drawing = !drawing;
+        }
+        left -= len - t;
+        if drawing {
+            cur.push(b);
+        }
+    }
+    if drawing && cur.len() >= 2 {
+        out.push(cur);
+    }
+    out.into_iter()
+        .map(|seg| {
+            seg.into_iter()
+                .map(|(x, y)| (x.round() as i32, y.round() as i32))
+                .collect()
+        })
+        .collect()
+}
+
+/// Draws the figure title, the shared x label (below the panel grid) and the
+/// rotated shared y label (left edge), each centred on the panel grid
+/// `(left, top, right, bottom)` in pixels.
+fn draw_frame_text<DB: DrawingBackend>(
+    root: &DrawingArea<DB, plotters::coord::Shift>,
+    [title, x_label, y_label]: [&str; 3],
+    (grid_left, grid_top, grid_right, grid_bottom): (i32, i32, i32, i32),
+    total_w: i32,
+) -> Result<(), PlotError> {
+    if !title.is_empty() {
+        // A long title on a narrow single-panel figure would be clipped at both edges:
+        // shrink it to fit (down to 60%) rather than lose its ends.
+        let fit = (f64::from(total_w - 16) / text_width(title, TITLE_PX)).clamp(0.6, 1.0);
+        root.draw(&Text::new(
+            title.to_string(),
+            (total_w / 2, 12),
+            text_style(TITLE_PX * fit, INK, HPos::Center, VPos::Top),
+        ))
+        .map_err(draw_err)?;
+    }
+    if !x_label.is_empty() {
+        root.draw(&Text::new(
+            x_label.to_string(),
+            ((grid_left + grid_right) / 2, grid_bottom + 6),
+            text_style(LABEL_PX, INK, HPos::Center, VPos::Top),
+        ))
+        .map_err(draw_err)?;
+    }
+    if !y_label.is_empty() {
+        root.draw(&Text::new(
+            y_label.to_string(),
+            (10, (grid_top + grid_bottom) / 2),
+            text_style(LABEL_PX, INK, HPos::Center, VPos::Top).transform(FontTransform::Rotate270),
+        ))
+        .map_err(draw_err)?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests;

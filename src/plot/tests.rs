@@ -1,0 +1,464 @@
+use super::*;
+
+fn series(name: &str, x: &[f64], f: impl Fn(f64) -> f64, band: bool, style: LineStyle) -> Series {
+    let y: Vec<f64> = x.iter().map(|&v| f(v)).collect();
+    Series {
+        name: name.into(),
+        x: x.to_vec(),
+        band: band.then(|| {
+            (
+                y.iter().map(|v| v * 0.8).collect(),
+                y.iter().map(|v| v * 1.25).collect(),
+            )
+        }),
+        y,
+        style,
+    }
+}
+
+/// Two facets, bands, log y, a reference line: the typical "error vs ε" figure.
+pub(crate) fn sample_lines() -> LineFigure {
+    let eps: Vec<f64> = (0..12).map(|i| 0.05 * 1.6f64.powi(i)).collect();
+    let panel = |n: f64| Panel {
+        title: format!("n = {n}"),
+        series: vec![
+            series(
+                "Laplace",
+                &eps,
+                |e| 1.0 / (e * n.sqrt()),
+                true,
+                LineStyle::LineMarkers,
+            ),
+            series(
+                "Gaussian (δ = 10⁻⁶)",
+                &eps,
+                |e| 2.2 / (e * n.sqrt()),
+                true,
+                LineStyle::Solid,
+            ),
+            series(
+                "lower bound",
+                &eps,
+                |e| 0.5 / (e * n.sqrt()),
+                false,
+                LineStyle::Dashed,
+            ),
+        ],
+        hlines: vec![("OPT = 0.05".into(), 0.05)],
+    };
+    LineFigure {
+        title: "Mean estimation error vs privacy budget".into(),
+        x_label: "privacy budget ε".into(),
+        y_label: "mean absolute error".into(),
+        log_x: true,
+        log_y: true,
+        panels: vec![panel(100.0), panel(1000.0)],
+        columns: 0,
+        width: 560,
+        height: 420,
+    }
+}
+
+/// Two facets with a contour at rate = 1 and a few missing cells.
+pub(crate) fn sample_heatmap() -> HeatmapFigure {
+    let eps: Vec<f64> = (0..10).map(|i| 0.1 * 2f64.powf(i as f64 * 0.6)).collect();
+    let ns: Vec<f64> = (0..8).map(|i| 10f64.powf(1.0 + i as f64 * 0.5)).collect();
+    let panel = |k: f64, title: &str| {
+        let mut z = Vec::new();
+        for (iy, &n) in ns.iter().enumerate() {
+            for (ix, &e) in eps.iter().enumerate() {
+                z.push(if ix == 9 && iy >= 6 {
+                    f64::NAN
+                } else {
+                    k * e * n.sqrt() / 30.0
+                });
+            }
+        }
+        HeatPanel {
+            title: title.into(),
+            x: eps.clone(),
+            y: ns.clone(),
+            z,
+        }
+    };
+    HeatmapFigure {
+        title: "Empirical privacy-loss rate".into(),
+        x_label: "ε".into(),
+        y_label: "sample size n".into(),
+        z_label: "rate".into(),
+        log_x: true,
+        log_y: true,
+        panels: vec![panel(1.0, "Laplace"), panel(0.4, "Gaussian")],
+        columns: 2,
+        contour: Some(1.0),
+        log_z: true,
+        width: 460,
+        height: 400,
+    }
+}
+
+fn assert_svg(svg: &str) {
+    assert!(
+        svg.trim_start().starts_with("<svg"),
+        "not an SVG: {}",
+        &svg[..svg.len().min(80)]
+    );
+    assert!(svg.trim_end().ends_with("</svg>"));
+    // Tags balance; cheap structural sanity check without an XML parser.
+    assert_eq!(svg.matches("<text").count(), svg.matches("</text>").count());
+}
+
+#[test]
+fn line_figure_two_panels_bands_log_hline() {
+    let svg = render_lines(&sample_lines()).unwrap();
+    assert_svg(&svg);
+    for needle in [
+        "Mean estimation error vs privacy budget",
+        "Laplace",
+        "Gaussian (δ = 10⁻⁶)",
+        "lower bound",
+        "OPT = 0.05",
+        "privacy budget ε",
+        "mean absolute error",
+        "n = 100",
+        "n = 1000",
+    ] {
+        assert!(svg.contains(needle), "missing {needle:?}");
+    }
+    // Bands are translucent polygons.
+    assert!(svg.contains("<polygon"));
+    // Legend text must be readable: no text smaller than 14 px.
+    for part in svg.split("font-size=\"").skip(1) {
+        let size: f64 = part.split('"').next().unwrap().parse().unwrap();
+        assert!(size >= 13.9, "font too small: {size}");
+    }
+}
+
+#[test]
+fn single_panel_linear_with_nan_gap() {
+    let mut fig = sample_lines();
+    fig.panels.truncate(1);
+    fig.log_x = false;
+    fig.log_y = false;
+    fig.panels[0].series[0].y[4] = f64::NAN;
+    let svg = render_lines(&fig).unwrap();
+    assert_svg(&svg);
+    assert!(svg.contains("Laplace"));
+}
+
+#[test]
+fn heatmap_two_panels_contour() {
+    let svg = render_heatmap(&sample_heatmap()).unwrap();
+    assert_svg(&svg);
+    assert!(
+        svg.contains("rate (black line at 1)"),
+        "colour bar label missing"
+    );
+    assert!(svg.contains("Laplace") && svg.contains("Gaussian"));
+    assert!(svg.contains("no data"));
+    assert!(svg.contains("sample size n"));
+}
+
+#[test]
+fn error_empty_panels() {
+    let mut fig = sample_lines();
+    fig.panels.clear();
+    assert!(matches!(
+        render_lines(&fig),
+        Err(PlotError::NoPanels { .. })
+    ));
+    let mut fig = sample_lines();
+    fig.panels[1].series.clear();
+    fig.panels[1].hlines.clear();
+    assert!(matches!(
+        render_lines(&fig),
+        Err(PlotError::EmptyPanel { .. })
+    ));
+    let mut h = sample_heatmap();
+    h.panels.clear();
+    assert!(matches!(
+        render_heatmap(&h),
+        Err(PlotError::NoPanels { .. })
+    ));
+}
+
+#[test]
+fn error_all_nan_series() {
+    let mut fig = sample_lines();
+    fig.panels[0].series[1]
+        .y
+        .iter_mut()
+        .for_each(|v| *v = f64::NAN);
+    match render_lines(&fig) {
+        Err(PlotError::NoFiniteData { series }) => assert_eq!(series, "Gaussian (δ = 10⁻⁶)"),
+        other => panic!("expected NoFiniteData, got {other:?}"),
+    }
+    let mut h = sample_heatmap();
+    h.panels
+        .iter_mut()
+        .for_each(|p| p.z.iter_mut().for_each(|v| *v = f64::NAN));
+    assert!(matches!(
+        render_heatmap(&h),
+        Err(PlotError::NoFiniteData { .. })
+    ));
+}
+
+#[test]
+fn error_negative_on_log_axis() {
+    let mut fig = sample_lines();
+    fig.panels[1].series[0].y[3] = -0.5;
+    let err = render_lines(&fig).unwrap_err();
+    match &err {
+        PlotError::NonPositiveOnLog {
+            series,
+            axis,
+            value,
+        } => {
+            assert_eq!(series, "Laplace");
+            assert_eq!(*axis, "y");
+            assert_eq!(*value, -0.5);
+        }
+        other => panic!("unexpected {other:?}"),
+    }
+    assert!(err.to_string().contains("-0.5") && err.to_string().contains("Laplace"));
+
+    let mut fig = sample_lines();
+    fig.panels[0].series[2].x[0] = 0.0;
+    assert!(matches!(
+        render_lines(&fig),
+        Err(PlotError::NonPositiveOnLog { axis: "x", .. })
+    ));
+
+    let mut h = sample_heatmap();
+    h.panels[0].z[0] = -1.0;
+    assert!(matches!(
+        render_heatmap(&h),
+        Err(PlotError::NonPositiveOnLog { axis: "z", .. })
+    ));
+}
+
+#[test]
+fn band_reaching_zero_on_log_axis_is_drawn_not_rejected() {
+    let mut fig = sample_lines();
+    if let Some((lo, _)) = &mut fig.panels[0].series[0].band {
+        lo[0] = 0.0;
+    }
+    assert!(render_lines(&fig).is_ok());
+}
+
+#[test]
+fn other_bad_input_is_an_error_not_a_panic() {
+    let mut fig = sample_lines();
+    fig.panels[0].series[0].y.pop();
+    assert!(matches!(
+        render_lines(&fig),
+        Err(PlotError::LengthMismatch { .. })
+    ));
+
+    let mut fig = sample_lines();
+    fig.width = 10;
+    assert!(matches!(
+        render_lines(&fig),
+        Err(PlotError::TooSmall { .. })
+    ));
+
+    let mut h = sample_heatmap();
+    h.panels[0].x.swap(0, 1);
+    assert!(matches!(
+        render_heatmap(&h),
+        Err(PlotError::NotAscending { .. })
+    ));
+
+    let mut h = sample_heatmap();
+    h.panels[0].z.pop();
+    assert!(matches!(
+        render_heatmap(&h),
+        Err(PlotError::LengthMismatch { .. })
+    ));
+}
+
+#[test]
+fn degenerate_but_valid_inputs_render() {
+    // One point, constant series, infinities, one-cell heatmap, constant z.
+    let fig = LineFigure {
+        title: String::new(),
+        x_label: String::new(),
+        y_label: String::new(),
+        log_x: false,
+        log_y: false,
+        panels: vec![Panel {
+            title: String::new(),
+            series: vec![
+                Series {
+                    name: "one".into(),
+                    x: vec![1.0],
+                    y: vec![2.0],
+                    band: None,
+                    style: LineStyle::Solid,
+                },
+                Series {
+                    name: "flat".into(),
+                    x: vec![0.0, 1.0, f64::INFINITY],
+                    y: vec![2.0, 2.0, 3.0],
+                    band: None,
+                    style: LineStyle::Markers,
+                },
+            ],
+            hlines: vec![],
+        }],
+        columns: 5,
+        width: 400,
+        height: 300,
+    };
+    assert_svg(&render_lines(&fig).unwrap());
+    let h = HeatmapFigure {
+        title: String::new(),
+        x_label: String::new(),
+        y_label: String::new(),
+        z_label: String::new(),
+        log_x: true,
+        log_y: false,
+        panels: vec![HeatPanel {
+            title: String::new(),
+            x: vec![3.0],
+            y: vec![0.0],
+            z: vec![5.0],
+        }],
+        columns: 0,
+        contour: Some(5.0),
+        log_z: false,
+        width: 300,
+        height: 300,
+    };
+    assert_svg(&render_heatmap(&h).unwrap());
+}
+
+#[test]
+fn viridis_endpoints() {
+    assert_eq!(heatmap::viridis(0.0), RGBColor(0x44, 0x01, 0x54));
+    assert_eq!(heatmap::viridis(1.0), RGBColor(0xFD, 0xE7, 0x25));
+    assert_eq!(heatmap::viridis(f64::NAN), RGBColor(0x44, 0x01, 0x54));
+}
+
+#[test]
+fn dash_splits_a_line() {
+    let segs = dash(&[(0, 0), (100, 0)], 10.0, 5.0);
+    assert_eq!(segs.len(), 7);
+    assert_eq!(segs[0], vec![(0, 0), (10, 0)]);
+    assert_eq!(segs[1][0], (15, 0));
+}
+
+/// Writes sample SVGs when `PLOT_SAMPLES_DIR` is set (used to eyeball output).
+#[test]
+fn write_samples() {
+    let Ok(dir) = std::env::var("PLOT_SAMPLES_DIR") else {
+        return;
+    };
+    let mut single = sample_lines();
+    single.panels.truncate(1);
+    single.title = "Single panel, linear axes".into();
+    single.log_x = false;
+    single.log_y = false;
+    let mut four = sample_lines();
+    four.panels.push(sample_lines().panels.remove(0));
+    four.panels.push(sample_lines().panels.remove(1));
+    four.log_x = false;
+    // A histogram-style step outline with zero bins removed (NaN) on log y,
+    // plus many series with markers to stress the legend.
+    let mut xs = vec![0.0];
+    let mut ys = vec![f64::NAN];
+    for b in 0..30 {
+        let c = (200.0 * (-(b as f64 - 8.0).powi(2) / 30.0).exp()).floor();
+        xs.extend([b as f64 * 0.5, b as f64 * 0.5 + 0.5]);
+        let c = if c <= 0.0 { f64::NAN } else { c };
+        ys.extend([c, c]);
+    }
+    let hist = LineFigure {
+        title: "Histogram of noisy counts".into(),
+        x_label: "released count".into(),
+        y_label: "frequency".into(),
+        log_x: false,
+        log_y: true,
+        panels: vec![Panel {
+            title: String::new(),
+            series: (0..9)
+                .map(|k| Series {
+                    name: if k == 0 {
+                        "histogram".into()
+                    } else {
+                        format!("mechanism {k}")
+                    },
+                    x: if k == 0 {
+                        xs.clone()
+                    } else {
+                        (0..15).map(|i| i as f64).collect()
+                    },
+                    y: if k == 0 {
+                        ys.clone()
+                    } else {
+                        (0..15)
+                            .map(|i| 1.0 + (k as f64) * (i as f64 + 1.0))
+                            .collect()
+                    },
+                    band: None,
+                    style: if k % 3 == 0 {
+                        LineStyle::Solid
+                    } else if k % 3 == 1 {
+                        LineStyle::Markers
+                    } else {
+                        LineStyle::LineMarkers
+                    },
+                })
+                .collect(),
+            hlines: vec![("threshold".into(), 3.0), ("OPT = 3.01".into(), 50.0)],
+        }],
+        columns: 0,
+        width: 640,
+        height: 440,
+    };
+    let three = LineFigure {
+        title: "Free y scales when panels differ by orders of magnitude".into(),
+        x_label: "n".into(),
+        y_label: "value".into(),
+        log_x: false,
+        log_y: false,
+        panels: (0..3)
+            .map(|k| Panel {
+                title: format!("scale 10^{}", 2 * k),
+                series: vec![Series {
+                    name: "signal".into(),
+                    x: (0..20).map(|i| i as f64).collect(),
+                    y: (0..20)
+                        .map(|i| (i as f64 * 0.5).sin() * 100f64.powi(k) - 0.3)
+                        .collect(),
+                    band: None,
+                    style: LineStyle::Solid,
+                }],
+                hlines: vec![],
+            })
+            .collect(),
+        columns: 0,
+        width: 420,
+        height: 320,
+    };
+    let mut heat_lin = sample_heatmap();
+    heat_lin.title = "Linear axes, one panel, no contour".into();
+    heat_lin.panels.truncate(1);
+    heat_lin.panels[0].title.clear();
+    heat_lin.log_x = false;
+    heat_lin.log_y = false;
+    heat_lin.log_z = false;
+    heat_lin.contour = None;
+    heat_lin.z_label = "empirical ε̂ (nats)".into();
+    for (name, svg) in [
+        ("lines_hist", render_lines(&hist).unwrap()),
+        ("lines_three_free_y", render_lines(&three).unwrap()),
+        ("heatmap_linear", render_heatmap(&heat_lin).unwrap()),
+        ("lines", render_lines(&sample_lines()).unwrap()),
+        ("lines_single", render_lines(&single).unwrap()),
+        ("lines_four", render_lines(&four).unwrap()),
+        ("heatmap", render_heatmap(&sample_heatmap()).unwrap()),
+    ] {
+        std::fs::write(format!("{dir}/{name}.svg"), svg).unwrap();
+    }
+}
