@@ -4,6 +4,7 @@
 //! runs [`stages`], which call the mechanisms of [`mech`]. Seeded runs exist to reproduce
 //! research; they must never be used to release real private data.
 
+pub mod data;
 pub mod mech;
 pub mod pipeline;
 pub mod plot;

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
 use dplab::pipeline::{compare, exec, graph, plan, spec};
-use dplab::stages;
+use dplab::{data, stages};
 
 const WARNING: &str =
     "Seeded runs exist to reproduce research: their noise is predictable from the seed. \
@@ -60,6 +60,11 @@ Exit codes: 0 success, 1 a run failed, 2 bad input.\n\n{WARNING}"))]
         /// Stop at the first failed pipeline.
         #[arg(long)]
         fail_fast: bool,
+        /// Skip (with a warning, exit 0) pipelines whose dataset files are not on this machine.
+        #[arg(long)]
+        skip_unavailable: bool,
+        #[command(flatten)]
+        loc: DataLoc,
     },
     /// Check pipeline files without running them: keys, types, inputs, cycles, axes, ranges.
     #[command(
@@ -88,6 +93,21 @@ Exit codes: 0 success, 1 a run failed, 2 bad input.\n\n{WARNING}"))]
         #[command(flatten)]
         common: Common,
     },
+    /// The public datasets: list them, fetch them into the cache, verify the copies.
+    #[command(
+        after_help = "Examples:\n  dplab data list\n  dplab data fetch adult wdbc\n  \
+dplab data fetch --all --mirror ../shared/datasets\n  dplab data verify\n\n\
+Files are looked for in the cache (DPLAB_DATA_DIR, default ~/.cache/dplab/datasets), then in the\n\
+offline mirror (DPLAB_DATA_MIRROR or --mirror, laid out as <dataset>/<file>). Every file is checked\n\
+against the sha256 and size in data/datasets.toml before use. Exit codes: 0 ok, 1 a file is missing\n\
+or wrong, 2 bad input."
+    )]
+    Data {
+        #[command(subcommand)]
+        action: DataAction,
+        #[command(flatten)]
+        loc: DataLoc,
+    },
     /// Compare two results directories frame by frame (columns, keys, values within tolerance).
     #[command(
         after_help = "Examples:\n  dplab compare results/dr-pumpkin tests/golden/dr-pumpkin\n  \
@@ -102,6 +122,51 @@ A cell matches when |a − b| ≤ atol + rtol·|b|; text and integer cells must 
         #[arg(long, default_value_t = 1e-12)]
         atol: f64,
     },
+}
+
+#[derive(Subcommand)]
+enum DataAction {
+    /// Every registered dataset file: present? where, size, licence.
+    List,
+    /// Put verified copies into the cache (from the mirror when it has them, else download).
+    Fetch {
+        /// Dataset names.
+        names: Vec<String>,
+        /// Every registered dataset.
+        #[arg(long)]
+        all: bool,
+        /// Download files that have no registered checksum and print their sha256.
+        #[arg(long)]
+        accept_unverified: bool,
+    },
+    /// Check every present copy (cache and mirror) against the registry.
+    Verify {
+        /// Dataset names (default: all).
+        names: Vec<String>,
+    },
+}
+
+#[derive(Args)]
+struct DataLoc {
+    /// Offline mirror laid out as <dataset>/<file> (overrides DPLAB_DATA_MIRROR).
+    #[arg(long, global = true, value_name = "DIR")]
+    mirror: Option<PathBuf>,
+    /// Download cache (overrides DPLAB_DATA_DIR).
+    #[arg(long, global = true, value_name = "DIR")]
+    data_dir: Option<PathBuf>,
+}
+
+impl DataLoc {
+    fn install(&self) {
+        let mut l = data::Locations::from_env();
+        if let Some(m) = &self.mirror {
+            l.mirror = Some(m.clone());
+        }
+        if let Some(d) = &self.data_dir {
+            l.cache = d.clone();
+        }
+        data::Locations::install(l);
+    }
 }
 
 #[derive(Args)]
@@ -146,7 +211,23 @@ fn main() -> ExitCode {
             jobs,
             out,
             fail_fast,
-        } => run(&paths, &common, jobs, &out, fail_fast, cli.quiet),
+            skip_unavailable,
+            loc,
+        } => {
+            loc.install();
+            run(
+                &paths,
+                &common,
+                jobs,
+                &out,
+                (fail_fast, skip_unavailable),
+                cli.quiet,
+            )
+        }
+        Command::Data { action, loc } => {
+            loc.install();
+            data_cmd(action)
+        }
         Command::Validate { paths, common } => validate(&paths, &common),
         Command::List { kind } => list(kind.as_deref()),
         Command::Graph {
@@ -262,7 +343,7 @@ fn run(
     common: &Common,
     jobs: Option<usize>,
     out: &Path,
-    fail_fast: bool,
+    (fail_fast, skip_unavailable): (bool, bool),
     quiet: bool,
 ) -> ExitCode {
     let files = match pipeline_files(paths) {
@@ -293,6 +374,7 @@ fn run(
     };
     let mut input_failures = Vec::new();
     let mut run_failures = Vec::new();
+    let mut skipped = Vec::new();
     for f in &files {
         let t0 = std::time::Instant::now();
         let outcome = match load_plan(f, common) {
@@ -312,6 +394,11 @@ fn run(
                     );
                     true
                 }
+                Err(e) if e.unavailable && skip_unavailable => {
+                    tracing::warn!("skipped {}: {}", p.name, e.message);
+                    skipped.push(format!("{} ({})", f.display(), e.message));
+                    true
+                }
                 Err(e) => {
                     eprintln!("error: {e}");
                     run_failures.push(format!("{} ({e})", f.display()));
@@ -321,6 +408,15 @@ fn run(
         };
         if !outcome && fail_fast {
             break;
+        }
+    }
+    if !skipped.is_empty() {
+        eprintln!(
+            "\n{} pipeline(s) skipped because their data is not on this machine (see `dplab data list`):",
+            skipped.len()
+        );
+        for s in &skipped {
+            eprintln!("  {s}");
         }
     }
     if input_failures.is_empty() && run_failures.is_empty() {
@@ -456,5 +552,144 @@ fn compare_cmd(a: &Path, b: &Path, tol: compare::Tolerance) -> ExitCode {
             tol.rtol, tol.atol
         );
         ExitCode::SUCCESS
+    }
+}
+
+/// `dplab data …`.
+fn data_cmd(action: DataAction) -> ExitCode {
+    let reg = match data::Registry::current() {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let loc = data::Locations::current();
+    let human = |n: u64| {
+        if n >= 1 << 20 {
+            format!("{:.1} MiB", n as f64 / (1u64 << 20) as f64)
+        } else {
+            format!("{:.1} KiB", n as f64 / 1024.0)
+        }
+    };
+    let unknown: Vec<&String> = match &action {
+        DataAction::Fetch { names, .. } | DataAction::Verify { names } => names
+            .iter()
+            .filter(|n| !reg.datasets.contains_key(n.as_str()))
+            .collect(),
+        DataAction::List => vec![],
+    };
+    if let Some(n) = unknown.first() {
+        eprintln!(
+            "error: {}",
+            reg.dataset(n)
+                .err()
+                .map(|e| e.to_string())
+                .unwrap_or_default()
+        );
+        return ExitCode::from(2);
+    }
+    match action {
+        DataAction::List => {
+            println!(
+                "cache: {}\nmirror: {}\n",
+                loc.cache.display(),
+                loc.mirror
+                    .as_ref()
+                    .map(|m| m.display().to_string())
+                    .unwrap_or_else(|| "(none; set DPLAB_DATA_MIRROR)".into())
+            );
+            for (name, ds) in &reg.datasets {
+                println!("{name} — {}", ds.title);
+                println!("  licence: {}", ds.licence);
+                if !ds.redistribution {
+                    println!("  NOT REDISTRIBUTABLE: do not commit or publish these files or row-level outputs.");
+                }
+                for st in data::status(reg, loc, Some(name)) {
+                    let (present, where_) = match &st.state {
+                        data::FileState::Cached(p) => ("yes", format!("cache {}", p.display())),
+                        data::FileState::Mirrored(p) => ("yes", format!("mirror {}", p.display())),
+                        data::FileState::Missing => ("no ", "—".to_string()),
+                        data::FileState::Bad(m) => ("BAD", m.clone()),
+                    };
+                    let size = st.size.map(human).unwrap_or_else(|| "size unknown".into());
+                    println!("  [{present}] {:<40} {:>10}  {where_}", st.file, size);
+                }
+            }
+            ExitCode::SUCCESS
+        }
+        DataAction::Fetch {
+            names,
+            all,
+            accept_unverified,
+        } => {
+            if names.is_empty() && !all {
+                eprintln!("error: name the datasets to fetch, or give --all");
+                return ExitCode::from(2);
+            }
+            let chosen: Vec<&String> = if all {
+                reg.datasets.keys().collect()
+            } else {
+                names.iter().collect()
+            };
+            let mut failed = 0;
+            for name in chosen {
+                let ds = &reg.datasets[name.as_str()];
+                for f in &ds.files {
+                    match data::fetch(name, f, loc, accept_unverified) {
+                        Ok(data::FetchOutcome::Present(p)) => println!("ok        {name}/{} (already in {})", f.name, p.display()),
+                        Ok(data::FetchOutcome::Mirrored(p)) => println!("copied    {name}/{} from the mirror → {}", f.name, p.display()),
+                        Ok(data::FetchOutcome::Downloaded { path, sha256, verified: true }) => {
+                            println!("fetched   {name}/{} → {} (sha256 {sha256} verified)", f.name, path.display())
+                        }
+                        Ok(data::FetchOutcome::Downloaded { path, sha256, verified: false }) => println!(
+                            "fetched   {name}/{} → {} UNVERIFIED: sha256 {sha256}; check it and record it in data/datasets.toml",
+                            f.name,
+                            path.display()
+                        ),
+                        Err(e) => {
+                            failed += 1;
+                            eprintln!("error: {e}");
+                        }
+                    }
+                }
+            }
+            if failed > 0 {
+                eprintln!("{failed} file(s) could not be fetched");
+                ExitCode::from(1)
+            } else {
+                ExitCode::SUCCESS
+            }
+        }
+        DataAction::Verify { names } => {
+            let mut bad = 0;
+            let mut ok = 0;
+            for (name, ds) in &reg.datasets {
+                if !names.is_empty() && !names.contains(name) {
+                    continue;
+                }
+                for f in &ds.files {
+                    let candidates = [Some(loc.cached(name, &f.name)), loc.mirrored(name, &f.name)];
+                    for p in candidates.into_iter().flatten().filter(|p| p.is_file()) {
+                        match data::check_file(f, &p) {
+                            Ok(()) => {
+                                ok += 1;
+                                println!("ok   {}", p.display());
+                            }
+                            Err(e) => {
+                                bad += 1;
+                                println!("BAD  {e}");
+                            }
+                        }
+                    }
+                }
+            }
+            println!("{ok} file(s) verified, {bad} bad");
+            if bad > 0 {
+                ExitCode::from(1)
+            } else {
+                ExitCode::SUCCESS
+            }
+        }
     }
 }

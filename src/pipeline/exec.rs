@@ -24,6 +24,9 @@ pub struct RunError {
     pub stage: String,
     pub instance: String,
     pub message: String,
+    /// The stage said an external input (a dataset file) is not on this machine
+    /// ([`crate::stages::Unavailable`]): nothing is wrong with the pipeline itself.
+    pub unavailable: bool,
 }
 
 impl std::fmt::Display for RunError {
@@ -124,6 +127,7 @@ pub fn execute(plan: &Plan, opts: &RunOptions) -> Result<PathBuf, RunError> {
         stage: stage.to_string(),
         instance: instance.to_string(),
         message,
+        unavailable: false,
     };
     let progress = Progress::new(&plan.name, plan.instance_count(), opts.terminal);
     let mut results: Vec<Vec<Option<InstanceResult>>> = plan
@@ -145,8 +149,10 @@ pub fn execute(plan: &Plan, opts: &RunOptions) -> Result<PathBuf, RunError> {
             .map(|&(si, ii)| {
                 let stage = &plan.stages[si];
                 let inst = &stage.instances[ii];
-                let r = run_instance(plan, stage, ii, &results)
-                    .map_err(|e| fail(&stage.name, &inst.label, format!("{e:#}")));
+                let r = run_instance(plan, stage, ii, &results).map_err(|e| RunError {
+                    unavailable: e.downcast_ref::<crate::stages::Unavailable>().is_some(),
+                    ..fail(&stage.name, &inst.label, format!("{e:#}"))
+                });
                 progress.tick();
                 r
             })

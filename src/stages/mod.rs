@@ -6,6 +6,7 @@
 //! name and never needs to know what they do, so adding a kind never touches the engine.
 
 pub mod aggregate;
+pub mod dataset;
 pub mod evaluate;
 pub mod frame;
 pub mod load;
@@ -58,6 +59,20 @@ impl ParamError {
         }
     }
 }
+
+/// The error a stage returns when an external input it needs (a dataset file) is not on this
+/// machine. The engine marks such a failure as `unavailable`, so the CLI can skip the pipeline
+/// (`--skip-unavailable`) instead of failing it; the message says how to obtain the input.
+#[derive(Debug)]
+pub struct Unavailable(pub String);
+
+impl std::fmt::Display for Unavailable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Unavailable {}
 
 /// A file a stage produces beside its frame (an SVG figure, a Markdown table).
 /// The engine names it `<stage>.<ext>` and writes it atomically.
@@ -199,6 +214,7 @@ pub fn registry() -> &'static [KindInfo] {
     KINDS.get_or_init(|| {
         let mut kinds = Vec::new();
         kinds.extend(load::kinds());
+        kinds.extend(dataset::kinds());
         kinds.extend(noise::kinds());
         kinds.extend(select::kinds());
         kinds.extend(evaluate::kinds());

@@ -98,7 +98,8 @@ impl Stage for Table {
                 .map(|k| str_col(&pdf, k))
                 .collect::<Result<_>>()?;
             for (ours, theirs) in &self.compare {
-                let mine = f64_col(&df, ours)?;
+                // Our cell may be empty (e.g. a dataset not on this machine): no difference then.
+                let mine = super::frame::f64_col_or_nan(&df, ours)?;
                 let printed = f64_col(&pdf, theirs)?;
                 let mut pv = Vec::with_capacity(df.height());
                 for row in 0..df.height() {
@@ -113,7 +114,7 @@ impl Stage for Table {
                 let diff: Vec<Option<f64>> = pv
                     .iter()
                     .zip(&mine)
-                    .map(|(p, m)| p.map(|p| m - p))
+                    .map(|(p, m)| p.filter(|_| m.is_finite()).map(|p| m - p))
                     .collect();
                 df.with_column(Column::new(format!("paper_{ours}").into(), pv))?;
                 df.with_column(Column::new(format!("diff_{ours}").into(), diff))?;
@@ -145,6 +146,10 @@ fn same_key(a: &str, b: &str) -> bool {
 fn fmt_num(x: f64, digits: usize) -> String {
     if x.is_nan() {
         return "—".into();
+    }
+    // Counts and sizes read as integers, not as 1993.00.
+    if x.fract() == 0.0 && x.abs() < 1e15 {
+        return format!("{x:.0}");
     }
     if x == 0.0 || (x.abs() >= 1e-3 && x.abs() < 1e6) {
         let mag = if x == 0.0 {

@@ -1,0 +1,712 @@
+//! Readers for the file formats of the registered datasets: delimited and whitespace-separated
+//! text (optionally gzip-compressed, UTF-8 or Latin-1), Excel `.xls` sheets (via calamine), and
+//! the `.names` files that carry column names and types.
+//!
+//! The text reader streams: a line is split, each field goes straight into its column's
+//! typed vector, so the largest file (census-kdd, 52 MB decompressed) is never held whole.
+//! Quoting is not supported because none of the registered files quote fields; a field count
+//! that does not match is an error naming the file and line.
+
+use std::collections::HashSet;
+use std::fs::File;
+use std::io::{BufRead, BufReader, Read};
+use std::path::Path;
+
+use indexmap::IndexMap;
+use polars::prelude::*;
+use serde::Deserialize;
+
+use super::DataError;
+
+#[derive(Debug, Deserialize, Clone, Copy, PartialEq, Eq, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Format {
+    #[default]
+    Delimited,
+    Whitespace,
+    Xls,
+}
+
+#[derive(Debug, Deserialize, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Encoding {
+    #[default]
+    #[serde(rename = "utf-8")]
+    Utf8,
+    #[serde(rename = "latin-1")]
+    Latin1,
+}
+
+#[derive(Debug, Deserialize, Clone, Copy, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum Compression {
+    Gzip,
+}
+
+#[derive(Debug, Deserialize, Clone, Copy, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum NamesStyle {
+    /// `name: continuous.` / `name: v1, v2, ….`; lines starting with `|` are comments.
+    Uci,
+    /// `@attribute name numeric|string|{…}`.
+    Arff,
+}
+
+#[derive(Debug, Deserialize, Clone)]
+#[serde(deny_unknown_fields)]
+pub struct NamesFile {
+    pub file: String,
+    pub style: NamesStyle,
+}
+
+/// How one file becomes a frame (see the header of `data/datasets.toml`).
+#[derive(Debug, Deserialize, Clone)]
+#[serde(deny_unknown_fields)]
+pub struct TableSpec {
+    pub file: String,
+    #[serde(default)]
+    pub format: Format,
+    #[serde(default)]
+    pub separator: Option<String>,
+    #[serde(default)]
+    pub compression: Option<Compression>,
+    #[serde(default)]
+    pub encoding: Encoding,
+    #[serde(default)]
+    pub skip_lines: usize,
+    #[serde(default)]
+    pub header: bool,
+    #[serde(default)]
+    pub trim: bool,
+    #[serde(default)]
+    pub missing: Vec<String>,
+    #[serde(default)]
+    pub columns: Option<Vec<String>>,
+    #[serde(default)]
+    pub names: Option<NamesFile>,
+    #[serde(default)]
+    pub append_columns: Vec<String>,
+    #[serde(default)]
+    pub categorical: Vec<String>,
+    #[serde(default)]
+    pub strip_suffix: IndexMap<String, String>,
+    #[serde(default)]
+    pub sheet: Option<String>,
+    #[serde(default)]
+    pub header_row: Option<usize>,
+    #[serde(default)]
+    pub stop_at_blank_row: bool,
+}
+
+impl TableSpec {
+    /// Relations serde cannot express.
+    pub fn check(&self) -> Result<(), String> {
+        let sources = [self.header, self.columns.is_some(), self.names.is_some()]
+            .iter()
+            .filter(|b| **b)
+            .count();
+        match self.format {
+            Format::Xls => {
+                if self.sheet.is_none() || self.header_row.is_none() {
+                    return Err("an xls table needs `sheet` and `header_row`".into());
+                }
+                if self.header || self.names.is_some() {
+                    return Err(
+                        "an xls table takes its names from `header_row` (or `columns`)".into(),
+                    );
+                }
+            }
+            _ => {
+                if sources != 1 {
+                    return Err("give exactly one of `header = true`, `columns` or `names`".into());
+                }
+                if self.sheet.is_some() || self.header_row.is_some() {
+                    return Err("`sheet` and `header_row` are for xls tables".into());
+                }
+            }
+        }
+        if self.format == Format::Delimited {
+            match self.separator.as_deref().map(|s| s.chars().count()) {
+                Some(1) => {}
+                _ => return Err("a delimited table needs a one-character `separator`".into()),
+            }
+        }
+        Ok(())
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Kind {
+    /// Declared continuous: every present value must be a number.
+    Numeric,
+    /// Declared categorical: kept as text.
+    Text,
+    /// Not declared: numeric if every present value is a number, else text.
+    Infer,
+}
+
+enum Values {
+    Num { v: Vec<Option<f64>>, all_int: bool },
+    Text(Vec<Option<String>>),
+}
+
+struct ColumnBuf {
+    name: String,
+    kind: Kind,
+    values: Values,
+}
+
+impl ColumnBuf {
+    fn new(name: String, kind: Kind) -> Self {
+        let values = match kind {
+            Kind::Numeric => Values::Num {
+                v: Vec::new(),
+                all_int: true,
+            },
+            _ => Values::Text(Vec::new()),
+        };
+        ColumnBuf { name, kind, values }
+    }
+
+    fn into_column(self) -> Column {
+        let name: PlSmallStr = self.name.as_str().into();
+        match self.values {
+            Values::Num { v, all_int } => num_column(name, v, all_int),
+            Values::Text(v) if self.kind == Kind::Infer => {
+                let mut all_int = true;
+                let parsed: Option<Vec<Option<f64>>> = v
+                    .iter()
+                    .map(|s| match s {
+                        None => Some(None),
+                        Some(s) => parse_number(s).map(|(x, int)| {
+                            all_int &= int;
+                            Some(x)
+                        }),
+                    })
+                    .collect();
+                match parsed {
+                    Some(nums) if v.iter().any(Option::is_some) => num_column(name, nums, all_int),
+                    _ => Column::new(name, v),
+                }
+            }
+            Values::Text(v) => Column::new(name, v),
+        }
+    }
+}
+
+fn num_column(name: PlSmallStr, v: Vec<Option<f64>>, all_int: bool) -> Column {
+    if all_int && v.iter().flatten().all(|x| x.abs() < 9.0e15) {
+        Column::new(
+            name,
+            v.into_iter()
+                .map(|x| x.map(|x| x as i64))
+                .collect::<Vec<_>>(),
+        )
+    } else {
+        Column::new(name, v)
+    }
+}
+
+/// A number and whether it was written as an integer. Accepts Matlab-style `3.38e-005`.
+fn parse_number(s: &str) -> Option<(f64, bool)> {
+    if let Ok(i) = s.parse::<i64>() {
+        return Some((i as f64, true));
+    }
+    let x: f64 = s.parse().ok()?;
+    // "nan"/"inf" parse as f64 but are not data values in any registered file.
+    x.is_finite().then_some((x, false))
+}
+
+/// Column names and kinds from a `.names` file.
+pub fn read_names(path: &Path, style: NamesStyle) -> Result<Vec<(String, bool)>, DataError> {
+    let bytes =
+        std::fs::read(path).map_err(|e| DataError::Io(format!("{}: {e}", path.display())))?;
+    // .names files are ASCII in practice; Latin-1 decoding never fails and keeps any stray byte.
+    let text: String = bytes.iter().map(|&b| b as char).collect();
+    let mut out = Vec::new();
+    for line in text.lines() {
+        let l = line.trim();
+        match style {
+            NamesStyle::Uci => {
+                if l.is_empty() || l.starts_with('|') {
+                    continue;
+                }
+                let Some((name, spec)) = l.split_once(':') else {
+                    continue;
+                };
+                let spec = spec.trim().trim_end_matches('.').trim();
+                out.push((name.trim().to_string(), spec == "continuous"));
+            }
+            NamesStyle::Arff => {
+                let lower = l.to_ascii_lowercase();
+                if !lower.starts_with("@attribute") {
+                    continue;
+                }
+                let rest = l["@attribute".len()..].trim();
+                let (name, ty) = if let Some(q) = rest.strip_prefix('\'') {
+                    let end = q.find('\'').unwrap_or(q.len());
+                    (
+                        q[..end].to_string(),
+                        q[end..].trim_start_matches('\'').trim(),
+                    )
+                } else {
+                    let mut it = rest.splitn(2, char::is_whitespace);
+                    (
+                        it.next().unwrap_or("").to_string(),
+                        it.next().unwrap_or("").trim(),
+                    )
+                };
+                let t = ty.to_ascii_lowercase();
+                out.push((name, matches!(t.as_str(), "numeric" | "real" | "integer")));
+            }
+        }
+    }
+    if out.is_empty() {
+        return Err(DataError::Parse(format!(
+            "{}: no column names found ({style:?} style)",
+            path.display()
+        )));
+    }
+    Ok(out)
+}
+
+/// Reads a registered table. `names` is the verified path of its `.names` file, if any.
+pub fn read_table(
+    spec: &TableSpec,
+    path: &Path,
+    names: Option<&Path>,
+) -> Result<DataFrame, DataError> {
+    if spec.format == Format::Xls {
+        return read_xls(spec, path);
+    }
+    let file = File::open(path).map_err(|e| DataError::Io(format!("{}: {e}", path.display())))?;
+    let reader: Box<dyn Read> = match spec.compression {
+        Some(Compression::Gzip) => Box::new(flate2::read::MultiGzDecoder::new(file)),
+        None => Box::new(file),
+    };
+    let declared: Option<Vec<(String, bool)>> = match (&spec.names, names) {
+        (Some(n), Some(p)) => Some(read_names(p, n.style)?),
+        _ => None,
+    };
+    read_text(
+        spec,
+        &display_name(path),
+        BufReader::with_capacity(1 << 20, reader),
+        declared,
+    )
+}
+
+fn display_name(path: &Path) -> String {
+    path.file_name()
+        .map(|f| f.to_string_lossy().into_owned())
+        .unwrap_or_else(|| path.display().to_string())
+}
+
+/// The text reader, separate from file opening so tests can feed it inline samples.
+pub fn read_text(
+    spec: &TableSpec,
+    file: &str,
+    mut input: impl BufRead,
+    declared: Option<Vec<(String, bool)>>,
+) -> Result<DataFrame, DataError> {
+    let categorical: HashSet<&str> = spec.categorical.iter().map(String::as_str).collect();
+    let sep = spec
+        .separator
+        .as_deref()
+        .and_then(|s| s.chars().next())
+        .unwrap_or(',');
+    let mut cols: Vec<ColumnBuf> = Vec::new();
+    let make_cols = |names: Vec<(String, Option<bool>)>| -> Vec<ColumnBuf> {
+        names
+            .into_iter()
+            .map(|(n, numeric)| {
+                let kind = if categorical.contains(n.as_str()) {
+                    Kind::Text
+                } else {
+                    match numeric {
+                        Some(true) => Kind::Numeric,
+                        Some(false) => Kind::Text,
+                        None => Kind::Infer,
+                    }
+                };
+                ColumnBuf::new(n, kind)
+            })
+            .collect()
+    };
+    if let Some(d) = declared {
+        let mut names: Vec<(String, Option<bool>)> =
+            d.into_iter().map(|(n, c)| (n, Some(c))).collect();
+        names.extend(spec.append_columns.iter().map(|n| (n.clone(), None)));
+        cols = make_cols(names);
+    } else if let Some(c) = &spec.columns {
+        let mut names: Vec<(String, Option<bool>)> = c.iter().map(|n| (n.clone(), None)).collect();
+        names.extend(spec.append_columns.iter().map(|n| (n.clone(), None)));
+        cols = make_cols(names);
+    }
+    let mut buf = Vec::new();
+    let mut line_no = 0usize;
+    let mut need_header = spec.header;
+    loop {
+        buf.clear();
+        let n = input
+            .read_until(b'\n', &mut buf)
+            .map_err(|e| DataError::Io(format!("{file}:{}: {e}", line_no + 1)))?;
+        if n == 0 {
+            break;
+        }
+        line_no += 1;
+        if line_no <= spec.skip_lines {
+            continue;
+        }
+        while matches!(buf.last(), Some(b'\n' | b'\r')) {
+            buf.pop();
+        }
+        let latin;
+        let line: &str = match spec.encoding {
+            Encoding::Utf8 => std::str::from_utf8(&buf).map_err(|e| {
+                DataError::Parse(format!(
+                    "{file}:{line_no}:{}: not valid UTF-8 (byte 0x{:02x}); if the file is Latin-1, say `encoding = \"latin-1\"`",
+                    e.valid_up_to() + 1,
+                    buf[e.valid_up_to()]
+                ))
+            })?,
+            Encoding::Latin1 => {
+                latin = buf.iter().map(|&b| b as char).collect::<String>();
+                &latin
+            }
+        };
+        if line.trim().is_empty() {
+            continue;
+        }
+        let mut fields: Vec<&str> = Vec::with_capacity(cols.len().max(8));
+        match spec.format {
+            Format::Whitespace => fields.extend(line.split_whitespace()),
+            _ => fields.extend(
+                line.split(sep)
+                    .map(|f| if spec.trim { f.trim() } else { f }),
+            ),
+        }
+        if need_header {
+            need_header = false;
+            let names = fields
+                .iter()
+                .map(|f| (f.trim().to_string(), None))
+                .collect();
+            cols = make_cols(names);
+            check_unique(&cols, file)?;
+            continue;
+        }
+        if cols.is_empty() {
+            return Err(DataError::Parse(format!("{file}: no column names")));
+        }
+        if fields.len() != cols.len() {
+            return Err(DataError::Parse(format!(
+                "{file}:{line_no}: {} fields, expected {} ({} … {})",
+                fields.len(),
+                cols.len(),
+                cols[0].name,
+                cols[cols.len() - 1].name
+            )));
+        }
+        for (i, (raw, col)) in fields.iter().zip(cols.iter_mut()).enumerate() {
+            let mut v: &str = raw;
+            if let Some(suf) = spec.strip_suffix.get(&col.name) {
+                v = v.strip_suffix(suf.as_str()).unwrap_or(v);
+            }
+            let present = !(v.is_empty() || spec.missing.iter().any(|m| m == v));
+            match &mut col.values {
+                Values::Num { v: out, all_int } => {
+                    if !present {
+                        out.push(None);
+                        continue;
+                    }
+                    let (x, int) = parse_number(v).ok_or_else(|| {
+                        DataError::Parse(format!(
+                            "{file}:{line_no}: field {} (`{}`) is `{v}`, which is not a number (the column is declared continuous)",
+                            i + 1,
+                            col.name
+                        ))
+                    })?;
+                    *all_int &= int;
+                    out.push(Some(x));
+                }
+                Values::Text(out) => out.push(present.then(|| v.to_string())),
+            }
+        }
+    }
+    if cols.is_empty() {
+        return Err(DataError::Parse(format!("{file}: empty file")));
+    }
+    check_unique(&cols, file)?;
+    let columns: Vec<Column> = cols.into_iter().map(ColumnBuf::into_column).collect();
+    DataFrame::new_infer_height(columns).map_err(|e| DataError::Parse(format!("{file}: {e}")))
+}
+
+fn check_unique(cols: &[ColumnBuf], file: &str) -> Result<(), DataError> {
+    let mut seen = HashSet::new();
+    for c in cols {
+        if !seen.insert(c.name.as_str()) {
+            return Err(DataError::Parse(format!(
+                "{file}: column name `{}` occurs twice; give distinct `columns` in the registry",
+                c.name
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// One sheet of an Excel workbook. Names come from `header_row` (1-based, as Excel numbers
+/// rows); columns with an empty header cell are spacers and dropped; data starts at the first
+/// non-blank row below the header and, with `stop_at_blank_row`, ends before the next blank
+/// row (CTG.xls keeps column totals below a blank row).
+fn read_xls(spec: &TableSpec, path: &Path) -> Result<DataFrame, DataError> {
+    use calamine::{open_workbook_auto, Data, Reader};
+    let file = display_name(path);
+    let sheet = spec.sheet.as_deref().unwrap_or_default();
+    let mut wb = open_workbook_auto(path).map_err(|e| DataError::Parse(format!("{file}: {e}")))?;
+    let range = wb.worksheet_range(sheet).map_err(|e| {
+        DataError::Parse(format!(
+            "{file}: sheet `{sheet}`: {e} (sheets: {})",
+            wb.sheet_names().join(", ")
+        ))
+    })?;
+    let header_row = spec.header_row.unwrap_or(1);
+    let (r0, _) = range.start().unwrap_or((0, 0));
+    let rows: Vec<&[Data]> = range.rows().collect();
+    let hidx = (header_row - 1)
+        .checked_sub(r0 as usize)
+        .filter(|i| *i < rows.len())
+        .ok_or_else(|| {
+            DataError::Parse(format!("{file}: sheet `{sheet}` has no row {header_row}"))
+        })?;
+    let cell_text = |d: &Data| -> Option<String> {
+        match d {
+            Data::Empty => None,
+            Data::String(s) if s.trim().is_empty() => None,
+            Data::String(s) => Some(s.trim().to_string()),
+            other => Some(other.to_string()),
+        }
+    };
+    let keep: Vec<(usize, String)> = rows[hidx]
+        .iter()
+        .enumerate()
+        .filter_map(|(i, d)| cell_text(d).map(|t| (i, t)))
+        .collect();
+    let names: Vec<String> = match &spec.columns {
+        Some(c) if c.len() != keep.len() => return Err(DataError::Parse(format!(
+            "{file}: sheet `{sheet}` row {header_row} has {} named columns, the registry lists {}",
+            keep.len(),
+            c.len()
+        ))),
+        Some(c) => c.clone(),
+        None => keep.iter().map(|(_, t)| t.clone()).collect(),
+    };
+    let categorical: HashSet<&str> = spec.categorical.iter().map(String::as_str).collect();
+    let mut cols: Vec<ColumnBuf> = names
+        .into_iter()
+        .map(|n| {
+            let kind = if categorical.contains(n.as_str()) {
+                Kind::Text
+            } else {
+                Kind::Infer
+            };
+            ColumnBuf::new(n, kind)
+        })
+        .collect();
+    check_unique(&cols, &file)?;
+    // Numbers are kept as numbers (not re-parsed from text) so no precision is lost.
+    let mut nums: Vec<Vec<Option<f64>>> = vec![Vec::new(); cols.len()];
+    let mut numeric = vec![true; cols.len()];
+    let mut started = false;
+    for row in rows.iter().skip(hidx + 1) {
+        let blank = keep
+            .iter()
+            .all(|(ci, _)| row.get(*ci).and_then(cell_text).is_none());
+        if blank {
+            if started && spec.stop_at_blank_row {
+                break;
+            }
+            continue;
+        }
+        started = true;
+        for (k, (ci, _)) in keep.iter().enumerate() {
+            let cell = row.get(*ci).unwrap_or(&Data::Empty);
+            let num = match cell {
+                Data::Float(x) => Some(*x),
+                Data::Int(i) => Some(*i as f64),
+                Data::Bool(b) => Some(f64::from(u8::from(*b))),
+                Data::DateTime(d) => Some(d.as_f64()),
+                _ => None,
+            };
+            let text = cell_text(cell);
+            if text.is_some() && num.is_none() {
+                numeric[k] = false;
+            }
+            nums[k].push(num);
+            if let Values::Text(t) = &mut cols[k].values {
+                t.push(text);
+            }
+        }
+    }
+    let columns: Vec<Column> = cols
+        .into_iter()
+        .zip(nums)
+        .zip(numeric)
+        .map(|((c, n), is_num)| {
+            if c.kind == Kind::Infer && is_num && n.iter().any(Option::is_some) {
+                let all_int = n.iter().flatten().all(|x| x.fract() == 0.0);
+                num_column(c.name.as_str().into(), n, all_int)
+            } else {
+                let name: PlSmallStr = c.name.as_str().into();
+                match c.values {
+                    Values::Text(t) => Column::new(name, t),
+                    Values::Num { v, .. } => Column::new(name, v),
+                }
+            }
+        })
+        .collect();
+    DataFrame::new_infer_height(columns).map_err(|e| DataError::Parse(format!("{file}: {e}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(toml_text: &str) -> TableSpec {
+        let s: TableSpec = toml::from_str(toml_text).unwrap();
+        s.check().unwrap();
+        s
+    }
+
+    fn read(
+        spec: &TableSpec,
+        text: &[u8],
+        declared: Option<Vec<(String, bool)>>,
+    ) -> Result<DataFrame, DataError> {
+        read_text(spec, "sample.data", text, declared)
+    }
+
+    #[test]
+    fn delimited_with_trim_missing_and_suffix() {
+        let s = spec(
+            "file='x'\nseparator=','\ntrim=true\nmissing=['?']\nskip_lines=1\ncolumns=['age','job','income']\ncategorical=['income']\nstrip_suffix={income='.'}",
+        );
+        let df = read(
+            &s,
+            b"|banner\n39, State-gov, <=50K.\n50, ?, >50K.\n\n",
+            None,
+        )
+        .unwrap();
+        assert_eq!(df.shape(), (2, 3));
+        assert_eq!(df.column("age").unwrap().dtype(), &DataType::Int64);
+        let job = df.column("job").unwrap().str().unwrap().clone();
+        assert_eq!(job.get(0), Some("State-gov"));
+        assert_eq!(job.get(1), None);
+        assert_eq!(
+            df.column("income").unwrap().str().unwrap().get(1),
+            Some(">50K")
+        );
+    }
+
+    #[test]
+    fn header_whitespace_and_floats() {
+        let s = spec("file='x'\nseparator=','\nheader=true");
+        let df = read(&s, b"a,b\r\n1,3.38e-005\r\n2,0.5\r\n", None).unwrap();
+        assert_eq!(df.column("b").unwrap().dtype(), &DataType::Float64);
+        assert_eq!(df.column("b").unwrap().f64().unwrap().get(0), Some(3.38e-5));
+        let s = spec("file='x'\nformat='whitespace'\ncolumns=['u','i']");
+        let df = read(&s, b"1\t785\n 2   3 \n", None).unwrap();
+        assert_eq!(df.column("i").unwrap().i64().unwrap().get(0), Some(785));
+    }
+
+    #[test]
+    fn wrong_field_count_names_file_and_line() {
+        let s = spec("file='x'\nseparator=','\ncolumns=['a','b']");
+        let e = read(&s, b"1,2\n3\n", None).unwrap_err().to_string();
+        assert!(
+            e.contains("sample.data:2") && e.contains("1 fields, expected 2"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn declared_continuous_rejects_text() {
+        let s = spec("file='x'\nseparator=','\nnames={file='n', style='uci'}");
+        let decl = vec![("age".to_string(), true), ("job".to_string(), false)];
+        let e = read(&s, b"1,a\nx,b\n", Some(decl.clone()))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("sample.data:2") && e.contains("`age`") && e.contains("`x`"),
+            "{e}"
+        );
+        // A nominal code column stays text even though it looks numeric.
+        let df = read(&s, b"1,40\n2,44\n", Some(decl)).unwrap();
+        assert_eq!(df.column("job").unwrap().dtype(), &DataType::String);
+    }
+
+    #[test]
+    fn encodings() {
+        let s = spec("file='x'\nseparator='|'\ncolumns=['id','title']");
+        let e = read(&s, b"1|Les Mis\xe9rables\n", None)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("sample.data:1:") && e.contains("latin-1"), "{e}");
+        let s = spec("file='x'\nseparator='|'\nencoding='latin-1'\ncolumns=['id','title']");
+        let df = read(&s, b"1|Les Mis\xe9rables\n", None).unwrap();
+        assert_eq!(
+            df.column("title").unwrap().str().unwrap().get(0),
+            Some("Les Misérables")
+        );
+    }
+
+    #[test]
+    fn names_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("a.names");
+        std::fs::write(
+            &p,
+            "| comment: x\n>50K, <=50K.\n\nage: continuous.\nworkclass: Private, Never-worked.\n",
+        )
+        .unwrap();
+        assert_eq!(
+            read_names(&p, NamesStyle::Uci).unwrap(),
+            vec![("age".into(), true), ("workclass".into(), false)]
+        );
+        std::fs::write(
+            &p,
+            "@relation x\n@attribute state numeric\n@attribute communityname string\n",
+        )
+        .unwrap();
+        assert_eq!(
+            read_names(&p, NamesStyle::Arff).unwrap(),
+            vec![("state".into(), true), ("communityname".into(), false)]
+        );
+        std::fs::write(&p, "nothing here\n").unwrap();
+        assert!(read_names(&p, NamesStyle::Arff).is_err());
+    }
+
+    #[test]
+    fn gzip_stream() {
+        use std::io::Write;
+        let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        enc.write_all(b"1, 2\n3, 4\n").unwrap();
+        let gz = enc.finish().unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("t.gz");
+        std::fs::write(&p, gz).unwrap();
+        let s =
+            spec("file='t.gz'\ncompression='gzip'\nseparator=','\ntrim=true\ncolumns=['a','b']");
+        let df = read_table(&s, &p, None).unwrap();
+        assert_eq!(df.column("b").unwrap().i64().unwrap().get(1), Some(4));
+    }
+
+    #[test]
+    fn bad_specs_are_rejected() {
+        let s: TableSpec = toml::from_str("file='x'\nseparator=','").unwrap();
+        assert!(s.check().unwrap_err().contains("exactly one"));
+        let s: TableSpec = toml::from_str("file='x'\nseparator=',,'\nheader=true").unwrap();
+        assert!(s.check().unwrap_err().contains("one-character"));
+        let s: TableSpec = toml::from_str("file='x'\nformat='xls'").unwrap();
+        assert!(s.check().unwrap_err().contains("sheet"));
+    }
+}
