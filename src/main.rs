@@ -121,6 +121,9 @@ A cell matches when |a − b| ≤ atol + rtol·|b|; text and integer cells must 
         rtol: f64,
         #[arg(long, default_value_t = 1e-12)]
         atol: f64,
+        /// A pipeline directory of B that A lacks (e.g. skipped for missing data) is listed, not a mismatch.
+        #[arg(long)]
+        allow_missing: bool,
     },
 }
 
@@ -247,9 +250,13 @@ fn main() -> ExitCode {
             }
             Err(errs) => report_spec_errors(&errs),
         },
-        Command::Compare { a, b, rtol, atol } => {
-            compare_cmd(&a, &b, compare::Tolerance { rtol, atol })
-        }
+        Command::Compare {
+            a,
+            b,
+            rtol,
+            atol,
+            allow_missing,
+        } => compare_cmd(&a, &b, compare::Tolerance { rtol, atol }, allow_missing),
     }
 }
 
@@ -476,7 +483,7 @@ over (axes to gather: `all` or a list), repeat (run N times over axis `rep`), st
     ExitCode::SUCCESS
 }
 
-fn compare_cmd(a: &Path, b: &Path, tol: compare::Tolerance) -> ExitCode {
+fn compare_cmd(a: &Path, b: &Path, tol: compare::Tolerance, allow_missing: bool) -> ExitCode {
     for d in [a, b] {
         if !d.is_dir() {
             eprintln!("error: {}: not a directory", d.display());
@@ -510,6 +517,13 @@ fn compare_cmd(a: &Path, b: &Path, tol: compare::Tolerance) -> ExitCode {
     let mut mismatch = false;
     let (mut frames, mut cells) = (0, 0);
     for (da, db, name) in pairs {
+        if !da.is_dir() && db.is_dir() && allow_missing {
+            println!(
+                "{name}: not in {} (not compared: --allow-missing)",
+                a.display()
+            );
+            continue;
+        }
         if !da.is_dir() || !db.is_dir() {
             println!(
                 "{name}: only in {}",

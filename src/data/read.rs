@@ -492,11 +492,13 @@ fn read_xls(spec: &TableSpec, path: &Path) -> Result<DataFrame, DataError> {
         .filter_map(|(i, d)| cell_text(d).map(|t| (i, t)))
         .collect();
     let names: Vec<String> = match &spec.columns {
-        Some(c) if c.len() != keep.len() => return Err(DataError::Parse(format!(
+        Some(c) if c.len() != keep.len() => {
+            return Err(DataError::Parse(format!(
             "{file}: sheet `{sheet}` row {header_row} has {} named columns, the registry lists {}",
             keep.len(),
             c.len()
-        ))),
+        )))
+        }
         Some(c) => c.clone(),
         None => keep.iter().map(|(_, t)| t.clone()).collect(),
     };
