@@ -145,7 +145,14 @@ enum Kind {
 }
 
 enum Values {
-    Num { v: Vec<Option<f64>>, all_int: bool },
+    Num {
+        v: Vec<Option<f64>>,
+        all_int: bool,
+    },
+    /// Declared text goes straight into arrow string storage (short values inline, no
+    /// allocation per cell): the only copy of the data the reader makes.
+    Arrow(StringChunkedBuilder),
+    /// Undeclared columns wait for the whole file before their type is known.
     Text(Vec<Option<String>>),
 }
 
@@ -162,7 +169,8 @@ impl ColumnBuf {
                 v: Vec::new(),
                 all_int: true,
             },
-            _ => Values::Text(Vec::new()),
+            Kind::Text => Values::Arrow(StringChunkedBuilder::new(name.as_str().into(), 1024)),
+            Kind::Infer => Values::Text(Vec::new()),
         };
         ColumnBuf { name, kind, values }
     }
@@ -171,6 +179,7 @@ impl ColumnBuf {
         let name: PlSmallStr = self.name.as_str().into();
         match self.values {
             Values::Num { v, all_int } => num_column(name, v, all_int),
+            Values::Arrow(b) => b.finish().into_column(),
             Values::Text(v) if self.kind == Kind::Infer => {
                 let mut all_int = true;
                 let parsed: Option<Vec<Option<f64>>> = v
@@ -429,6 +438,8 @@ pub fn read_text(
                     *all_int &= int;
                     out.push(Some(x));
                 }
+                Values::Arrow(b) if present => b.append_value(v),
+                Values::Arrow(b) => b.append_null(),
                 Values::Text(out) => out.push(present.then(|| v.to_string())),
             }
         }
@@ -544,8 +555,13 @@ fn read_xls(spec: &TableSpec, path: &Path) -> Result<DataFrame, DataError> {
                 numeric[k] = false;
             }
             nums[k].push(num);
-            if let Values::Text(t) = &mut cols[k].values {
-                t.push(text);
+            match &mut cols[k].values {
+                Values::Text(t) => t.push(text),
+                Values::Arrow(b) => match text {
+                    Some(t) => b.append_value(t),
+                    None => b.append_null(),
+                },
+                Values::Num { .. } => {}
             }
         }
     }
@@ -561,6 +577,7 @@ fn read_xls(spec: &TableSpec, path: &Path) -> Result<DataFrame, DataError> {
                 let name: PlSmallStr = c.name.as_str().into();
                 match c.values {
                     Values::Text(t) => Column::new(name, t),
+                    Values::Arrow(b) => b.finish().into_column(),
                     Values::Num { v, .. } => Column::new(name, v),
                 }
             }
