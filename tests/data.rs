@@ -94,6 +94,21 @@ impl Env {
         c
     }
 
+    /// `dplab run -q P --out OUT EXTRA…`, with or without the test mirror.
+    fn run(&self, p: &Path, out: &Path, extra: &[&str], mirror: bool) -> std::process::Output {
+        let mut c = self.cmd();
+        if mirror {
+            c.env("DPLAB_DATA_MIRROR", self.dir.path().join("mirror"));
+        }
+        c.args(["run", "-q"])
+            .args(extra)
+            .arg(p)
+            .arg("--out")
+            .arg(out)
+            .output()
+            .unwrap()
+    }
+
     fn leftovers(&self) -> Vec<String> {
         let d = self.dir.path().join("cache/t");
         fs::read_dir(&d)
@@ -220,29 +235,14 @@ fn load_dataset_in_a_pipeline() {
         e.contains("dplab data fetch t") && e.contains("not in the cache"),
         "{e}"
     );
-    let out = env
-        .cmd()
-        .args(["run", "-q", "--skip-unavailable"])
-        .arg(&p)
-        .arg("--out")
-        .arg(&out_dir)
-        .output()
-        .unwrap();
+    let out = env.run(&p, &out_dir, &["--skip-unavailable"], false);
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(stderr(&out).contains("skipped"));
     assert!(!out_dir.join("p").exists());
 
     // Present in the mirror: '?' is a null and left out of the distribution.
     fs::write(env.dir.path().join("mirror/t/t.csv"), GOOD).unwrap();
-    let out = env
-        .cmd()
-        .args(["run", "-q"])
-        .arg(&p)
-        .arg("--out")
-        .arg(&out_dir)
-        .env("DPLAB_DATA_MIRROR", env.dir.path().join("mirror"))
-        .output()
-        .unwrap();
+    let out = env.run(&p, &out_dir, &[], true);
     assert!(out.status.success(), "{}", stderr(&out));
     let dist = fs::read_to_string(out_dir.join("p/dist.csv")).unwrap();
     assert!(
@@ -256,15 +256,7 @@ fn load_dataset_in_a_pipeline() {
         b"a,b\n1,x\n2,?\n3,z\n",
     )
     .unwrap();
-    let out = env
-        .cmd()
-        .args(["run", "-q"])
-        .arg(&p)
-        .arg("--out")
-        .arg(&out_dir)
-        .env("DPLAB_DATA_MIRROR", env.dir.path().join("mirror"))
-        .output()
-        .unwrap();
+    let out = env.run(&p, &out_dir, &[], true);
     assert_eq!(out.status.code(), Some(1));
     assert!(stderr(&out).contains("sha256"), "{}", stderr(&out));
 

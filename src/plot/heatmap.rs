@@ -247,21 +247,13 @@ pub(super) fn render(fig: &HeatmapFigure) -> Result<String, PlotError> {
             let cell = root
                 .clone()
                 .shrink((cx, cy + ptitle_h), (pw, ph - ptitle_h));
-            let plot_h = (ph - ptitle_h - x_area - 10) as f64;
-            let ya = Axis::fitted(fig.log_y, y_lo, y_hi, plot_h, false, TICK_PX);
-            let y_area = (ya.widest_label(TICK_PX) + 14.0).ceil() as i32;
-            let plot_w = (pw - y_area - 24) as f64;
-            let xa = Axis::fitted(fig.log_x, x_lo, x_hi, plot_w, true, TICK_PX);
-
-            let mut chart = ChartBuilder::on(&cell)
-                .margin_top(4)
-                .margin_bottom(6)
-                .margin_left(4)
-                .margin_right(20)
-                .x_label_area_size(x_area)
-                .y_label_area_size(y_area)
-                .build_cartesian_2d(xa.clone(), ya.clone())
-                .map_err(draw_err)?;
+            let (mut chart, xa, ya) = panel_chart(
+                &cell,
+                (fig.log_x, fig.log_y),
+                (x_lo, x_hi),
+                (y_lo, y_hi),
+                (pw, ph, ptitle_h, x_area),
+            )?;
             // Grid lines would be hidden under the cells anyway.
             chart
                 .configure_mesh()

@@ -4,7 +4,7 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, VPos};
 
-use super::scale::{self, Axis};
+use super::scale;
 use super::*;
 
 /// Pixel length of a legend glyph.
@@ -369,21 +369,13 @@ fn render_with(fig: &LineFigure, place: Place) -> Result<(String, f64), PlotErro
             };
             let (y_lo, y_hi) = scale::pad(fig.log_y, y_lo, y_hi, 0.05);
             let x_area = (TICK_PX + 14.0) as i32;
-            let plot_h = (ph - ptitle_h - x_area - 10) as f64;
-            let ya = Axis::fitted(fig.log_y, y_lo, y_hi, plot_h, false, TICK_PX);
-            let y_area = (ya.widest_label(TICK_PX) + 14.0).ceil() as i32;
-            let plot_w = (pw - y_area - 4 - 20) as f64;
-            let xa = Axis::fitted(fig.log_x, x_lo, x_hi, plot_w, true, TICK_PX);
-
-            let mut chart = ChartBuilder::on(&cell)
-                .margin_top(4)
-                .margin_bottom(6)
-                .margin_left(4)
-                .margin_right(20)
-                .x_label_area_size(x_area)
-                .y_label_area_size(y_area)
-                .build_cartesian_2d(xa.clone(), ya.clone())
-                .map_err(draw_err)?;
+            let (mut chart, xa, ya) = panel_chart(
+                &cell,
+                (fig.log_x, fig.log_y),
+                (x_lo, x_hi),
+                (y_lo, y_hi),
+                (pw, ph, ptitle_h, x_area),
+            )?;
             chart
                 .configure_mesh()
                 .label_style(TextStyle::from(font(TICK_PX)).color(&INK))

@@ -365,5 +365,40 @@ fn draw_frame_text<DB: DrawingBackend>(
     Ok(())
 }
 
+/// Axes and chart of one panel, laid out the same way in line and heatmap figures (so their
+/// panels align): the y axis is fitted first, because the width of its tick labels decides
+/// how much room is left for the x axis.
+#[allow(clippy::type_complexity)]
+fn panel_chart<'a, 'b>(
+    cell: &'a DrawingArea<SVGBackend<'b>, plotters::coord::Shift>,
+    (log_x, log_y): (bool, bool),
+    (x_lo, x_hi): (f64, f64),
+    (y_lo, y_hi): (f64, f64),
+    (pw, ph, ptitle_h, x_area): (i32, i32, i32, i32),
+) -> Result<
+    (
+        ChartContext<'a, SVGBackend<'b>, Cartesian2d<scale::Axis, scale::Axis>>,
+        scale::Axis,
+        scale::Axis,
+    ),
+    PlotError,
+> {
+    let plot_h = (ph - ptitle_h - x_area - 10) as f64;
+    let ya = scale::Axis::fitted(log_y, y_lo, y_hi, plot_h, false, TICK_PX);
+    let y_area = (ya.widest_label(TICK_PX) + 14.0).ceil() as i32;
+    let plot_w = (pw - y_area - 24) as f64;
+    let xa = scale::Axis::fitted(log_x, x_lo, x_hi, plot_w, true, TICK_PX);
+    let chart = ChartBuilder::on(cell)
+        .margin_top(4)
+        .margin_bottom(6)
+        .margin_left(4)
+        .margin_right(20)
+        .x_label_area_size(x_area)
+        .y_label_area_size(y_area)
+        .build_cartesian_2d(xa.clone(), ya.clone())
+        .map_err(draw_err)?;
+    Ok((chart, xa, ya))
+}
+
 #[cfg(test)]
 mod tests;
