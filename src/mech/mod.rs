@@ -8,6 +8,9 @@
 //! - [`exponential::ExponentialMechanism`] — the exponential mechanism (Def. 3.4, Thm 3.10–3.11)
 //! - [`noisy_max::ReportNoisyMax`] — Report Noisy Max with Laplace noise, Report One-Sided
 //!   Noisy Arg-Max with exponential noise, and Gumbel-max (Thm 3.13)
+//! - [`rate_distortion::blahut_arimoto`] — the rate–distortion optimal privacy channel of
+//!   Wu et al. 2020 (Algorithms 1–3), and [`rate_distortion::symmetric_channel`] (k-ary
+//!   randomized response) it is compared with
 
 pub mod exponential;
 pub mod gaussian;
@@ -15,6 +18,7 @@ pub mod geometric;
 pub mod laplace;
 pub mod noisy_max;
 pub mod quadrature;
+pub mod rate_distortion;
 pub mod stats;
 
 /// A parameter outside its valid range. The message names the value and the range.

@@ -1,0 +1,535 @@
+//! The rate–distortion privacy channel of Wu, Peng, Tian, Niu & Ding (2020): discrete
+//! channels q(x̂|x), mutual-information leakage, expected distortion, the ε of a channel, the
+//! Blahut–Arimoto iteration of the paper's Algorithm 1 (with the auxiliary variable Z of its
+//! Problem 2), and the symmetric channel (k-ary randomized response) it is compared with.
+//!
+//! **Guarantee.** A channel q(x̂|x) whose entries are all positive is ε-differentially private
+//! for ε = max over x, x′, x̂ of ln q(x̂|x)/q(x̂|x′) (the paper's Algorithm 3, in nats); a
+//! column with a zero beside a non-zero gives ε = ∞. The optimal channel minimises
+//! I(X; X̂) + λ·E[d(X, X̂)]: it leaks the least information for its expected distortion; its ε is
+//! whatever that channel has, not a parameter.
+//!
+//! Mutual information is in bits (the paper's H(X) = 1.9464 for MovieLens movie 785 is in bits);
+//! ε is in nats, as the paper's figures 5 and 8 say.
+
+use std::fmt;
+
+/// Bad input to the channel maths: the message names the value and the valid range.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChannelError(pub String);
+
+impl fmt::Display for ChannelError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for ChannelError {}
+
+/// How far a probability vector's sum may be from 1. Printed distributions are rounded to 4
+/// decimals (the paper's Adult vector sums to 0.9993), so callers normalise after this check.
+pub const SUM_TOLERANCE: f64 = 1e-3;
+
+/// Checks a probability vector: finite, non-negative, summing to 1 within `SUM_TOLERANCE`.
+pub fn check_distribution(p: &[f64]) -> Result<(), ChannelError> {
+    if p.is_empty() {
+        return Err(ChannelError("the distribution is empty".into()));
+    }
+    if let Some((i, v)) = p.iter().enumerate().find(|(_, v)| !(v.is_finite() && **v >= 0.0)) {
+        return Err(ChannelError(format!("p[{i}] = {v} is invalid: probabilities must be ≥ 0")));
+    }
+    let s: f64 = p.iter().sum();
+    if (s - 1.0).abs() > SUM_TOLERANCE {
+        return Err(ChannelError(format!(
+            "the probabilities sum to {s}, not 1 (tolerance {SUM_TOLERANCE})"
+        )));
+    }
+    Ok(())
+}
+
+/// A row-stochastic matrix q(y|x): `rows` inputs × `cols` outputs, row-major.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Channel {
+    pub rows: usize,
+    pub cols: usize,
+    pub q: Vec<f64>,
+}
+
+impl Channel {
+    pub fn new(rows: usize, cols: usize, q: Vec<f64>) -> Result<Channel, ChannelError> {
+        if rows == 0 || cols == 0 || q.len() != rows * cols {
+            return Err(ChannelError(format!(
+                "a {rows}×{cols} channel needs {} entries, got {}",
+                rows * cols,
+                q.len()
+            )));
+        }
+        for r in 0..rows {
+            let row = &q[r * cols..(r + 1) * cols];
+            if let Some(v) = row.iter().find(|v| !(v.is_finite() && **v >= 0.0)) {
+                return Err(ChannelError(format!("row {r} has the entry {v}: entries must be ≥ 0")));
+            }
+            let s: f64 = row.iter().sum();
+            if (s - 1.0).abs() > 1e-9 {
+                return Err(ChannelError(format!("row {r} sums to {s}, not 1")));
+            }
+        }
+        Ok(Channel { rows, cols, q })
+    }
+
+    pub fn row(&self, x: usize) -> &[f64] {
+        &self.q[x * self.cols..(x + 1) * self.cols]
+    }
+
+    /// The output distribution Σ_x p(x) q(y|x).
+    pub fn output(&self, p: &[f64]) -> Vec<f64> {
+        let mut r = vec![0.0; self.cols];
+        for (x, px) in p.iter().enumerate() {
+            for (ry, qy) in r.iter_mut().zip(self.row(x)) {
+                *ry += px * qy;
+            }
+        }
+        r
+    }
+
+    /// I(X; Y) in bits for the input distribution p.
+    pub fn mutual_information(&self, p: &[f64]) -> f64 {
+        let r = self.output(p);
+        let mut i = 0.0;
+        for (x, px) in p.iter().enumerate() {
+            if *px == 0.0 {
+                continue;
+            }
+            for (qy, ry) in self.row(x).iter().zip(&r) {
+                if *qy > 0.0 {
+                    i += px * qy * (qy / ry).log2();
+                }
+            }
+        }
+        i.max(0.0)
+    }
+
+    /// E[d(X, Y)] for a distortion matrix d (rows × cols, row-major).
+    pub fn expected_distortion(&self, p: &[f64], d: &[f64]) -> f64 {
+        let mut e = 0.0;
+        for (x, px) in p.iter().enumerate() {
+            for (y, qy) in self.row(x).iter().enumerate() {
+                e += px * qy * d[x * self.cols + y];
+            }
+        }
+        e
+    }
+
+    /// ε = max ln q(y|x)/q(y|x′) in nats (Algorithm 3); ∞ when some column has a zero beside a
+    /// non-zero; 0 for a single-row channel.
+    pub fn epsilon(&self) -> f64 {
+        let mut eps: f64 = 0.0;
+        for y in 0..self.cols {
+            let (mut lo, mut hi) = (f64::INFINITY, 0.0f64);
+            for x in 0..self.rows {
+                let v = self.q[x * self.cols + y];
+                lo = lo.min(v);
+                hi = hi.max(v);
+            }
+            if hi == 0.0 {
+                continue;
+            }
+            if lo == 0.0 {
+                return f64::INFINITY;
+            }
+            eps = eps.max((hi / lo).ln());
+        }
+        eps
+    }
+
+    /// Sums out an auxiliary output: q(x̂|x) = Σ_z q(x̂, z|x) with outputs laid out x̂-major.
+    pub fn marginal(&self, nz: usize) -> Channel {
+        let m = self.cols / nz;
+        let mut q = vec![0.0; self.rows * m];
+        for x in 0..self.rows {
+            for xh in 0..m {
+                q[x * m + xh] = self.row(x)[xh * nz..(xh + 1) * nz].iter().sum();
+            }
+        }
+        Channel { rows: self.rows, cols: m, q }
+    }
+}
+
+/// Shannon entropy in bits.
+pub fn entropy_bits(p: &[f64]) -> f64 {
+    -p.iter().filter(|v| **v > 0.0).map(|v| v * v.log2()).sum::<f64>()
+}
+
+/// Binary entropy in bits.
+fn h2(d: f64) -> f64 {
+    entropy_bits(&[d, 1.0 - d])
+}
+
+/// The distortion measure on a shared alphabet of size m.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Distortion {
+    /// d(x, x̂) = [x ≠ x̂]. Its kernel e^{−λd} = c·11ᵀ + (1−c)·I is applied in O(m) per row
+    /// instead of O(m²): the same iterates, cheaper.
+    Hamming,
+    /// Any m × m matrix of non-negative entries, row-major.
+    Matrix(Vec<f64>),
+}
+
+impl Distortion {
+    pub fn matrix(&self, m: usize) -> Vec<f64> {
+        match self {
+            Distortion::Hamming => (0..m * m).map(|i| if i / m == i % m { 0.0 } else { 1.0 }).collect(),
+            Distortion::Matrix(d) => d.clone(),
+        }
+    }
+}
+
+/// What Algorithm 1 returns.
+#[derive(Debug, Clone)]
+pub struct OptimalChannel {
+    /// q(x̂, z|x), outputs laid out x̂-major (z fastest); `nz` = 1 without Z.
+    pub channel: Channel,
+    pub nz: usize,
+    /// The MI of the last iteration as Algorithm 2 computes it, with the r(x̂, z) the channel was
+    /// built from (bits).
+    pub mi: f64,
+    /// E[d(X, X̂)] of the returned channel.
+    pub distortion: f64,
+    /// Iterations of the WHILE loop (Algorithm 1, lines 5–16).
+    pub iterations: usize,
+    /// Whether |I₀ − I| < T was reached before the iteration cap.
+    pub converged: bool,
+}
+
+/// Upper bound on BA iterations: a λ sweep must finish even where convergence is slow.
+pub const MAX_ITERATIONS: usize = 1_000_000;
+
+/// Blahut–Arimoto exactly as the paper's Algorithm 1: r₀(x̂, z) uniform; q(x̂, z|x) ∝
+/// r(x̂, z)·e^{−λ d(x, x̂)}; I by Algorithm 2 (Σ p q log(q/r), with the r the channel was built
+/// from); r ← Σ_x p(x) q(x̂, z|x); stop when |I₀ − I| < T (the printed relation between I₀ − I
+/// and T is lost in the text; the absolute change is the usual BA rule).
+///
+/// `nz` is the size of the auxiliary alphabet Z of Problem 2 (1 = none). The distortion does
+/// not depend on z, so from the uniform start r stays uniform in z and the channel's z part
+/// carries no information about x: I(X; X̂, Z) equals the no-Z value. That is what the
+/// algorithm as written does; see the w20-fig7 pipeline.
+pub fn blahut_arimoto(
+    p: &[f64],
+    d: &Distortion,
+    lambda: f64,
+    threshold: f64,
+    nz: usize,
+) -> Result<OptimalChannel, ChannelError> {
+    check_distribution(p)?;
+    if !(lambda.is_finite() && lambda > 0.0) {
+        return Err(ChannelError(format!("λ = {lambda} is invalid: must be > 0")));
+    }
+    if !(threshold.is_finite() && threshold > 0.0) {
+        return Err(ChannelError(format!("T = {threshold} is invalid: must be > 0")));
+    }
+    if nz == 0 {
+        return Err(ChannelError("the auxiliary alphabet Z must have at least one value".into()));
+    }
+    let m = p.len();
+    if let Distortion::Matrix(dm) = d {
+        if dm.len() != m * m {
+            return Err(ChannelError(format!(
+                "the distortion matrix has {} entries; the alphabet has {m} values, so it needs {}",
+                dm.len(),
+                m * m
+            )));
+        }
+        if let Some(v) = dm.iter().find(|v| !(v.is_finite() && **v >= 0.0)) {
+            return Err(ChannelError(format!("distortion {v} is invalid: must be finite and ≥ 0")));
+        }
+    }
+    let s: f64 = p.iter().sum();
+    let p: Vec<f64> = p.iter().map(|v| v / s).collect();
+    let n = m * nz; // output alphabet (x̂, z)
+    let mut ba = Kernel::new(d, m, lambda);
+    let mut r = vec![1.0 / n as f64; n];
+    let mut z = vec![0.0; m]; // Z_x = Σ_j r_j e^{−λ d(x, x̂_j)}
+    let mut w = vec![0.0; m]; // p(x)/Z_x
+    let mut t = vec![0.0; n]; // Kᵀ w
+
+    // Steps 2–4: q₀ from r₀, I₀, r from q₀.
+    let (mut i0, _) = ba.step(&p, &r, nz, &mut z, &mut w);
+    ba.update(&w, nz, &mut t);
+    for (rj, tj) in r.iter_mut().zip(&t) {
+        *rj *= tj;
+    }
+    let mut iterations = 0;
+    loop {
+        iterations += 1;
+        let (i, dist) = ba.step(&p, &r, nz, &mut z, &mut w);
+        let done = (i0 - i).abs() < threshold;
+        if done || iterations >= MAX_ITERATIONS {
+            // The channel of this iteration: q(x̂, z|x) = r(x̂, z) e^{−λd}/Z_x.
+            let full_d = d.matrix(m);
+            let mut q = vec![0.0; m * n];
+            for x in 0..m {
+                for xh in 0..m {
+                    let k = (-lambda * full_d[x * m + xh]).exp() / z[x];
+                    for zz in 0..nz {
+                        let j = xh * nz + zz;
+                        q[x * n + j] = r[j] * k;
+                    }
+                }
+            }
+            // Renormalise rows against rounding so the channel is exactly stochastic.
+            for x in 0..m {
+                let row = &mut q[x * n..(x + 1) * n];
+                let s: f64 = row.iter().sum();
+                row.iter_mut().for_each(|v| *v /= s);
+            }
+            return Ok(OptimalChannel {
+                channel: Channel { rows: m, cols: n, q },
+                nz,
+                mi: i,
+                distortion: dist,
+                iterations,
+                converged: done,
+            });
+        }
+        i0 = i;
+        ba.update(&w, nz, &mut t);
+        for (rj, tj) in r.iter_mut().zip(&t) {
+            *rj *= tj;
+        }
+    }
+}
+
+/// The kernel e^{−λ d} and the two products one BA iteration needs.
+struct Kernel {
+    lambda: f64,
+    /// Hamming: c = e^{−λ}; Matrix: the full kernel and λ·d.
+    c: f64,
+    k: Option<(Vec<f64>, Vec<f64>)>,
+    m: usize,
+}
+
+impl Kernel {
+    fn new(d: &Distortion, m: usize, lambda: f64) -> Kernel {
+        let k = match d {
+            Distortion::Hamming => None,
+            Distortion::Matrix(dm) => Some((dm.iter().map(|v| (-lambda * v).exp()).collect(), dm.clone())),
+        };
+        Kernel { lambda, c: (-lambda).exp(), k, m }
+    }
+
+    /// Z_x and w_x = p_x/Z_x for the current r; returns (I in bits as Algorithm 2 computes it,
+    /// the expected distortion of the channel built from r).
+    fn step(&self, p: &[f64], r: &[f64], nz: usize, z: &mut [f64], w: &mut [f64]) -> (f64, f64) {
+        let m = self.m;
+        let mut dist = 0.0;
+        let mut i_nats = 0.0;
+        match &self.k {
+            None => {
+                // s(x̂) = Σ_z r(x̂, z); Z_x = c·Σs + (1−c)·s(x); P(x̂ = x | x) = s(x)/Z_x.
+                let total: f64 = r.iter().sum();
+                for x in 0..m {
+                    let s: f64 = r[x * nz..(x + 1) * nz].iter().sum();
+                    z[x] = self.c * total + (1.0 - self.c) * s;
+                    w[x] = p[x] / z[x];
+                    let dx = 1.0 - s / z[x];
+                    dist += p[x] * dx;
+                    // Σ_j q log(q/r) = Σ_j q (−λ d − ln Z) = −λ d_x − ln Z_x.
+                    if p[x] > 0.0 {
+                        i_nats += p[x] * (-self.lambda * dx - z[x].ln());
+                    }
+                }
+            }
+            Some((k, d)) => {
+                for x in 0..m {
+                    let (mut zx, mut dx) = (0.0, 0.0);
+                    for xh in 0..m {
+                        let s: f64 = r[xh * nz..(xh + 1) * nz].iter().sum();
+                        let kv = k[x * m + xh] * s;
+                        zx += kv;
+                        dx += kv * d[x * m + xh];
+                    }
+                    z[x] = zx;
+                    w[x] = p[x] / zx;
+                    let dx = dx / zx;
+                    dist += p[x] * dx;
+                    if p[x] > 0.0 {
+                        i_nats += p[x] * (-self.lambda * dx - zx.ln());
+                    }
+                }
+            }
+        }
+        ((i_nats / std::f64::consts::LN_2).max(0.0), dist)
+    }
+
+    /// t_j = Σ_x w_x e^{−λ d(x, x̂_j)} (the same for every z of an x̂).
+    fn update(&self, w: &[f64], nz: usize, t: &mut [f64]) {
+        let m = self.m;
+        match &self.k {
+            None => {
+                let sw: f64 = w.iter().sum();
+                for xh in 0..m {
+                    let v = self.c * sw + (1.0 - self.c) * w[xh];
+                    t[xh * nz..(xh + 1) * nz].iter_mut().for_each(|tj| *tj = v);
+                }
+            }
+            Some((k, _)) => {
+                for xh in 0..m {
+                    let v: f64 = (0..m).map(|x| w[x] * k[x * m + xh]).sum();
+                    t[xh * nz..(xh + 1) * nz].iter_mut().for_each(|tj| *tj = v);
+                }
+            }
+        }
+    }
+}
+
+/// The symmetric channel on m values (k-ary randomized response) with expected Hamming
+/// distortion D: q(x|x) = 1 − D, q(x̂|x) = D/(m−1) otherwise. Its distortion is D whatever the
+/// prior, and it is ε-DP with ε = ln((1 − D)(m − 1)/D).
+pub fn symmetric_channel(m: usize, d: f64) -> Result<Channel, ChannelError> {
+    if m < 2 {
+        return Err(ChannelError(format!("a symmetric channel needs at least 2 values, got {m}")));
+    }
+    let dmax = (m - 1) as f64 / m as f64;
+    if !(0.0..=dmax).contains(&d) {
+        return Err(ChannelError(format!(
+            "distortion D = {d} is invalid for {m} values: must be in [0, {dmax}] (beyond, the channel prefers wrong answers)"
+        )));
+    }
+    let off = d / (m - 1) as f64;
+    let q = (0..m * m).map(|i| if i / m == i % m { 1.0 - d } else { off }).collect();
+    Ok(Channel { rows: m, cols: m, q })
+}
+
+/// ε of the symmetric channel with distortion D (nats).
+pub fn symmetric_epsilon(m: usize, d: f64) -> f64 {
+    ((1.0 - d) * (m - 1) as f64 / d).ln()
+}
+
+/// The distortion of the symmetric channel with privacy ε: D = (m − 1)/(e^ε + m − 1).
+pub fn symmetric_distortion_for_epsilon(m: usize, eps: f64) -> Result<f64, ChannelError> {
+    if !(eps >= 0.0) || m < 2 {
+        return Err(ChannelError(format!("ε = {eps} is invalid: must be ≥ 0 (and m ≥ 2)")));
+    }
+    Ok((m - 1) as f64 / (eps.exp() + (m - 1) as f64))
+}
+
+/// The distortion at which the symmetric channel leaks `mi` bits about X ~ p. MI falls
+/// monotonically from H(X) at D = 0 to 0 at D = (m−1)/m, so bisection finds the root; there is
+/// no closed form for a non-uniform prior.
+pub fn symmetric_distortion_for_mi(p: &[f64], mi: f64) -> Result<f64, ChannelError> {
+    check_distribution(p)?;
+    let m = p.len();
+    let h = entropy_bits(p);
+    if !(0.0..=h).contains(&mi) {
+        return Err(ChannelError(format!(
+            "MI = {mi} bits is invalid for this source: must be in [0, H(X) = {h:.6}]"
+        )));
+    }
+    let f = |d: f64| symmetric_channel(m, d).map(|c| c.mutual_information(p) - mi);
+    let (mut lo, mut hi) = (0.0, (m - 1) as f64 / m as f64);
+    for _ in 0..200 {
+        let mid = 0.5 * (lo + hi);
+        if f(mid)? > 0.0 {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+        if hi - lo < 1e-15 {
+            break;
+        }
+    }
+    Ok(0.5 * (lo + hi))
+}
+
+/// The rate–distortion function of a uniform source on m values with Hamming distortion
+/// (bits): R(D) = log2 m − h(D) − D log2(m − 1) for D ≤ (m−1)/m, else 0.
+pub fn uniform_hamming_rd(m: usize, d: f64) -> f64 {
+    let dmax = (m - 1) as f64 / m as f64;
+    if d >= dmax {
+        return 0.0;
+    }
+    (m as f64).log2() - h2(d) - d * ((m - 1) as f64).log2()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mi_distortion_and_epsilon_by_hand() {
+        // Binary symmetric channel, crossover 0.1, uniform input: I = 1 − h(0.1) = 0.531 bits.
+        let c = Channel::new(2, 2, vec![0.9, 0.1, 0.1, 0.9]).unwrap();
+        let p = [0.5, 0.5];
+        assert!((c.mutual_information(&p) - (1.0 - h2(0.1))).abs() < 1e-12);
+        assert!((c.expected_distortion(&p, &Distortion::Hamming.matrix(2)) - 0.1).abs() < 1e-12);
+        assert!((c.epsilon() - 9f64.ln()).abs() < 1e-12);
+        // Identity channel: I = H(p), ε = ∞ (a zero beside a one).
+        let id = Channel::new(3, 3, vec![1., 0., 0., 0., 1., 0., 0., 0., 1.]).unwrap();
+        let p = [0.2, 0.3, 0.5];
+        assert!((id.mutual_information(&p) - entropy_bits(&p)).abs() < 1e-12);
+        assert_eq!(id.epsilon(), f64::INFINITY);
+        // Constant channel: no leakage, ε = 0.
+        let k = Channel::new(2, 2, vec![0.3, 0.7, 0.3, 0.7]).unwrap();
+        assert_eq!(k.mutual_information(&[0.4, 0.6]), 0.0);
+        assert_eq!(k.epsilon(), 0.0);
+        assert!(Channel::new(2, 2, vec![0.5, 0.6, 0.5, 0.5]).is_err());
+    }
+
+    #[test]
+    fn ba_matches_the_uniform_hamming_rate_distortion_function() {
+        for m in [2usize, 5, 7] {
+            let p = vec![1.0 / m as f64; m];
+            for lambda in [0.5, 1.0, 2.0, 4.0, 8.0] {
+                let r = blahut_arimoto(&p, &Distortion::Hamming, lambda, 1e-12, 1).unwrap();
+                assert!(r.converged);
+                let want = uniform_hamming_rd(m, r.distortion);
+                assert!((r.mi - want).abs() < 1e-7, "m={m} λ={lambda}: {} vs {want}", r.mi);
+                // The channel's true MI agrees at convergence.
+                assert!((r.channel.mutual_information(&p) - want).abs() < 1e-7);
+            }
+        }
+    }
+
+    #[test]
+    fn dense_and_hamming_kernels_agree_and_z_carries_nothing() {
+        let p = [0.0513, 0.1538, 0.4872, 0.2051, 0.1026];
+        let a = blahut_arimoto(&p, &Distortion::Hamming, 2.0, 1e-10, 1).unwrap();
+        let b = blahut_arimoto(&p, &Distortion::Matrix(Distortion::Hamming.matrix(5)), 2.0, 1e-10, 1).unwrap();
+        assert_eq!(a.iterations, b.iterations);
+        assert!((a.mi - b.mi).abs() < 1e-12 && (a.distortion - b.distortion).abs() < 1e-12);
+        let z = blahut_arimoto(&p, &Distortion::Hamming, 2.0, 1e-10, 14).unwrap();
+        assert_eq!(z.iterations, a.iterations);
+        assert!((z.mi - a.mi).abs() < 1e-12);
+        assert!((z.channel.mutual_information(&p) - a.channel.mutual_information(&p)).abs() < 1e-12);
+        let marg = z.channel.marginal(14);
+        for (u, v) in marg.q.iter().zip(&a.channel.q) {
+            assert!((u - v).abs() < 1e-12);
+        }
+    }
+
+    #[test]
+    fn symmetric_channel_maps_invert() {
+        let p = [0.1386, 0.0007, 0.4668, 0.0127, 0.3227, 0.0312, 0.0273];
+        let m = p.len();
+        for d in [0.01, 0.1, 0.3, 0.5, 0.8] {
+            let c = symmetric_channel(m, d).unwrap();
+            assert!((c.expected_distortion(&p, &Distortion::Hamming.matrix(m)) - d).abs() < 1e-12);
+            let eps = symmetric_epsilon(m, d);
+            assert!((c.epsilon() - eps).abs() < 1e-12);
+            assert!((symmetric_distortion_for_epsilon(m, eps).unwrap() - d).abs() < 1e-12);
+            let mi = c.mutual_information(&p);
+            assert!((symmetric_distortion_for_mi(&p, mi).unwrap() - d).abs() < 1e-9);
+        }
+        assert!(symmetric_channel(m, 0.9).is_err());
+        assert!(symmetric_distortion_for_mi(&p, 5.0).unwrap_err().0.contains("H(X)"));
+    }
+
+    #[test]
+    fn bad_parameters_are_errors() {
+        let p = [0.5, 0.5];
+        assert!(blahut_arimoto(&p, &Distortion::Hamming, 0.0, 1e-8, 1).unwrap_err().0.contains("λ"));
+        assert!(blahut_arimoto(&p, &Distortion::Hamming, 1.0, -1.0, 1).unwrap_err().0.contains("T"));
+        assert!(blahut_arimoto(&[0.5, 0.6], &Distortion::Hamming, 1.0, 1e-8, 1).is_err());
+        assert!(blahut_arimoto(&p, &Distortion::Matrix(vec![0.0; 3]), 1.0, 1e-8, 1).is_err());
+    }
+}
