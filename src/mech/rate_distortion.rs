@@ -35,8 +35,14 @@ pub fn check_distribution(p: &[f64]) -> Result<(), ChannelError> {
     if p.is_empty() {
         return Err(ChannelError("the distribution is empty".into()));
     }
-    if let Some((i, v)) = p.iter().enumerate().find(|(_, v)| !(v.is_finite() && **v >= 0.0)) {
-        return Err(ChannelError(format!("p[{i}] = {v} is invalid: probabilities must be ≥ 0")));
+    if let Some((i, v)) = p
+        .iter()
+        .enumerate()
+        .find(|(_, v)| !(v.is_finite() && **v >= 0.0))
+    {
+        return Err(ChannelError(format!(
+            "p[{i}] = {v} is invalid: probabilities must be ≥ 0"
+        )));
     }
     let s: f64 = p.iter().sum();
     if (s - 1.0).abs() > SUM_TOLERANCE {
@@ -67,7 +73,9 @@ impl Channel {
         for r in 0..rows {
             let row = &q[r * cols..(r + 1) * cols];
             if let Some(v) = row.iter().find(|v| !(v.is_finite() && **v >= 0.0)) {
-                return Err(ChannelError(format!("row {r} has the entry {v}: entries must be ≥ 0")));
+                return Err(ChannelError(format!(
+                    "row {r} has the entry {v}: entries must be ≥ 0"
+                )));
             }
             let s: f64 = row.iter().sum();
             if (s - 1.0).abs() > 1e-9 {
@@ -101,8 +109,11 @@ impl Channel {
                 continue;
             }
             for (qy, ry) in self.row(x).iter().zip(&r) {
-                if *qy > 0.0 {
-                    i += px * qy * (qy / ry).log2();
+                // p·q can underflow to 0 (an output letter BA is driving out of the support):
+                // its term is 0 in the limit, and must not become 0·∞.
+                let w = px * qy;
+                if w > 0.0 {
+                    i += w * (qy / ry).log2();
                 }
             }
         }
@@ -151,13 +162,20 @@ impl Channel {
                 q[x * m + xh] = self.row(x)[xh * nz..(xh + 1) * nz].iter().sum();
             }
         }
-        Channel { rows: self.rows, cols: m, q }
+        Channel {
+            rows: self.rows,
+            cols: m,
+            q,
+        }
     }
 }
 
 /// Shannon entropy in bits.
 pub fn entropy_bits(p: &[f64]) -> f64 {
-    -p.iter().filter(|v| **v > 0.0).map(|v| v * v.log2()).sum::<f64>()
+    -p.iter()
+        .filter(|v| **v > 0.0)
+        .map(|v| v * v.log2())
+        .sum::<f64>()
 }
 
 /// Binary entropy in bits.
@@ -178,7 +196,9 @@ pub enum Distortion {
 impl Distortion {
     pub fn matrix(&self, m: usize) -> Vec<f64> {
         match self {
-            Distortion::Hamming => (0..m * m).map(|i| if i / m == i % m { 0.0 } else { 1.0 }).collect(),
+            Distortion::Hamming => (0..m * m)
+                .map(|i| if i / m == i % m { 0.0 } else { 1.0 })
+                .collect(),
             Distortion::Matrix(d) => d.clone(),
         }
     }
@@ -199,6 +219,11 @@ pub struct OptimalChannel {
     pub iterations: usize,
     /// Whether |I₀ − I| < T was reached before the iteration cap.
     pub converged: bool,
+    /// ε of q(x̂|x) (nats), from ln q(x̂|x) = ln r(x̂) − λd(x, x̂) − ln Z_x: the ratio of two
+    /// entries of a column does not involve r, so it is exact even where BA has driven r(x̂)
+    /// below the smallest double and the stored entries underflow to 0 (which would read as
+    /// ε = ∞ although every entry of the returned channel is positive).
+    pub epsilon: f64,
 }
 
 /// Upper bound on BA iterations: a λ sweep must finish even where convergence is slow.
@@ -222,13 +247,19 @@ pub fn blahut_arimoto(
 ) -> Result<OptimalChannel, ChannelError> {
     check_distribution(p)?;
     if !(lambda.is_finite() && lambda > 0.0) {
-        return Err(ChannelError(format!("λ = {lambda} is invalid: must be > 0")));
+        return Err(ChannelError(format!(
+            "λ = {lambda} is invalid: must be > 0"
+        )));
     }
     if !(threshold.is_finite() && threshold > 0.0) {
-        return Err(ChannelError(format!("T = {threshold} is invalid: must be > 0")));
+        return Err(ChannelError(format!(
+            "T = {threshold} is invalid: must be > 0"
+        )));
     }
     if nz == 0 {
-        return Err(ChannelError("the auxiliary alphabet Z must have at least one value".into()));
+        return Err(ChannelError(
+            "the auxiliary alphabet Z must have at least one value".into(),
+        ));
     }
     let m = p.len();
     if let Distortion::Matrix(dm) = d {
@@ -240,13 +271,15 @@ pub fn blahut_arimoto(
             )));
         }
         if let Some(v) = dm.iter().find(|v| !(v.is_finite() && **v >= 0.0)) {
-            return Err(ChannelError(format!("distortion {v} is invalid: must be finite and ≥ 0")));
+            return Err(ChannelError(format!(
+                "distortion {v} is invalid: must be finite and ≥ 0"
+            )));
         }
     }
     let s: f64 = p.iter().sum();
     let p: Vec<f64> = p.iter().map(|v| v / s).collect();
     let n = m * nz; // output alphabet (x̂, z)
-    let mut ba = Kernel::new(d, m, lambda);
+    let ba = Kernel::new(d, m, lambda);
     let mut r = vec![1.0 / n as f64; n];
     let mut z = vec![0.0; m]; // Z_x = Σ_j r_j e^{−λ d(x, x̂_j)}
     let mut w = vec![0.0; m]; // p(x)/Z_x
@@ -282,13 +315,30 @@ pub fn blahut_arimoto(
                 let s: f64 = row.iter().sum();
                 row.iter_mut().for_each(|v| *v /= s);
             }
+            let ln_z: Vec<f64> = z.iter().map(|v| v.ln()).collect();
+            // max over x̂ of [max_x (−λd(x, x̂) − ln Z_x)] + [max_x′ (λd(x′, x̂) + ln Z_x′)]: O(m²).
+            let mut epsilon: f64 = 0.0;
+            for xh in 0..m {
+                let (mut a, mut b) = (f64::NEG_INFINITY, f64::NEG_INFINITY);
+                for x in 0..m {
+                    let ld = lambda * full_d[x * m + xh];
+                    a = a.max(-ld - ln_z[x]);
+                    b = b.max(ld + ln_z[x]);
+                }
+                epsilon = epsilon.max(a + b);
+            }
             return Ok(OptimalChannel {
-                channel: Channel { rows: m, cols: n, q },
+                channel: Channel {
+                    rows: m,
+                    cols: n,
+                    q,
+                },
                 nz,
                 mi: i,
                 distortion: dist,
                 iterations,
                 converged: done,
+                epsilon,
             });
         }
         i0 = i;
@@ -312,9 +362,16 @@ impl Kernel {
     fn new(d: &Distortion, m: usize, lambda: f64) -> Kernel {
         let k = match d {
             Distortion::Hamming => None,
-            Distortion::Matrix(dm) => Some((dm.iter().map(|v| (-lambda * v).exp()).collect(), dm.clone())),
+            Distortion::Matrix(dm) => {
+                Some((dm.iter().map(|v| (-lambda * v).exp()).collect(), dm.clone()))
+            }
         };
-        Kernel { lambda, c: (-lambda).exp(), k, m }
+        Kernel {
+            lambda,
+            c: (-lambda).exp(),
+            k,
+            m,
+        }
     }
 
     /// Z_x and w_x = p_x/Z_x for the current r; returns (I in bits as Algorithm 2 computes it,
@@ -387,7 +444,9 @@ impl Kernel {
 /// prior, and it is ε-DP with ε = ln((1 − D)(m − 1)/D).
 pub fn symmetric_channel(m: usize, d: f64) -> Result<Channel, ChannelError> {
     if m < 2 {
-        return Err(ChannelError(format!("a symmetric channel needs at least 2 values, got {m}")));
+        return Err(ChannelError(format!(
+            "a symmetric channel needs at least 2 values, got {m}"
+        )));
     }
     let dmax = (m - 1) as f64 / m as f64;
     if !(0.0..=dmax).contains(&d) {
@@ -396,8 +455,14 @@ pub fn symmetric_channel(m: usize, d: f64) -> Result<Channel, ChannelError> {
         )));
     }
     let off = d / (m - 1) as f64;
-    let q = (0..m * m).map(|i| if i / m == i % m { 1.0 - d } else { off }).collect();
-    Ok(Channel { rows: m, cols: m, q })
+    let q = (0..m * m)
+        .map(|i| if i / m == i % m { 1.0 - d } else { off })
+        .collect();
+    Ok(Channel {
+        rows: m,
+        cols: m,
+        q,
+    })
 }
 
 /// ε of the symmetric channel with distortion D (nats).
@@ -408,7 +473,9 @@ pub fn symmetric_epsilon(m: usize, d: f64) -> f64 {
 /// The distortion of the symmetric channel with privacy ε: D = (m − 1)/(e^ε + m − 1).
 pub fn symmetric_distortion_for_epsilon(m: usize, eps: f64) -> Result<f64, ChannelError> {
     if !(eps >= 0.0) || m < 2 {
-        return Err(ChannelError(format!("ε = {eps} is invalid: must be ≥ 0 (and m ≥ 2)")));
+        return Err(ChannelError(format!(
+            "ε = {eps} is invalid: must be ≥ 0 (and m ≥ 2)"
+        )));
     }
     Ok((m - 1) as f64 / (eps.exp() + (m - 1) as f64))
 }
@@ -483,7 +550,11 @@ mod tests {
                 let r = blahut_arimoto(&p, &Distortion::Hamming, lambda, 1e-12, 1).unwrap();
                 assert!(r.converged);
                 let want = uniform_hamming_rd(m, r.distortion);
-                assert!((r.mi - want).abs() < 1e-7, "m={m} λ={lambda}: {} vs {want}", r.mi);
+                assert!(
+                    (r.mi - want).abs() < 1e-7,
+                    "m={m} λ={lambda}: {} vs {want}",
+                    r.mi
+                );
                 // The channel's true MI agrees at convergence.
                 assert!((r.channel.mutual_information(&p) - want).abs() < 1e-7);
             }
@@ -494,13 +565,24 @@ mod tests {
     fn dense_and_hamming_kernels_agree_and_z_carries_nothing() {
         let p = [0.0513, 0.1538, 0.4872, 0.2051, 0.1026];
         let a = blahut_arimoto(&p, &Distortion::Hamming, 2.0, 1e-10, 1).unwrap();
-        let b = blahut_arimoto(&p, &Distortion::Matrix(Distortion::Hamming.matrix(5)), 2.0, 1e-10, 1).unwrap();
+        let b = blahut_arimoto(
+            &p,
+            &Distortion::Matrix(Distortion::Hamming.matrix(5)),
+            2.0,
+            1e-10,
+            1,
+        )
+        .unwrap();
         assert_eq!(a.iterations, b.iterations);
         assert!((a.mi - b.mi).abs() < 1e-12 && (a.distortion - b.distortion).abs() < 1e-12);
+        // Where entries are representable, the log-domain ε equals the channel's.
+        assert!((a.epsilon - a.channel.epsilon()).abs() < 1e-9);
         let z = blahut_arimoto(&p, &Distortion::Hamming, 2.0, 1e-10, 14).unwrap();
         assert_eq!(z.iterations, a.iterations);
         assert!((z.mi - a.mi).abs() < 1e-12);
-        assert!((z.channel.mutual_information(&p) - a.channel.mutual_information(&p)).abs() < 1e-12);
+        assert!(
+            (z.channel.mutual_information(&p) - a.channel.mutual_information(&p)).abs() < 1e-12
+        );
         let marg = z.channel.marginal(14);
         for (u, v) in marg.q.iter().zip(&a.channel.q) {
             assert!((u - v).abs() < 1e-12);
@@ -521,15 +603,44 @@ mod tests {
             assert!((symmetric_distortion_for_mi(&p, mi).unwrap() - d).abs() < 1e-9);
         }
         assert!(symmetric_channel(m, 0.9).is_err());
-        assert!(symmetric_distortion_for_mi(&p, 5.0).unwrap_err().0.contains("H(X)"));
+        assert!(symmetric_distortion_for_mi(&p, 5.0)
+            .unwrap_err()
+            .0
+            .contains("H(X)"));
     }
 
     #[test]
     fn bad_parameters_are_errors() {
         let p = [0.5, 0.5];
-        assert!(blahut_arimoto(&p, &Distortion::Hamming, 0.0, 1e-8, 1).unwrap_err().0.contains("λ"));
-        assert!(blahut_arimoto(&p, &Distortion::Hamming, 1.0, -1.0, 1).unwrap_err().0.contains("T"));
+        assert!(blahut_arimoto(&p, &Distortion::Hamming, 0.0, 1e-8, 1)
+            .unwrap_err()
+            .0
+            .contains("λ"));
+        assert!(blahut_arimoto(&p, &Distortion::Hamming, 1.0, -1.0, 1)
+            .unwrap_err()
+            .0
+            .contains("T"));
         assert!(blahut_arimoto(&[0.5, 0.6], &Distortion::Hamming, 1.0, 1e-8, 1).is_err());
         assert!(blahut_arimoto(&p, &Distortion::Matrix(vec![0.0; 3]), 1.0, 1e-8, 1).is_err());
+    }
+}
+#[cfg(test)]
+mod underflow_tests {
+    use super::*;
+
+    /// At λ = 1.25 BA drives the output letter "1" out of the support: after ~4000 iterations
+    /// r("1") is subnormal and a stored entry is exactly 0. ε and MI must stay finite.
+    #[test]
+    fn vanishing_output_letter() {
+        let p = [0.0513, 0.1538, 0.4872, 0.2051, 0.1026];
+        let r = blahut_arimoto(&p, &Distortion::Hamming, 1.25, 1e-8, 1).unwrap();
+        assert!(r.channel.q.contains(&0.0));
+        assert!(
+            r.epsilon.is_finite() && r.epsilon > 1.25 && r.epsilon < 3.0,
+            "{}",
+            r.epsilon
+        );
+        let mi = r.channel.mutual_information(&p);
+        assert!((mi - r.mi).abs() < 1e-6, "{mi} vs {}", r.mi);
     }
 }

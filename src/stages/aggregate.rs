@@ -9,7 +9,19 @@ use super::{build, Ctx, Gather, KindInfo, Output, ParamDoc, ParamError, Stage};
 use crate::mech::stats::{quantile_sorted, summarise};
 
 pub fn kinds() -> Vec<KindInfo> {
-    vec![KindInfo {
+    vec![
+        KindInfo {
+            name: "aggregate.improvement",
+            summary: "How much smaller `ours` is than `baseline` over the rows (e.g. leakage or distortion of two mechanisms): mean of (b − o)/b per row, and (Σb − Σo)/Σb. One row, with n.",
+            params: &[
+                ParamDoc { name: "ours", ty: "string", default: None, meaning: "column of the improved mechanism" },
+                ParamDoc { name: "baseline", ty: "string", default: None, meaning: "column of the baseline" },
+                ParamDoc { name: "label", ty: "string", default: Some("—"), meaning: "text for a `claim` column (to join with a paper's table)" },
+            ],
+            gather: Gather::All,
+            build: build::<Improvement>,
+        },
+        KindInfo {
         name: "aggregate.summary",
         summary: "Per group and value column: n, mean, std, standard error, confidence interval of the mean (Student t), min, max and quantiles. One row per (group, value), long format.",
         params: &[
@@ -20,7 +32,45 @@ pub fn kinds() -> Vec<KindInfo> {
         ],
         gather: Gather::Nothing,
         build: build::<Summary>,
-    }]
+    },
+    ]
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Improvement {
+    ours: String,
+    baseline: String,
+    #[serde(default)]
+    label: Option<String>,
+}
+
+impl Stage for Improvement {
+    fn run(&self, ctx: &mut Ctx) -> Result<Output> {
+        let frames: Vec<&polars::prelude::DataFrame> = ctx.inputs.iter().collect();
+        let df = crate::pipeline::exec::concat(&frames)?;
+        let o = f64_col(&df, &self.ours)?;
+        let b = f64_col(&df, &self.baseline)?;
+        if o.is_empty() {
+            anyhow::bail!("aggregate.improvement: no rows");
+        }
+        if let Some(v) = b.iter().find(|v| **v == 0.0) {
+            anyhow::bail!("aggregate.improvement: baseline `{}` has the value {v}; relative changes need a non-zero baseline", self.baseline);
+        }
+        let n = o.len() as f64;
+        let mean_rel = o.iter().zip(&b).map(|(o, b)| (b - o) / b).sum::<f64>() / n;
+        let (so, sb) = (o.iter().sum::<f64>(), b.iter().sum::<f64>());
+        let mut fb = FrameBuilder::new();
+        if let Some(l) = &self.label {
+            fb = fb.str("claim", vec![l.clone()]);
+        }
+        Ok(fb
+            .i64("n", vec![o.len() as i64])
+            .f64("mean_relative", vec![mean_rel])
+            .f64("ratio_of_sums", vec![(sb - so) / sb])
+            .build()?
+            .into())
+    }
 }
 
 #[derive(Deserialize)]

@@ -6,6 +6,7 @@
 //! name and never needs to know what they do, so adding a kind never touches the engine.
 
 pub mod aggregate;
+pub mod channel;
 pub mod dataset;
 pub mod evaluate;
 pub mod frame;
@@ -217,6 +218,7 @@ pub fn registry() -> &'static [KindInfo] {
         kinds.extend(dataset::kinds());
         kinds.extend(noise::kinds());
         kinds.extend(select::kinds());
+        kinds.extend(channel::kinds());
         kinds.extend(evaluate::kinds());
         kinds.extend(transform::kinds());
         kinds.extend(aggregate::kinds());
