@@ -9,7 +9,7 @@ use indexmap::IndexMap;
 use polars::prelude::*;
 use serde::Deserialize;
 
-use super::frame::{column, f64_col, str_col};
+use super::frame::{column, str_col};
 use super::{build, Artifact, Ctx, Gather, KindInfo, Output, ParamDoc, ParamError, Stage};
 
 pub fn kinds() -> Vec<KindInfo> {
@@ -100,7 +100,8 @@ impl Stage for Table {
             for (ours, theirs) in &self.compare {
                 // Our cell may be empty (e.g. a dataset not on this machine): no difference then.
                 let mine = super::frame::f64_col_or_nan(&df, ours)?;
-                let printed = f64_col(&pdf, theirs)?;
+                // The paper may print a number on some rows only.
+                let printed = super::frame::f64_col_or_nan(&pdf, theirs)?;
                 let mut pv = Vec::with_capacity(df.height());
                 for row in 0..df.height() {
                     let hit = (0..pdf.height()).find(|&pr| {
@@ -109,7 +110,7 @@ impl Stage for Table {
                             .zip(&paper_keys)
                             .all(|(a, b)| same_key(&a[row], &b[pr]))
                     });
-                    pv.push(hit.map(|pr| printed[pr]));
+                    pv.push(hit.map(|pr| printed[pr]).filter(|v| v.is_finite()));
                 }
                 let diff: Vec<Option<f64>> = pv
                     .iter()
