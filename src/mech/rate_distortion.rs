@@ -472,7 +472,7 @@ pub fn symmetric_epsilon(m: usize, d: f64) -> f64 {
 
 /// The distortion of the symmetric channel with privacy ε: D = (m − 1)/(e^ε + m − 1).
 pub fn symmetric_distortion_for_epsilon(m: usize, eps: f64) -> Result<f64, ChannelError> {
-    if !(eps >= 0.0) || m < 2 {
+    if eps.is_nan() || eps < 0.0 || m < 2 {
         return Err(ChannelError(format!(
             "ε = {eps} is invalid: must be ≥ 0 (and m ≥ 2)"
         )));

@@ -203,6 +203,7 @@ impl JointSource {
 
     /// (I(X; Z), I(X; X̂, Z)) in bits when the adversary holds the real Z and the channel q(x̂|x)
     /// is applied to X alone: p(x, x̂, z) = p(x, z) q(x̂|x).
+    #[allow(clippy::needless_range_loop)] // index loops mirror the sums over x, x̂, z
     fn leakage_with(&self, q: &Channel) -> (f64, f64) {
         let nz = self.z_labels.len();
         let m = q.rows;
