@@ -30,9 +30,10 @@ golden: build
 	mkdir -p tests/golden
 	cd target/golden && find . -name '*.csv' ! -path '*/.*' | while read f; do mkdir -p ../../tests/golden/$$(dirname $$f); cp $$f ../../tests/golden/$$f; done
 
-## Criterion benchmarks of the samplers and the exponential mechanism.
+## Criterion benchmarks: samplers, exponential mechanism, Blahut–Arimoto sweeps.
 bench:
 	$(CARGO) bench --bench samplers
+	$(CARGO) bench --bench rate_distortion
 
 lint:
 	$(CARGO) fmt --all -- --check

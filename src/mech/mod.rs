@@ -13,6 +13,7 @@
 //!   randomized response) it is compared with
 
 pub mod exponential;
+pub mod fastmath;
 pub mod gaussian;
 pub mod geometric;
 pub mod laplace;

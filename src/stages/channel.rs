@@ -152,7 +152,7 @@ impl Stage for RateDistortion {
                 self.threshold
             );
         }
-        let channel = r.channel.marginal(r.nz);
+        let channel = r.channel();
         let mut fb = FrameBuilder::new()
             .f64("mi", vec![r.mi])
             .f64("distortion", vec![r.distortion])
