@@ -395,42 +395,31 @@ fn hamming_terms(
     }
 }
 
-/// The same loop compiled for AVX2 (4 lanes instead of SSE2's 2). Rust never fuses a multiply
-/// and an add on its own, so enabling FMA here does not change any result.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma")]
-#[allow(clippy::too_many_arguments)]
-unsafe fn hamming_terms_avx2(
-    c: f64,
-    total: f64,
-    lambda: f64,
-    p: &[f64],
-    s: &[f64],
-    z: &mut [f64],
-    w: &mut [f64],
-    ti: &mut [f64],
-    td: &mut [f64],
-) {
-    hamming_terms(c, total, lambda, p, s, z, w, ti, td)
+/// `hamming_terms` compiled for a wider instruction set (AVX2: 4 lanes, AVX-512: 8, instead of
+/// SSE2's 2). Rust never fuses a multiply and an add on its own, so enabling FMA does not change
+/// any result.
+macro_rules! hamming_terms_for {
+    ($name:ident, $features:literal) => {
+        #[cfg(target_arch = "x86_64")]
+        #[target_feature(enable = $features)]
+        #[allow(clippy::too_many_arguments)]
+        unsafe fn $name(
+            c: f64,
+            total: f64,
+            lambda: f64,
+            p: &[f64],
+            s: &[f64],
+            z: &mut [f64],
+            w: &mut [f64],
+            ti: &mut [f64],
+            td: &mut [f64],
+        ) {
+            hamming_terms(c, total, lambda, p, s, z, w, ti, td)
+        }
+    };
 }
-
-/// And for AVX-512 (8 lanes).
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f,avx512dq,avx2,fma")]
-#[allow(clippy::too_many_arguments)]
-unsafe fn hamming_terms_avx512(
-    c: f64,
-    total: f64,
-    lambda: f64,
-    p: &[f64],
-    s: &[f64],
-    z: &mut [f64],
-    w: &mut [f64],
-    ti: &mut [f64],
-    td: &mut [f64],
-) {
-    hamming_terms(c, total, lambda, p, s, z, w, ti, td)
-}
+hamming_terms_for!(hamming_terms_avx2, "avx2,fma");
+hamming_terms_for!(hamming_terms_avx512, "avx512f,avx512dq,avx2,fma");
 
 #[allow(clippy::too_many_arguments)]
 fn hamming_terms_dispatch(
