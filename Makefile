@@ -26,9 +26,10 @@ golden: build
 	mkdir -p tests/golden
 	cd target/golden && find . -name '*.csv' ! -path '*/.*' | while read f; do mkdir -p ../../tests/golden/$$(dirname $$f); cp $$f ../../tests/golden/$$f; done
 
-## Criterion benchmarks of the samplers and the exponential mechanism.
+## Criterion benchmarks of the samplers, the exponential mechanism and Algorithm 1 of Wu–He–Xia.
 bench:
 	$(CARGO) bench --bench samplers
+	$(CARGO) bench --bench near_optimal
 
 lint:
 	$(CARGO) fmt --all -- --check

@@ -8,13 +8,19 @@
 //! - [`exponential::ExponentialMechanism`] — the exponential mechanism (Def. 3.4, Thm 3.10–3.11)
 //! - [`noisy_max::ReportNoisyMax`] — Report Noisy Max with Laplace noise, Report One-Sided
 //!   Noisy Arg-Max with exponential noise, and Gumbel-max (Thm 3.13)
+//! - [`staircase::Staircase`] — the staircase mechanism (Geng & Viswanath 2016)
+//! - [`near_optimal`] — the near-optimal mechanism for linear queries (Wu, He & Xia 2017:
+//!   Algorithms 1 and 2), on the exact interval sets of [`interval`]
 
 pub mod exponential;
 pub mod gaussian;
 pub mod geometric;
+pub mod interval;
 pub mod laplace;
+pub mod near_optimal;
 pub mod noisy_max;
 pub mod quadrature;
+pub mod staircase;
 pub mod stats;
 
 /// A parameter outside its valid range. The message names the value and the range.
