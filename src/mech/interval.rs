@@ -40,7 +40,8 @@ impl Interval {
         Interval { lo, hi }
     }
 
-    pub fn len(&self) -> Int {
+    /// `hi − lo` (an interval always holds at least its endpoints, so no `is_empty`).
+    pub fn length(&self) -> Int {
         self.hi - self.lo
     }
 
@@ -157,7 +158,7 @@ impl IntervalSet {
 
     /// Lebesgue measure, exactly, in units of `1/den`.
     pub fn measure(&self) -> Int {
-        self.pieces.iter().map(Interval::len).sum()
+        self.pieces.iter().map(Interval::length).sum()
     }
 
     pub fn min(&self) -> Option<Int> {
@@ -356,13 +357,14 @@ pub struct Decimal {
     pub decimals: u32,
 }
 
-/// At most this many digits after the decimal point: enough for any grid the pipeline
-/// files write (`linspace` values are tidied to 15 significant digits), while the
+/// At most this many digits after the decimal point: enough for the grids pipeline files
+/// write (`linspace`/`logspace` values are tidied to 15 significant digits, so values down
+/// to 0.001 have at most 18 decimals), while the
 /// endpoints of thousands of Minkowski steps still fit in an `i128` (see [`Scale`]).
-pub const MAX_DECIMALS: u32 = 15;
+pub const MAX_DECIMALS: u32 = 18;
 
 /// Magnitudes above this are refused: an endpoint after a million steps then stays below
-/// 10^6 · 10^9 · 10^15 = 10^30, far inside `i128` (1.7·10^38).
+/// 10^6 · 10^9 · 10^18 = 10^33, inside `i128` (1.7·10^38).
 pub const MAX_MAGNITUDE: f64 = 1e9;
 
 impl Decimal {

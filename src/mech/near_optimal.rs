@@ -143,7 +143,7 @@ impl NeighbourSet {
         let mut out = Vec::with_capacity(pieces.len());
         let mut prev_hi = None;
         for &(lo, hi) in pieces {
-            if !(lo < hi) {
+            if lo.is_nan() || hi.is_nan() || lo >= hi {
                 return Err(bad(
                     text(),
                     "every interval [lo, hi] needs lo < hi (0 < a < b < c for [0, a] ∪ [b, c])",
@@ -404,7 +404,7 @@ fn shell(a: Int, k: Int, df: Int, touching: Touching) -> IntervalSet {
 /// `∫_{[lo, hi]} |r| dr` in units of `1/den²`, in floating point (the squares of exact
 /// endpoints can exceed `i128`, the factors cannot).
 fn abs_moment(p: &Interval) -> f64 {
-    let len = p.len() as f64;
+    let len = p.length() as f64;
     if p.lo >= 0 {
         len * (p.hi + p.lo) as f64 / 2.0
     } else if p.hi <= 0 {
@@ -703,7 +703,7 @@ impl Tiles {
             .enumerate()
             .flat_map(|(i, v)| v.iter().map(move |&p| (p, i as u32)))
             .collect();
-        tiles.sort_unstable_by(|a, b| (a.0.lo, a.0.hi).cmp(&(b.0.lo, b.0.hi)));
+        tiles.sort_unstable_by_key(|t| (t.0.lo, t.0.hi));
         Tiles { tiles }
     }
 
@@ -814,7 +814,7 @@ impl<'a> NearOptimal<'a> {
                 let mut acc = 0.0;
                 v.iter()
                     .map(|p| {
-                        acc += p.len() as f64;
+                        acc += p.length() as f64;
                         acc
                     })
                     .collect()
@@ -860,7 +860,7 @@ impl<'a> NearOptimal<'a> {
                 let t = rng.random::<f64>() * total;
                 let k = cdf.partition_point(|&c| c <= t).min(pieces.len() - 1);
                 let p = pieces[k];
-                s.to_f64(p.lo) + rng.random::<f64>() * s.to_f64(p.len())
+                s.to_f64(p.lo) + rng.random::<f64>() * s.to_f64(p.length())
             }
         } else {
             let e: f64 = Exp1.sample(rng);
@@ -1010,7 +1010,7 @@ mod tests {
             for &(p, lvl) in parts {
                 assert_eq!(p.lo, edge, "gap or overlap at {}", sc.to_f64(p.lo));
                 edge = p.hi;
-                mass += 2.0 * sc.to_f64(p.len()) * (-(lvl as f64) * eps).exp();
+                mass += 2.0 * sc.to_f64(p.length()) * (-(lvl as f64) * eps).exp();
             }
             assert_eq!(sc.to_f64(edge), l.a_n() + l.sensitivity());
             let tail: f64 = (l.steps() + 1..l.steps() + 4000)

@@ -9,6 +9,7 @@ pub mod aggregate;
 pub mod evaluate;
 pub mod frame;
 pub mod load;
+pub mod near_optimal;
 pub mod noise;
 pub mod plot;
 pub mod report;
@@ -201,6 +202,7 @@ pub fn registry() -> &'static [KindInfo] {
         kinds.extend(load::kinds());
         kinds.extend(noise::kinds());
         kinds.extend(select::kinds());
+        kinds.extend(near_optimal::kinds());
         kinds.extend(evaluate::kinds());
         kinds.extend(transform::kinds());
         kinds.extend(aggregate::kinds());
