@@ -21,7 +21,9 @@
 //!    `R_0 ∪ … ∪ R_{i−1}`; so `R_0 = [−δ, δ]` ([`LevelBuilder`]).
 //! 4. The sequence *converges at step n* (Definition 2) when `R_n = ±(a_n + [0, Δf])` and
 //!    `R_{n+1} = ±(a_n + [Δf, 2Δf])` for some `a_n`; from there on every `R_i` is the next
-//!    pair of intervals of length Δf.
+//!    pair of intervals of length Δf (checked: `B_{n+1}` must be one interval). Read
+//!    literally (`a_n` any real), n = 0 when Δf/2 ≤ δ ≤ Δf: `R_0 = [−δ, δ]` is then
+//!    `±(a_0 + [0, Δf])` with `a_0 = δ − Δf ≤ 0`; the density is the same as with n = 1.
 //! 5. `sum1 = Σ_{i≤n} e^(−iε) μ(R_i)`, `sum2 = 2Δf·e^(−ε(n+1))/(1 − e^(−ε))` (the levels
 //!    after n), `α = sum1 + sum2`, and the density is `p(r) = e^(−iε)/α` on `R_i`.
 //!
@@ -53,7 +55,7 @@
 //! - `level(r)` takes the smaller level at a boundary point (the closed `B_i`), which is what
 //!   makes the privacy bound hold at every point rather than almost everywhere.
 //! - The paper's "mean" `Σ p_i ∫_{R_i} r dr` is 0 by symmetry; the quantity compared with the
-//!   staircase mechanism's `Δf·e^(ε/2)/(e^ε − 1)` is `E|X|` ([`Levels::mean_abs`]).
+//!   staircase mechanism's `Δf·e^(ε/2)/(e^ε − 1)` is `E|X|` ([`Summary::mean_abs`]).
 //! - Algorithm 2's geometric variable with "parameter 1 − e^(−ε)": the tail levels
 //!   `n + 1, n + 2, …` lie at `±(a_n + [jΔf, (j+1)Δf])` for `j = 1, 2, …`, so the geometric
 //!   must count trials up to the first success (support {1, 2, …}); the support {0, 1, …}
@@ -523,7 +525,7 @@ impl LevelBuilder {
                 })
             }
         };
-        // The last recorded level is R_n; drop the R_{n+1} candidate kept as `previous`.
+        // Levels R_0 … R_n were recorded; R_{n+1} starts the tail and was not.
         let n = self.measure.len() - 1;
         let tiles = self.opts.keep_sets.then(|| Tiles::new(&self.kept));
         let den2 = (self.scale.den() as f64).powi(2);
@@ -584,6 +586,16 @@ impl Levels {
     /// `a_n` of Definition 2.
     pub fn a_n(&self) -> f64 {
         self.scale.to_f64(self.a_n)
+    }
+
+    /// `a_n` exactly, in units of `1/den` of [`Levels::scale`].
+    pub fn a_n_units(&self) -> Int {
+        self.a_n
+    }
+
+    /// Δf exactly, in units of `1/den`.
+    pub fn sensitivity_units(&self) -> Int {
+        self.sensitivity_units
     }
 
     pub fn delta(&self) -> f64 {

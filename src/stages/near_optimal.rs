@@ -27,6 +27,9 @@ use crate::mech::stats::normal_quantile;
 /// Draws per sub-stream (see `Ctx::substream`).
 const CHUNK: u64 = 1 << 16;
 
+/// Intervals of Algorithm 1's density one `near_optimal.density` frame may hold (4 rows each).
+const MAX_DENSITY_PIECES: usize = 250_000;
+
 const SET_DOC: ParamDoc = ParamDoc {
     name: "neighbour_set",
     ty: "string",
@@ -47,7 +50,7 @@ pub fn kinds() -> Vec<KindInfo> {
             summary: "Algorithm 1 of Wu–He–Xia 2017 over a grid of δ and ε for one neighbour set V: per (δ, ε) the steps n to convergence, E|X| (closed form with the geometric tail), the staircase and Laplace E|X|, rate = E|X|(e^ε − 1)/(Δf e^(ε/2)) and the tail's probability. The sets I_i are built once and shared by every δ.",
             params: &[
                 SET_DOC,
-                ParamDoc { name: "delta", ty: "grid of numbers ≥ 0", default: None, meaning: "δ, the half-width of R_0 (a list or {from, to, step}, {linspace}, {logspace}); at most 15 decimals" },
+                ParamDoc { name: "delta", ty: "grid of numbers ≥ 0", default: None, meaning: "δ, the half-width of R_0 (a list or {from, to, step}, {linspace}, {logspace}); at most 18 decimals" },
                 ParamDoc { name: "epsilon", ty: "grid of numbers > 0", default: None, meaning: "privacy parameters ε" },
                 STEPS_DOC,
             ],
@@ -67,7 +70,7 @@ pub fn kinds() -> Vec<KindInfo> {
         },
         KindInfo {
             name: "near_optimal.density",
-            summary: "The noise densities of the Laplace mechanism (b = Δf/ε), the optimal staircase mechanism and Algorithm 1 for one (V, δ, ε) on [−range, range]; step densities are given at their breakpoints (left and right values), so lines draw them exactly.",
+            summary: "The noise densities of the Laplace mechanism (b = Δf/ε), the optimal staircase mechanism and Algorithm 1 for one (V, δ, ε) on [−range, range]; step densities are given at their breakpoints (left and right values), so lines draw them exactly. Columns: mechanism, panel (the mechanism and its E|X|), r, density, level (Algorithm 1; −1 otherwise).",
             params: &[
                 SET_DOC,
                 ParamDoc { name: "delta", ty: "number ≥ 0", default: None, meaning: "δ" },
@@ -390,20 +393,25 @@ impl Stage for Density {
         let m = levels.mechanism(self.epsilon)?;
         let range = self.range.unwrap_or(levels.a_n().max(0.0) + 4.0 * df);
         let mut t = Table::default();
-        let push = |t: &mut Table, mech: &str, r: f64, p: f64, level: i64| {
-            t.s("mechanism", mech);
+        // `panel` names the mechanism with its E|X|, for facet titles.
+        let push = |t: &mut Table, mech: &(&str, String), r: f64, p: f64, level: i64| {
+            t.s("mechanism", mech.0);
+            t.s("panel", mech.1.clone());
             t.f("r", r);
             t.f("density", p);
             t.i("level", level);
         };
         let lap = Laplace::for_privacy(self.epsilon, df)?;
+        let name =
+            |mech: &'static str, mean_abs: f64| (mech, format!("{mech} (E|X| = {mean_abs:.1})"));
+        let lap_name = name("Laplace", lap.mean_abs());
         for k in 0..self.points {
             let r = -range + 2.0 * range * k as f64 / (self.points - 1) as f64;
-            push(&mut t, "Laplace", r, lap.density(r), -1);
+            push(&mut t, &lap_name, r, lap.density(r), -1);
         }
         // A step density on [0, range] as (left end, right end, value, level) pieces,
         // mirrored: each piece contributes its two ends, so lines draw vertical jumps.
-        let emit = |t: &mut Table, mech: &str, steps: &[(f64, f64, f64, i64)]| {
+        let emit = |t: &mut Table, mech: &(&str, String), steps: &[(f64, f64, f64, i64)]| {
             for &(lo, hi, p, l) in steps.iter().rev() {
                 push(t, mech, -hi, p, l);
                 push(t, mech, -lo, p, l);
@@ -426,10 +434,17 @@ impl Stage for Density {
             }
             k += 1.0;
         }
-        emit(&mut t, "staircase", &steps);
+        emit(&mut t, &name("staircase", st.mean_abs()), &steps);
         let sc = levels.scale();
+        let parts = levels.partition()?;
+        let shown = parts.partition_point(|(p, _)| sc.to_f64(p.lo) < range);
+        if shown > MAX_DENSITY_PIECES {
+            anyhow::bail!(
+                "range = {range} covers {shown} intervals of the R_i (at most {MAX_DENSITY_PIECES} are drawn); give a smaller `range`"
+            );
+        }
         let mut steps: Vec<(f64, f64, f64, i64)> = Vec::new();
-        for &(p, level) in levels.partition()? {
+        for &(p, level) in parts {
             let (lo, hi) = (sc.to_f64(p.lo), sc.to_f64(p.hi));
             if lo >= range {
                 break;
@@ -445,7 +460,7 @@ impl Stage for Density {
             edge += df;
             level += 1;
         }
-        emit(&mut t, "Algorithm 1", &steps);
+        emit(&mut t, &name("Algorithm 1", m.summary().mean_abs), &steps);
         Ok(t.with_set(&v, df, v.measure()).build()?.into())
     }
 }
@@ -630,8 +645,7 @@ impl Stage for Privacy {
             .iter()
             .flat_map(|&e| [e - 1, e, e + 1, -e - 1, -e, -e + 1])
             .collect();
-        let df_units = units(v.sensitivity())?;
-        let reach = units(levels.a_n().max(0.0))? + 3 * df_units;
+        let reach = levels.a_n_units().max(0) + 3 * levels.sensitivity_units();
         points.extend((0..self.random_points).map(|_| rng.random_range(-reach..=reach)));
         let worst = points
             .par_chunks(4096)
