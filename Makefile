@@ -30,10 +30,11 @@ golden: build
 	mkdir -p tests/golden
 	cd target/golden && find . -name '*.csv' ! -path '*/.*' | while read f; do mkdir -p ../../tests/golden/$$(dirname $$f); cp $$f ../../tests/golden/$$f; done
 
-## Criterion benchmarks: samplers, exponential mechanism, Blahut–Arimoto sweeps.
+## Criterion benchmarks: samplers, exponential mechanism, Blahut–Arimoto sweeps, Algorithm 1 of Wu–He–Xia.
 bench:
 	$(CARGO) bench --bench samplers
 	$(CARGO) bench --bench rate_distortion
+	$(CARGO) bench --bench near_optimal
 
 lint:
 	$(CARGO) fmt --all -- --check

@@ -11,15 +11,21 @@
 //! - [`rate_distortion::blahut_arimoto`] — the rate–distortion optimal privacy channel of
 //!   Wu et al. 2020 (Algorithms 1–3), and [`rate_distortion::symmetric_channel`] (k-ary
 //!   randomized response) it is compared with
+//! - [`staircase::Staircase`] — the staircase mechanism (Geng & Viswanath 2016)
+//! - [`near_optimal`] — the near-optimal mechanism for linear queries (Wu, He & Xia 2017:
+//!   Algorithms 1 and 2), on the exact interval sets of [`interval`]
 
 pub mod exponential;
 pub mod fastmath;
 pub mod gaussian;
 pub mod geometric;
+pub mod interval;
 pub mod laplace;
+pub mod near_optimal;
 pub mod noisy_max;
 pub mod quadrature;
 pub mod rate_distortion;
+pub mod staircase;
 pub mod stats;
 
 /// A parameter outside its valid range. The message names the value and the range.

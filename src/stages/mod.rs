@@ -11,6 +11,7 @@ pub mod dataset;
 pub mod evaluate;
 pub mod frame;
 pub mod load;
+pub mod near_optimal;
 pub mod noise;
 pub mod plot;
 pub mod report;
@@ -219,6 +220,7 @@ pub fn registry() -> &'static [KindInfo] {
         kinds.extend(noise::kinds());
         kinds.extend(select::kinds());
         kinds.extend(channel::kinds());
+        kinds.extend(near_optimal::kinds());
         kinds.extend(evaluate::kinds());
         kinds.extend(transform::kinds());
         kinds.extend(aggregate::kinds());
