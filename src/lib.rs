@@ -9,3 +9,4 @@ pub mod mech;
 pub mod pipeline;
 pub mod plot;
 pub mod stages;
+pub mod text;

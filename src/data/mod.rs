@@ -206,12 +206,8 @@ impl Dataset {
 }
 
 fn did_you_mean(name: &str, options: &[&str]) -> String {
-    options
-        .iter()
-        .map(|o| (strsim::jaro_winkler(name, o), *o))
-        .filter(|(s, _)| *s > 0.8)
-        .max_by(|a, b| a.0.total_cmp(&b.0))
-        .map(|(_, o)| format!(" (did you mean `{o}`?)"))
+    crate::text::suggest(name, options.iter().copied())
+        .map(|o| format!(" (did you mean `{o}`?)"))
         .unwrap_or_default()
 }
 

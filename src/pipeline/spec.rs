@@ -331,15 +331,7 @@ fn check_keys(
     Ok(())
 }
 
-/// The candidate nearest to `word`, if it is plausibly a typo of it.
-pub fn suggest<'a>(word: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
-    candidates
-        .into_iter()
-        .map(|c| (strsim::damerau_levenshtein(word, c), c))
-        .filter(|(d, c)| *d <= 2.max(c.len() / 3))
-        .min_by_key(|(d, _)| *d)
-        .map(|(_, c)| c)
-}
+pub use crate::text::suggest;
 
 /// Rewrites serde's messages for people: unknown keys get the nearest valid key.
 pub fn humanise_serde(msg: &str) -> String {

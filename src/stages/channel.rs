@@ -294,7 +294,10 @@ impl Stage for Symmetric {
     }
 
     fn run(&self, ctx: &mut Ctx) -> Result<Output> {
-        let p = source(&ctx.inputs[0])?;
+        let Some(first) = ctx.inputs.first() else {
+            bail!("mechanism.symmetric_channel needs the source distribution as its input");
+        };
+        let p = source(first)?;
         let (base, values) = match (&self.column, ctx.inputs) {
             (Some(c), [_, rows]) => {
                 column(rows, c)?;
