@@ -43,6 +43,13 @@ pub fn str_col(df: &DataFrame, name: &str) -> Result<Vec<String>> {
         .collect())
 }
 
+/// A column as optional text: numbers as written by polars (integers without `.0`).
+pub fn opt_str_col(df: &DataFrame, name: &str) -> Result<Vec<Option<String>>> {
+    let col = column(df, name)?;
+    let cast = col.cast(&DataType::String)?;
+    Ok(cast.str()?.iter().map(|v| v.map(str::to_string)).collect())
+}
+
 /// The column `name`, or an error listing what there is.
 pub fn column<'a>(df: &'a DataFrame, name: &str) -> Result<&'a Column> {
     df.column(name).map_err(|_| {

@@ -336,9 +336,9 @@ impl LoadDistribution {
     /// categories is an error, so a typo in the order cannot silently drop mass.
     fn empirical(&self, ctx: &Ctx, col: &str) -> Result<Output> {
         let df = ctx.input()?;
-        let xs = opt_str_col(df, col)?;
+        let xs = super::frame::opt_str_col(df, col)?;
         let zs = match &self.joint {
-            Some(j) => Some(opt_str_col(df, j)?),
+            Some(j) => Some(super::frame::opt_str_col(df, j)?),
             None => None,
         };
         let mut skipped = 0usize;
@@ -433,11 +433,4 @@ impl LoadDistribution {
             .build()?
             .into())
     }
-}
-
-/// A column as optional text: numbers as written by polars (integers without `.0`).
-fn opt_str_col(df: &DataFrame, name: &str) -> Result<Vec<Option<String>>> {
-    let col = super::frame::column(df, name)?;
-    let cast = col.cast(&DataType::String)?;
-    Ok(cast.str()?.iter().map(|v| v.map(str::to_string)).collect())
 }
