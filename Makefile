@@ -30,11 +30,14 @@ golden: build
 	mkdir -p tests/golden
 	cd target/golden && find . -name '*.csv' ! -path '*/.*' | while read f; do mkdir -p ../../tests/golden/$$(dirname $$f); cp $$f ../../tests/golden/$$f; done
 
-## Criterion benchmarks: samplers, exponential mechanism, Blahut–Arimoto sweeps, Algorithm 1 of Wu–He–Xia.
+## Criterion benchmarks: samplers, exponential mechanism, Blahut–Arimoto sweeps, Algorithm 1 of Wu–He–Xia,
+## the trigonometric mechanism's LP and its kernel queries.
 bench:
 	$(CARGO) bench --bench samplers
 	$(CARGO) bench --bench rate_distortion
 	$(CARGO) bench --bench near_optimal
+	$(CARGO) bench --bench trig_lp
+	$(CARGO) bench --bench kernel_queries
 
 lint:
 	$(CARGO) fmt --all -- --check

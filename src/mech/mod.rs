@@ -14,6 +14,8 @@
 //! - [`staircase::Staircase`] — the staircase mechanism (Geng & Viswanath 2016)
 //! - [`near_optimal`] — the near-optimal mechanism for linear queries (Wu, He & Xia 2017:
 //!   Algorithms 1 and 2), on the exact interval sets of [`interval`]
+//! - [`trig`] — the trigonometric mechanism for smooth queries (Huang 2014: Algorithms 4–10):
+//!   [`trig::mechanism::trigonometric`] and [`trig::mechanism::improved_trigonometric`]
 
 pub mod exponential;
 pub mod fastmath;
@@ -27,6 +29,7 @@ pub mod quadrature;
 pub mod rate_distortion;
 pub mod staircase;
 pub mod stats;
+pub mod trig;
 
 /// A parameter outside its valid range. The message names the value and the range.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]

@@ -253,3 +253,59 @@ mod tests {
         assert!(lo == 0.0 && (hi - 0.036_994).abs() < 1e-5);
     }
 }
+
+/// Least-squares line y = a + b·x with a `level` t-interval for the slope b.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct LineFit {
+    pub intercept: f64,
+    pub slope: f64,
+    pub slope_lo: f64,
+    pub slope_hi: f64,
+}
+
+/// Fits y on x by least squares. The slope interval needs ≥ 3 points (NaN otherwise).
+pub fn fit_line(x: &[f64], y: &[f64], level: f64) -> LineFit {
+    let n = x.len().min(y.len());
+    let nf = n as f64;
+    let mx = x[..n].iter().sum::<f64>() / nf;
+    let my = y[..n].iter().sum::<f64>() / nf;
+    let sxx: f64 = x[..n].iter().map(|v| (v - mx).powi(2)).sum();
+    let sxy: f64 = x[..n]
+        .iter()
+        .zip(&y[..n])
+        .map(|(a, b)| (a - mx) * (b - my))
+        .sum();
+    let slope = sxy / sxx;
+    let intercept = my - slope * mx;
+    let half = if n >= 3 {
+        let rss: f64 = x[..n]
+            .iter()
+            .zip(&y[..n])
+            .map(|(a, b)| (b - intercept - slope * a).powi(2))
+            .sum();
+        t_critical(level, n - 2) * (rss / (nf - 2.0) / sxx).sqrt()
+    } else {
+        f64::NAN
+    };
+    LineFit {
+        intercept,
+        slope,
+        slope_lo: slope - half,
+        slope_hi: slope + half,
+    }
+}
+
+#[cfg(test)]
+mod line_tests {
+    use super::*;
+
+    #[test]
+    fn exact_line_and_interval_cover() {
+        let x = [0.0, 1.0, 2.0, 3.0];
+        let f = fit_line(&x, &[1.0, 3.0, 5.0, 7.0], 0.95);
+        assert!((f.slope - 2.0).abs() < 1e-12 && (f.intercept - 1.0).abs() < 1e-12);
+        assert!((f.slope_hi - f.slope).abs() < 1e-9);
+        let f = fit_line(&x, &[1.0, 3.5, 4.5, 7.0], 0.95);
+        assert!(f.slope_lo < 2.0 && 2.0 < f.slope_hi && f.slope_hi - f.slope_lo > 0.5);
+    }
+}

@@ -1,5 +1,9 @@
 //! `dplab compare`: two results directories, frame by frame — the same frames, the same
 //! columns, the same key cells (text and integers), and numbers within tolerance.
+//!
+//! Wall times are measurements, not results: a column named `*_seconds`, and a row one of
+//! whose text cells names such a column (the long format of `aggregate.summary`), are not
+//! compared.
 
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
@@ -119,6 +123,9 @@ fn compare_tables(name: &str, a: &Table, b: &Table, tol: Tolerance, report: &mut
     let mut bad = 0;
     let mut cells = 0;
     for (r, (ra, rb)) in a.rows.iter().zip(&b.rows).enumerate() {
+        if ra.iter().any(|v| is_timing(v)) && ra.iter().zip(rb).all(|(x, y)| x == y || !is_key(x)) {
+            continue;
+        }
         // Row context: the key-like cells (text, integers) of A's row.
         let context = || {
             a.header
@@ -130,6 +137,9 @@ fn compare_tables(name: &str, a: &Table, b: &Table, tol: Tolerance, report: &mut
                 .join(", ")
         };
         for (c, (va, vb)) in ra.iter().zip(rb).enumerate() {
+            if a.header.get(c).is_some_and(|h| is_timing(h)) {
+                continue;
+            }
             cells += 1;
             if cell_matches(va, vb, tol) {
                 continue;
@@ -165,6 +175,11 @@ fn compare_tables(name: &str, a: &Table, b: &Table, tol: Tolerance, report: &mut
     cells
 }
 
+/// A name of a wall-time measurement.
+fn is_timing(name: &str) -> bool {
+    name.ends_with("_seconds")
+}
+
 fn cell_matches(a: &str, b: &str, tol: Tolerance) -> bool {
     if a == b {
         return true;
@@ -195,5 +210,37 @@ mod tests {
         assert!(!cell_matches("1.01", "1.0", t));
         assert!(!cell_matches("A", "B", t));
         assert!(cell_matches("NaN", "NaN", t));
+    }
+
+    #[test]
+    fn wall_times_are_not_compared() {
+        let t = Tolerance {
+            rtol: 1e-9,
+            atol: 0.0,
+        };
+        let table = |rows: &[&[&str]]| Table {
+            header: vec!["value".into(), "mean".into(), "lp_seconds".into()],
+            rows: rows
+                .iter()
+                .map(|r| r.iter().map(|s| s.to_string()).collect())
+                .collect(),
+        };
+        let a = table(&[
+            &["error", "0.5", "1.0"],
+            &["synthesis_seconds", "2.0", "3.0"],
+        ]);
+        let b = table(&[
+            &["error", "0.5", "9.0"],
+            &["synthesis_seconds", "7.0", "3.0"],
+        ]);
+        let mut report = String::new();
+        compare_tables("x", &a, &b, t, &mut report);
+        assert!(report.is_empty(), "{report}");
+        let c = table(&[
+            &["error", "0.6", "1.0"],
+            &["synthesis_seconds", "2.0", "3.0"],
+        ]);
+        compare_tables("x", &a, &c, t, &mut report);
+        assert!(report.contains("`mean`"), "{report}");
     }
 }

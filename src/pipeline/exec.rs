@@ -200,8 +200,15 @@ fn run_instance(
         .iter()
         .map(|&i| plan.stages[i].name.clone())
         .collect();
+    let axis_names: Vec<String> = plan
+        .axes
+        .keys()
+        .cloned()
+        .chain(std::iter::once(crate::pipeline::plan::REP.to_string()))
+        .collect();
     let mut ctx = Ctx {
         inputs: &inputs,
+        axis_names: &axis_names,
         input_names: &input_names,
         rng: rng_from_seed(inst.seed),
         seed: inst.seed,

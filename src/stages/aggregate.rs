@@ -176,3 +176,145 @@ impl Stage for Summary {
         Ok(fb.build()?.into())
     }
 }
+
+pub fn fit_kinds() -> Vec<KindInfo> {
+    vec![KindInfo {
+        name: "aggregate.loglog_fit",
+        summary: "Least-squares slope of log y on log x per group (a convergence rate), with a t-interval, beside a predicted slope. `output: slopes` gives one row per group; `lines` gives every input row with the fitted and the predicted line (anchored at the fit's centre) for plotting.",
+        params: &[
+            ParamDoc { name: "x", ty: "string", default: None, meaning: "column of x (> 0)" },
+            ParamDoc { name: "y", ty: "string", default: None, meaning: "column of y (> 0)" },
+            ParamDoc { name: "by", ty: "list of strings", default: Some("[]"), meaning: "columns that define the groups" },
+            ParamDoc { name: "predicted", ty: "string", default: Some("—"), meaning: "column holding each group's predicted slope" },
+            ParamDoc { name: "output", ty: "slopes | lines", default: Some("slopes"), meaning: "one row per group, or per input row" },
+            ParamDoc { name: "level", ty: "number in (0, 1)", default: Some("0.95"), meaning: "confidence level of the slope interval" },
+        ],
+        gather: Gather::All,
+        build: build::<LogLogFit>,
+    }]
+}
+
+#[derive(Deserialize, Clone, Copy, PartialEq, Eq, Default)]
+#[serde(rename_all = "snake_case")]
+enum FitOutput {
+    #[default]
+    Slopes,
+    Lines,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LogLogFit {
+    x: String,
+    y: String,
+    #[serde(default)]
+    by: Vec<String>,
+    #[serde(default)]
+    predicted: Option<String>,
+    #[serde(default)]
+    output: FitOutput,
+    #[serde(default = "level")]
+    level: f64,
+}
+
+impl Stage for LogLogFit {
+    fn validate(&self) -> Result<(), ParamError> {
+        if !(self.level > 0.0 && self.level < 1.0) {
+            return Err(ParamError::at(
+                "level",
+                format!("level = {} is invalid: must be in (0, 1)", self.level),
+            ));
+        }
+        Ok(())
+    }
+
+    fn run(&self, ctx: &mut Ctx) -> Result<Output> {
+        let df = ctx.input()?;
+        let x = f64_col(df, &self.x)?;
+        let y = f64_col(df, &self.y)?;
+        let predicted = match &self.predicted {
+            Some(c) => Some(f64_col(df, c)?),
+            None => None,
+        };
+        if let Some(i) = (0..x.len()).find(|&i| !(x[i] > 0.0 && y[i] > 0.0)) {
+            anyhow::bail!(
+                "aggregate.loglog_fit: row {i} has {} = {}, {} = {}; a log–log fit needs both > 0",
+                self.x,
+                x[i],
+                self.y,
+                y[i]
+            );
+        }
+        let groups = group_rows(df, &self.by)?;
+        let mut fb = FrameBuilder::new();
+        let mut keys: Vec<Vec<String>> = vec![Vec::new(); self.by.len()];
+        let mut cols: Vec<Vec<f64>> = vec![Vec::new(); 8];
+        for (key, rows) in &groups {
+            if rows.len() < 2 {
+                anyhow::bail!(
+                    "aggregate.loglog_fit: group {key:?} has {} point(s); a slope needs ≥ 2",
+                    rows.len()
+                );
+            }
+            let lx: Vec<f64> = rows.iter().map(|&r| x[r].ln()).collect();
+            let ly: Vec<f64> = rows.iter().map(|&r| y[r].ln()).collect();
+            let fit = crate::mech::stats::fit_line(&lx, &ly, self.level);
+            let pred = predicted.as_ref().map_or(f64::NAN, |p| p[rows[0]]);
+            let centre = lx.iter().sum::<f64>() / lx.len() as f64;
+            let at_centre = fit.intercept + fit.slope * centre;
+            let emit: Vec<usize> = match self.output {
+                FitOutput::Slopes => vec![rows[0]],
+                FitOutput::Lines => rows.clone(),
+            };
+            for r in emit {
+                for (k, kc) in key.iter().zip(&mut keys) {
+                    kc.push(k.clone());
+                }
+                let lxr = x[r].ln();
+                let row = [
+                    x[r],
+                    y[r],
+                    (fit.intercept + fit.slope * lxr).exp(),
+                    (at_centre + pred * (lxr - centre)).exp(),
+                    fit.slope,
+                    fit.slope_lo,
+                    fit.slope_hi,
+                    pred,
+                ];
+                for (c, v) in cols.iter_mut().zip(row) {
+                    c.push(v);
+                }
+            }
+        }
+        for (name, kc) in self.by.iter().zip(keys) {
+            let numeric = kc.iter().all(|s| s.parse::<f64>().is_ok());
+            fb = if numeric {
+                fb.f64(
+                    name,
+                    kc.iter().map(|s| s.parse().unwrap_or(f64::NAN)).collect(),
+                )
+            } else {
+                fb.str(name, kc)
+            };
+        }
+        let names: [&str; 8] = [
+            &self.x,
+            &self.y,
+            "fitted",
+            "predicted",
+            "slope",
+            "slope_ci_lo",
+            "slope_ci_hi",
+            "predicted_slope",
+        ];
+        let skip = if self.output == FitOutput::Slopes {
+            4
+        } else {
+            0
+        };
+        for (name, col) in names.iter().zip(cols).skip(skip) {
+            fb = fb.f64(name, col);
+        }
+        Ok(fb.build()?.into())
+    }
+}

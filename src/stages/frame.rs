@@ -123,3 +123,26 @@ pub fn take_rows(col: &Column, rows: &[usize]) -> Result<Column> {
     let idx = IdxCa::from_vec("idx".into(), idx);
     Ok(col.take(&idx)?)
 }
+
+/// The numeric columns of `df` not rejected by `skip`, as one row-major matrix: (values, names).
+/// Stages that treat a frame as a point set use it, skipping axis and bookkeeping columns.
+pub fn numeric_matrix(
+    df: &DataFrame,
+    skip: impl Fn(&str) -> bool,
+) -> Result<(Vec<f64>, Vec<String>)> {
+    let names: Vec<String> = df
+        .columns()
+        .iter()
+        .filter(|c| c.dtype().is_primitive_numeric() && !skip(c.name().as_str()))
+        .map(|c| c.name().to_string())
+        .collect();
+    let cols: Vec<Vec<f64>> = names
+        .iter()
+        .map(|n| f64_col(df, n))
+        .collect::<Result<_>>()?;
+    let mut out = Vec::with_capacity(df.height() * names.len());
+    for row in 0..df.height() {
+        out.extend(cols.iter().map(|c| c[row]));
+    }
+    Ok((out, names))
+}

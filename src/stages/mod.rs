@@ -16,7 +16,9 @@ pub mod noise;
 pub mod plot;
 pub mod report;
 pub mod select;
+pub mod smooth;
 pub mod transform;
+pub mod trigonometric;
 
 use std::path::Path;
 
@@ -112,6 +114,9 @@ pub struct Ctx<'a> {
     pub seed: u128,
     /// Directory of the pipeline file: relative paths in parameters resolve against it.
     pub base_dir: &'a Path,
+    /// The pipeline's axis names (and `rep`): the engine adds a column per axis to every
+    /// frame, so a stage that reads "all numeric columns" as data must leave these out.
+    pub axis_names: &'a [String],
     /// Stage name and the instance's axis values, for messages and figure titles.
     pub stage: &'a str,
     pub label: &'a str,
@@ -221,9 +226,12 @@ pub fn registry() -> &'static [KindInfo] {
         kinds.extend(select::kinds());
         kinds.extend(channel::kinds());
         kinds.extend(near_optimal::kinds());
+        kinds.extend(trigonometric::kinds());
+        kinds.extend(smooth::kinds());
         kinds.extend(evaluate::kinds());
         kinds.extend(transform::kinds());
         kinds.extend(aggregate::kinds());
+        kinds.extend(aggregate::fit_kinds());
         kinds.extend(plot::kinds());
         kinds.extend(report::kinds());
         kinds

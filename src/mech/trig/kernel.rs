@@ -1,0 +1,707 @@
+//! Linear mixtures of Gaussian kernels: the smooth queries of Huang (2014), §2, eq. (2.1),
+//!
+//! f(x) = Σ_{j=1..J} α_j exp(−‖x − x_j‖² / (2σ²)),   x ∈ [−1, 1]^d,
+//!
+//! with centres x_j ~ U[−1, 1]^d and weights α uniform on the simplex (α ≥ 0, Σ α_j = 1), as
+//! in the thesis's experiments (§3, J = 10, σ ∈ {2, 4, 6, 8, 10}). By Proposition 2.2, ‖α‖₁ ≤ 1
+//! gives ‖f‖_K ≤ 1 for every K ≤ σ², where ‖f‖_K is the largest |D^k f| over [−1, 1]^d and
+//! ‖k‖₁ ≤ K: each query is (K, 1)-smooth, the class the trigonometric mechanism answers. The
+//! answer of f on a dataset D is q_f(D) = (1/n) Σ_{x∈D} f(x); on a synthetic database (points
+//! a_i with probabilities u_i) it is Σ_i u_i f(a_i).
+//!
+//! # Evaluation
+//! An experiment asks 10⁴ queries (10⁵ centres) on up to 10⁵ points, for five bandwidths: up to
+//! 5·10¹⁰ kernel values. [`mean_answers`] therefore
+//! - writes ‖x − c‖² = ‖x‖² + ‖c‖² − 2 x·c, so the distances of a block of points to a block of
+//!   centres are one small matrix product (2d flops per pair instead of 3d).
+//!   The product is a small register-blocked kernel (4 points × 8 centres) rather than a BLAS
+//!   call: for d ≤ ~100 it keeps the multiply and add units busy, and without fused
+//!   multiply-adds its bits do not depend on the CPU;
+//! - computes each block of distances once and reuses it for every σ of the sweep: the
+//!   distances do not depend on σ, the exponentials do;
+//! - takes the exponential with [`exp_normal`], a branch-free polynomial that vectorises, and
+//!   compiles the whole inner loop twice, for AVX2 (chosen at run time) and for the baseline
+//!   instruction set. Neither uses fused multiply-adds, so both give the same bits.
+//!
+//! Distances from the expanded form carry an absolute rounding error of a few ulp of
+//! ‖x‖² + ‖c‖² (≤ 2d), so kernel values have a relative error of about 2d·ε/(2σ²)·few,
+//! below 10⁻¹³ for the sizes used here; negative rounding residues are clamped to 0.
+//!
+//! # Determinism
+//! Threads share the work by blocks of whole queries. Every number a query's answer is made of
+//! is computed the same way whichever block holds it: each distance by its own sum over the
+//! coordinates in order, each centre's kernel sum over the points in order, in fixed blocks of
+//! points whose partial sums are added in order. No sum crosses a block, so answers are
+//! bit-identical for any number of threads and any block size (which therefore may follow the
+//! thread count), and also with or without AVX2. Memory per block is about
+//! (d + 2·#σ + 4)·256 values besides the inputs.
+
+use crate::mech::fastmath::exp_normal;
+use rand::Rng;
+use rand_distr::{Distribution, Exp1};
+use rayon::prelude::*;
+
+/// Invalid input to [`KernelMixtures::new`] or [`mean_answers`].
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum KernelError {
+    #[error("the dimension must be at least 1")]
+    ZeroDimension,
+    #[error("{what} has {len} values, expected {expected}")]
+    Length {
+        what: &'static str,
+        len: usize,
+        expected: usize,
+    },
+    #[error("{len} {what} values do not split into rows of {width}")]
+    Shape {
+        what: &'static str,
+        len: usize,
+        width: usize,
+    },
+    #[error("no points to average over")]
+    NoPoints,
+    #[error("{what} {index} is not finite (or its squared norm overflows)")]
+    NonFinite { what: &'static str, index: usize },
+    #[error("bandwidth σ = {0} must be positive and finite, with 1/σ² finite")]
+    Bandwidth(f64),
+}
+
+/// A family of queries of the form (2.1), all with the same number of centres J (`per_query`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct KernelMixtures {
+    dim: usize,
+    per_query: usize,
+    /// (queries·J) × dim, row-major; query q owns rows q·J .. (q+1)·J.
+    centres: Vec<f64>,
+    /// queries × J, row-major.
+    weights: Vec<f64>,
+}
+
+impl KernelMixtures {
+    /// `queries` random queries as in the thesis's experiments: centres uniform on [−1, 1]^dim,
+    /// weights uniform on the simplex (normalised Exp(1) draws, i.e. Dirichlet(1, …, 1)).
+    /// Deterministic given the generator's state; the draws are made query by query, so the
+    /// first q queries do not depend on how many more are asked for.
+    pub fn random(queries: usize, per_query: usize, dim: usize, rng: &mut impl Rng) -> Self {
+        let mut centres = Vec::with_capacity(queries * per_query * dim);
+        let mut weights = Vec::with_capacity(queries * per_query);
+        for _ in 0..queries {
+            centres.extend((0..per_query * dim).map(|_| rng.random_range(-1.0..=1.0)));
+            let row: Vec<f64> = (0..per_query).map(|_| Exp1.sample(rng)).collect();
+            let total: f64 = row.iter().sum();
+            weights.extend(row.iter().map(|e| e / total));
+        }
+        Self {
+            dim,
+            per_query,
+            centres,
+            weights,
+        }
+    }
+
+    /// Queries from given centres ((queries·J) × dim, row-major) and weights (queries × J).
+    /// Weights may be any finite numbers (Proposition 2.2 needs ‖α‖₁ ≤ 1; that is the
+    /// caller's choice).
+    pub fn new(
+        dim: usize,
+        per_query: usize,
+        centres: Vec<f64>,
+        weights: Vec<f64>,
+    ) -> Result<Self, KernelError> {
+        if dim == 0 {
+            return Err(KernelError::ZeroDimension);
+        }
+        let queries = weights.len().checked_div(per_query).unwrap_or(0);
+        if queries * per_query != weights.len() {
+            return Err(KernelError::Shape {
+                what: "weight",
+                len: weights.len(),
+                width: per_query,
+            });
+        }
+        if centres.len() != weights.len() * dim {
+            return Err(KernelError::Length {
+                what: "centres",
+                len: centres.len(),
+                expected: weights.len() * dim,
+            });
+        }
+        check_rows("centre", &centres, dim)?;
+        if let Some(index) = weights.iter().position(|w| !w.is_finite()) {
+            return Err(KernelError::NonFinite {
+                what: "weight",
+                index,
+            });
+        }
+        Ok(Self {
+            dim,
+            per_query,
+            centres,
+            weights,
+        })
+    }
+
+    pub fn queries(&self) -> usize {
+        self.weights.len().checked_div(self.per_query).unwrap_or(0)
+    }
+
+    pub fn dim(&self) -> usize {
+        self.dim
+    }
+
+    /// J, the number of kernels in each query.
+    pub fn per_query(&self) -> usize {
+        self.per_query
+    }
+
+    /// Centre x_j of query q is row q·J + j of this (queries·J) × dim row-major matrix.
+    pub fn centres(&self) -> &[f64] {
+        &self.centres
+    }
+
+    /// α_j of query q is entry (q, j) of this queries × J row-major matrix.
+    pub fn weights(&self) -> &[f64] {
+        &self.weights
+    }
+}
+
+/// Squared norms of the rows of a row-major matrix, or the first row that is not finite or
+/// whose squared norm overflows (the expanded distance would then be ∞ − ∞).
+fn check_rows(what: &'static str, rows: &[f64], dim: usize) -> Result<Vec<f64>, KernelError> {
+    rows.chunks_exact(dim)
+        .enumerate()
+        .map(|(index, row)| {
+            let norm = squared_norm(row);
+            if norm.is_finite() {
+                Ok(norm)
+            } else {
+                Err(KernelError::NonFinite { what, index })
+            }
+        })
+        .collect()
+}
+
+fn squared_norm(row: &[f64]) -> f64 {
+    row.iter().map(|v| v * v).sum()
+}
+
+/// Answers of every query of `mix` on a point set, for every bandwidth: `answers[s][q]` is
+/// q_f for query q at σ = `sigmas[s]`.
+///
+/// `points` is n × dim, row-major. With `weights` = None the answer is the mean
+/// (1/n) Σ_i f(x_i); with Some(u) (length n) it is Σ_i u_i f(x_i), for any finite u (a
+/// synthetic database's probabilities). Bit-identical for any rayon thread count.
+///
+/// ```
+/// use dplab::mech::trig::kernel::{mean_answers, KernelMixtures};
+/// use rand::SeedableRng;
+///
+/// let mut rng = rand_pcg::Pcg64Mcg::seed_from_u64(1);
+/// let queries = KernelMixtures::random(100, 10, 2, &mut rng);
+/// let data = [0.5, -0.25, 0.0, 1.0, -1.0, 0.75]; // three points of [−1, 1]²
+/// let answers = mean_answers(&queries, &data, None, &[2.0, 4.0])?;
+/// assert_eq!((answers.len(), answers[0].len()), (2, 100));
+/// // Wider kernels are flatter: closer to Σα = 1 at every point.
+/// assert!(answers[1][0] > answers[0][0]);
+/// # Ok::<(), dplab::mech::trig::kernel::KernelError>(())
+/// ```
+pub fn mean_answers(
+    mix: &KernelMixtures,
+    points: &[f64],
+    weights: Option<&[f64]>,
+    sigmas: &[f64],
+) -> Result<Vec<Vec<f64>>, KernelError> {
+    let dim = mix.dim;
+    if dim == 0 {
+        return Err(KernelError::ZeroDimension);
+    }
+    if points.len() % dim != 0 {
+        return Err(KernelError::Shape {
+            what: "point",
+            len: points.len(),
+            width: dim,
+        });
+    }
+    let n = points.len() / dim;
+    if n == 0 {
+        return Err(KernelError::NoPoints);
+    }
+    if let Some(&bad) = sigmas
+        .iter()
+        .find(|s| !(s.is_finite() && **s > 0.0 && (0.5 / (**s * **s)).is_finite()))
+    {
+        return Err(KernelError::Bandwidth(bad));
+    }
+    if let Some(u) = weights {
+        if u.len() != n {
+            return Err(KernelError::Length {
+                what: "weights",
+                len: u.len(),
+                expected: n,
+            });
+        }
+        if let Some(index) = u.iter().position(|w| !w.is_finite()) {
+            return Err(KernelError::NonFinite {
+                what: "weight",
+                index,
+            });
+        }
+    }
+    let point_norms = check_rows("point", points, dim)?;
+    let queries = mix.queries();
+    if queries == 0 || sigmas.is_empty() {
+        return Ok(vec![vec![0.0; queries]; sigmas.len()]);
+    }
+    let ctx = Context {
+        mix,
+        points,
+        point_norms: &point_norms,
+        weights,
+        scales: sigmas.iter().map(|s| -0.5 / (s * s)).collect(),
+        // Uniform weights are applied once at the end: plain sums of f, then one product.
+        final_factor: if weights.is_some() {
+            1.0
+        } else {
+            1.0 / n as f64
+        },
+    };
+    // Small query sets still get several blocks per thread; see "Determinism" for why the
+    // block size may depend on the thread count.
+    let per_block = (TARGET_CENTRES / mix.per_query)
+        .min(queries.div_ceil(4 * rayon::current_num_threads()))
+        .max(1);
+    let blocks: Vec<Vec<f64>> = (0..queries.div_ceil(per_block))
+        .into_par_iter()
+        .map(|b| {
+            let first = b * per_block;
+            block_answers(&ctx, first, (first + per_block).min(queries))
+        })
+        .collect();
+    let mut answers = vec![Vec::with_capacity(queries); sigmas.len()];
+    for block in &blocks {
+        let block_queries = block.len() / sigmas.len();
+        for (s, row) in answers.iter_mut().enumerate() {
+            row.extend_from_slice(&block[s * block_queries..(s + 1) * block_queries]);
+        }
+    }
+    Ok(answers)
+}
+
+/// Centres per block, about: enough to amortise packing, few enough that the distances of four
+/// points and the partial sums for five σ stay in L1 (≈ 256·8 B per row).
+const TARGET_CENTRES: usize = 256;
+/// Columns of the distance micro-kernel (two AVX2 vectors) and rows (points) per strip.
+const LANES: usize = 8;
+const ROWS: usize = 4;
+/// Points per partial sum; partial sums are then added in order, so the rounding error grows
+/// with POINT_BLOCK + n/POINT_BLOCK instead of n. A multiple of ROWS.
+const POINT_BLOCK: usize = 256;
+
+struct Context<'a> {
+    mix: &'a KernelMixtures,
+    points: &'a [f64],
+    point_norms: &'a [f64],
+    weights: Option<&'a [f64]>,
+    /// −1/(2σ²) per bandwidth.
+    scales: Vec<f64>,
+    final_factor: f64,
+}
+
+/// Answers of queries `first..last` for every σ, laid out [σ][query].
+fn block_answers(ctx: &Context, first: usize, last: usize) -> Vec<f64> {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") {
+        // SAFETY: the CPU supports AVX2 (checked just above).
+        return unsafe { block_answers_avx2(ctx, first, last) };
+    }
+    block_answers_portable(ctx, first, last)
+}
+
+/// The same code compiled with AVX2 (4 lanes instead of SSE2's 2). Rust never fuses a multiply
+/// and an add on its own, so the results equal the portable version's.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn block_answers_avx2(ctx: &Context, first: usize, last: usize) -> Vec<f64> {
+    block_answers_portable(ctx, first, last)
+}
+
+#[inline(always)]
+fn block_answers_portable(ctx: &Context, first: usize, last: usize) -> Vec<f64> {
+    let mix = ctx.mix;
+    let (dim, per_query) = (mix.dim, mix.per_query);
+    let centres = &mix.centres[first * per_query * dim..last * per_query * dim];
+    let m = centres.len() / dim;
+    let width = m.div_ceil(LANES) * LANES;
+    let sigmas = ctx.scales.len();
+
+    // Panels of LANES centres, each dim × LANES, holding 2c (exact) so the product gives 2x·c;
+    // padding centres are zero and their sums are never read.
+    let mut panels = vec![0.0; width * dim];
+    let mut centre_norms = vec![0.0; width];
+    for (j, c) in centres.chunks_exact(dim).enumerate() {
+        let panel = &mut panels[(j / LANES) * LANES * dim..][..LANES * dim];
+        for (k, &v) in c.iter().enumerate() {
+            panel[k * LANES + j % LANES] = 2.0 * v;
+        }
+        centre_norms[j] = squared_norm(c);
+    }
+
+    let mut totals = vec![0.0; sigmas * width];
+    let mut partial = vec![0.0; sigmas * width];
+    let mut dist = vec![0.0; ROWS * width];
+    let mut strip = vec![0.0; dim * ROWS];
+    let n = ctx.point_norms.len();
+    for start in (0..n).step_by(ROWS) {
+        let rows = ROWS.min(n - start);
+        // The strip's points transposed (dim × ROWS), zero-padded past the last point.
+        strip.fill(0.0);
+        for r in 0..rows {
+            let x = &ctx.points[(start + r) * dim..][..dim];
+            for (k, &v) in x.iter().enumerate() {
+                strip[k * ROWS + r] = v;
+            }
+        }
+        let mut norms = [0.0; ROWS];
+        norms[..rows].copy_from_slice(&ctx.point_norms[start..start + rows]);
+        distances(&strip, &panels, &norms, &centre_norms, &mut dist);
+
+        for (r, d_row) in dist.chunks_exact(width).take(rows).enumerate() {
+            let w = ctx.weights.map_or(1.0, |u| u[start + r]);
+            for (acc, &scale) in partial.chunks_exact_mut(width).zip(&ctx.scales) {
+                for (a, &d) in acc.iter_mut().zip(d_row) {
+                    *a += w * exp_normal(d * scale);
+                }
+            }
+        }
+        if (start + ROWS) % POINT_BLOCK == 0 || start + ROWS >= n {
+            for (t, p) in totals.iter_mut().zip(partial.iter_mut()) {
+                *t += *p;
+                *p = 0.0;
+            }
+        }
+    }
+
+    let alphas = &mix.weights[first * per_query..last * per_query];
+    let mut answers = Vec::with_capacity(sigmas * (last - first));
+    for sums in totals.chunks_exact(width) {
+        for (alpha, sum) in alphas
+            .chunks_exact(per_query)
+            .zip(sums.chunks_exact(per_query))
+        {
+            let dot: f64 = alpha.iter().zip(sum).map(|(a, s)| a * s).sum();
+            answers.push(dot * ctx.final_factor);
+        }
+    }
+    answers
+}
+
+/// Squared distances of ROWS points (`strip`, dim × ROWS) to every centre (`panels`), written
+/// row by row into `dist` (ROWS × width): ‖x‖² + ‖c‖² − 2x·c, clamped at 0. Register-blocked
+/// ROWS × LANES so that each loaded panel value serves ROWS points.
+#[inline(always)]
+fn distances(
+    strip: &[f64],
+    panels: &[f64],
+    point_norms: &[f64; ROWS],
+    centre_norms: &[f64],
+    dist: &mut [f64],
+) {
+    let width = centre_norms.len();
+    let dim = strip.len() / ROWS;
+    for (p, panel) in panels.chunks_exact(dim * LANES).enumerate() {
+        let mut acc = [[0.0f64; LANES]; ROWS];
+        for (c, x) in panel.chunks_exact(LANES).zip(strip.chunks_exact(ROWS)) {
+            for r in 0..ROWS {
+                for l in 0..LANES {
+                    acc[r][l] += x[r] * c[l];
+                }
+            }
+        }
+        let cn = &centre_norms[p * LANES..][..LANES];
+        for (r, acc_row) in acc.iter().enumerate() {
+            let out = &mut dist[r * width + p * LANES..][..LANES];
+            for l in 0..LANES {
+                out[l] = (point_norms[r] + cn[l] - acc_row[l]).max(0.0);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::SeedableRng;
+    use rand_pcg::Pcg64Mcg;
+
+    fn uniform_points(n: usize, dim: usize, rng: &mut impl Rng) -> Vec<f64> {
+        (0..n * dim).map(|_| rng.random_range(-1.0..=1.0)).collect()
+    }
+
+    /// q_f by the definition: explicit differences, f64::exp, one query and point at a time.
+    fn naive(
+        mix: &KernelMixtures,
+        points: &[f64],
+        weights: Option<&[f64]>,
+        sigma: f64,
+    ) -> Vec<f64> {
+        let (dim, per_query) = (mix.dim(), mix.per_query());
+        let n = points.len() / dim;
+        (0..mix.queries())
+            .map(|q| {
+                let mut total = 0.0;
+                for (i, x) in points.chunks_exact(dim).enumerate() {
+                    let mut f = 0.0;
+                    for j in 0..per_query {
+                        let c = &mix.centres()[(q * per_query + j) * dim..][..dim];
+                        let d2: f64 = x.iter().zip(c).map(|(a, b)| (a - b) * (a - b)).sum();
+                        f += mix.weights()[q * per_query + j] * (-d2 / (2.0 * sigma * sigma)).exp();
+                    }
+                    total += weights.map_or(1.0 / n as f64, |u| u[i]) * f;
+                }
+                total
+            })
+            .collect()
+    }
+
+    #[test]
+    fn matches_naive_double_loop() {
+        let mut rng = Pcg64Mcg::seed_from_u64(11);
+        let sigmas = [0.3, 2.0, 4.0, 6.0, 8.0, 10.0];
+        // Shapes cover d = 1, point counts that are not multiples of the strip or point block,
+        // J that does not divide the centre block, and several centre blocks.
+        for &(queries, per_query, dim, n) in &[
+            (7, 10, 1, 1),
+            (3, 10, 1, 259),
+            (40, 10, 8, 37),
+            (5, 3, 19, 515),
+            (30, 10, 101, 9),
+            (90, 7, 2, 1030),
+        ] {
+            let mix = KernelMixtures::random(queries, per_query, dim, &mut rng);
+            let points = uniform_points(n, dim, &mut rng);
+            let raw: Vec<f64> = (0..n).map(|_| rng.random::<f64>()).collect();
+            let total: f64 = raw.iter().sum();
+            let probs: Vec<f64> = raw.iter().map(|u| u / total).collect();
+            for weights in [None, Some(probs.as_slice())] {
+                let fast = mean_answers(&mix, &points, weights, &sigmas).unwrap();
+                assert_eq!(fast.len(), sigmas.len());
+                for (s, &sigma) in sigmas.iter().enumerate() {
+                    let slow = naive(&mix, &points, weights, sigma);
+                    assert_eq!(fast[s].len(), queries);
+                    for (q, (a, b)) in fast[s].iter().zip(&slow).enumerate() {
+                        assert!(
+                            (a - b).abs() <= 1e-12 * b.abs(),
+                            "d={dim} n={n} σ={sigma} q={q}: {a} vs {b}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn identical_on_one_and_two_threads() {
+        let mut rng = Pcg64Mcg::seed_from_u64(5);
+        // 2000 points make 8 point blocks; 120 queries make 5 or more query blocks, 30
+        // queries make blocks of 8 queries on one thread and of 4 on two.
+        let points = uniform_points(2000, 6, &mut rng);
+        let weights: Vec<f64> = (0..2000).map(|_| rng.random::<f64>()).collect();
+        let sigmas = [2.0, 4.0, 10.0];
+        for (queries, w) in [(120, None), (120, Some(weights.as_slice())), (30, None)] {
+            let mix = KernelMixtures::random(queries, 10, 6, &mut rng);
+            let run = |threads: usize| {
+                rayon::ThreadPoolBuilder::new()
+                    .num_threads(threads)
+                    .build()
+                    .unwrap()
+                    .install(|| mean_answers(&mix, &points, w, &sigmas).unwrap())
+            };
+            let (one, two) = (run(1), run(2));
+            let bits = |a: &Vec<Vec<f64>>| -> Vec<u64> {
+                a.concat().iter().map(|v| v.to_bits()).collect()
+            };
+            assert_eq!(bits(&one), bits(&two));
+        }
+    }
+
+    #[test]
+    fn baseline_and_dispatched_code_agree_bitwise() {
+        let mut rng = Pcg64Mcg::seed_from_u64(8);
+        let mix = KernelMixtures::random(40, 10, 19, &mut rng);
+        let points = uniform_points(700, 19, &mut rng);
+        let weights: Vec<f64> = (0..700).map(|_| rng.random::<f64>()).collect();
+        let point_norms = check_rows("point", &points, 19).unwrap();
+        let ctx = Context {
+            mix: &mix,
+            points: &points,
+            point_norms: &point_norms,
+            weights: Some(&weights),
+            scales: vec![-0.125, -0.005],
+            final_factor: 1.0,
+        };
+        // Inlined here, the portable body is compiled for the baseline (SSE2 on x86-64);
+        // block_answers picks the AVX2 copy where the CPU has it.
+        let baseline = block_answers_portable(&ctx, 3, 40);
+        let dispatched = block_answers(&ctx, 3, 40);
+        let bits = |v: &[f64]| -> Vec<u64> { v.iter().map(|x| x.to_bits()).collect() };
+        assert_eq!(bits(&baseline), bits(&dispatched));
+    }
+
+    #[test]
+    fn random_queries_are_on_the_simplex_and_the_cube() {
+        let mix = KernelMixtures::random(500, 10, 3, &mut Pcg64Mcg::seed_from_u64(1));
+        assert_eq!((mix.queries(), mix.per_query(), mix.dim()), (500, 10, 3));
+        assert_eq!(mix.centres().len(), 500 * 10 * 3);
+        assert!(mix.centres().iter().all(|c| (-1.0..=1.0).contains(c)));
+        for row in mix.weights().chunks_exact(10) {
+            assert!(row.iter().all(|&a| a >= 0.0));
+            assert!((row.iter().sum::<f64>() - 1.0).abs() <= 1e-12);
+        }
+        // Centres spread over the cube rather than sitting at one spot.
+        let mean = mix.centres().iter().sum::<f64>() / mix.centres().len() as f64;
+        assert!(mean.abs() < 0.05, "mean centre coordinate {mean}");
+        let again = KernelMixtures::random(500, 10, 3, &mut Pcg64Mcg::seed_from_u64(1));
+        assert_eq!(mix, again);
+        let other = KernelMixtures::random(500, 10, 3, &mut Pcg64Mcg::seed_from_u64(2));
+        assert_ne!(mix, other);
+        // Asking for more queries keeps the first ones.
+        let more = KernelMixtures::random(600, 10, 3, &mut Pcg64Mcg::seed_from_u64(1));
+        assert_eq!(&more.weights()[..5000], mix.weights());
+        assert_eq!(&more.centres()[..15000], mix.centres());
+    }
+
+    #[test]
+    fn queries_are_positive_and_at_most_one() {
+        let mut rng = Pcg64Mcg::seed_from_u64(3);
+        for dim in [1, 8, 101] {
+            let mix = KernelMixtures::random(50, 10, dim, &mut rng);
+            // Corners of the cube are farthest from the centres; a point at a centre is nearest.
+            let mut points = vec![1.0; dim];
+            points.extend(vec![-1.0; dim]);
+            points.extend_from_slice(&mix.centres()[..dim]);
+            points.extend(uniform_points(20, dim, &mut rng));
+            let n = points.len() / dim;
+            for i in 0..n {
+                let one = &points[i * dim..][..dim];
+                let answers = mean_answers(&mix, one, None, &[2.0, 10.0]).unwrap();
+                for f in answers.concat() {
+                    assert!(f > 0.0 && f <= 1.0 + 1e-12, "d={dim}: f = {f}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn exp_normal_matches_libm() {
+        let ulps = |a: f64, b: f64| (a.to_bits() as i64 - b.to_bits() as i64).unsigned_abs();
+        let mut rng = Pcg64Mcg::seed_from_u64(9);
+        let mut xs: Vec<f64> = (0..400_000)
+            .map(|_| rng.random_range(-60.0..=0.0))
+            .collect();
+        xs.extend((0..200_000).map(|_| rng.random_range(-708.0..=709.0)));
+        xs.extend([
+            0.0,
+            -0.0,
+            -1e-300,
+            1e-300,
+            -708.0,
+            709.0,
+            1.0,
+            -1.0,
+            0.5 * std::f64::consts::LN_2,
+        ]);
+        let mut worst = 0;
+        for x in xs {
+            let (a, b) = (exp_normal(x), x.exp());
+            worst = worst.max(ulps(a, b));
+            assert!(ulps(a, b) <= 1, "exp({x}) = {a}, libm {b}");
+        }
+        assert!(worst <= 1);
+        assert_eq!(exp_normal(-708.5), 0.0);
+        assert_eq!(exp_normal(f64::NEG_INFINITY), 0.0);
+    }
+
+    #[test]
+    fn rejects_bad_input() {
+        let mix = KernelMixtures::random(4, 10, 2, &mut Pcg64Mcg::seed_from_u64(0));
+        let points = [0.1, 0.2, 0.3, 0.4];
+        let ok = |r: Result<Vec<Vec<f64>>, KernelError>| r.is_ok();
+        assert!(ok(mean_answers(&mix, &points, None, &[1.0])));
+        assert_eq!(
+            mean_answers(&mix, &points[..3], None, &[1.0]),
+            Err(KernelError::Shape {
+                what: "point",
+                len: 3,
+                width: 2
+            })
+        );
+        assert_eq!(
+            mean_answers(&mix, &[], None, &[1.0]),
+            Err(KernelError::NoPoints)
+        );
+        for sigma in [0.0, -1.0, f64::NAN, f64::INFINITY, 1e-300] {
+            assert!(matches!(
+                mean_answers(&mix, &points, None, &[2.0, sigma]),
+                Err(KernelError::Bandwidth(_))
+            ));
+        }
+        assert!(matches!(
+            mean_answers(&mix, &points, Some(&[0.5]), &[1.0]),
+            Err(KernelError::Length {
+                what: "weights",
+                len: 1,
+                expected: 2
+            })
+        ));
+        assert!(matches!(
+            mean_answers(&mix, &points, Some(&[0.5, f64::NAN]), &[1.0]),
+            Err(KernelError::NonFinite {
+                what: "weight",
+                index: 1
+            })
+        ));
+        assert!(matches!(
+            mean_answers(&mix, &[0.0, 0.0, f64::INFINITY, 0.0], None, &[1.0]),
+            Err(KernelError::NonFinite {
+                what: "point",
+                index: 1
+            })
+        ));
+        assert!(matches!(
+            mean_answers(&mix, &[1e200, 0.0], None, &[1.0]),
+            Err(KernelError::NonFinite {
+                what: "point",
+                index: 0
+            })
+        ));
+        assert_eq!(mean_answers(&mix, &points, None, &[]), Ok(vec![]));
+
+        assert_eq!(
+            KernelMixtures::new(0, 1, vec![], vec![]),
+            Err(KernelError::ZeroDimension)
+        );
+        assert!(matches!(
+            KernelMixtures::new(2, 3, vec![0.0; 10], vec![0.2; 5]),
+            Err(KernelError::Shape { what: "weight", .. })
+        ));
+        assert!(matches!(
+            KernelMixtures::new(2, 2, vec![0.0; 6], vec![0.5; 4]),
+            Err(KernelError::Length {
+                what: "centres",
+                ..
+            })
+        ));
+        assert!(matches!(
+            KernelMixtures::new(1, 1, vec![f64::NAN], vec![1.0]),
+            Err(KernelError::NonFinite {
+                what: "centre",
+                index: 0
+            })
+        ));
+        let built = KernelMixtures::new(2, 2, vec![0.0; 8], vec![0.5; 4]).unwrap();
+        assert_eq!(built.queries(), 2);
+        // A query whose centres sit at the only point answers Σα = 1 exactly.
+        let at = mean_answers(&built, &[0.0, 0.0], None, &[3.0]).unwrap();
+        assert_eq!(at, vec![vec![1.0, 1.0]]);
+    }
+}
