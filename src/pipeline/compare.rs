@@ -1,9 +1,9 @@
 //! `dplab compare`: two results directories, frame by frame — the same frames, the same
 //! columns, the same key cells (text and integers), and numbers within tolerance.
 //!
-//! Wall times are measurements, not results: a column named `*_seconds`, and a row one of
-//! whose text cells names such a column (the long format of `aggregate.summary`), are not
-//! compared.
+//! Wall times are measurements, not results: a column named `*_seconds`, and a row whose
+//! `value` cell names such a column (the long format of `aggregate.summary`), are not
+//! compared; the count of such cells is reported.
 
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
@@ -22,6 +22,8 @@ pub struct Tolerance {
 pub struct Comparison {
     pub frames: usize,
     pub cells: usize,
+    /// Wall-time cells, not compared.
+    pub timings: usize,
     pub report: String,
 }
 
@@ -47,16 +49,19 @@ pub fn compare_dirs(a: &Path, b: &Path, tol: Tolerance) -> Result<Comparison> {
     for only in fb.difference(&fa) {
         writeln!(report, "{only}: only in {}", b.display())?;
     }
-    let mut cells = 0;
+    let (mut cells, mut timings) = (0, 0);
     let both: Vec<&String> = fa.intersection(&fb).collect();
     for name in &both {
         let ta = read_csv(&a.join(name))?;
         let tb = read_csv(&b.join(name))?;
-        cells += compare_tables(name, &ta, &tb, tol, &mut report);
+        let (c, t) = compare_tables(name, &ta, &tb, tol, &mut report);
+        cells += c;
+        timings += t;
     }
     Ok(Comparison {
         frames: both.len(),
         cells,
+        timings,
         report,
     })
 }
@@ -100,7 +105,14 @@ fn is_key(cell: &str) -> bool {
     cell.parse::<f64>().is_err() || cell.parse::<i64>().is_ok()
 }
 
-fn compare_tables(name: &str, a: &Table, b: &Table, tol: Tolerance, report: &mut String) -> usize {
+/// Compares two tables; returns (cells compared, wall-time cells skipped).
+fn compare_tables(
+    name: &str,
+    a: &Table,
+    b: &Table,
+    tol: Tolerance,
+    report: &mut String,
+) -> (usize, usize) {
     if a.header != b.header {
         let _ = writeln!(
             report,
@@ -108,7 +120,7 @@ fn compare_tables(name: &str, a: &Table, b: &Table, tol: Tolerance, report: &mut
             a.header.join(", "),
             b.header.join(", ")
         );
-        return 0;
+        return (0, 0);
     }
     if a.rows.len() != b.rows.len() {
         let _ = writeln!(
@@ -117,15 +129,15 @@ fn compare_tables(name: &str, a: &Table, b: &Table, tol: Tolerance, report: &mut
             a.rows.len(),
             b.rows.len()
         );
-        return 0;
+        return (0, 0);
     }
+    let value_col = a.header.iter().position(|h| h == "value");
     let mut listed = 0;
     let mut bad = 0;
     let mut cells = 0;
+    let mut timings = 0;
     for (r, (ra, rb)) in a.rows.iter().zip(&b.rows).enumerate() {
-        if ra.iter().any(|v| is_timing(v)) && ra.iter().zip(rb).all(|(x, y)| x == y || !is_key(x)) {
-            continue;
-        }
+        let timing_row = value_col.is_some_and(|c| is_timing(&ra[c]) && ra[c] == rb[c]);
         // Row context: the key-like cells (text, integers) of A's row.
         let context = || {
             a.header
@@ -137,7 +149,9 @@ fn compare_tables(name: &str, a: &Table, b: &Table, tol: Tolerance, report: &mut
                 .join(", ")
         };
         for (c, (va, vb)) in ra.iter().zip(rb).enumerate() {
-            if a.header.get(c).is_some_and(|h| is_timing(h)) {
+            let key_cell = is_key(va) && is_key(vb);
+            if a.header.get(c).is_some_and(|h| is_timing(h)) || (timing_row && !key_cell) {
+                timings += 1;
                 continue;
             }
             cells += 1;
@@ -172,7 +186,7 @@ fn compare_tables(name: &str, a: &Table, b: &Table, tol: Tolerance, report: &mut
             bad - listed
         );
     }
-    cells
+    (cells, timings)
 }
 
 /// A name of a wall-time measurement.
@@ -234,7 +248,7 @@ mod tests {
             &["synthesis_seconds", "7.0", "3.0"],
         ]);
         let mut report = String::new();
-        compare_tables("x", &a, &b, t, &mut report);
+        assert_eq!(compare_tables("x", &a, &b, t, &mut report), (3, 3));
         assert!(report.is_empty(), "{report}");
         let c = table(&[
             &["error", "0.6", "1.0"],

@@ -200,12 +200,14 @@ fn run_instance(
         .iter()
         .map(|&i| plan.stages[i].name.clone())
         .collect();
-    let axis_names: Vec<String> = plan
-        .axes
-        .keys()
-        .cloned()
-        .chain(std::iter::once(crate::pipeline::plan::REP.to_string()))
-        .collect();
+    let mut axis_names: Vec<String> = Vec::new();
+    for &up in &stage.inputs {
+        for a in &plan.stages[up].axes {
+            if !axis_names.contains(a) {
+                axis_names.push(a.clone());
+            }
+        }
+    }
     let mut ctx = Ctx {
         inputs: &inputs,
         axis_names: &axis_names,

@@ -258,8 +258,19 @@ impl Stage for LogLogFit {
             }
             let lx: Vec<f64> = rows.iter().map(|&r| x[r].ln()).collect();
             let ly: Vec<f64> = rows.iter().map(|&r| y[r].ln()).collect();
+            if lx.iter().all(|v| *v == lx[0]) {
+                anyhow::bail!("aggregate.loglog_fit: group {key:?} has one x value only ({}); a slope needs two", x[rows[0]]);
+            }
             let fit = crate::mech::stats::fit_line(&lx, &ly, self.level);
             let pred = predicted.as_ref().map_or(f64::NAN, |p| p[rows[0]]);
+            if let Some(p) = &predicted {
+                if let Some(&r) = rows.iter().find(|&&r| p[r] != pred) {
+                    anyhow::bail!(
+                        "aggregate.loglog_fit: the predicted slope differs within group {key:?} ({pred} and {}); add the column that separates them to `by`",
+                        p[r]
+                    );
+                }
+            }
             let centre = lx.iter().sum::<f64>() / lx.len() as f64;
             let at_centre = fit.intercept + fit.slope * centre;
             let emit: Vec<usize> = match self.output {

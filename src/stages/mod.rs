@@ -114,8 +114,8 @@ pub struct Ctx<'a> {
     pub seed: u128,
     /// Directory of the pipeline file: relative paths in parameters resolve against it.
     pub base_dir: &'a Path,
-    /// The pipeline's axis names (and `rep`): the engine adds a column per axis to every
-    /// frame, so a stage that reads "all numeric columns" as data must leave these out.
+    /// The axis columns (`rep` included) the engine added to the input frames: a stage that
+    /// reads "all numeric columns" as data must leave these out.
     pub axis_names: &'a [String],
     /// Stage name and the instance's axis values, for messages and figure titles.
     pub stage: &'a str,

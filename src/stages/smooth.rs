@@ -12,8 +12,8 @@ use rand_distr::{Beta, Distribution};
 use rand_pcg::Pcg64Mcg;
 use serde::Deserialize;
 
-use super::frame::{f64_col, has_col, numeric_matrix, FrameBuilder};
-use super::trigonometric::{DIAGNOSTIC_PREFIX, WEIGHT};
+use super::frame::{f64_col, FrameBuilder};
+use super::trigonometric::{PointSet, DIAGNOSTIC_PREFIX};
 use super::{build, Ctx, Gather, KindInfo, Output, ParamDoc, ParamError, Stage};
 use crate::mech::trig::kernel::{mean_answers, KernelMixtures};
 
@@ -116,26 +116,6 @@ fn check_sigma(path: &str, s: f64) -> Result<(), ParamError> {
     }
 }
 
-/// A point set from a frame: every numeric column but the axes, `weight` and `synthesis_*`.
-fn point_set(
-    df: &polars::prelude::DataFrame,
-    ctx: &Ctx,
-) -> Result<(Vec<f64>, usize, Option<Vec<f64>>)> {
-    let axes = ctx.axis_names;
-    let (points, names) = numeric_matrix(df, |c| {
-        c == WEIGHT || c.starts_with(DIAGNOSTIC_PREFIX) || axes.iter().any(|a| a == c)
-    })?;
-    if names.is_empty() || df.height() == 0 {
-        bail!("the point set has no numeric data columns or no rows");
-    }
-    let weights = if has_col(df, WEIGHT) {
-        Some(f64_col(df, WEIGHT)?)
-    } else {
-        None
-    };
-    Ok((points, names.len(), weights))
-}
-
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Sample {
@@ -208,10 +188,9 @@ impl Stage for Answers {
     }
 
     fn run(&self, ctx: &mut Ctx) -> Result<Output> {
-        let df = ctx.input()?;
-        let (points, dim, weights) = point_set(df, ctx)?;
-        let mix = self.queries.generate(dim);
-        let answers = mean_answers(&mix, &points, weights.as_deref(), &self.sigmas)?;
+        let set = PointSet::read(ctx.input()?, ctx.axis_names, &ctx.input_names[0])?;
+        let mix = self.queries.generate(set.dim());
+        let answers = mean_answers(&mix, &set.points, set.weights.as_deref(), &self.sigmas)?;
         let q = self.queries.count;
         let mut sigma = Vec::with_capacity(q * self.sigmas.len());
         let mut query = Vec::with_capacity(sigma.capacity());
@@ -221,10 +200,15 @@ impl Stage for Answers {
             query.extend(0..q as i64);
             answer.extend(a);
         }
+        // The query family's identity, so the scoring stage can check it uses the same one.
+        let rows = sigma.len();
         Ok(FrameBuilder::new()
             .f64("sigma", sigma)
             .i64("query", query)
             .f64("answer", answer)
+            .i64("query_dim", vec![set.dim() as i64; rows])
+            .i64("query_per_query", vec![self.queries.per_query as i64; rows])
+            .i64("query_seed", vec![self.queries.seed as i64; rows])
             .build()?
             .into())
     }
@@ -272,9 +256,27 @@ impl Stage for Score {
                 self.sigma
             );
         }
-        let (points, dim, weights) = point_set(synthetic, ctx)?;
-        let mix = self.queries.generate(dim);
-        let ours = mean_answers(&mix, &points, weights.as_deref(), &[self.sigma])?
+        let set = PointSet::read(synthetic, ctx.axis_names, &ctx.input_names[0])?;
+        let identity = [
+            ("query_dim", set.dim() as f64, "data columns"),
+            (
+                "query_per_query",
+                self.queries.per_query as f64,
+                "kernels per query",
+            ),
+            ("query_seed", self.queries.seed as f64, "seed"),
+        ];
+        for (column, ours, what) in identity {
+            let theirs = f64_col(truth, column)?;
+            if let Some(t) = theirs.iter().find(|t| **t != ours) {
+                bail!(
+                    "the answers `{}` were made with {what} = {t}, this stage has {ours}: the two stages must answer the same queries on data of the same dimension",
+                    ctx.input_names[1]
+                );
+            }
+        }
+        let mix = self.queries.generate(set.dim());
+        let ours = mean_answers(&mix, &set.points, set.weights.as_deref(), &[self.sigma])?
             .pop()
             .unwrap_or_default();
         let (mut max_abs, mut max_rel, mut sum_abs) = (0.0f64, 0.0f64, 0.0);

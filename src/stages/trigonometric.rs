@@ -10,7 +10,7 @@
 use anyhow::Result;
 use serde::Deserialize;
 
-use super::frame::{numeric_matrix, FrameBuilder};
+use super::frame::{f64_col, has_col, numeric_matrix, FrameBuilder};
 use super::{build, Ctx, Gather, KindInfo, Output, ParamDoc, ParamError, Stage};
 use crate::mech::trig::ellipsoid::EllipsoidSampler;
 use crate::mech::trig::lp::{LpMethod, LpOptions};
@@ -24,6 +24,44 @@ pub const DIAGNOSTIC_PREFIX: &str = "synthesis_";
 
 /// The weights of a weighted point set.
 pub const WEIGHT: &str = "weight";
+
+/// A point set read from a frame: every numeric column except the axis columns, `weight`
+/// and the `synthesis_*` diagnostics, as row-major values; with the column names and the
+/// weights (when the frame has a `weight` column).
+pub struct PointSet {
+    pub points: Vec<f64>,
+    pub names: Vec<String>,
+    pub weights: Option<Vec<f64>>,
+}
+
+impl PointSet {
+    pub fn read(
+        df: &polars::prelude::DataFrame,
+        axis_names: &[String],
+        input: &str,
+    ) -> Result<Self> {
+        let (points, names) = numeric_matrix(df, |c| {
+            c == WEIGHT || c.starts_with(DIAGNOSTIC_PREFIX) || axis_names.iter().any(|a| a == c)
+        })?;
+        if names.is_empty() || df.height() == 0 {
+            anyhow::bail!("the input `{input}` has no numeric data columns or no rows");
+        }
+        let weights = if has_col(df, WEIGHT) {
+            Some(f64_col(df, WEIGHT)?)
+        } else {
+            None
+        };
+        Ok(PointSet {
+            points,
+            names,
+            weights,
+        })
+    }
+
+    pub fn dim(&self) -> usize {
+        self.names.len()
+    }
+}
 
 pub fn kinds() -> Vec<KindInfo> {
     vec![KindInfo {
@@ -231,6 +269,14 @@ impl Stage for Trigonometric {
     fn validate(&self) -> Result<(), ParamError> {
         let range = |e: crate::mech::ParamRangeError| ParamError::at(e.name, e.to_string());
         crate::mech::check_epsilon(self.epsilon).map_err(range)?;
+        if let Some(s) = self.sigma {
+            if !(s.is_finite() && s > 0.0) {
+                return Err(ParamError::at(
+                    "sigma",
+                    format!("σ = {s} is invalid: must be a finite number > 0"),
+                ));
+            }
+        }
         if let Some(d) = self.delta {
             if !(d > 0.0 && d < 1.0) {
                 return Err(ParamError::at(
@@ -281,20 +327,18 @@ impl Stage for Trigonometric {
     }
 
     fn run(&self, ctx: &mut Ctx) -> Result<Output> {
-        let df = ctx.input()?;
-        let axes = ctx.axis_names;
-        let (points, names) = numeric_matrix(df, |c| axes.iter().any(|a| a == c))?;
-        if names.is_empty() || df.height() == 0 {
+        let set = PointSet::read(ctx.input()?, ctx.axis_names, &ctx.input_names[0])?;
+        if set.weights.is_some() {
             anyhow::bail!(
-                "the input `{}` has no numeric data columns or no rows",
+                "the input `{}` is a weighted point set (it has a `{WEIGHT}` column); the mechanism takes a database",
                 ctx.input_names[0]
             );
         }
-        let dim = names.len();
+        let (points, names, dim) = (&set.points, &set.names, set.dim());
         let settings = self.settings().map_err(|e| anyhow::anyhow!(e.message))?;
         let db = match self.improvement().map_err(|e| anyhow::anyhow!(e.message))? {
-            None => trigonometric(&points, dim, &settings, &mut ctx.rng)?,
-            Some(im) => improved_trigonometric(&points, dim, &settings, &im, &mut ctx.rng)?,
+            None => trigonometric(points, dim, &settings, &mut ctx.rng)?,
+            Some(im) => improved_trigonometric(points, dim, &settings, &im, &mut ctx.rng)?,
         };
         let rows = db.weights.len();
         let r = &db.report;

@@ -53,6 +53,13 @@ pub fn lowest_order(dim: usize, t: u32, count: usize) -> Result<Vec<MultiIndex>,
             valid: "the data need d ≥ 1 and the schedule t ≥ 1".into(),
         });
     }
+    if count > MAX_BASES {
+        return Err(ParamRangeError {
+            name: "bases",
+            value: count.to_string(),
+            valid: format!("must be ≤ {MAX_BASES} (each basis function is one LP row)"),
+        });
+    }
     let total = (t as f64).powi(dim.min(i32::MAX as usize) as i32);
     if (count as f64) > total {
         return Err(ParamRangeError {
@@ -123,6 +130,9 @@ pub fn full_grid(dim: usize, t: u32) -> Result<Vec<MultiIndex>, ParamRangeError>
     }
     lowest_order(dim, t, total as usize)
 }
+
+/// Largest number of basis functions (LP rows) any variant accepts.
+pub const MAX_BASES: usize = 1_000_000;
 
 /// Largest number of basis functions (LP rows) the full-grid mechanism accepts.
 pub const MAX_FULL_BASES: usize = 20_000;
@@ -351,6 +361,7 @@ mod tests {
         let e = lowest_order(2, 2, 5).unwrap_err();
         assert!(e.to_string().contains("t^d = 2^2 = 4"), "{e}");
         assert!(full_grid(20, 3).is_err());
+        assert!(lowest_order(101, 2, 1_000_000_000_000).is_err());
     }
 
     #[test]
