@@ -44,7 +44,7 @@ stages:
     kind: mechanism.trigonometric
     input: cube
     repeat: 2
-    with: {epsilon: 1, sigma: 2, bases: 10, candidates: 300, pca_dim: 2, kappa: 2}
+    with: {epsilon: 1, sigma: 2, bases: 7, candidates: 300, pca_dim: 2, kappa: 2}
   score:
     kind: evaluate.smooth_queries
     input: [full, truth]
@@ -109,7 +109,7 @@ fn validate_error(edit: (&str, &str)) -> String {
 
 #[test]
 fn improved_without_its_parameters_is_located() {
-    let err = validate_error((", bases: 10", ""));
+    let err = validate_error((", bases: 7", ""));
     assert!(err.contains("trig.yaml:"), "{err}");
     assert!(err.contains("bases"), "{err}");
 }

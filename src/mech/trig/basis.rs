@@ -244,7 +244,7 @@ pub fn schedule_pure(n: usize, dim: usize, smoothness: f64) -> Result<Schedule, 
     Ok(Schedule {
         t: ceil_u32(n.powf(1.0 / e)),
         grid: ceil_u64(n.powf(k / e)),
-        sample_size: n.powf(1.0 + (k + 1.0) / e).ceil(),
+        sample_size: ceil_power(n.powf(1.0 + (k + 1.0) / e)),
         lattice: ceil_u64(n.powf((d + k) / e)),
     })
 }
@@ -270,9 +270,9 @@ pub fn schedule_approx(
     Ok(Schedule {
         t: ceil_u32(n.powf(2.0 / e) * l.powf(-1.0 / e)),
         grid: ceil_u64(n.powf(2.0 * k / e) * l.powf(-k / e)),
-        sample_size: (n.powf((4.0 * d + 4.0 * k + 2.0) / e)
-            * l.powf(-(2.0 * d + 2.0 * k + 1.0) / e))
-        .ceil(),
+        sample_size: ceil_power(
+            n.powf((4.0 * d + 4.0 * k + 2.0) / e) * l.powf(-(2.0 * d + 2.0 * k + 1.0) / e),
+        ),
         lattice: ceil_u64(n.powf((2.0 * d + 2.0 * k) / e) * l.powf(-(d + k) / e)),
     })
 }
@@ -288,12 +288,19 @@ fn check_schedule(n: usize, dim: usize, smoothness: f64) -> Result<(), ParamRang
     crate::mech::check_positive("smoothness K", smoothness)
 }
 
+/// ⌈x⌉ for a power computed in floating point: n^{K/(2d+K)} can land an ulp above an exact
+/// integer (10^5^0.2 = 10.000000000000002), so values within 1e-12 (relative) of an integer
+/// count as that integer.
+fn ceil_power(x: f64) -> f64 {
+    (x * (1.0 - 1e-12)).ceil()
+}
+
 fn ceil_u32(x: f64) -> u32 {
-    x.ceil().clamp(1.0, u32::MAX as f64) as u32
+    ceil_power(x).clamp(1.0, u32::MAX as f64) as u32
 }
 
 fn ceil_u64(x: f64) -> u64 {
-    x.ceil().clamp(1.0, u64::MAX as f64) as u64
+    ceil_power(x).clamp(1.0, u64::MAX as f64) as u64
 }
 
 #[cfg(test)]
