@@ -215,7 +215,7 @@ pub fn mean_answers(
     if dim == 0 {
         return Err(KernelError::ZeroDimension);
     }
-    if points.len() % dim != 0 {
+    if !points.len().is_multiple_of(dim) {
         return Err(KernelError::Shape {
             what: "point",
             len: points.len(),
@@ -373,7 +373,7 @@ fn block_answers_portable(ctx: &Context, first: usize, last: usize) -> Vec<f64> 
                 }
             }
         }
-        if (start + ROWS) % POINT_BLOCK == 0 || start + ROWS >= n {
+        if (start + ROWS).is_multiple_of(POINT_BLOCK) || start + ROWS >= n {
             for (t, p) in totals.iter_mut().zip(partial.iter_mut()) {
                 *t += *p;
                 *p = 0.0;

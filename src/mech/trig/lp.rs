@@ -148,7 +148,7 @@ pub fn l1_simplex_fit(
     if rows == 0 {
         return Err(LpError::NoRows);
     }
-    if w.len() % rows != 0 {
+    if !w.len().is_multiple_of(rows) {
         return Err(LpError::RaggedMatrix { len: w.len(), rows });
     }
     if w.is_empty() {

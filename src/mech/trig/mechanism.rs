@@ -539,7 +539,7 @@ fn grid_points(n: u64, dim: usize) -> Vec<f64> {
 }
 
 fn check_points(points: &[f64], dim: usize) -> Result<usize, ParamRangeError> {
-    if dim == 0 || points.is_empty() || points.len() % dim != 0 {
+    if dim == 0 || points.is_empty() || !points.len().is_multiple_of(dim) {
         return Err(ParamRangeError {
             name: "data",
             value: format!("{} values in {dim} columns", points.len()),
