@@ -97,12 +97,7 @@ impl Stage for Summary {
                 "name at least one column to summarise",
             ));
         }
-        if !(self.level > 0.0 && self.level < 1.0) {
-            return Err(ParamError::at(
-                "level",
-                format!("level = {} is invalid: must be in (0, 1)", self.level),
-            ));
-        }
+        super::check_level(self.level)?;
         for (i, q) in self.quantiles.iter().enumerate() {
             if !(0.0..=1.0).contains(q) {
                 return Err(ParamError::at(
@@ -146,19 +141,7 @@ impl Stage for Summary {
                 }
             }
         }
-        let mut fb = FrameBuilder::new();
-        for (name, kc) in self.by.iter().zip(key_cols) {
-            // Keep numeric group keys numeric (x axes of plots).
-            let numeric = kc.iter().all(|s| s.parse::<f64>().is_ok());
-            fb = if numeric {
-                fb.f64(
-                    name,
-                    kc.iter().map(|s| s.parse().unwrap_or(f64::NAN)).collect(),
-                )
-            } else {
-                fb.str(name, kc)
-            };
-        }
+        let mut fb = FrameBuilder::new().keys(&self.by, key_cols);
         fb = fb.str("value", value_name);
         let names = ["n", "mean", "std", "se", "ci_lo", "ci_hi", "min", "max"];
         for (i, col) in stats.into_iter().enumerate() {
@@ -219,12 +202,7 @@ struct LogLogFit {
 
 impl Stage for LogLogFit {
     fn validate(&self) -> Result<(), ParamError> {
-        if !(self.level > 0.0 && self.level < 1.0) {
-            return Err(ParamError::at(
-                "level",
-                format!("level = {} is invalid: must be in (0, 1)", self.level),
-            ));
-        }
+        super::check_level(self.level)?;
         Ok(())
     }
 
@@ -297,17 +275,7 @@ impl Stage for LogLogFit {
                 }
             }
         }
-        for (name, kc) in self.by.iter().zip(keys) {
-            let numeric = kc.iter().all(|s| s.parse::<f64>().is_ok());
-            fb = if numeric {
-                fb.f64(
-                    name,
-                    kc.iter().map(|s| s.parse().unwrap_or(f64::NAN)).collect(),
-                )
-            } else {
-                fb.str(name, kc)
-            };
-        }
+        fb = fb.keys(&self.by, keys);
         let names: [&str; 8] = [
             &self.x,
             &self.y,

@@ -101,6 +101,22 @@ impl FrameBuilder {
         self
     }
 
+    /// Group-key columns: numeric when every key parses as a number (so they can be plot
+    /// axes), text otherwise.
+    pub fn keys(mut self, names: &[String], keys: Vec<Vec<String>>) -> Self {
+        for (name, kc) in names.iter().zip(keys) {
+            self = if kc.iter().all(|s| s.parse::<f64>().is_ok()) {
+                self.f64(
+                    name,
+                    kc.iter().map(|s| s.parse().unwrap_or(f64::NAN)).collect(),
+                )
+            } else {
+                self.str(name, kc)
+            };
+        }
+        self
+    }
+
     pub fn build(self) -> Result<DataFrame> {
         Ok(DataFrame::new_infer_height(self.cols)?)
     }

@@ -64,6 +64,18 @@ impl ParamError {
     }
 }
 
+/// A confidence level in (0, 1).
+pub fn check_level(level: f64) -> Result<(), ParamError> {
+    if level > 0.0 && level < 1.0 {
+        Ok(())
+    } else {
+        Err(ParamError::at(
+            "level",
+            format!("level = {level} is invalid: must be in (0, 1)"),
+        ))
+    }
+}
+
 /// The error a stage returns when an external input it needs (a dataset file) is not on this
 /// machine. The engine marks such a failure as `unavailable`, so the CLI can skip the pipeline
 /// (`--skip-unavailable`) instead of failing it; the message says how to obtain the input.

@@ -498,12 +498,7 @@ impl Stage for SampleMean {
                 ),
             ));
         }
-        if !(self.level > 0.0 && self.level < 1.0) {
-            return Err(ParamError::at(
-                "level",
-                format!("level = {} is invalid: must be in (0, 1)", self.level),
-            ));
-        }
+        super::check_level(self.level)?;
         Ok(())
     }
 
