@@ -79,7 +79,7 @@ pub fn kinds() -> Vec<KindInfo> {
             ParamDoc { name: "pca_iterations", ty: "integer ≥ 1", default: Some("10"), meaning: "iterations of private subspace iteration (the thesis's second L)" },
             ParamDoc { name: "kappa", ty: "number > 0", default: Some("— (improved: required)"), meaning: "κ: semi-axes κ·√λ̂ of the ellipsoid" },
             ParamDoc { name: "ellipsoid", ty: "uniform | literal", default: Some("uniform"), meaning: "uniform points in the ellipsoid, or Algorithm 8 as printed (uniform angles: not uniform for k ≥ 3)" },
-            ParamDoc { name: "calibration", ty: "replace_one | as_printed", default: Some("replace_one"), meaning: "basis-answer noise for sensitivity 2/n (the guarantee holds) or the thesis's printed scale (1/n)" },
+            ParamDoc { name: "calibration", ty: "replace_one | as_printed", default: Some("replace_one"), meaning: "replace_one: the stated guarantee holds (basis answers at sensitivity 2/n, exact advanced composition, δ in halves, PCA sensitivity from ‖D̄‖ ≤ √d); as_printed: the thesis's scales (1/n per answer, the noisy mean's norm)" },
             ParamDoc { name: "lattice", ty: "bool", default: Some("true"), meaning: "round answers and basis values to the lattice 1/L (lines 10, 15)" },
             ParamDoc { name: "synthetic", ty: "sample | expectation", default: Some("sample"), meaning: "m draws from u* (as line 21) or u* itself" },
             ParamDoc { name: "sample_size", ty: "integer ≥ 1", default: Some("m of line 1"), meaning: "m, when `synthetic: sample`" },
