@@ -10,7 +10,7 @@ use serde::Deserialize;
 
 use super::frame::{f64_col, str_col, FrameBuilder};
 use super::select::{candidate, one, range_error, utility, Method, Selector};
-use super::{build, Ctx, Gather, KindInfo, Output, ParamDoc, ParamError, Stage};
+use super::{build, check_level, Ctx, Gather, KindInfo, Output, ParamDoc, ParamError, Stage};
 use crate::mech::stats::{quantile_sorted, total_variation, wilson};
 
 pub fn kinds() -> Vec<KindInfo> {
@@ -63,17 +63,6 @@ pub fn kinds() -> Vec<KindInfo> {
 
 fn level() -> f64 {
     0.95
-}
-
-fn check_level(level: f64) -> Result<(), ParamError> {
-    if level > 0.0 && level < 1.0 {
-        Ok(())
-    } else {
-        Err(ParamError::at(
-            "level",
-            format!("level = {level} is invalid: must be in (0, 1)"),
-        ))
-    }
 }
 
 /// One `mechanism.select` output: utilities, exact probabilities (if known), counts.
