@@ -65,6 +65,9 @@ const QUERY_PARAMS: &[ParamDoc] = &[
     },
 ];
 
+/// Largest query seed: it is stored in a frame and compared as a float.
+const MAX_EXACT_SEED: u64 = 1 << 53;
+
 /// Largest number of kernel centres (queries × J) a stage generates.
 const MAX_CENTRES: usize = 10_000_000;
 
@@ -84,6 +87,16 @@ fn ten() -> usize {
 
 impl QuerySpec {
     fn validate(&self) -> Result<(), ParamError> {
+        // The seed is written into the answers' frame for the scoring stage to check.
+        if self.seed > MAX_EXACT_SEED {
+            return Err(ParamError::at(
+                "queries.seed",
+                format!(
+                    "seed = {} is invalid: must be ≤ 2^53 = {MAX_EXACT_SEED}",
+                    self.seed
+                ),
+            ));
+        }
         if self.count == 0
             || self.per_query == 0
             || self.count.saturating_mul(self.per_query) > MAX_CENTRES
