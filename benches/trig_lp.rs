@@ -14,8 +14,9 @@ use dplab::mech::trig::basis;
 use dplab::mech::trig::ellipsoid::EllipsoidSampler;
 use dplab::mech::trig::lp::{l1_simplex_fit, LpOptions};
 use dplab::mech::trig::mechanism::{
-    improved_trigonometric, Calibration, Improvement, Privacy, Settings, Synthetic,
+    improved_trigonometric, Calibration, Exact, Improvement, Privacy, Settings, Synthetic,
 };
+use dplab::mech::trig::psi::LaplaceScale;
 use rand::{Rng, SeedableRng};
 use rand_distr::{Distribution, Exp1};
 use rand_pcg::Pcg64Mcg;
@@ -77,6 +78,7 @@ fn synthesis(c: &mut Criterion) {
         lattice: true,
         synthetic: Synthetic::Sample { size: None },
         lp: LpOptions::default(),
+        exact: Exact::default(),
     };
     let improvement = Improvement {
         bases: 50,
@@ -85,6 +87,7 @@ fn synthesis(c: &mut Criterion) {
         pca_iterations: 10,
         kappa: 7.0,
         sampler: EllipsoidSampler::Uniform,
+        pca_noise: LaplaceScale::Text,
     };
     for (name, n, d) in [
         ("CRM", 1993, 101),

@@ -6,7 +6,39 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
 use dplab::pipeline::{compare, exec, graph, plan, spec};
-use dplab::{data, stages};
+use dplab::{data, limits, stages};
+
+/// A line on stdout. When the reader has gone (`dplab list | head -1`), dplab ends quietly
+/// with exit 0, as ripgrep does, instead of panicking on the broken pipe.
+macro_rules! out {
+    ($($arg:tt)*) => { emit(format_args!($($arg)*), true) };
+}
+/// [`out!`] without the newline.
+macro_rules! out_raw {
+    ($($arg:tt)*) => { emit(format_args!($($arg)*), false) };
+}
+/// A line on stderr; a closed stderr is ignored (there is nobody left to tell).
+macro_rules! errln {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr().lock(), $($arg)*);
+    }};
+}
+
+fn emit(args: std::fmt::Arguments, newline: bool) {
+    use std::io::Write as _;
+    let mut o = std::io::stdout().lock();
+    let r = o
+        .write_fmt(args)
+        .and_then(|()| if newline { o.write_all(b"\n") } else { Ok(()) });
+    if let Err(e) = r {
+        if e.kind() == std::io::ErrorKind::BrokenPipe {
+            std::process::exit(0);
+        }
+        errln!("error: writing to stdout: {e}");
+        std::process::exit(1);
+    }
+}
 
 const WARNING: &str =
     "Seeded runs exist to reproduce research: their noise is predictable from the seed. \
@@ -180,7 +212,43 @@ struct Common {
     /// Override an axis: AXIS=VALUES with VALUES in YAML, e.g. eps=[0.1,1] or eps={from: 0.1, to: 1, step: 0.1}.
     #[arg(long = "set", value_name = "AXIS=VALUES")]
     set: Vec<String>,
+    /// Let pipelines read files under DIR too (by default a pipeline reads only inside its own directory).
+    #[arg(long, value_name = "DIR")]
+    allow_read: Vec<PathBuf>,
+    /// Most stage instances in one pipeline.
+    #[arg(long, value_name = "N", default_value_t = limits::Limits::DEFAULT.instances, value_parser = count)]
+    max_instances: u64,
+    /// Most random draws (samples, trials) one stage instance may make.
+    #[arg(long, value_name = "N", default_value_t = limits::Limits::DEFAULT.draws, value_parser = count)]
+    max_draws: u64,
+    /// Most elements of one matrix, grid or table a stage instance may build.
+    #[arg(long, value_name = "N", default_value_t = limits::Limits::DEFAULT.cells, value_parser = count)]
+    max_cells: u64,
 }
+
+impl Common {
+    fn install_limits(&self) {
+        limits::set(limits::Limits {
+            instances: self.max_instances,
+            draws: self.max_draws,
+            cells: self.max_cells,
+        });
+    }
+}
+
+/// A count on the command line: an integer, also written as `1e6`.
+fn count(s: &str) -> Result<u64, String> {
+    if let Ok(n) = s.parse::<u64>() {
+        return Ok(n);
+    }
+    match s.parse::<f64>() {
+        Ok(x) if x >= 1.0 && x.fract() == 0.0 && x <= 9.007_199_254_740_992e15 => Ok(x as u64),
+        _ => Err(format!("`{s}` is not a whole number ≥ 1")),
+    }
+}
+
+/// Most worker threads: more than this is a typo (each thread reserves a stack).
+const MAX_JOBS: usize = 1024;
 
 #[derive(Clone, Copy, clap::ValueEnum)]
 enum GraphFormat {
@@ -201,8 +269,12 @@ fn main() -> ExitCode {
     };
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    // Colour only on a terminal, and never when NO_COLOR is set (no-color.org).
+    let colour = std::io::stderr().is_terminal()
+        && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
     tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_ansi(colour)
         .with_writer(std::io::stderr)
         .with_target(false)
         .without_time()
@@ -239,7 +311,7 @@ fn main() -> ExitCode {
             common,
         } => match load_plan(&path, &common) {
             Ok(p) => {
-                print!(
+                out_raw!(
                     "{}",
                     match format {
                         GraphFormat::Dot => graph::dot(&p),
@@ -256,17 +328,25 @@ fn main() -> ExitCode {
             rtol,
             atol,
             allow_missing,
-        } => compare_cmd(&a, &b, compare::Tolerance { rtol, atol }, allow_missing),
+        } => match compare::Tolerance::new(rtol, atol) {
+            Ok(tol) => compare_cmd(&a, &b, tol, allow_missing),
+            Err(e) => {
+                errln!("error: {e}");
+                ExitCode::from(2)
+            }
+        },
     }
 }
 
-/// Pipeline files named directly, or found (sorted) under directories.
+/// Pipeline files named directly, or found (sorted) under directories. Symbolic links to
+/// directories are not followed (a link to an ancestor would find the same files forever),
+/// and a file reached twice (named twice, or through a link) is run once.
 fn pipeline_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
     let mut out = Vec::new();
     for p in paths {
         if p.is_dir() {
             let mut found = Vec::new();
-            walk(p, &mut found).map_err(|e| format!("{}: {e}", p.display()))?;
+            walk(p, &mut found, 0).map_err(|e| format!("{}: {e}", p.display()))?;
             if found.is_empty() {
                 return Err(format!(
                     "{}: no *.yaml pipeline files in this directory",
@@ -281,15 +361,30 @@ fn pipeline_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
             return Err(format!("{}: no such file or directory", p.display()));
         }
     }
+    let mut seen = std::collections::HashSet::new();
+    out.retain(|p| seen.insert(p.canonicalize().unwrap_or_else(|_| p.clone())));
     Ok(out)
 }
 
-fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
+/// Directories nested deeper than this are not searched (a sign of a loop or a mistake).
+const MAX_DEPTH: usize = 32;
+
+fn walk(dir: &Path, out: &mut Vec<PathBuf>, depth: usize) -> std::io::Result<()> {
+    if depth > MAX_DEPTH {
+        return Err(std::io::Error::other(format!(
+            "{}: directories nested more than {MAX_DEPTH} deep",
+            dir.display()
+        )));
+    }
     for e in std::fs::read_dir(dir)? {
-        let p = e?.path();
-        if p.is_dir() {
-            walk(&p, out)?;
-        } else if matches!(p.extension().and_then(|e| e.to_str()), Some("yaml" | "yml")) {
+        let e = e?;
+        let p = e.path();
+        let t = e.file_type()?;
+        if t.is_dir() {
+            walk(&p, out, depth + 1)?;
+        } else if (!t.is_symlink() || p.is_file())
+            && matches!(p.extension().and_then(|e| e.to_str()), Some("yaml" | "yml"))
+        {
             out.push(p);
         }
     }
@@ -297,19 +392,22 @@ fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
 }
 
 fn load_plan(path: &Path, common: &Common) -> Result<plan::Plan, Vec<spec::SpecError>> {
+    common.install_limits();
     let file = spec::load(path).map_err(|e| vec![e])?;
     plan::plan(
         &file,
         &plan::Overrides {
             profile: common.profile.clone(),
             set: common.set.clone(),
+            allow_read: common.allow_read.clone(),
         },
+        stages::registry(),
     )
 }
 
 fn report_spec_errors(errs: &[spec::SpecError]) -> ExitCode {
     for e in errs {
-        eprintln!("error: {e}");
+        errln!("error: {e}");
     }
     ExitCode::from(2)
 }
@@ -318,14 +416,14 @@ fn validate(paths: &[PathBuf], common: &Common) -> ExitCode {
     let files = match pipeline_files(paths) {
         Ok(f) => f,
         Err(e) => {
-            eprintln!("error: {e}");
+            errln!("error: {e}");
             return ExitCode::from(2);
         }
     };
     let mut bad = false;
     for f in files {
         match load_plan(&f, common) {
-            Ok(p) => println!(
+            Ok(p) => out!(
                 "ok: {} ({}: {} stages, {} instances)",
                 f.display(),
                 p.name,
@@ -356,20 +454,24 @@ fn run(
     let files = match pipeline_files(paths) {
         Ok(f) => f,
         Err(e) => {
-            eprintln!("error: {e}");
+            errln!("error: {e}");
             return ExitCode::from(2);
         }
     };
     let threads =
         jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
-    if threads == 0 {
-        eprintln!("error: --jobs 0 is invalid: give at least 1 thread");
+    if !(1..=MAX_JOBS).contains(&threads) {
+        errln!("error: --jobs {threads} is out of range: give 1 to {MAX_JOBS} worker threads");
+        return ExitCode::from(2);
+    }
+    if let Err(e) = check_outputs(&files, out) {
+        errln!("error: {e}");
         return ExitCode::from(2);
     }
     let pool = match rayon::ThreadPoolBuilder::new().num_threads(threads).build() {
         Ok(p) => p,
         Err(e) => {
-            eprintln!("error: cannot start {threads} worker threads: {e}");
+            errln!("error: cannot start {threads} worker threads: {e}");
             return ExitCode::from(1);
         }
     };
@@ -407,7 +509,7 @@ fn run(
                     true
                 }
                 Err(e) => {
-                    eprintln!("error: {e}");
+                    errln!("error: {e}");
                     run_failures.push(format!("{} ({e})", f.display()));
                     false
                 }
@@ -418,18 +520,18 @@ fn run(
         }
     }
     if !skipped.is_empty() {
-        eprintln!(
+        errln!(
             "\n{} pipeline(s) skipped because their data is not on this machine (see `dplab data list`):",
             skipped.len()
         );
         for s in &skipped {
-            eprintln!("  {s}");
+            errln!("  {s}");
         }
     }
     if input_failures.is_empty() && run_failures.is_empty() {
         return ExitCode::SUCCESS;
     }
-    eprintln!(
+    errln!(
         "\n{} of {} pipeline(s) failed:",
         input_failures.len() + run_failures.len(),
         files.len()
@@ -439,13 +541,51 @@ fn run(
         .map(|f| format!("{f} (invalid pipeline)"))
         .chain(run_failures.iter().cloned())
     {
-        eprintln!("  {f}");
+        errln!("  {f}");
     }
     if run_failures.is_empty() {
         ExitCode::from(2)
     } else {
         ExitCode::from(1)
     }
+}
+
+/// Refuses, before anything runs, two pipelines that would write the same results
+/// directory, and a results path that exists but is not a directory dplab may replace.
+fn check_outputs(files: &[PathBuf], out: &Path) -> Result<(), String> {
+    let mut by_name: std::collections::HashMap<String, &PathBuf> = Default::default();
+    for f in files {
+        // Files that do not parse are reported when their turn comes.
+        let Ok(spec) = spec::load(f) else { continue };
+        let name = spec.raw.name;
+        if spec::name_problem(&name, spec::NameKind::Pipeline).is_some() {
+            continue;
+        }
+        if let Some(first) = by_name.insert(name.clone(), f) {
+            return Err(format!(
+                "{} and {} are both named `{name}`: they would write the same results directory {}",
+                first.display(),
+                f.display(),
+                out.join(&name).display()
+            ));
+        }
+        let target = out.join(&name);
+        if let Ok(meta) = std::fs::symlink_metadata(&target) {
+            if meta.file_type().is_symlink() {
+                return Err(format!(
+                    "{} is a symbolic link: dplab replaces results directories and will not follow a link (remove it or choose another --out)",
+                    target.display()
+                ));
+            }
+            if !meta.is_dir() {
+                return Err(format!(
+                    "{} exists and is not a directory: pipeline `{name}` would replace it (move it away or choose another --out)",
+                    target.display()
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 fn list(kind: Option<&str>) -> ExitCode {
@@ -458,27 +598,30 @@ fn list(kind: Option<&str>) -> ExitCode {
         let hint = spec::suggest(name, stages::registry().iter().map(|k| k.name))
             .map(|s| format!("; did you mean `{s}`?"))
             .unwrap_or_default();
-        eprintln!("error: no stage kind `{name}`{hint}");
+        errln!("error: no stage kind `{name}`{hint}");
         return ExitCode::from(2);
     }
     for k in kinds {
-        println!("{}\n    {}", k.name, k.summary);
+        out!("{}\n    {}", k.name, k.summary);
         if k.gather == stages::Gather::All {
-            println!("    (gathers every axis of its inputs into one instance unless `over:` says otherwise)");
+            out!("    (gathers every axis of its inputs into one instance unless `over:` says otherwise)");
         }
         for p in k.params {
             let d = match p.default {
                 None => "required".to_string(),
                 Some(d) => format!("default {d}"),
             };
-            println!(
+            out!(
                 "    {:<16} {} ({d})\n    {:<16} {}",
-                p.name, p.ty, "", p.meaning
+                p.name,
+                p.ty,
+                "",
+                p.meaning
             );
         }
-        println!();
+        out!("");
     }
-    println!("Every stage also takes: kind, input (a stage or a list), with (the parameters above), \
+    out!("Every stage also takes: kind, input (a stage or a list), with (the parameters above), \
 over (axes to gather: `all` or a list), repeat (run N times over axis `rep`), store (write its frame; default true).");
     ExitCode::SUCCESS
 }
@@ -486,7 +629,7 @@ over (axes to gather: `all` or a list), repeat (run N times over axis `rep`), st
 fn compare_cmd(a: &Path, b: &Path, tol: compare::Tolerance, allow_missing: bool) -> ExitCode {
     for d in [a, b] {
         if !d.is_dir() {
-            eprintln!("error: {}: not a directory", d.display());
+            errln!("error: {}: not a directory", d.display());
             return ExitCode::from(2);
         }
     }
@@ -518,14 +661,14 @@ fn compare_cmd(a: &Path, b: &Path, tol: compare::Tolerance, allow_missing: bool)
     let (mut frames, mut cells, mut timings) = (0, 0, 0);
     for (da, db, name) in pairs {
         if !da.is_dir() && db.is_dir() && allow_missing {
-            println!(
+            out!(
                 "{name}: not in {} (not compared: --allow-missing)",
                 a.display()
             );
             continue;
         }
         if !da.is_dir() || !db.is_dir() {
-            println!(
+            out!(
                 "{name}: only in {}",
                 if da.is_dir() {
                     a.display()
@@ -545,26 +688,26 @@ fn compare_cmd(a: &Path, b: &Path, tol: compare::Tolerance, allow_missing: bool)
                     mismatch = true;
                     for line in c.report.lines() {
                         if name.is_empty() {
-                            println!("{line}")
+                            out!("{line}")
                         } else {
-                            println!("{name}/{line}")
+                            out!("{name}/{line}")
                         }
                     }
                 }
             }
             Err(e) => {
-                eprintln!("error: {e:#}");
+                errln!("error: {e:#}");
                 return ExitCode::from(2);
             }
         }
     }
     if mismatch {
-        println!("MISMATCH (rtol {}, atol {})", tol.rtol, tol.atol);
+        out!("MISMATCH (rtol {}, atol {})", tol.rtol(), tol.atol());
         ExitCode::from(1)
     } else {
-        println!(
+        out!(
             "ok: {frames} frames, {cells} cells match (rtol {}, atol {}); {timings} wall-time cells not compared",
-            tol.rtol, tol.atol
+            tol.rtol(), tol.atol()
         );
         ExitCode::SUCCESS
     }
@@ -575,7 +718,7 @@ fn data_cmd(action: DataAction) -> ExitCode {
     let reg = match data::Registry::current() {
         Ok(r) => r,
         Err(e) => {
-            eprintln!("error: {e}");
+            errln!("error: {e}");
             return ExitCode::from(2);
         }
     };
@@ -595,7 +738,7 @@ fn data_cmd(action: DataAction) -> ExitCode {
         DataAction::List => vec![],
     };
     if let Some(n) = unknown.first() {
-        eprintln!(
+        errln!(
             "error: {}",
             reg.dataset(n)
                 .err()
@@ -606,7 +749,7 @@ fn data_cmd(action: DataAction) -> ExitCode {
     }
     match action {
         DataAction::List => {
-            println!(
+            out!(
                 "cache: {}\nmirror: {}\n",
                 loc.cache.display(),
                 loc.mirror
@@ -615,10 +758,10 @@ fn data_cmd(action: DataAction) -> ExitCode {
                     .unwrap_or_else(|| "(none; set DPLAB_DATA_MIRROR)".into())
             );
             for (name, ds) in &reg.datasets {
-                println!("{name} — {}", ds.title);
-                println!("  licence: {}", ds.licence);
+                out!("{name} — {}", ds.title);
+                out!("  licence: {}", ds.licence);
                 if !ds.redistribution {
-                    println!("  NOT REDISTRIBUTABLE: do not commit or publish these files or row-level outputs.");
+                    out!("  NOT REDISTRIBUTABLE: do not commit or publish these files or row-level outputs.");
                 }
                 for st in data::status(reg, loc, Some(name)) {
                     let (present, where_) = match &st.state {
@@ -628,7 +771,7 @@ fn data_cmd(action: DataAction) -> ExitCode {
                         data::FileState::Bad(m) => ("BAD", m.clone()),
                     };
                     let size = st.size.map(human).unwrap_or_else(|| "size unknown".into());
-                    println!("  [{present}] {:<40} {:>10}  {where_}", st.file, size);
+                    out!("  [{present}] {:<40} {:>10}  {where_}", st.file, size);
                 }
             }
             ExitCode::SUCCESS
@@ -639,7 +782,7 @@ fn data_cmd(action: DataAction) -> ExitCode {
             accept_unverified,
         } => {
             if names.is_empty() && !all {
-                eprintln!("error: name the datasets to fetch, or give --all");
+                errln!("error: name the datasets to fetch, or give --all");
                 return ExitCode::from(2);
             }
             let chosen: Vec<&String> = if all {
@@ -652,25 +795,25 @@ fn data_cmd(action: DataAction) -> ExitCode {
                 let ds = &reg.datasets[name.as_str()];
                 for f in &ds.files {
                     match data::fetch(name, f, loc, accept_unverified) {
-                        Ok(data::FetchOutcome::Present(p)) => println!("ok        {name}/{} (already in {})", f.name, p.display()),
-                        Ok(data::FetchOutcome::Mirrored(p)) => println!("copied    {name}/{} from the mirror → {}", f.name, p.display()),
+                        Ok(data::FetchOutcome::Present(p)) => out!("ok        {name}/{} (already in {})", f.name, p.display()),
+                        Ok(data::FetchOutcome::Mirrored(p)) => out!("copied    {name}/{} from the mirror → {}", f.name, p.display()),
                         Ok(data::FetchOutcome::Downloaded { path, sha256, verified: true }) => {
-                            println!("fetched   {name}/{} → {} (sha256 {sha256} verified)", f.name, path.display())
+                            out!("fetched   {name}/{} → {} (sha256 {sha256} verified)", f.name, path.display())
                         }
-                        Ok(data::FetchOutcome::Downloaded { path, sha256, verified: false }) => println!(
+                        Ok(data::FetchOutcome::Downloaded { path, sha256, verified: false }) => out!(
                             "fetched   {name}/{} → {} UNVERIFIED: sha256 {sha256}; check it and record it in data/datasets.toml",
                             f.name,
                             path.display()
                         ),
                         Err(e) => {
                             failed += 1;
-                            eprintln!("error: {e}");
+                            errln!("error: {e}");
                         }
                     }
                 }
             }
             if failed > 0 {
-                eprintln!("{failed} file(s) could not be fetched");
+                errln!("{failed} file(s) could not be fetched");
                 ExitCode::from(1)
             } else {
                 ExitCode::SUCCESS
@@ -689,17 +832,17 @@ fn data_cmd(action: DataAction) -> ExitCode {
                         match data::check_file(f, &p) {
                             Ok(()) => {
                                 ok += 1;
-                                println!("ok   {}", p.display());
+                                out!("ok   {}", p.display());
                             }
                             Err(e) => {
                                 bad += 1;
-                                println!("BAD  {e}");
+                                out!("BAD  {e}");
                             }
                         }
                     }
                 }
             }
-            println!("{ok} file(s) verified, {bad} bad");
+            out!("{ok} file(s) verified, {bad} bad");
             if bad > 0 {
                 ExitCode::from(1)
             } else {

@@ -149,3 +149,93 @@ fn a_sigma_without_answers_fails_the_run_with_a_reason() {
         .code(1)
         .stderr(predicate::str::contains("σ = 2.5").and(predicate::str::contains("score")));
 }
+
+#[test]
+fn the_text_pca_scale_is_refused_where_it_is_not_private() {
+    // k·L = 2·51 = 102 > 100: 10ρ√(dkL)/ε no longer covers the ℓ₁ sensitivity √d·k·L·ρ.
+    let err = validate_error((
+        "pca_dim: 2, kappa: 2}",
+        "pca_dim: 2, pca_iterations: 51, kappa: 2}",
+    ));
+    assert!(
+        err.contains("pca_noise") && err.contains("k·L = 102"),
+        "{err}"
+    );
+    // Algorithm 7's printed scale is private for any k·L.
+    let dir = TempDir::new().unwrap();
+    let p = write(
+        dir.path(),
+        &PIPELINE.replace(
+            "pca_dim: 2, kappa: 2}",
+            "pca_dim: 2, pca_iterations: 51, kappa: 2, pca_noise: algorithm}",
+        ),
+    );
+    dplab().arg("validate").arg(&p).assert().success();
+    // With δ the PCA is Gaussian (Algorithm 6): the Laplace reading does not apply.
+    let err = validate_error((
+        "epsilon: 1, sigma: 2,",
+        "epsilon: 1, delta: 0.001, pca_noise: text, sigma: 2,",
+    ));
+    assert!(
+        err.contains("pca_noise") && err.contains("Gaussian"),
+        "{err}"
+    );
+}
+
+#[test]
+fn diagnostics_that_remove_noise_are_checked() {
+    let err = validate_error((
+        "{variant: full, epsilon: 1, smoothness: 2}",
+        "{variant: full, epsilon: 1, smoothness: 2, exact: [pca]}",
+    ));
+    assert!(err.contains("exact"), "{err}");
+    let err = validate_error((
+        "{variant: full, epsilon: 1, smoothness: 2}",
+        "{variant: grid_floor, epsilon: 1, smoothness: 2, exact: [basis]}",
+    ));
+    assert!(err.contains("no noise"), "{err}");
+}
+
+#[test]
+fn the_grid_floor_and_the_exact_runs_produce_databases() {
+    let dir = TempDir::new().unwrap();
+    let extra = r#"  floor:
+    kind: mechanism.trigonometric
+    input: cube
+    with: {variant: grid_floor, epsilon: 1, sigma: 2}
+  exact:
+    kind: mechanism.trigonometric
+    input: cube
+    with: {epsilon: 1, sigma: 2, bases: 7, candidates: 300, pca_dim: 2, kappa: 2, exact: [basis, mean, pca]}
+  floor_score:
+    kind: evaluate.smooth_queries
+    input: [floor, cube_truth]
+    with: {queries: {count: 50, seed: 3}, sigma: 2}
+"#;
+    let p = write(dir.path(), &format!("{PIPELINE}{extra}"));
+    dplab()
+        .args(["run", "-q", "--out"])
+        .arg(dir.path().join("out"))
+        .arg(&p)
+        .assert()
+        .success();
+    // The floor: distinct grid cells weighted by their share of the n records.
+    let floor = fs::read_to_string(dir.path().join("out/trig/floor_n=2000.csv"))
+        .or_else(|_| fs::read_to_string(dir.path().join("out/trig/floor.csv")))
+        .unwrap();
+    let header: Vec<&str> = floor.lines().next().unwrap().split(',').collect();
+    let w = header.iter().position(|c| *c == "weight").unwrap();
+    let n_col = header.iter().position(|c| *c == "n").unwrap();
+    let total: f64 = floor
+        .lines()
+        .skip(1)
+        // Integer axis values are written as floats ("2000.0"), like every numeric column.
+        .filter(|l| l.split(',').nth(n_col).and_then(|v| v.parse::<f64>().ok()) == Some(2000.0))
+        .map(|l| l.split(',').nth(w).unwrap().parse::<f64>().unwrap())
+        .sum();
+    assert!((total - 1.0).abs() < 1e-9, "{total}");
+    let exact = fs::read_to_string(dir.path().join("out/trig/exact.csv")).unwrap();
+    assert!(exact.lines().next().unwrap().contains("synthesis_outside"));
+    let score = fs::read_to_string(dir.path().join("out/trig/floor_score.csv")).unwrap();
+    assert_eq!(score.lines().count(), 3, "{score}");
+}

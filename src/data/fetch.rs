@@ -1,7 +1,9 @@
 //! Putting a verified copy of a dataset file into the cache: from the offline mirror when it has
-//! the file, else over HTTP(S). Bytes go to a temporary file beside the target while they are
-//! hashed; only a copy whose size and sha256 match the registry is renamed into place, so the
-//! cache never holds a partial or wrong file.
+//! the file, else over HTTP(S). Bytes go to a fresh temporary file beside the target, and the
+//! bytes hashed are the bytes written: a mirror copy is read once into memory, verified, and
+//! that buffer written; a download is hashed as it is written (and cut off past the registered
+//! size). Only a copy whose size and sha256 match the registry is renamed into place, atomically,
+//! so the cache never holds a partial or wrong file.
 
 use std::fs;
 use std::io::{Read, Write};
@@ -10,7 +12,7 @@ use std::time::Duration;
 
 use sha2::{Digest, Sha256};
 
-use super::{check_file, hex, locate, DataError, FileEntry, FileState, Locations};
+use super::{find_verified, hex, DataError, FileEntry, Found, Locations, MAX_UNSIZED_BYTES};
 
 /// What `fetch` did.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -37,16 +39,16 @@ pub fn fetch(
 ) -> Result<FetchOutcome, DataError> {
     let target = loc.cached(dataset, &entry.name);
     if entry.sha256.is_some() {
-        match locate(dataset, entry, loc) {
-            FileState::Cached(p) => return Ok(FetchOutcome::Present(p)),
-            FileState::Mirrored(src) => {
-                copy_verified(entry, &src, &target)?;
+        match find_verified(dataset, entry, loc) {
+            Found::Cached(v) => return Ok(FetchOutcome::Present(v.path)),
+            Found::Mirrored(v) => {
+                write_atomically(&v.bytes, &target)?;
                 return Ok(FetchOutcome::Mirrored(target));
             }
-            FileState::Bad(m) => {
+            Found::Bad(m) => {
                 tracing::warn!("{m}; fetching a fresh copy");
             }
-            FileState::Missing => {}
+            Found::Missing => {}
         }
     } else if !accept_unverified {
         return Err(DataError::Integrity(format!(
@@ -70,24 +72,42 @@ fn partial_path(target: &Path) -> PathBuf {
     target.with_file_name(format!(".{name}.partial-{}", std::process::id()))
 }
 
-fn copy_verified(entry: &FileEntry, src: &Path, target: &Path) -> Result<(), DataError> {
+/// A new temporary file beside `target` (never an existing file or a link planted there).
+fn create_partial(target: &Path) -> Result<(PathBuf, fs::File), DataError> {
     let io = |e: std::io::Error, p: &Path| DataError::Io(format!("{}: {e}", p.display()));
-    let dir = target.parent().expect("cache paths have a parent");
+    let dir = target
+        .parent()
+        .ok_or_else(|| DataError::Io(format!("{}: no parent directory", target.display())))?;
     fs::create_dir_all(dir).map_err(|e| io(e, dir))?;
     let tmp = partial_path(target);
-    fs::copy(src, &tmp).map_err(|e| io(e, &tmp))?;
-    if let Err(e) = check_file(entry, &tmp) {
+    // Left over from an earlier process with the same id.
+    let _ = fs::remove_file(&tmp);
+    let f = fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&tmp)
+        .map_err(|e| io(e, &tmp))?;
+    Ok((tmp, f))
+}
+
+/// Writes bytes that were verified in memory to `target` through a temporary file and an
+/// atomic rename: the cache gets exactly those bytes or nothing.
+fn write_atomically(bytes: &[u8], target: &Path) -> Result<(), DataError> {
+    let (tmp, mut f) = create_partial(target)?;
+    let result = f
+        .write_all(bytes)
+        .and_then(|()| f.sync_all())
+        .and_then(|()| fs::rename(&tmp, target));
+    result.map_err(|e| {
         let _ = fs::remove_file(&tmp);
-        return Err(e);
-    }
-    fs::rename(&tmp, target).map_err(|e| io(e, target))
+        DataError::Io(format!("{}: {e}", target.display()))
+    })
 }
 
 /// Streams `url` into a temporary file while hashing, checks size and sha256, then renames.
 fn download(url: &str, entry: &FileEntry, target: &Path) -> Result<(String, u64), DataError> {
-    let dir = target.parent().expect("cache paths have a parent");
-    fs::create_dir_all(dir).map_err(|e| DataError::Io(format!("{}: {e}", dir.display())))?;
-    let tmp = partial_path(target);
+    let (tmp, mut out) = create_partial(target)?;
+    let limit = entry.size.unwrap_or(MAX_UNSIZED_BYTES);
     let result = (|| {
         let agent: ureq::Agent = ureq::Agent::config_builder()
             .timeout_connect(Some(Duration::from_secs(30)))
@@ -99,8 +119,6 @@ fn download(url: &str, entry: &FileEntry, target: &Path) -> Result<(String, u64)
             other => DataError::Io(format!("{url}: {other}")),
         })?;
         let mut body = resp.into_body().into_reader();
-        let mut out =
-            fs::File::create(&tmp).map_err(|e| DataError::Io(format!("{}: {e}", tmp.display())))?;
         let mut h = Sha256::new();
         let mut n = 0u64;
         let mut buf = vec![0u8; 1 << 16];
@@ -111,10 +129,16 @@ fn download(url: &str, entry: &FileEntry, target: &Path) -> Result<(String, u64)
             if k == 0 {
                 break;
             }
+            n += k as u64;
+            if n > limit {
+                return Err(DataError::Integrity(format!(
+                    "{url}: more than the {limit} bytes expected; transfer stopped"
+                )));
+            }
+            // The bytes hashed are the bytes written.
             h.update(&buf[..k]);
             out.write_all(&buf[..k])
                 .map_err(|e| DataError::Io(format!("{}: {e}", tmp.display())))?;
-            n += k as u64;
         }
         out.sync_all()
             .map_err(|e| DataError::Io(format!("{}: {e}", tmp.display())))?;
@@ -135,15 +159,13 @@ fn download(url: &str, entry: &FileEntry, target: &Path) -> Result<(String, u64)
         }
         Ok((got, n))
     })();
-    match result {
-        Ok(r) => {
-            fs::rename(&tmp, target)
-                .map_err(|e| DataError::Io(format!("{}: {e}", target.display())))?;
-            Ok(r)
-        }
-        Err(e) => {
-            let _ = fs::remove_file(&tmp);
-            Err(e)
-        }
+    let result = result.and_then(|r| {
+        fs::rename(&tmp, target)
+            .map(|()| r)
+            .map_err(|e| DataError::Io(format!("{}: {e}", target.display())))
+    });
+    if result.is_err() {
+        let _ = fs::remove_file(&tmp);
     }
+    result
 }

@@ -257,51 +257,145 @@ impl Locations {
     }
 }
 
-/// Hex sha256 and length of a file, streamed.
-pub fn hash_file(path: &Path) -> std::io::Result<(String, u64)> {
-    let mut f = fs::File::open(path)?;
-    let mut h = Sha256::new();
-    let mut buf = vec![0u8; 1 << 16];
-    let mut n = 0u64;
-    loop {
-        let k = f.read(&mut buf)?;
-        if k == 0 {
-            break;
-        }
-        h.update(&buf[..k]);
-        n += k as u64;
+/// The largest file read when the registry gives no size (every registered file with a checksum
+/// has one today); it keeps a wrong file from filling memory.
+pub(crate) const MAX_UNSIZED_BYTES: u64 = 1 << 30;
+
+/// The bytes of one registered file, read once and checked against its size and sha256.
+///
+/// Parsers take this, never a path: what is parsed is exactly what was hashed, so replacing
+/// the file on disk after verification cannot change the data (the old code hashed on one
+/// open and parsed from a second). The only ways to build one check the registry entry.
+#[derive(Clone)]
+pub struct Verified {
+    bytes: Vec<u8>,
+    path: PathBuf,
+    sha256: String,
+}
+
+impl Verified {
+    pub fn bytes(&self) -> &[u8] {
+        &self.bytes
     }
-    Ok((hex(&h.finalize()), n))
+
+    /// Where the bytes were read from (for messages only: never reopen it).
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    pub fn sha256(&self) -> &str {
+        &self.sha256
+    }
+
+    /// The file's name, for messages.
+    pub fn display_name(&self) -> String {
+        self.path
+            .file_name()
+            .map(|f| f.to_string_lossy().into_owned())
+            .unwrap_or_else(|| self.path.display().to_string())
+    }
+}
+
+impl std::fmt::Debug for Verified {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "Verified({}, {} bytes, sha256 {})",
+            self.path.display(),
+            self.bytes.len(),
+            self.sha256
+        )
+    }
+}
+
+/// Hex sha256 of bytes.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    hex(&Sha256::digest(bytes))
 }
 
 pub fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// Checks a file against its registry entry; the message says expected vs got.
-pub fn check_file(entry: &FileEntry, path: &Path) -> Result<(), DataError> {
-    let (got, len) =
-        hash_file(path).map_err(|e| DataError::Io(format!("{}: {e}", path.display())))?;
-    if let Some(size) = entry.size {
-        if size != len {
-            return Err(DataError::Integrity(format!(
-                "{}: size {len} bytes, expected {size} (sha256 {got})",
-                path.display()
-            )));
-        }
+/// Reads a file once, bounded by its registered size, and verifies those bytes.
+///
+/// A file whose length on disk exceeds the registered size is refused before it is read; the
+/// read itself stops one byte past the registered size, so a file that grows meanwhile is
+/// refused too rather than read whole.
+pub fn read_verified(entry: &FileEntry, path: &Path) -> Result<Verified, DataError> {
+    let io = |e: std::io::Error| DataError::Io(format!("{}: {e}", path.display()));
+    let file = fs::File::open(path).map_err(io)?;
+    let limit = entry.size.unwrap_or(MAX_UNSIZED_BYTES);
+    let on_disk = file.metadata().map_err(io)?.len();
+    if on_disk > limit {
+        return Err(DataError::Integrity(format!(
+            "{}: size {on_disk} bytes, expected {} (not read)",
+            path.display(),
+            match entry.size {
+                Some(s) => format!("{s}"),
+                None => format!("at most {limit} when no size is registered"),
+            }
+        )));
     }
+    let mut bytes = Vec::with_capacity(on_disk as usize);
+    file.take(limit + 1).read_to_end(&mut bytes).map_err(io)?;
+    verify_bytes(entry, bytes, path)
+}
+
+/// Verifies bytes already in memory against a registry entry (`origin` names them in
+/// messages); the message says expected vs got.
+pub fn verify_bytes(
+    entry: &FileEntry,
+    bytes: Vec<u8>,
+    origin: &Path,
+) -> Result<Verified, DataError> {
+    let len = bytes.len() as u64;
+    match entry.size {
+        // `read_verified` reads at most one byte past the size, so `len` may be short of the
+        // file's length: say "larger", not a length.
+        Some(size) if len > size => {
+            return Err(DataError::Integrity(format!(
+                "{}: larger than the registered {size} bytes",
+                origin.display()
+            )))
+        }
+        Some(size) if len < size => {
+            return Err(DataError::Integrity(format!(
+                "{}: size {len} bytes, expected {size} (sha256 {})",
+                origin.display(),
+                sha256_hex(&bytes)
+            )))
+        }
+        None if len > MAX_UNSIZED_BYTES => {
+            return Err(DataError::Integrity(format!(
+                "{}: larger than {MAX_UNSIZED_BYTES} bytes and no size is registered",
+                origin.display()
+            )))
+        }
+        _ => {}
+    }
+    let got = sha256_hex(&bytes);
     match &entry.sha256 {
         Some(want) if !want.eq_ignore_ascii_case(&got) => Err(DataError::Integrity(format!(
             "{}: sha256 {got}, expected {want}",
-            path.display()
+            origin.display()
         ))),
-        Some(_) => Ok(()),
+        Some(_) => Ok(Verified {
+            bytes,
+            path: origin.to_path_buf(),
+            sha256: got,
+        }),
         None => Err(DataError::Integrity(format!(
             "{}: no checksum is registered for `{}`, so its contents cannot be trusted (sha256 {got}); record it in data/datasets.toml after checking it",
-            path.display(),
+            origin.display(),
             entry.name
         ))),
     }
+}
+
+/// Checks a file against its registry entry; the message says expected vs got.
+pub fn check_file(entry: &FileEntry, path: &Path) -> Result<(), DataError> {
+    read_verified(entry, path).map(|_| ())
 }
 
 /// Where a file is, and whether it passed verification.
@@ -316,6 +410,24 @@ pub enum FileState {
 
 /// The verified copy of one file, looked up in the cache, then the mirror.
 pub fn locate(dataset: &str, entry: &FileEntry, loc: &Locations) -> FileState {
+    match find_verified(dataset, entry, loc) {
+        Found::Cached(v) => FileState::Cached(v.path),
+        Found::Mirrored(v) => FileState::Mirrored(v.path),
+        Found::Missing => FileState::Missing,
+        Found::Bad(m) => FileState::Bad(m),
+    }
+}
+
+/// Like [`FileState`], with the verified bytes.
+pub(crate) enum Found {
+    Cached(Verified),
+    Mirrored(Verified),
+    Missing,
+    Bad(String),
+}
+
+/// Reads and verifies the copy in the cache, else the one in the mirror.
+pub(crate) fn find_verified(dataset: &str, entry: &FileEntry, loc: &Locations) -> Found {
     let mut bad = None;
     for (path, cached) in [
         (Some(loc.cached(dataset, &entry.name)), true),
@@ -325,27 +437,27 @@ pub fn locate(dataset: &str, entry: &FileEntry, loc: &Locations) -> FileState {
         if !path.is_file() {
             continue;
         }
-        match check_file(entry, &path) {
-            Ok(()) if cached => return FileState::Cached(path),
-            Ok(()) => return FileState::Mirrored(path),
+        match read_verified(entry, &path) {
+            Ok(v) if cached => return Found::Cached(v),
+            Ok(v) => return Found::Mirrored(v),
             Err(e) => bad = Some(e.to_string()),
         }
     }
-    bad.map(FileState::Bad).unwrap_or(FileState::Missing)
+    bad.map(Found::Bad).unwrap_or(Found::Missing)
 }
 
-/// The verified path of a file, or one line saying what is missing and what to do.
-pub fn resolve(dataset: &str, file: &str) -> Result<PathBuf, DataError> {
+/// The verified bytes of a file, or one line saying what is missing and what to do.
+pub fn resolve(dataset: &str, file: &str) -> Result<Verified, DataError> {
     let reg = Registry::current()?;
     let ds = reg.dataset(dataset)?;
     let entry = ds
         .file(file)
         .ok_or_else(|| DataError::Registry(format!("dataset `{dataset}` has no file `{file}`")))?;
     let loc = Locations::current();
-    match locate(dataset, entry, loc) {
-        FileState::Cached(p) | FileState::Mirrored(p) => Ok(p),
-        FileState::Bad(m) => Err(DataError::Integrity(m)),
-        FileState::Missing => Err(DataError::Missing(format!(
+    match find_verified(dataset, entry, loc) {
+        Found::Cached(v) | Found::Mirrored(v) => Ok(v),
+        Found::Bad(m) => Err(DataError::Integrity(m)),
+        Found::Missing => Err(DataError::Missing(format!(
             "dataset `{dataset}`: `{file}` is not in the cache ({}) {}; run `dplab data fetch {dataset}` (needs internet, {})",
             loc.cache.join(dataset).display(),
             match &loc.mirror {
@@ -357,7 +469,7 @@ pub fn resolve(dataset: &str, file: &str) -> Result<PathBuf, DataError> {
     }
 }
 
-/// Reads one registered table into a frame, after verifying every file it touches.
+/// Reads one registered table into a frame, parsing exactly the bytes that were verified.
 pub fn load_table(
     dataset: &str,
     table: Option<&str>,
@@ -370,7 +482,7 @@ pub fn load_table(
         Some(n) => Some(resolve(dataset, &n.file)?),
         None => None,
     };
-    read::read_table(spec, &data, names.as_deref())
+    read::read_table(spec, &data, names.as_ref())
 }
 
 /// One line per file for `dplab data list` / `verify`.
@@ -431,6 +543,51 @@ mod tests {
         .unwrap_err()
         .to_string();
         assert!(e.contains("`nope`"), "{e}");
+    }
+
+    fn entry(bytes: &[u8]) -> FileEntry {
+        FileEntry {
+            name: "t.csv".into(),
+            url: "https://example.invalid/t.csv".into(),
+            sha256: Some(sha256_hex(bytes)),
+            size: Some(bytes.len() as u64),
+        }
+    }
+
+    #[test]
+    fn verification_reads_once_and_checks_size_and_hash() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("t.csv");
+        let good = b"a,b\n1,2\n";
+        std::fs::write(&p, good).unwrap();
+        let v = read_verified(&entry(good), &p).unwrap();
+        assert_eq!(v.bytes(), good);
+        assert_eq!(v.sha256(), sha256_hex(good));
+        // Same size, other bytes.
+        std::fs::write(&p, b"a,b\n9,2\n").unwrap();
+        let e = read_verified(&entry(good), &p).unwrap_err().to_string();
+        assert!(e.contains("sha256") && e.contains("expected"), "{e}");
+        // Larger than registered: refused from its length on disk, before reading it.
+        std::fs::write(&p, vec![b'x'; 1 << 20]).unwrap();
+        let e = read_verified(&entry(good), &p).unwrap_err().to_string();
+        assert!(
+            e.contains("size 1048576 bytes, expected 8 (not read)"),
+            "{e}"
+        );
+        // Shorter: refused.
+        std::fs::write(&p, b"a,b\n").unwrap();
+        let e = read_verified(&entry(good), &p).unwrap_err().to_string();
+        assert!(e.contains("size 4 bytes, expected 8"), "{e}");
+        // In memory, more bytes than registered (a file that grew while being read).
+        let e = verify_bytes(&entry(good), b"a,b\n1,2\n3,4\n".to_vec(), &p)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("larger than the registered 8 bytes"), "{e}");
+        // No checksum registered: never trusted.
+        let mut unsure = entry(good);
+        unsure.sha256 = None;
+        std::fs::write(&p, good).unwrap();
+        assert!(read_verified(&unsure, &p).is_err());
     }
 
     /// Every registered checksum against the mirror, when this machine has one.

@@ -8,15 +8,13 @@
 //! that does not match is an error naming the file and line.
 
 use std::collections::HashSet;
-use std::fs::File;
 use std::io::{BufRead, BufReader, Read};
-use std::path::Path;
 
 use indexmap::IndexMap;
 use polars::prelude::*;
 use serde::Deserialize;
 
-use super::DataError;
+use super::{DataError, Verified};
 
 #[derive(Debug, Deserialize, Clone, Copy, PartialEq, Eq, Default)]
 #[serde(rename_all = "lowercase")]
@@ -225,10 +223,17 @@ fn parse_number(s: &str) -> Option<(f64, bool)> {
     x.is_finite().then_some((x, false))
 }
 
-/// Column names and kinds from a `.names` file.
-pub fn read_names(path: &Path, style: NamesStyle) -> Result<Vec<(String, bool)>, DataError> {
-    let bytes =
-        std::fs::read(path).map_err(|e| DataError::Io(format!("{}: {e}", path.display())))?;
+/// Column names and kinds from the verified bytes of a `.names` file.
+pub fn read_names(names: &Verified, style: NamesStyle) -> Result<Vec<(String, bool)>, DataError> {
+    parse_names(names.bytes(), &names.display_name(), style)
+}
+
+/// Column names and kinds from the text of a `.names` file; `file` names it in messages.
+pub fn parse_names(
+    bytes: &[u8],
+    file: &str,
+    style: NamesStyle,
+) -> Result<Vec<(String, bool)>, DataError> {
     // .names files are ASCII in practice; Latin-1 decoding never fails and keeps any stray byte.
     let text: String = bytes.iter().map(|&b| b as char).collect();
     let mut out = Vec::new();
@@ -271,43 +276,39 @@ pub fn read_names(path: &Path, style: NamesStyle) -> Result<Vec<(String, bool)>,
     }
     if out.is_empty() {
         return Err(DataError::Parse(format!(
-            "{}: no column names found ({style:?} style)",
-            path.display()
+            "{file}: no column names found ({style:?} style)"
         )));
     }
     Ok(out)
 }
 
-/// Reads a registered table. `names` is the verified path of its `.names` file, if any.
+/// Reads a registered table from the verified bytes of its file (and of its `.names` file, if
+/// any). There is deliberately no variant taking a path: parsing reopens nothing, so the data is
+/// exactly what was hashed.
 pub fn read_table(
     spec: &TableSpec,
-    path: &Path,
-    names: Option<&Path>,
+    data: &Verified,
+    names: Option<&Verified>,
 ) -> Result<DataFrame, DataError> {
+    let file = data.display_name();
     if spec.format == Format::Xls {
-        return read_xls(spec, path);
+        return read_xls(spec, data.bytes(), &file);
     }
-    let file = File::open(path).map_err(|e| DataError::Io(format!("{}: {e}", path.display())))?;
-    let reader: Box<dyn Read> = match spec.compression {
-        Some(Compression::Gzip) => Box::new(flate2::read::MultiGzDecoder::new(file)),
-        None => Box::new(file),
+    let bytes: &[u8] = data.bytes();
+    let reader: Box<dyn Read + '_> = match spec.compression {
+        Some(Compression::Gzip) => Box::new(flate2::read::MultiGzDecoder::new(bytes)),
+        None => Box::new(bytes),
     };
     let declared: Option<Vec<(String, bool)>> = match (&spec.names, names) {
-        (Some(n), Some(p)) => Some(read_names(p, n.style)?),
+        (Some(n), Some(v)) => Some(read_names(v, n.style)?),
         _ => None,
     };
     read_text(
         spec,
-        &display_name(path),
+        &file,
         BufReader::with_capacity(1 << 20, reader),
         declared,
     )
-}
-
-fn display_name(path: &Path) -> String {
-    path.file_name()
-        .map(|f| f.to_string_lossy().into_owned())
-        .unwrap_or_else(|| path.display().to_string())
 }
 
 /// The text reader, separate from file opening so tests can feed it inline samples.
@@ -469,11 +470,12 @@ fn check_unique(cols: &[ColumnBuf], file: &str) -> Result<(), DataError> {
 /// rows); columns with an empty header cell are spacers and dropped; data starts at the first
 /// non-blank row below the header and, with `stop_at_blank_row`, ends before the next blank
 /// row (CTG.xls keeps column totals below a blank row).
-fn read_xls(spec: &TableSpec, path: &Path) -> Result<DataFrame, DataError> {
-    use calamine::{open_workbook_auto, Data, Reader};
-    let file = display_name(path);
+fn read_xls(spec: &TableSpec, bytes: &[u8], file: &str) -> Result<DataFrame, DataError> {
+    use calamine::{open_workbook_auto_from_rs, Data, Reader};
+    let file = file.to_string();
     let sheet = spec.sheet.as_deref().unwrap_or_default();
-    let mut wb = open_workbook_auto(path).map_err(|e| DataError::Parse(format!("{file}: {e}")))?;
+    let mut wb = open_workbook_auto_from_rs(std::io::Cursor::new(bytes))
+        .map_err(|e| DataError::Parse(format!("{file}: {e}")))?;
     let range = wb.worksheet_range(sheet).map_err(|e| {
         DataError::Parse(format!(
             "{file}: sheet `{sheet}`: {e} (sheets: {})",
@@ -680,28 +682,32 @@ mod tests {
 
     #[test]
     fn names_files() {
-        let dir = tempfile::tempdir().unwrap();
-        let p = dir.path().join("a.names");
-        std::fs::write(
-            &p,
-            "| comment: x\n>50K, <=50K.\n\nage: continuous.\nworkclass: Private, Never-worked.\n",
-        )
-        .unwrap();
+        let uci =
+            b"| comment: x\n>50K, <=50K.\n\nage: continuous.\nworkclass: Private, Never-worked.\n";
         assert_eq!(
-            read_names(&p, NamesStyle::Uci).unwrap(),
+            parse_names(uci, "a.names", NamesStyle::Uci).unwrap(),
             vec![("age".into(), true), ("workclass".into(), false)]
         );
-        std::fs::write(
-            &p,
-            "@relation x\n@attribute state numeric\n@attribute communityname string\n",
-        )
-        .unwrap();
+        let arff = b"@relation x\n@attribute state numeric\n@attribute communityname string\n";
         assert_eq!(
-            read_names(&p, NamesStyle::Arff).unwrap(),
+            parse_names(arff, "a.names", NamesStyle::Arff).unwrap(),
             vec![("state".into(), true), ("communityname".into(), false)]
         );
-        std::fs::write(&p, "nothing here\n").unwrap();
-        assert!(read_names(&p, NamesStyle::Arff).is_err());
+        let e = parse_names(b"nothing here\n", "a.names", NamesStyle::Arff).unwrap_err();
+        assert!(e.to_string().contains("a.names"), "{e}");
+    }
+
+    /// Verified bytes of a file written to a temporary directory, as `load_table` gets them.
+    fn verified(dir: &std::path::Path, name: &str, bytes: &[u8]) -> Verified {
+        let entry = crate::data::FileEntry {
+            name: name.into(),
+            url: "https://example.invalid/".into(),
+            sha256: Some(crate::data::sha256_hex(bytes)),
+            size: Some(bytes.len() as u64),
+        };
+        let p = dir.join(name);
+        std::fs::write(&p, bytes).unwrap();
+        crate::data::read_verified(&entry, &p).unwrap()
     }
 
     #[test]
@@ -711,12 +717,28 @@ mod tests {
         enc.write_all(b"1, 2\n3, 4\n").unwrap();
         let gz = enc.finish().unwrap();
         let dir = tempfile::tempdir().unwrap();
-        let p = dir.path().join("t.gz");
-        std::fs::write(&p, gz).unwrap();
+        let v = verified(dir.path(), "t.gz", &gz);
         let s =
             spec("file='t.gz'\ncompression='gzip'\nseparator=','\ntrim=true\ncolumns=['a','b']");
-        let df = read_table(&s, &p, None).unwrap();
+        let df = read_table(&s, &v, None).unwrap();
         assert_eq!(df.column("b").unwrap().i64().unwrap().get(1), Some(4));
+    }
+
+    /// The race this API closes: the file (and its `.names` file) replaced on disk after it was
+    /// verified. What is parsed is still the verified bytes; the tampered rows never appear.
+    #[test]
+    fn a_file_replaced_after_verification_cannot_change_what_is_parsed() {
+        let dir = tempfile::tempdir().unwrap();
+        let data = verified(dir.path(), "t.data", b"1,ok\n2,ok\n");
+        let names = verified(dir.path(), "t.names", b"a: continuous.\nb: x, y.\n");
+        // Same sizes, different contents: only the hash would tell them apart.
+        std::fs::write(dir.path().join("t.data"), b"9,XX\n9,XX\n").unwrap();
+        std::fs::write(dir.path().join("t.names"), b"z: x, y, zz.\nb: x, y.\n").unwrap();
+        let s = spec("file='t.data'\nseparator=','\nnames={file='t.names', style='uci'}");
+        let df = read_table(&s, &data, Some(&names)).unwrap();
+        assert_eq!(df.column("a").unwrap().i64().unwrap().get(1), Some(2));
+        assert_eq!(df.column("b").unwrap().str().unwrap().get(0), Some("ok"));
+        assert_eq!(data.bytes(), b"1,ok\n2,ok\n");
     }
 
     #[test]

@@ -102,26 +102,51 @@ pub fn normal_quantile(p: f64) -> f64 {
     x - u / (1.0 + x * u / 2.0)
 }
 
-/// Two-sided Student-t critical value `t_{(1+level)/2, df}`. Exact table values for the
-/// 95% level with df ≤ 30; otherwise the Cornish–Fisher expansion (Abramowitz & Stegun
-/// 26.7.5), accurate to ~1e−3 for df ≥ 5.
+/// Two-sided Student-t critical value `t_{(1+level)/2, df}`: the half-width, in standard
+/// errors, of a `level` confidence interval with `df` degrees of freedom.
+///
+/// Up to [`T_STATRS_MAX_DF`] degrees of freedom the quantile comes from statrs (inverse
+/// regularised incomplete beta function): exact to ~1e−14 relative where closed forms exist
+/// (df = 1, 2). statrs' inverse beta loses precision for large shape parameters (off by 1e−8
+/// at df = 10⁴ and by 7 % at df = 10⁷), so beyond that the Cornish–Fisher expansion in 1/df
+/// (Abramowitz & Stegun 26.7.5, five terms) takes over; there its truncation error is below
+/// 1e−10 relative for levels up to 0.9999. (The former table + expansion was exact only at
+/// 95 % and 55 % too small at df = 1, level 0.99.)
+///
+/// Returns NaN, rather than panicking, for a level outside (0, 1) or df = 0: callers then
+/// report NaN interval bounds, and stages check the level up front (`stages::check_level`).
 pub fn t_critical(level: f64, df: usize) -> f64 {
-    const T975: [f64; 30] = [
-        12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160,
-        2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056,
-        2.052, 2.048, 2.045, 2.042,
-    ];
-    if (level - 0.95).abs() < 1e-12 && (1..=30).contains(&df) {
-        return T975[df - 1];
+    // `!(0 < level < 1)` also catches NaN; statrs' inverse_cdf asserts on its input.
+    if !(level > 0.0 && level < 1.0) || df == 0 {
+        return f64::NAN;
     }
-    let z = normal_quantile(0.5 + level / 2.0);
-    let n = df.max(1) as f64;
-    let z3 = z.powi(3);
-    let z5 = z.powi(5);
-    let z7 = z.powi(7);
-    z + (z3 + z) / (4.0 * n)
-        + (5.0 * z5 + 16.0 * z3 + 3.0 * z) / (96.0 * n * n)
-        + (3.0 * z7 + 19.0 * z5 + 17.0 * z3 - 15.0 * z) / (384.0 * n * n * n)
+    if df <= T_STATRS_MAX_DF {
+        t_quantile_statrs(0.5 + level / 2.0, df as f64)
+    } else {
+        t_quantile_cornish_fisher(0.5 + level / 2.0, df as f64)
+    }
+}
+
+/// Largest df for which statrs' Student-t quantile is used (see [`t_critical`]).
+pub const T_STATRS_MAX_DF: usize = 1000;
+
+fn t_quantile_statrs(p: f64, df: f64) -> f64 {
+    use statrs::distribution::{ContinuousCDF, StudentsT};
+    match StudentsT::new(0.0, 1.0, df) {
+        Ok(t) => t.inverse_cdf(p),
+        Err(_) => f64::NAN,
+    }
+}
+
+/// A&S 26.7.5: t_p = z + g1/n + g2/n² + g3/n³ + g4/n⁴ with z the normal p-quantile.
+fn t_quantile_cornish_fisher(p: f64, n: f64) -> f64 {
+    let z = normal_quantile(p);
+    let z2 = z * z;
+    let g1 = z * (z2 + 1.0) / 4.0;
+    let g2 = z * ((5.0 * z2 + 16.0) * z2 + 3.0) / 96.0;
+    let g3 = z * (((3.0 * z2 + 19.0) * z2 + 17.0) * z2 - 15.0) / 384.0;
+    let g4 = z * ((((79.0 * z2 + 776.0) * z2 + 1482.0) * z2 - 1920.0) * z2 - 945.0) / 92160.0;
+    z + (g1 + (g2 + (g3 + g4 / n) / n) / n) / n
 }
 
 /// Mean, spread and a t-based confidence interval of a sample.
@@ -235,11 +260,81 @@ mod tests {
         }
     }
 
+    /// Printed two-sided critical values (the t table of any statistics text, e.g. NIST/SEMATECH
+    /// e-Handbook 1.3.6.7.2, 3 decimals): level → one-sided quantile (1 + level)/2.
     #[test]
-    fn t_critical_values() {
-        assert_eq!(t_critical(0.95, 29), 2.045);
-        assert!((t_critical(0.95, 100) - 1.984).abs() < 1e-3);
-        assert!((t_critical(0.95, 1_000_000) - 1.96).abs() < 1e-3);
+    fn t_critical_matches_printed_table() {
+        let levels = [0.8, 0.9, 0.95, 0.99, 0.999];
+        let table: [(usize, [f64; 5]); 6] = [
+            (1, [3.078, 6.314, 12.706, 63.657, 636.619]),
+            (2, [1.886, 2.920, 4.303, 9.925, 31.599]),
+            (5, [1.476, 2.015, 2.571, 4.032, 6.869]),
+            (10, [1.372, 1.812, 2.228, 3.169, 4.587]),
+            (30, [1.310, 1.697, 2.042, 2.750, 3.646]),
+            (120, [1.289, 1.658, 1.980, 2.617, 3.373]),
+        ];
+        for (df, row) in table {
+            for (level, want) in levels.iter().zip(row) {
+                let got = t_critical(*level, df);
+                // Printed to 3 decimals: within half a unit of the last digit.
+                assert!(
+                    (got - want).abs() <= 5e-4 + 1e-12,
+                    "df {df}, level {level}: {got} vs table {want}"
+                );
+            }
+        }
+        // More digits where they are known in closed form: df = 1 is Cauchy, t = tan(π·level/2);
+        // df = 2 has t = level·√(2 / (1 − level²)).
+        for level in [0.5, 0.8, 0.95, 0.99, 0.999] {
+            let cauchy = (std::f64::consts::FRAC_PI_2 * level).tan();
+            assert!(
+                (t_critical(level, 1) / cauchy - 1.0).abs() < 1e-10,
+                "{level}"
+            );
+            let two = level * (2.0 / (1.0 - level * level)).sqrt();
+            assert!((t_critical(level, 2) / two - 1.0).abs() < 1e-10, "{level}");
+        }
+        // Large df: z + (z³ + z)/(4n) + (5z⁵ + 16z³ + 3z)/(96n²) + O(n⁻³), tending to the
+        // normal quantile.
+        let z: f64 = 1.959_963_984_540_054;
+        for df in [10_000usize, 1_000_000, 10_000_000] {
+            let n = df as f64;
+            let want = z
+                + (z.powi(3) + z) / (4.0 * n)
+                + (5.0 * z.powi(5) + 16.0 * z.powi(3) + 3.0 * z) / (96.0 * n * n);
+            assert!((t_critical(0.95, df) - want).abs() < 1e-9, "df {df}");
+        }
+    }
+
+    /// statrs and the expansion agree where one hands over to the other, so the critical value
+    /// does not jump at `T_STATRS_MAX_DF`, and it decreases with df throughout.
+    #[test]
+    fn t_critical_is_continuous_across_methods() {
+        for level in [0.5, 0.8, 0.95, 0.99, 0.999, 0.9999] {
+            for df in [300.0, 1000.0] {
+                let a = t_quantile_statrs(0.5 + level / 2.0, df);
+                let b = t_quantile_cornish_fisher(0.5 + level / 2.0, df);
+                assert!(
+                    (a / b - 1.0).abs() < 1e-10,
+                    "level {level}, df {df}: {a} vs {b}"
+                );
+            }
+            let mut prev = f64::INFINITY;
+            for df in (1..3000).chain([10_000, 100_000, 10_000_000]) {
+                let t = t_critical(level, df);
+                assert!(t < prev, "level {level}: t(df {df}) = {t} ≥ {prev}");
+                prev = t;
+            }
+        }
+    }
+
+    #[test]
+    fn t_critical_refuses_bad_input_without_panicking() {
+        for level in [0.0, 1.0, -0.5, 1.5, f64::NAN, f64::INFINITY] {
+            assert!(t_critical(level, 5).is_nan(), "{level}");
+        }
+        assert!(t_critical(0.95, 0).is_nan());
+        assert!(summarise(&[1.0, 2.0], f64::NAN).ci_lo.is_nan());
     }
 
     #[test]
@@ -247,7 +342,8 @@ mod tests {
         let s = summarise(&[1.0, 2.0, 3.0, 4.0], 0.95);
         assert_eq!(s.mean, 2.5);
         assert!((s.std - 1.290_994_448_735_805_6).abs() < 1e-15);
-        assert!((s.ci_hi - (2.5 + 3.182 * s.se)).abs() < 1e-12);
+        assert!((s.ci_hi - (2.5 + t_critical(0.95, 3) * s.se)).abs() < 1e-12);
+        assert!((t_critical(0.95, 3) - 3.182).abs() < 5e-4);
         assert_eq!(quantile_sorted(&[1.0, 2.0, 3.0, 4.0], 0.5), 2.5);
         let (lo, hi) = wilson(0, 100, 0.95);
         assert!(lo == 0.0 && (hi - 0.036_994).abs() < 1e-5);

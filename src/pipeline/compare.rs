@@ -1,5 +1,23 @@
 //! `dplab compare`: two results directories, frame by frame — the same frames, the same
-//! columns, the same key cells (text and integers), and numbers within tolerance.
+//! columns, the same number of rows, the same key cells (text and integers), and numbers within
+//! tolerance.
+//!
+//! Frames are read with the `csv` crate (RFC 4180: quoted fields may hold commas, quotes and
+//! newlines, as polars' CsvWriter writes them), so a cell is compared as exactly the text that
+//! was written. A frame that cannot be read as CSV, a row whose field count differs from the
+//! header's (a ragged or truncated row) and a different number of rows are mismatches, never a
+//! pass and never a crash.
+//!
+//! How two cells are compared:
+//! - identical text always matches (so do two empty cells, i.e. two nulls);
+//! - two integers (`[+-]?[0-9]+`, any length) match only when equal, compared as digit strings
+//!   so nothing is rounded through f64 (2^53 + 1 ≠ 2^53);
+//! - an integer and a float (a column whose type changed between the runs) match only when the
+//!   float is exactly that integer (`3` = `3.0`, `9007199254740993` ≠ `9007199254740992.0`):
+//!   integers are counts and keys, so no tolerance applies to them;
+//! - two floats match when `|a − b| ≤ atol + rtol·|b|`, or both are NaN, or both are the same
+//!   infinity;
+//! - anything else (text) must be identical.
 //!
 //! Wall times are measurements, not results: a column named `*_seconds`, and a row whose
 //! `value` cell names such a column (the long format of `aggregate.summary`), are not
@@ -11,11 +29,40 @@ use std::path::Path;
 
 use anyhow::{Context, Result};
 
-/// Tolerance: `|a − b| ≤ atol + rtol·|b|`; NaN equals NaN; empty equals empty.
-#[derive(Clone, Copy, Debug)]
+/// Tolerance: `|a − b| ≤ atol + rtol·|b|`. Both are finite and ≥ 0, which [`Tolerance::new`]
+/// enforces: an infinite or NaN tolerance would make every comparison pass (or none), and a
+/// negative one is meaningless. The fields are private so no other path can build one.
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Tolerance {
-    pub rtol: f64,
-    pub atol: f64,
+    rtol: f64,
+    atol: f64,
+}
+
+/// An invalid tolerance; the message names the option and the valid range.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{0}")]
+pub struct ToleranceError(String);
+
+impl Tolerance {
+    pub fn new(rtol: f64, atol: f64) -> Result<Tolerance, ToleranceError> {
+        for (name, v) in [("rtol", rtol), ("atol", atol)] {
+            // `!(v >= 0)` also refuses NaN.
+            if !(v.is_finite() && v >= 0.0) {
+                return Err(ToleranceError(format!(
+                    "--{name} {v} is invalid: a tolerance must be a finite number ≥ 0"
+                )));
+            }
+        }
+        Ok(Tolerance { rtol, atol })
+    }
+
+    pub fn rtol(&self) -> f64 {
+        self.rtol
+    }
+
+    pub fn atol(&self) -> f64 {
+        self.atol
+    }
 }
 
 /// The outcome: `report` is empty when everything matches.
@@ -27,9 +74,11 @@ pub struct Comparison {
     pub report: String,
 }
 
-/// At most this many differing cells are listed per frame.
+/// At most this many differing cells (or ragged rows) are listed per frame.
 const MAX_LISTED: usize = 10;
 
+/// Compares the `*.csv` frames of two directories. Errors are for unreadable directories and
+/// files (I/O); anything wrong with a frame's contents goes into the report.
 pub fn compare_dirs(a: &Path, b: &Path, tol: Tolerance) -> Result<Comparison> {
     let list = |d: &Path| -> Result<BTreeSet<String>> {
         let mut s = BTreeSet::new();
@@ -52,9 +101,19 @@ pub fn compare_dirs(a: &Path, b: &Path, tol: Tolerance) -> Result<Comparison> {
     let (mut cells, mut timings) = (0, 0);
     let both: Vec<&String> = fa.intersection(&fb).collect();
     for name in &both {
-        let ta = read_csv(&a.join(name))?;
-        let tb = read_csv(&b.join(name))?;
-        let (c, t) = compare_tables(name, &ta, &tb, tol, &mut report);
+        let ta = read_frame(&a.join(name))?;
+        let tb = read_frame(&b.join(name))?;
+        let (c, t) = match (ta, tb) {
+            (Ok(ta), Ok(tb)) => compare_tables(name, &ta, &tb, tol, &mut report),
+            (ra, rb) => {
+                for (side, r) in [("A", ra), ("B", rb)] {
+                    if let Err(m) = r {
+                        writeln!(report, "{name}: {side} is not a readable CSV frame: {m}")?;
+                    }
+                }
+                (0, 0)
+            }
+        };
         cells += c;
         timings += t;
     }
@@ -68,41 +127,153 @@ pub fn compare_dirs(a: &Path, b: &Path, tol: Tolerance) -> Result<Comparison> {
 
 struct Table {
     header: Vec<String>,
-    rows: Vec<Vec<String>>,
+    rows: Vec<Row>,
 }
 
-fn read_csv(path: &Path) -> Result<Table> {
-    let text =
-        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-    let mut lines = text.lines();
-    let header = split_csv(lines.next().unwrap_or(""));
-    let rows = lines.filter(|l| !l.is_empty()).map(split_csv).collect();
+struct Row {
+    /// 1-based line of the file where the row starts, for messages.
+    line: u64,
+    cells: Vec<String>,
+}
+
+/// Reads a frame: `Err` for I/O, `Ok(Err(message))` for contents that are not valid CSV.
+fn read_frame(path: &Path) -> Result<Result<Table, String>> {
+    let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+    Ok(parse_csv(&bytes))
+}
+
+/// Parses CSV as polars writes it: a header record, then one record per row.
+///
+/// The csv crate skips blank lines, but polars writes a row of a one-column frame whose cell is
+/// null as an empty line, so skipped lines are counted back in as rows with one empty field
+/// (in a wider frame such a row is then reported as ragged, never silently dropped).
+fn parse_csv(bytes: &[u8]) -> Result<Table, String> {
+    let mut rdr = csv::ReaderBuilder::new()
+        .has_headers(false)
+        // Ragged rows are read and reported by the comparison rather than failing the parse.
+        .flexible(true)
+        .from_reader(bytes);
+    let text = |rec: &csv::ByteRecord| -> Result<Vec<String>, String> {
+        rec.iter()
+            .enumerate()
+            .map(|(i, f)| {
+                String::from_utf8(f.to_vec()).map_err(|e| {
+                    let line = rec.position().map_or(0, |p| p.line());
+                    format!("line {line}, field {}: not UTF-8 ({e})", i + 1)
+                })
+            })
+            .collect()
+    };
+    let mut rec = csv::ByteRecord::new();
+    let header = match rdr.read_byte_record(&mut rec) {
+        Ok(true) => text(&rec)?,
+        Ok(false) => return Err("empty file (no header)".into()),
+        Err(e) => return Err(e.to_string()),
+    };
+    let mut end = rdr.position().byte();
+    let mut rows = Vec::new();
+    loop {
+        match rdr.read_byte_record(&mut rec) {
+            Ok(true) => {
+                // The csv crate gives a record the position where reading it began, so the
+                // blank lines it skipped come first.
+                let pos = rec.position().cloned().unwrap_or_else(csv::Position::new);
+                let blank = blank_lines(bytes, pos.byte());
+                for i in 0..blank {
+                    rows.push(Row {
+                        line: pos.line() + i,
+                        cells: vec![String::new()],
+                    });
+                }
+                rows.push(Row {
+                    line: pos.line() + blank,
+                    cells: text(&rec)?,
+                });
+                end = rdr.position().byte();
+            }
+            Ok(false) => break,
+            Err(e) => return Err(e.to_string()),
+        }
+    }
+    // Blank lines after the last record are rows too.
+    let last_line = rows.last().map_or(2, |r| r.line + 1);
+    for i in 0..blank_lines(bytes, end) {
+        rows.push(Row {
+            line: last_line + i,
+            cells: vec![String::new()],
+        });
+    }
     Ok(Table { header, rows })
 }
 
-/// Splits one CSV line (RFC 4180 quoting, as polars writes it).
-fn split_csv(line: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut cur = String::new();
-    let mut quoted = false;
-    let mut chars = line.chars().peekable();
-    while let Some(c) = chars.next() {
-        match (c, quoted) {
-            ('"', true) if chars.peek() == Some(&'"') => {
-                cur.push('"');
-                chars.next();
-            }
-            ('"', _) => quoted = !quoted,
-            (',', false) => out.push(std::mem::take(&mut cur)),
-            _ => cur.push(c),
-        }
+/// The number of blank lines at `from`: the line ends before the next other byte. CRLF counts
+/// once, and a `\n` completing the CRLF that ended the previous record is not a line.
+fn blank_lines(bytes: &[u8], from: u64) -> u64 {
+    let from = (from as usize).min(bytes.len());
+    let mut n = 0;
+    let mut i = from;
+    if i > 0 && bytes[i - 1] == b'\r' && bytes.get(i) == Some(&b'\n') {
+        i += 1;
     }
-    out.push(cur);
-    out
+    while let Some(&b) = bytes.get(i) {
+        match b {
+            b'\r' if bytes.get(i + 1) == Some(&b'\n') => i += 1,
+            b'\r' | b'\n' => {}
+            _ => break,
+        }
+        n += 1;
+        i += 1;
+    }
+    n
 }
 
+/// What a cell holds, for comparison.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Value<'a> {
+    /// An integer literal: sign and digits without leading zeros (`-0` is `0`).
+    Int {
+        negative: bool,
+        digits: &'a str,
+    },
+    Float(f64),
+    Text,
+}
+
+fn classify(s: &str) -> Value<'_> {
+    let (negative, unsigned) = match s.as_bytes().first() {
+        Some(b'-') => (true, &s[1..]),
+        Some(b'+') => (false, &s[1..]),
+        _ => (false, s),
+    };
+    if !unsigned.is_empty() && unsigned.bytes().all(|b| b.is_ascii_digit()) {
+        let digits = unsigned.trim_start_matches('0');
+        let digits = if digits.is_empty() { "0" } else { digits };
+        return Value::Int {
+            negative: negative && digits != "0",
+            digits,
+        };
+    }
+    // Rust's float syntax: decimal and exponent forms, and inf/infinity/NaN in any case
+    // (polars writes `NaN`, `inf`, `-inf`); no whitespace, so ` 1` stays text.
+    match s.parse::<f64>() {
+        Ok(x) => Value::Float(x),
+        Err(_) => Value::Text,
+    }
+}
+
+/// Text and integers identify a row (keys); floats are measurements.
 fn is_key(cell: &str) -> bool {
-    cell.parse::<f64>().is_err() || cell.parse::<i64>().is_ok()
+    !matches!(classify(cell), Value::Float(_))
+}
+
+/// A cell for a message: as is when plain, else quoted with escapes (newlines, quotes, commas,
+/// empty).
+fn show(cell: &str) -> String {
+    if cell.is_empty() || cell.contains(|c: char| c.is_control() || c == '"' || c == ',') {
+        format!("{cell:?}")
+    } else {
+        cell.to_string()
+    }
 }
 
 /// Compares two tables; returns (cells compared, wall-time cells skipped).
@@ -117,10 +288,44 @@ fn compare_tables(
         let _ = writeln!(
             report,
             "{name}: columns differ\n  A: {}\n  B: {}",
-            a.header.join(", "),
-            b.header.join(", ")
+            a.header
+                .iter()
+                .map(|h| show(h))
+                .collect::<Vec<_>>()
+                .join(", "),
+            b.header
+                .iter()
+                .map(|h| show(h))
+                .collect::<Vec<_>>()
+                .join(", ")
         );
         return (0, 0);
+    }
+    let width = a.header.len();
+    // Ragged rows (a truncated last line, a lost or extra separator) on either side.
+    let mut ragged = 0;
+    for (side, t) in [("A", a), ("B", b)] {
+        for (r, row) in t.rows.iter().enumerate() {
+            if row.cells.len() != width {
+                ragged += 1;
+                if ragged <= MAX_LISTED {
+                    let _ = writeln!(
+                        report,
+                        "{name}: {side} row {} (line {}) has {} fields, the header has {width}",
+                        r + 1,
+                        row.line,
+                        row.cells.len()
+                    );
+                }
+            }
+        }
+    }
+    if ragged > MAX_LISTED {
+        let _ = writeln!(
+            report,
+            "{name}: … and {} more ragged rows",
+            ragged - MAX_LISTED
+        );
     }
     if a.rows.len() != b.rows.len() {
         let _ = writeln!(
@@ -137,17 +342,22 @@ fn compare_tables(
     let mut cells = 0;
     let mut timings = 0;
     for (r, (ra, rb)) in a.rows.iter().zip(&b.rows).enumerate() {
-        let timing_row = value_col.is_some_and(|c| is_timing(&ra[c]) && ra[c] == rb[c]);
+        let (ra, rb) = (&ra.cells, &rb.cells);
+        let timing_row = value_col.is_some_and(|c| {
+            ra.get(c)
+                .is_some_and(|v| is_timing(v) && rb.get(c) == Some(v))
+        });
         // Row context: the key-like cells (text, integers) of A's row.
         let context = || {
             a.header
                 .iter()
                 .zip(ra)
                 .filter(|(_, v)| is_key(v))
-                .map(|(h, v)| format!("{h}={v}"))
+                .map(|(h, v)| format!("{h}={}", show(v)))
                 .collect::<Vec<_>>()
                 .join(", ")
         };
+        // A ragged row is compared over the fields both sides have; it is already reported.
         for (c, (va, vb)) in ra.iter().zip(rb).enumerate() {
             let key_cell = is_key(va) && is_key(vb);
             if a.header.get(c).is_some_and(|h| is_timing(h)) || (timing_row && !key_cell) {
@@ -161,8 +371,8 @@ fn compare_tables(
             bad += 1;
             if listed < MAX_LISTED {
                 listed += 1;
-                let diff = match (va.parse::<f64>(), vb.parse::<f64>()) {
-                    (Ok(x), Ok(y)) => format!(
+                let diff = match (classify(va), classify(vb)) {
+                    (Value::Float(x), Value::Float(y)) => format!(
                         " (|Δ| = {:.3e}, rel {:.3e})",
                         (x - y).abs(),
                         ((x - y) / y).abs()
@@ -171,10 +381,12 @@ fn compare_tables(
                 };
                 let _ = writeln!(
                     report,
-                    "{name}: row {} [{}] column `{}`: A = {va}, B = {vb}{diff}",
+                    "{name}: row {} [{}] column `{}`: A = {}, B = {}{diff}",
                     r + 1,
                     context(),
-                    a.header.get(c).map_or("?", |s| s.as_str())
+                    a.header.get(c).map_or("?", |s| s.as_str()),
+                    show(va),
+                    show(vb)
                 );
             }
         }
@@ -198,63 +410,313 @@ fn cell_matches(a: &str, b: &str, tol: Tolerance) -> bool {
     if a == b {
         return true;
     }
-    if is_key(a) || is_key(b) {
-        return false;
-    }
-    match (a.parse::<f64>(), b.parse::<f64>()) {
-        (Ok(x), Ok(y)) => {
-            (x.is_nan() && y.is_nan()) || x == y || (x - y).abs() <= tol.atol + tol.rtol * y.abs()
+    match (classify(a), classify(b)) {
+        (Value::Int { .. }, Value::Int { .. }) => classify(a) == classify(b),
+        (Value::Int { negative, digits }, Value::Float(x))
+        | (Value::Float(x), Value::Int { negative, digits }) => float_is_int(x, negative, digits),
+        (Value::Float(x), Value::Float(y)) => {
+            // Tolerance only between finite numbers: with an infinite `b` the bound would be
+            // infinite and let anything through.
+            (x.is_nan() && y.is_nan())
+                || x == y
+                || (x.is_finite()
+                    && y.is_finite()
+                    && (x - y).abs() <= tol.atol + tol.rtol * y.abs())
         }
         _ => false,
     }
 }
 
+/// Whether the float `x` is exactly the integer `±digits`: compared as decimal digits (an
+/// integral f64 prints exactly with `{:.0}`), so no integer is rounded to a float.
+fn float_is_int(x: f64, negative: bool, digits: &str) -> bool {
+    x.is_finite()
+        && x.fract() == 0.0
+        && (x < 0.0) == negative
+        && format!("{:.0}", x.abs()) == digits
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use polars::prelude::*;
+
+    fn tol(rtol: f64, atol: f64) -> Tolerance {
+        Tolerance::new(rtol, atol).unwrap()
+    }
+
+    fn table(header: &[&str], rows: &[&[&str]]) -> Table {
+        Table {
+            header: header.iter().map(|s| s.to_string()).collect(),
+            rows: rows
+                .iter()
+                .enumerate()
+                .map(|(i, r)| Row {
+                    line: i as u64 + 2,
+                    cells: r.iter().map(|s| s.to_string()).collect(),
+                })
+                .collect(),
+        }
+    }
+
+    /// Writes `a` and `b` as `t.csv` into two directories and compares them.
+    fn compare_texts(a: &[u8], b: &[u8], t: Tolerance) -> Comparison {
+        let dir = tempfile::tempdir().unwrap();
+        let (da, db) = (dir.path().join("a"), dir.path().join("b"));
+        for (d, text) in [(&da, a), (&db, b)] {
+            std::fs::create_dir_all(d).unwrap();
+            std::fs::write(d.join("t.csv"), text).unwrap();
+        }
+        compare_dirs(&da, &db, t).unwrap()
+    }
+
+    fn polars_csv(df: &mut DataFrame) -> Vec<u8> {
+        let mut out = Vec::new();
+        CsvWriter::new(&mut out)
+            .include_header(true)
+            .finish(df)
+            .unwrap();
+        out
+    }
 
     #[test]
-    fn csv_split_and_tolerance() {
-        assert_eq!(split_csv("a,\"b,c\",\"d\"\"e\""), ["a", "b,c", "d\"e"]);
-        let t = Tolerance {
-            rtol: 1e-6,
-            atol: 0.0,
-        };
+    fn tolerance_and_cells() {
+        let t = tol(1e-6, 0.0);
         assert!(cell_matches("1.0000001", "1.0", t));
         assert!(!cell_matches("1.01", "1.0", t));
         assert!(!cell_matches("A", "B", t));
         assert!(cell_matches("NaN", "NaN", t));
+        assert!(!cell_matches("NaN", "1.0", t));
+        assert!(cell_matches("inf", "inf", t));
+        assert!(!cell_matches("inf", "-inf", t));
+        assert!(!cell_matches("inf", "1e308", t));
+        assert!(!cell_matches("1.0", "inf", t));
+        assert!(!cell_matches("-1e308", "1e308", tol(1.0, 0.0)));
+        assert!(cell_matches("", "", t));
+        assert!(!cell_matches("", "0.0", t));
+        // Text is never compared numerically: a leading space keeps it text.
+        assert!(!cell_matches(" 1.0", "1.0", t));
+    }
+
+    #[test]
+    fn integers_compare_exactly_beyond_2_pow_53() {
+        let t = tol(1e-3, 1.0);
+        // 2^53 + 1 and 2^53 are the same f64: compared as integers, they differ.
+        assert!(!cell_matches("9007199254740993", "9007199254740992", t));
+        assert!(cell_matches("9007199254740993", "9007199254740993", t));
+        assert!(cell_matches(
+            "123456789012345678901234567890",
+            "+0123456789012345678901234567890",
+            t
+        ));
+        assert!(!cell_matches(
+            "18446744073709551617",
+            "18446744073709551616",
+            t
+        ));
+        assert!(cell_matches("-0", "0", t));
+        assert!(!cell_matches("-5", "5", t));
+        // No tolerance for integers: they are counts and keys.
+        assert!(!cell_matches("100", "101", t));
+        // Integer vs float: equal only when the float is exactly that integer.
+        assert!(cell_matches("3", "3.0", t));
+        assert!(cell_matches("-3.0", "-3", t));
+        assert!(!cell_matches("3", "-3.0", t));
+        assert!(!cell_matches("3", "3.0000001", t));
+        assert!(cell_matches("9007199254740992", "9007199254740992.0", t));
+        assert!(!cell_matches("9007199254740993", "9007199254740992.0", t));
+        assert!(!cell_matches("9007199254740993", "9.007199254740993e15", t));
+        assert!(!cell_matches("1", "NaN", t));
+        assert!(!cell_matches("1", "inf", t));
+
+        let c = compare_texts(b"id\n9007199254740993\n", b"id\n9007199254740992\n", t);
+        assert!(
+            c.report
+                .contains("A = 9007199254740993, B = 9007199254740992"),
+            "{}",
+            c.report
+        );
+    }
+
+    #[test]
+    fn bad_tolerances_are_refused() {
+        for (r, a) in [
+            (f64::INFINITY, 0.0),
+            (0.0, f64::INFINITY),
+            (f64::NAN, 0.0),
+            (0.0, f64::NAN),
+            (-1e-9, 0.0),
+            (0.0, -1.0),
+            (f64::NEG_INFINITY, 0.0),
+        ] {
+            let e = Tolerance::new(r, a).unwrap_err().to_string();
+            assert!(e.contains("finite number ≥ 0"), "{e}");
+        }
+        assert!(Tolerance::new(0.0, 0.0).is_ok());
+        assert!(Tolerance::new(1e-9, 1e-12).is_ok());
+    }
+
+    #[test]
+    fn embedded_newlines_quotes_and_commas_in_text_written_by_polars() {
+        let frame = |note: &str| {
+            let mut df = df!(
+                "method" => ["a\nb", "say \"hi\", then\r\nleave", ""],
+                "x" => [1.0, 2.0, 3.0],
+                "note" => [note, "plain", "multi\n\nline"],
+            )
+            .unwrap();
+            polars_csv(&mut df)
+        };
+        let a = frame("line one\nline two");
+        // The old line-splitting reader panicked here (exit 101) on the short "line two\"" row.
+        let c = compare_texts(&a, &a, tol(1e-9, 0.0));
+        assert_eq!(c.report, "");
+        assert_eq!(c.cells, 9);
+        // The text read back is exactly the text written.
+        let t = parse_csv(&a).unwrap();
+        assert_eq!(t.rows.len(), 3);
+        assert_eq!(t.rows[1].cells[0], "say \"hi\", then\r\nleave");
+        assert_eq!(t.rows[2].cells[2], "multi\n\nline");
+        // A change inside a multi-line cell is found and shown escaped.
+        let b = frame("line one\nline 2");
+        let c = compare_texts(&a, &b, tol(1e-9, 0.0));
+        assert!(
+            c.report
+                .contains("column `note`: A = \"line one\\nline two\", B = \"line one\\nline 2\""),
+            "{}",
+            c.report
+        );
+    }
+
+    #[test]
+    fn truncated_file_is_a_mismatch() {
+        let a = b"k,p\n1,0.5\n2,0.25\n";
+        for b in [&b"k,p\n1,0.5\n2"[..], b"k,p\n1,0.5\n2,", b"k,p\n1,0.5\n"] {
+            let c = compare_texts(a, b, tol(1e-9, 0.0));
+            assert!(
+                !c.report.is_empty(),
+                "{:?} passed",
+                String::from_utf8_lossy(b)
+            );
+        }
+        let c = compare_texts(a, b"k,p\n1,0.5\n2", tol(1e-9, 0.0));
+        assert!(
+            c.report
+                .contains("B row 2 (line 3) has 1 fields, the header has 2"),
+            "{}",
+            c.report
+        );
+        // A file cut inside a quoted field, or empty, is reported too.
+        let c = compare_texts(b"k,s\n1,\"ab\"\n", b"k,s\n1,\"a", tol(1e-9, 0.0));
+        assert!(!c.report.is_empty());
+        let c = compare_texts(a, b"", tol(1e-9, 0.0));
+        assert!(
+            c.report.contains("B is not a readable CSV frame"),
+            "{}",
+            c.report
+        );
+    }
+
+    #[test]
+    fn ragged_rows_are_mismatches_even_when_both_sides_agree() {
+        let t = tol(1e-9, 0.0);
+        let ragged = b"k,p\n1,0.5,7\n2\n";
+        let c = compare_texts(ragged, ragged, t);
+        assert!(
+            c.report.contains("A row 1 (line 2) has 3 fields"),
+            "{}",
+            c.report
+        );
+        assert!(
+            c.report.contains("B row 2 (line 3) has 1 fields"),
+            "{}",
+            c.report
+        );
+        let c = compare_texts(b"k,p\n1,0.5\n", b"k,p\n1,0.5,\n", t);
+        assert!(
+            c.report.contains("B row 1 (line 2) has 3 fields"),
+            "{}",
+            c.report
+        );
+        // A blank line is a row: ragged in a wide frame…
+        let c = compare_texts(b"k,p\n1,0.5\n2,0.5\n", b"k,p\n1,0.5\n\n2,0.5\n", t);
+        assert!(
+            c.report.contains("B row 2 (line 3) has 1 fields"),
+            "{}",
+            c.report
+        );
+        // …and a null cell in a one-column frame, as polars writes it.
+        let mut df = df!("s" => [Some("x"), None, None]).unwrap();
+        let three = polars_csv(&mut df);
+        let mut df = df!("s" => [Some("x"), None]).unwrap();
+        let two = polars_csv(&mut df);
+        assert_eq!(parse_csv(&three).unwrap().rows.len(), 3);
+        let cells = |text: &[u8]| -> Vec<String> {
+            let t = parse_csv(text).unwrap();
+            t.rows.iter().map(|r| r.cells.join("|")).collect()
+        };
+        assert_eq!(cells(b"k\nx\n\n\ny\n"), ["x", "", "", "y"]);
+        assert_eq!(cells(b"k\r\nx\r\n\r\ny\r\n"), ["x", "", "y"]);
+        assert_eq!(cells(b"k\nx\n\n"), ["x", ""]);
+        assert_eq!(cells(b"k\n\"a\nb\"\n\n"), ["a\nb", ""]);
+        assert_eq!(cells(b"k\nx"), ["x"]);
+        let c = compare_texts(&three, &two, t);
+        assert!(c.report.contains("3 rows in A, 2 in B"), "{}", c.report);
+        assert_eq!(compare_texts(&three, &three, t).report, "");
+    }
+
+    #[test]
+    fn different_row_counts_are_mismatches() {
+        let c = compare_texts(b"k,p\n1,0.5\n2,0.25\n", b"k,p\n1,0.5\n", tol(1.0, 1.0));
+        assert!(c.report.contains("2 rows in A, 1 in B"), "{}", c.report);
+        let c = compare_texts(b"k,p\n", b"k,p\n1,0.5\n", tol(1.0, 1.0));
+        assert!(c.report.contains("0 rows in A, 1 in B"), "{}", c.report);
+    }
+
+    #[test]
+    fn invalid_utf8_is_reported_not_fatal() {
+        let c = compare_texts(b"k\nabc\n", b"k\nab\xff\n", tol(0.0, 0.0));
+        assert!(
+            c.report.contains("B is not a readable CSV frame"),
+            "{}",
+            c.report
+        );
     }
 
     #[test]
     fn wall_times_are_not_compared() {
-        let t = Tolerance {
-            rtol: 1e-9,
-            atol: 0.0,
-        };
-        let table = |rows: &[&[&str]]| Table {
-            header: vec!["value".into(), "mean".into(), "lp_seconds".into()],
-            rows: rows
-                .iter()
-                .map(|r| r.iter().map(|s| s.to_string()).collect())
-                .collect(),
-        };
-        let a = table(&[
-            &["error", "0.5", "1.0"],
-            &["synthesis_seconds", "2.0", "3.0"],
-        ]);
-        let b = table(&[
-            &["error", "0.5", "9.0"],
-            &["synthesis_seconds", "7.0", "3.0"],
-        ]);
+        let t = tol(1e-9, 0.0);
+        let header = ["value", "mean", "lp_seconds"];
+        let a = table(
+            &header,
+            &[
+                &["error", "0.5", "1.0"],
+                &["synthesis_seconds", "2.0", "3.0"],
+            ],
+        );
+        let b = table(
+            &header,
+            &[
+                &["error", "0.5", "9.0"],
+                &["synthesis_seconds", "7.0", "3.0"],
+            ],
+        );
         let mut report = String::new();
         assert_eq!(compare_tables("x", &a, &b, t, &mut report), (3, 3));
         assert!(report.is_empty(), "{report}");
-        let c = table(&[
-            &["error", "0.6", "1.0"],
-            &["synthesis_seconds", "2.0", "3.0"],
-        ]);
+        let c = table(
+            &header,
+            &[
+                &["error", "0.6", "1.0"],
+                &["synthesis_seconds", "2.0", "3.0"],
+            ],
+        );
         compare_tables("x", &a, &c, t, &mut report);
         assert!(report.contains("`mean`"), "{report}");
+        // A ragged timing row does not crash the `value` lookup.
+        let d = table(&header, &[&["error", "0.5", "1.0"], &[]]);
+        let mut report = String::new();
+        compare_tables("x", &a, &d, t, &mut report);
+        assert!(report.contains("B row 2"), "{report}");
     }
 }

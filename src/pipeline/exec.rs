@@ -15,7 +15,7 @@ use rayon::prelude::*;
 use super::plan::{Plan, PlannedStage};
 use super::spec::AxisValue;
 use super::store;
-use crate::stages::{rng_from_seed, Artifact, Ctx};
+use crate::kind::{rng_from_seed, Artifact, Ctx};
 
 /// A stage instance that failed while running: exit code 1.
 #[derive(Debug)]
@@ -25,7 +25,7 @@ pub struct RunError {
     pub instance: String,
     pub message: String,
     /// The stage said an external input (a dataset file) is not on this machine
-    /// ([`crate::stages::Unavailable`]): nothing is wrong with the pipeline itself.
+    /// ([`crate::kind::Unavailable`]): nothing is wrong with the pipeline itself.
     pub unavailable: bool,
 }
 
@@ -150,7 +150,7 @@ pub fn execute(plan: &Plan, opts: &RunOptions) -> Result<PathBuf, RunError> {
                 let stage = &plan.stages[si];
                 let inst = &stage.instances[ii];
                 let r = run_instance(plan, stage, ii, &results).map_err(|e| RunError {
-                    unavailable: e.downcast_ref::<crate::stages::Unavailable>().is_some(),
+                    unavailable: e.downcast_ref::<crate::kind::Unavailable>().is_some(),
                     ..fail(&stage.name, &inst.label, format!("{e:#}"))
                 });
                 progress.tick();
@@ -214,7 +214,7 @@ fn run_instance(
         input_names: &input_names,
         rng: rng_from_seed(inst.seed),
         seed: inst.seed,
-        base_dir: &plan.base_dir,
+        files: &plan.files,
         stage: &stage.name,
         label: &inst.label,
     };
@@ -227,19 +227,7 @@ fn run_instance(
     })
 }
 
-/// Row-wise concatenation of instance frames (in plan order).
-pub fn concat(frames: &[&DataFrame]) -> Result<DataFrame> {
-    let Some((first, rest)) = frames.split_first() else {
-        return Ok(DataFrame::empty());
-    };
-    let mut out = (*first).clone();
-    for f in rest {
-        out.vstack_mut(f)
-            .map_err(|e| anyhow::anyhow!("instance frames have different columns: {e}"))?;
-    }
-    out.rechunk_mut();
-    Ok(out)
-}
+pub use crate::frames::concat;
 
 /// Puts one constant column per axis value at the front of the frame (replacing any
 /// column of the same name), so a gathered or stored frame says which instance each row

@@ -1,9 +1,10 @@
 //! The pipeline engine: reads a spec, expands axes into stage instances, runs them and
-//! stores frames. It knows nothing about privacy: stage kinds come from
-//! [`crate::stages::registry`].
+//! stores frames. It knows nothing about privacy: it defines the contract a stage kind
+//! implements ([`crate::kind`]) and is handed the registry of kinds by its caller.
 
 pub mod compare;
 pub mod exec;
+pub mod files;
 pub mod graph;
 pub mod locate;
 pub mod plan;

@@ -9,16 +9,15 @@ use indexmap::IndexMap;
 use serde_yaml_ng::{Mapping, Value};
 use sha2::{Digest, Sha256};
 
+use super::files::{self, InputFiles};
 use super::seed::instance_seed;
-use super::spec::{parse_axis, suggest, AxisValue, Source, SpecError, SpecFile};
-use crate::stages::{self, Gather, KindInfo, StageRun};
+use super::spec::{
+    name_problem, parse_axis, suggest, AxisValue, NameKind, Source, SpecError, SpecFile,
+};
+use crate::kind::{Gather, KindInfo, StageRun};
 
 /// The implicit axis of repetitions.
 pub const REP: &str = "rep";
-
-/// More instances than this in one stage is refused as a likely mistake (and would not fit
-/// in memory as frames).
-pub const MAX_INSTANCES: usize = 5_000_000;
 
 /// How the user asked to change the file's settings on the command line.
 #[derive(Debug, Clone, Default)]
@@ -26,6 +25,9 @@ pub struct Overrides {
     pub profile: Option<String>,
     /// `axis=VALUES` pairs, VALUES in YAML (`[0.1, 1]`, `{from: 1, to: 5, step: 1}`, `0.5`).
     pub set: Vec<String>,
+    /// Directories outside the pipeline's own from which its parameters may read files
+    /// (`--allow-read`).
+    pub allow_read: Vec<PathBuf>,
 }
 
 /// A validated pipeline, ready to execute.
@@ -41,6 +43,8 @@ pub struct Plan {
     pub profile: Option<String>,
     pub axes: IndexMap<String, Vec<AxisValue>>,
     pub stages: Vec<PlannedStage>,
+    /// The files the stages' parameters name, read and checked once at planning.
+    pub files: InputFiles,
 }
 
 pub struct PlannedStage {
@@ -81,10 +85,69 @@ fn label(key: &[(String, AxisValue)]) -> String {
         .join(", ")
 }
 
-/// Plans a parsed file. Returns every error found (at most one per stage), not just the first.
-pub fn plan(spec: &SpecFile, ov: &Overrides) -> Result<Plan, Vec<SpecError>> {
+/// Plans a parsed file with the stage kinds of `registry` (the caller's). Returns every error found (at most one per stage), not just the first.
+///
+/// Every profile of the file is checked too, whether or not it is the one in use, so that a
+/// profile naming a parameter or axis that does not exist fails `validate` at the profile's
+/// line instead of being ignored until someone runs it.
+pub fn plan(
+    spec: &SpecFile,
+    ov: &Overrides,
+    registry: &'static [KindInfo],
+) -> Result<Plan, Vec<SpecError>> {
+    let plan = plan_one(spec, ov, registry)?;
+    let mut errors = Vec::new();
+    for name in spec.raw.profiles.keys() {
+        if ov.profile.as_deref() == Some(name.as_str()) {
+            continue;
+        }
+        let other = Overrides {
+            profile: Some(name.clone()),
+            set: Vec::new(),
+            allow_read: ov.allow_read.clone(),
+        };
+        if let Err(errs) = plan_one(spec, &other, registry) {
+            errors.extend(errs.into_iter().map(|mut e| {
+                if !e.message.starts_with("profile ") {
+                    e.message = format!("profile `{name}`: {}", e.message);
+                }
+                e
+            }));
+        }
+    }
+    if errors.is_empty() {
+        Ok(plan)
+    } else {
+        Err(errors)
+    }
+}
+
+fn plan_one(
+    spec: &SpecFile,
+    ov: &Overrides,
+    registry: &'static [KindInfo],
+) -> Result<Plan, Vec<SpecError>> {
     let raw = &spec.raw;
     let mut errors = Vec::new();
+    let limits = crate::limits::get();
+
+    // Names that become paths: checked first, so nothing below ever sees an unsafe one.
+    if let Some(msg) = name_problem(&raw.name, NameKind::Pipeline) {
+        errors.push(spec.err("name", msg));
+    }
+    for name in raw.stages.keys() {
+        if let Some(msg) = name_problem(name, NameKind::Stage) {
+            errors.push(spec.err(&format!("stages.{name}"), msg));
+        }
+    }
+    for name in raw.axes.keys() {
+        if let Some(msg) = name_problem(name, NameKind::Axis) {
+            errors.push(spec.err(&format!("axes.{name}"), msg));
+        }
+    }
+    if !errors.is_empty() {
+        return Err(errors);
+    }
 
     // Profile.
     let profile = match &ov.profile {
@@ -148,6 +211,14 @@ pub fn plan(spec: &SpecFile, ov: &Overrides) -> Result<Plan, Vec<SpecError>> {
                 ));
             }
         }
+        for (name, w) in &p.with {
+            if !matches!(w, Value::Mapping(_) | Value::Null) {
+                errors.push(spec.err(
+                    &format!("profiles.{pname}.with.{name}"),
+                    format!("profile `{pname}`: `with.{name}` must be a mapping of parameters"),
+                ));
+            }
+        }
         for name in p.repeat.keys().chain(p.with.keys()) {
             if !raw.stages.contains_key(name) {
                 let hint = suggest(name, raw.stages.keys().map(String::as_str))
@@ -197,9 +268,9 @@ pub fn plan(spec: &SpecFile, ov: &Overrides) -> Result<Plan, Vec<SpecError>> {
     let mut kinds: Vec<Option<&'static KindInfo>> = Vec::new();
     let mut inputs: Vec<Vec<usize>> = Vec::new();
     for (name, st) in &raw.stages {
-        let kind = stages::find(&st.kind);
+        let kind = registry.iter().find(|k| k.name == st.kind);
         if kind.is_none() {
-            let all: Vec<&str> = stages::registry().iter().map(|k| k.name).collect();
+            let all: Vec<&str> = registry.iter().map(|k| k.name).collect();
             let mut e = spec.err(
                 &format!("stages.{name}.kind"),
                 format!("stage `{name}`: unknown kind `{}`", st.kind),
@@ -247,6 +318,8 @@ pub fn plan(spec: &SpecFile, ov: &Overrides) -> Result<Plan, Vec<SpecError>> {
     }
 
     // Per stage: axes, gathered axes, instances.
+    let mut total_instances: u64 = 0;
+    let mut input_files = InputFiles::default();
     let mut planned: Vec<Option<PlannedStage>> = (0..names.len()).map(|_| None).collect();
     let mut reps: Vec<Option<u64>> = vec![None; names.len()];
     for &si in &order {
@@ -264,9 +337,12 @@ pub fn plan(spec: &SpecFile, ov: &Overrides) -> Result<Plan, Vec<SpecError>> {
             ));
             continue;
         };
+        // Parameters the profile sets: an error in one is located at the profile's line.
+        let mut from_profile: Vec<String> = Vec::new();
         if let Some(Value::Mapping(extra)) = profile.and_then(|p| p.with.get(name)) {
             for (k, v) in extra {
                 wmap.insert(k.clone(), v.clone());
+                from_profile.push(k.as_str().unwrap_or("?").to_string());
             }
         }
         // Axes referenced as `$name`.
@@ -323,6 +399,15 @@ pub fn plan(spec: &SpecFile, ov: &Overrides) -> Result<Plan, Vec<SpecError>> {
             .and_then(|p| p.repeat.get(name).copied())
             .or(st.repeat);
         if let Some(n) = repeat {
+            if let Err(msg) = crate::limits::check(
+                &format!("stage `{name}`: repeat"),
+                n,
+                limits.instances,
+                "--max-instances",
+            ) {
+                errors.push(spec.err(&format!("stages.{name}.repeat"), msg));
+                continue;
+            }
             if n == 0 {
                 errors.push(spec.err(
                     &format!("stages.{name}.repeat"),
@@ -405,6 +490,45 @@ pub fn plan(spec: &SpecFile, ov: &Overrides) -> Result<Plan, Vec<SpecError>> {
         } else {
             repeat.or(rep_in)
         };
+        // The instance count, checked before any instance (or list of repetitions) exists.
+        let count = stage_axes
+            .iter()
+            .map(|a| {
+                if a == REP {
+                    rep_count.unwrap_or(1)
+                } else {
+                    axes[a].len() as u64
+                }
+            })
+            .try_fold(1u64, |acc, n| acc.checked_mul(n))
+            .unwrap_or(u64::MAX);
+        total_instances = total_instances.saturating_add(count);
+        if let Err(msg) = crate::limits::check(
+            &format!(
+                "stage `{name}`: instances ({})",
+                if stage_axes.is_empty() {
+                    "no axes".to_string()
+                } else {
+                    stage_axes.join(" × ")
+                }
+            ),
+            count,
+            limits.instances,
+            "--max-instances",
+        ) {
+            errors.push(spec.err(&format!("stages.{name}"), msg));
+            continue;
+        }
+        if total_instances > limits.instances {
+            errors.push(spec.err(
+                &format!("stages.{name}"),
+                format!(
+                    "the pipeline has more than {} instances up to stage `{name}` (raise the limit with --max-instances if you mean it)",
+                    limits.instances
+                ),
+            ));
+            continue;
+        }
         let value_lists: Vec<Vec<AxisValue>> = stage_axes
             .iter()
             .map(|a| {
@@ -439,15 +563,46 @@ pub fn plan(spec: &SpecFile, ov: &Overrides) -> Result<Plan, Vec<SpecError>> {
                     match (kind.build)(&subst) {
                         Ok(r) => {
                             let r: Arc<dyn StageRun> = Arc::from(r);
+                            for (param, rel) in r.files() {
+                                if let Err(msg) =
+                                    input_files.add(&base_dir(spec), rel, &ov.allow_read)
+                                {
+                                    let at = if from_profile.iter().any(|k| k == param) {
+                                        format!(
+                                            "profiles.{}.with.{name}.{param}",
+                                            ov.profile.as_deref().unwrap_or("")
+                                        )
+                                    } else {
+                                        format!("stages.{name}.with.{param}")
+                                    };
+                                    let mut e =
+                                        spec.err(&at, format!("stage `{name}`: `{param}`: {msg}"));
+                                    e.hint = Some(files::HINT.into());
+                                    errors.push(e);
+                                    failed = true;
+                                }
+                            }
+                            if failed {
+                                break;
+                            }
                             built.insert(own_key, r.clone());
                             r
                         }
                         Err(pe) => {
                             let sub = pe.path.join(".");
-                            let path = if sub.is_empty() {
-                                format!("stages.{name}.with")
-                            } else {
-                                format!("stages.{name}.with.{sub}")
+                            // The key the error is about: its path, or the unknown key named.
+                            let top = pe.path.first().cloned().or_else(|| {
+                                pe.message
+                                    .strip_prefix("unknown key `")
+                                    .and_then(|r| r.split('`').next())
+                                    .map(str::to_string)
+                            });
+                            let path = match (&top, &ov.profile) {
+                                (Some(k), Some(pname)) if from_profile.contains(k) => {
+                                    format!("profiles.{pname}.with.{name}.{k}")
+                                }
+                                _ if sub.is_empty() => format!("stages.{name}.with"),
+                                _ => format!("stages.{name}.with.{sub}"),
                             };
                             let own_label = label(
                                 &key.iter()
@@ -498,22 +653,34 @@ pub fn plan(spec: &SpecFile, ov: &Overrides) -> Result<Plan, Vec<SpecError>> {
         if failed {
             continue;
         }
-        // Wire each instance to the upstream instances that agree on the shared axes.
+        // Wire each instance to the upstream instances that agree on the shared axes: the
+        // upstream instances are indexed once by their values on the axes this stage keeps,
+        // so wiring is linear in the instance count (a scan per instance was quadratic: a
+        // 10⁶-instance sweep never finished planning).
         let input_idx = inputs[si].clone();
-        for inst in &mut instances {
-            for &ii in &input_idx {
-                let up = planned[ii].as_ref().expect("inputs planned first");
-                let matching: Vec<usize> = up
-                    .instances
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, u)| {
-                        u.key.iter().all(|(a, v)| {
-                            gathered.contains(a) || inst.key.iter().any(|(b, w)| a == b && v == w)
-                        })
-                    })
-                    .map(|(j, _)| j)
-                    .collect();
+        for &ii in &input_idx {
+            let up = planned[ii].as_ref().expect("inputs planned first");
+            let kept: Vec<&str> = up
+                .axes
+                .iter()
+                .filter(|a| !gathered.contains(*a))
+                .map(String::as_str)
+                .collect();
+            let project = |key: &[(String, AxisValue)]| -> Option<Vec<String>> {
+                kept.iter()
+                    .map(|a| key.iter().find(|(b, _)| b == a).map(|(_, v)| v.canonical()))
+                    .collect()
+            };
+            let mut by_key: HashMap<Vec<String>, Vec<usize>> = HashMap::new();
+            for (j, u) in up.instances.iter().enumerate() {
+                if let Some(k) = project(&u.key) {
+                    by_key.entry(k).or_default().push(j);
+                }
+            }
+            for inst in &mut instances {
+                let matching = project(&inst.key)
+                    .and_then(|k| by_key.get(&k).cloned())
+                    .unwrap_or_default();
                 inst.inputs.push(matching);
             }
         }
@@ -539,20 +706,8 @@ pub fn plan(spec: &SpecFile, ov: &Overrides) -> Result<Plan, Vec<SpecError>> {
         st.inputs = inputs[si].iter().map(|i| position[i]).collect();
         stages_out.push(st);
     }
-    let base_dir = spec
-        .path
-        .parent()
-        .map(|p| {
-            if p.as_os_str().is_empty() {
-                PathBuf::from(".")
-            } else {
-                p.to_path_buf()
-            }
-        })
-        .unwrap_or_else(|| PathBuf::from("."));
     Ok(Plan {
         file: spec.path.clone(),
-        base_dir,
         file_sha256: hex(&Sha256::digest(spec.text.as_bytes())),
         name: raw.name.clone(),
         title: raw.title.clone(),
@@ -562,7 +717,17 @@ pub fn plan(spec: &SpecFile, ov: &Overrides) -> Result<Plan, Vec<SpecError>> {
         profile: ov.profile.clone(),
         axes,
         stages: stages_out,
+        files: input_files,
+        base_dir: base_dir(spec),
     })
+}
+
+/// The directory of the pipeline file: relative paths in parameters resolve against it.
+fn base_dir(spec: &SpecFile) -> PathBuf {
+    match spec.path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    }
 }
 
 pub fn hex(bytes: &[u8]) -> String {

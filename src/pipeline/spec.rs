@@ -125,255 +125,63 @@ pub struct RawProfile {
     pub with: IndexMap<String, Value>,
 }
 
-/// One value of an axis.
-#[derive(Debug, Clone, PartialEq)]
-pub enum AxisValue {
-    Num(f64),
-    Text(String),
+/// What a name becomes on disk, and so which characters it may hold.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NameKind {
+    /// The results directory `OUT/<name>/`.
+    Pipeline,
+    /// Files `<stage>.csv`, `<stage>__<instance>.svg`: `__` is the separator.
+    Stage,
+    /// `$axis` in parameters, a column of every frame, part of instance file names.
+    Axis,
 }
 
-impl AxisValue {
-    /// The canonical text of the value: the shortest decimal that round-trips. Seeds hash
-    /// it, so it must never change for a given value.
-    pub fn canonical(&self) -> String {
+impl NameKind {
+    /// The rule in words, for error messages and the README.
+    pub fn rule(self) -> &'static str {
         match self {
-            AxisValue::Num(x) => format!("{x}"),
-            AxisValue::Text(s) => s.clone(),
-        }
-    }
-
-    pub fn to_yaml(&self) -> Value {
-        match self {
-            AxisValue::Num(x) if x.fract() == 0.0 && x.abs() < 9.0e15 => {
-                Value::Number(serde_yaml_ng::Number::from(*x as i64))
-            }
-            AxisValue::Num(x) => Value::Number(serde_yaml_ng::Number::from(*x)),
-            AxisValue::Text(s) => Value::String(s.clone()),
+            NameKind::Pipeline => "1 to 100 ASCII letters, digits, `.`, `_` or `-`, starting with a letter or digit",
+            NameKind::Stage => "1 to 64 ASCII letters, digits, `_` or `-`, starting with a letter or digit, without `__` (it separates a stage from its instance in file names) and not ending in `_`",
+            NameKind::Axis => "1 to 64 ASCII letters, digits or `_`, starting with a letter or `_`",
         }
     }
 }
 
-impl fmt::Display for AxisValue {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.canonical())
-    }
-}
-
-/// Grids larger than this are refused as a likely typo (a step of 1e-9…).
-pub const MAX_AXIS_LEN: usize = 1_000_000;
-
-/// Rounds to 15 significant digits, so that `0.1 + 2·0.1` prints as 0.3 and seeds stay
-/// stable under harmless floating-point noise in grid arithmetic.
-fn tidy(x: f64) -> f64 {
-    if x == 0.0 || !x.is_finite() {
-        return x;
-    }
-    format!("{x:.14e}").parse().unwrap_or(x)
-}
-
-/// Parses an axis grid: a list, a scalar, `{from, to, step}`, `{linspace: {from, to, num}}`
-/// or `{logspace: {from, to, num}}`. Errors carry the path (relative to the axis) and message.
-pub fn parse_axis(v: &Value) -> Result<Vec<AxisValue>, (String, String)> {
-    let num = |v: &Value, key: &str| -> Result<f64, (String, String)> {
-        v.as_f64()
-            .filter(|x| x.is_finite())
-            .ok_or_else(|| (key.to_string(), format!("`{key}` must be a finite number")))
+/// Why `name` is not a valid name of this kind, if it is not. Pipeline and stage names
+/// become file names under `--out`, so they must be one safe path component: no `/`, no
+/// leading `.` (hidden files, `..`), nothing a shell or file system treats specially.
+pub fn name_problem(name: &str, kind: NameKind) -> Option<String> {
+    let max = if kind == NameKind::Pipeline { 100 } else { 64 };
+    let first_ok = |c: char| match kind {
+        NameKind::Axis => c.is_ascii_alphabetic() || c == '_',
+        _ => c.is_ascii_alphanumeric(),
     };
-    let values = match v {
-        Value::Sequence(items) => {
-            let mut out = Vec::with_capacity(items.len());
-            for (i, item) in items.iter().enumerate() {
-                out.push(match item {
-                    Value::Number(_) => AxisValue::Num(num(item, &i.to_string())?),
-                    Value::String(s) => AxisValue::Text(s.clone()),
-                    _ => {
-                        return Err((
-                            i.to_string(),
-                            "axis values must be numbers or strings".into(),
-                        ))
-                    }
-                });
-            }
-            let kinds = out
-                .iter()
-                .filter(|x| matches!(x, AxisValue::Num(_)))
-                .count();
-            if kinds != 0 && kinds != out.len() {
-                return Err((String::new(), "an axis mixes numbers and strings".into()));
-            }
-            out
-        }
-        Value::Number(_) => vec![AxisValue::Num(num(v, "")?)],
-        Value::String(s) => vec![AxisValue::Text(s.clone())],
-        Value::Mapping(m) => {
-            let keys: Vec<String> = m
-                .keys()
-                .filter_map(|k| k.as_str().map(str::to_string))
-                .collect();
-            let get = |k: &str| m.get(k);
-            if let Some(spec) = get("linspace").or_else(|| get("logspace")) {
-                let log = get("logspace").is_some();
-                let which = if log { "logspace" } else { "linspace" };
-                if keys.len() != 1 {
-                    return Err((
-                        String::new(),
-                        format!("`{which}` must be the only key of the axis"),
-                    ));
-                }
-                let Value::Mapping(s) = spec else {
-                    return Err((which.into(), format!("`{which}` takes {{from, to, num}}")));
-                };
-                check_keys(s, &["from", "to", "num"], which)?;
-                let field = |k: &str| {
-                    s.get(k)
-                        .ok_or_else(|| (which.to_string(), format!("`{which}` needs `{k}`")))
-                };
-                let from = num(field("from")?, &format!("{which}.from"))?;
-                let to = num(field("to")?, &format!("{which}.to"))?;
-                let n = field("num")?
-                    .as_u64()
-                    .filter(|&n| n >= 1 && n as usize <= MAX_AXIS_LEN)
-                    .ok_or_else(|| {
-                        (
-                            format!("{which}.num"),
-                            format!("`num` must be an integer in [1, {MAX_AXIS_LEN}]"),
-                        )
-                    })? as usize;
-                if log && (from <= 0.0 || to <= 0.0) {
-                    return Err((
-                        which.into(),
-                        format!("logspace needs from > 0 and to > 0 (got {from}, {to})"),
-                    ));
-                }
-                (0..n)
-                    .map(|i| {
-                        let t = if n == 1 {
-                            0.0
-                        } else {
-                            i as f64 / (n - 1) as f64
-                        };
-                        let x = if log {
-                            (from.ln() + t * (to.ln() - from.ln())).exp()
-                        } else {
-                            from + t * (to - from)
-                        };
-                        AxisValue::Num(tidy(x))
-                    })
-                    .collect()
-            } else {
-                check_keys(m, &["from", "to", "step"], "axis")?;
-                let field = |k: &str| {
-                    m.get(k).ok_or_else(|| {
-                        (
-                            String::new(),
-                            format!("a range axis needs `from`, `to` and `step` (missing `{k}`)"),
-                        )
-                    })
-                };
-                let from = num(field("from")?, "from")?;
-                let to = num(field("to")?, "to")?;
-                let step = num(field("step")?, "step")?;
-                if step == 0.0 || (to - from) * step < 0.0 {
-                    return Err((
-                        "step".into(),
-                        format!("step {step} never reaches {to} from {from}"),
-                    ));
-                }
-                let count = ((to - from) / step + 1e-9).floor() + 1.0;
-                if count > MAX_AXIS_LEN as f64 {
-                    return Err((
-                        "step".into(),
-                        format!("the grid would have {count} values (at most {MAX_AXIS_LEN})"),
-                    ));
-                }
-                (0..count as usize)
-                    .map(|i| AxisValue::Num(tidy(from + i as f64 * step)))
-                    .collect()
-            }
-        }
-        _ => {
-            return Err((
-                String::new(),
-                "an axis is a list, a number, {from, to, step}, {linspace: …} or {logspace: …}"
-                    .into(),
-            ))
-        }
+    let char_ok = |c: char| {
+        c.is_ascii_alphanumeric()
+            || c == '_'
+            || (c == '-' && kind != NameKind::Axis)
+            || (c == '.' && kind == NameKind::Pipeline)
     };
-    if values.is_empty() {
-        return Err((
-            String::new(),
-            "the axis is empty: give it at least one value".into(),
-        ));
-    }
-    Ok(values)
+    let ok = !name.is_empty()
+        && name.len() <= max
+        && name.chars().next().is_some_and(first_ok)
+        && name.chars().all(char_ok)
+        && !(kind == NameKind::Stage && (name.contains("__") || name.ends_with('_')));
+    (!ok).then(|| {
+        let what = match kind {
+            NameKind::Pipeline => "pipeline name",
+            NameKind::Stage => "stage name",
+            NameKind::Axis => "axis name",
+        };
+        format!("{what} {name:?} is not allowed: use {}", kind.rule())
+    })
 }
 
-fn check_keys(
-    m: &serde_yaml_ng::Mapping,
-    valid: &[&str],
-    what: &str,
-) -> Result<(), (String, String)> {
-    for k in m.keys() {
-        let k = k.as_str().unwrap_or("?");
-        if !valid.contains(&k) {
-            let hint = suggest(k, valid.iter().copied())
-                .map(|s| format!("; did you mean `{s}`?"))
-                .unwrap_or_default();
-            return Err((
-                k.to_string(),
-                format!(
-                    "unknown key `{k}` in {what}{hint} (valid: {})",
-                    valid.join(", ")
-                ),
-            ));
-        }
-    }
-    Ok(())
-}
+pub use crate::axis::{grid_len, parse_axis, parse_grid, walk_grid, AxisValue, MAX_AXIS_LEN};
 
 pub use crate::text::suggest;
 
-/// Rewrites serde's messages for people: unknown keys get the nearest valid key.
-pub fn humanise_serde(msg: &str) -> String {
-    // serde_yaml prefixes the dotted path ("stages.noisy: …"); we print a position instead.
-    let owned;
-    let msg = match msg.split_once(": ") {
-        Some((path, rest)) if !path.contains(' ') && !path.is_empty() => {
-            if rest.starts_with("unknown field") || rest.starts_with("missing field") {
-                rest
-            } else {
-                owned = format!("`{}`: {rest}", path.rsplit('.').next().unwrap_or(path));
-                &owned
-            }
-        }
-        _ => msg,
-    };
-    // serde: "unknown field `x`, expected one of `a`, `b`" / "expected `a` or `b`"
-    if let Some(rest) = msg.strip_prefix("unknown field `") {
-        if let Some((field, tail)) = rest.split_once('`') {
-            let valid: Vec<&str> = tail.split('`').skip(1).step_by(2).collect();
-            let hint = suggest(field, valid.iter().copied())
-                .map(|s| format!("; did you mean `{s}`?"))
-                .unwrap_or_default();
-            let list = if valid.is_empty() {
-                "this mapping takes no keys".to_string()
-            } else {
-                format!("valid keys: {}", valid.join(", "))
-            };
-            return format!("unknown key `{field}`{hint} ({list})");
-        }
-    }
-    if let Some(field) = msg
-        .strip_prefix("missing field `")
-        .and_then(|r| r.split('`').next())
-    {
-        return format!("missing required key `{field}`");
-    }
-    msg.replace("invalid type: ", "wrong type: ").replace(
-        "data did not match any variant of untagged enum Inputs",
-        "`input` must be a stage name or a list of stage names",
-    )
-}
+pub use crate::yaml::humanise_serde;
 
 /// A parsed file with its positions.
 #[derive(Debug)]
@@ -395,15 +203,137 @@ impl SpecFile {
     }
 }
 
+/// A pipeline file larger than this is refused before it is read (a real one is a few KiB).
+pub const MAX_FILE_BYTES: u64 = 4 << 20;
+
 /// Reads and parses a pipeline file; every error names the file, line and column.
+///
+/// Only a regular file is read (a FIFO or device would block or never end): it is opened
+/// without blocking, checked with `fstat` on the open handle (so it cannot be swapped after
+/// the check), and read up to [`MAX_FILE_BYTES`].
 pub fn load(path: &Path) -> Result<SpecFile, SpecError> {
-    let text = std::fs::read_to_string(path).map_err(|e| SpecError {
+    let fail = |message: String| SpecError {
         file: path.to_path_buf(),
         pos: None,
-        message: format!("cannot read the pipeline file: {e}"),
+        message,
         hint: None,
-    })?;
+    };
+    let bytes = read_regular_file(path, MAX_FILE_BYTES).map_err(fail)?;
+    let text = decode(path, &bytes)?;
     parse(path, text)
+}
+
+/// The bytes of a regular file of at most `max` bytes; errors say what the path is instead.
+pub fn read_regular_file(path: &Path, max: u64) -> Result<Vec<u8>, String> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(path)
+        .map_err(|e| format!("cannot read the file: {e}"))?;
+    let meta = file
+        .metadata()
+        .map_err(|e| format!("cannot read the file: {e}"))?;
+    if !meta.is_file() {
+        let what = file_type_name(&meta.file_type());
+        return Err(format!("not a regular file (it is {what})"));
+    }
+    if meta.len() > max {
+        return Err(format!(
+            "the file has {} bytes, more than the limit of {max}",
+            meta.len()
+        ));
+    }
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    // `take` bounds the read even if the file grows after the check.
+    file.take(max + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| format!("cannot read the file: {e}"))?;
+    if bytes.len() as u64 > max {
+        return Err(format!(
+            "the file grew past the limit of {max} bytes while being read"
+        ));
+    }
+    Ok(bytes)
+}
+
+fn file_type_name(t: &std::fs::FileType) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    if t.is_dir() {
+        "a directory"
+    } else if t.is_fifo() {
+        "a FIFO"
+    } else if t.is_char_device() {
+        "a character device"
+    } else if t.is_block_device() {
+        "a block device"
+    } else if t.is_socket() {
+        "a socket"
+    } else {
+        "not a regular file"
+    }
+}
+
+/// Pipeline text from bytes: UTF-8, with an optional byte-order mark. UTF-16 or UTF-32,
+/// invalid UTF-8 and NUL bytes are refused at the first bad byte's line and column.
+pub fn decode(path: &Path, bytes: &[u8]) -> Result<String, SpecError> {
+    let at = |offset: usize, message: String| SpecError {
+        file: path.to_path_buf(),
+        pos: Some(pos_of_byte(bytes, offset)),
+        message,
+        hint: None,
+    };
+    const UTF16: [(&[u8], &str); 4] = [
+        (&[0xFF, 0xFE, 0, 0], "UTF-32"),
+        (&[0, 0, 0xFE, 0xFF], "UTF-32"),
+        (&[0xFF, 0xFE], "UTF-16"),
+        (&[0xFE, 0xFF], "UTF-16"),
+    ];
+    for (bom, name) in UTF16 {
+        if bytes.starts_with(bom) {
+            let mut e = at(
+                0,
+                format!("the file is {name}-encoded; pipeline files must be UTF-8"),
+            );
+            e.hint = Some("save it as UTF-8 (e.g. `iconv -f UTF-16 -t UTF-8`)".into());
+            return Err(e);
+        }
+    }
+    let body = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
+    let skipped = bytes.len() - body.len();
+    let text = match std::str::from_utf8(body) {
+        Ok(t) => t,
+        Err(e) => {
+            let off = skipped + e.valid_up_to();
+            return Err(at(
+                off,
+                format!(
+                    "the file is not valid UTF-8 (byte 0x{:02X} at offset {off}); pipeline files must be UTF-8",
+                    bytes[off]
+                ),
+            ));
+        }
+    };
+    if let Some(i) = text.bytes().position(|b| b == 0) {
+        return Err(at(
+            skipped + i,
+            "the file holds a NUL byte: is it a binary file?".into(),
+        ));
+    }
+    Ok(text.to_string())
+}
+
+/// 1-based line and column (in characters) of a byte offset.
+fn pos_of_byte(bytes: &[u8], offset: usize) -> Pos {
+    let before = &bytes[..offset.min(bytes.len())];
+    let line = before.iter().filter(|&&b| b == b'\n').count() + 1;
+    let start = before
+        .iter()
+        .rposition(|&b| b == b'\n')
+        .map_or(0, |i| i + 1);
+    let col = String::from_utf8_lossy(&before[start..]).chars().count() + 1;
+    Pos { line, col }
 }
 
 /// Parses pipeline text (`path` is used in messages and to resolve relative paths).
@@ -411,25 +341,37 @@ pub fn parse(path: &Path, text: String) -> Result<SpecFile, SpecError> {
     let locs = Locations::index(&text).map_err(|(pos, msg)| SpecError {
         file: path.to_path_buf(),
         pos: Some(pos),
-        message: format!("YAML syntax error: {msg}"),
+        message: msg,
         hint: None,
     })?;
-    let de = serde_yaml_ng::Deserializer::from_str(&text);
-    let raw: RawPipeline = serde_path_to_error::deserialize(de).map_err(|e| {
-        let dotted = e.path().to_string();
-        let inner = e.into_inner();
-        let pos = inner
+    let value: Value = serde_yaml_ng::from_str(&text).map_err(|e| SpecError {
+        file: path.to_path_buf(),
+        pos: e
             .location()
             .map(|l| Pos {
                 line: l.line(),
                 col: l.column(),
             })
             .filter(|p| p.line > 0)
-            .or_else(|| (dotted != ".").then(|| locs.find(&dotted)));
+            .or(locs
+                .first_alias
+                .filter(|_| e.to_string().contains("repetition limit"))),
+        message: humanise_serde(&strip_location(&e.to_string())).replace(
+            "repetition limit exceeded",
+            "aliases expand to too many nodes (repetition limit exceeded)",
+        ),
+        hint: None,
+    })?;
+    let raw: RawPipeline = crate::yaml::deserialize(value).map_err(|e| {
+        let dotted = e.path.join(".");
         SpecError {
             file: path.to_path_buf(),
-            pos,
-            message: humanise_serde(&strip_location(&inner.to_string())),
+            pos: Some(if dotted.is_empty() {
+                Pos { line: 1, col: 1 }
+            } else {
+                locs.find(&dotted)
+            }),
+            message: e.message,
             hint: None,
         }
     })?;
@@ -453,37 +395,32 @@ fn strip_location(msg: &str) -> String {
 mod tests {
     use super::*;
 
-    fn axis(y: &str) -> Result<Vec<AxisValue>, (String, String)> {
-        parse_axis(&serde_yaml_ng::from_str(y).unwrap())
-    }
-
     #[test]
-    fn axis_grids() {
-        let v = axis("{from: 0.1, to: 1.0, step: 0.1}").unwrap();
-        assert_eq!(v.len(), 10);
-        assert_eq!(v[2].canonical(), "0.3");
-        let v = axis("{logspace: {from: 0.01, to: 100, num: 5}}").unwrap();
-        assert_eq!(
-            v.iter().map(|x| x.canonical()).collect::<Vec<_>>(),
-            ["0.01", "0.1", "1", "10", "100"]
-        );
-        let v = axis("{linspace: {from: 0, to: 1, num: 3}}").unwrap();
-        assert_eq!(v[1], AxisValue::Num(0.5));
-        assert_eq!(axis("[a, b]").unwrap()[1], AxisValue::Text("b".into()));
-    }
-
-    #[test]
-    fn bad_axis_grids() {
-        assert!(axis("[]").unwrap_err().1.contains("empty"));
-        assert!(axis("{from: 1, to: 0, step: 0.1}")
-            .unwrap_err()
-            .1
-            .contains("never reaches"));
-        let (k, m) = axis("{from: 1, to: 2, stp: 0.1}").unwrap_err();
-        assert_eq!(k, "stp");
-        assert!(m.contains("did you mean `step`"), "{m}");
-        assert!(axis("[1, a]").is_err());
-        assert!(axis("{logspace: {from: 0, to: 1, num: 3}}").is_err());
+    fn names_are_single_safe_path_components() {
+        for bad in [
+            "",
+            "../victim",
+            "/etc",
+            ".hidden",
+            "a/b",
+            "a\\b",
+            "-x",
+            "a b",
+            "é",
+            "x\0",
+        ] {
+            assert!(name_problem(bad, NameKind::Pipeline).is_some(), "{bad:?}");
+            assert!(name_problem(bad, NameKind::Stage).is_some(), "{bad:?}");
+        }
+        assert!(name_problem(&"a".repeat(101), NameKind::Pipeline).is_some());
+        assert!(name_problem("h14-table3.2", NameKind::Pipeline).is_none());
+        assert!(name_problem("crm_raw", NameKind::Stage).is_none());
+        for bad in ["f__c=a", "f__c", "f_", "a.b"] {
+            assert!(name_problem(bad, NameKind::Stage).is_some(), "{bad:?}");
+        }
+        assert!(name_problem("lambda_t2", NameKind::Axis).is_none());
+        assert!(name_problem("2x", NameKind::Axis).is_some());
+        assert!(name_problem("a-b", NameKind::Axis).is_some());
     }
 
     #[test]

@@ -14,6 +14,7 @@ use sha2::{Digest, Sha256};
 
 use super::exec::{concat, InstanceResult, RunOptions};
 use super::plan::{hex, Plan};
+use super::spec::AxisValue;
 
 pub fn write(
     plan: &Plan,
@@ -21,36 +22,175 @@ pub fn write(
     opts: &RunOptions,
     wall: f64,
 ) -> Result<PathBuf> {
+    let name = plan.name.as_str();
+    // The planner refuses unsafe names; this guard keeps the writer safe on its own.
+    let mut parts = Path::new(name).components();
+    anyhow::ensure!(
+        matches!(
+            (parts.next(), parts.next()),
+            (Some(std::path::Component::Normal(_)), None)
+        ) && !name.starts_with('.'),
+        "refusing to write results for pipeline name {name:?}: not one plain path component"
+    );
     fs::create_dir_all(&opts.out_dir)
         .with_context(|| format!("creating {}", opts.out_dir.display()))?;
-    let final_dir = opts.out_dir.join(&plan.name);
-    remove_stale(&opts.out_dir, &plan.name);
+    let final_dir = opts.out_dir.join(name);
+    // One writer per results directory at a time; concurrent runs of the same pipeline
+    // each compute, then swap in turn, and the directory is always one complete result.
+    let _lock = lock(&opts.out_dir)?;
+    recover(&opts.out_dir, name, &final_dir)?;
+    if let Ok(meta) = fs::symlink_metadata(&final_dir) {
+        anyhow::ensure!(
+            meta.is_dir() && !meta.file_type().is_symlink(),
+            "{} exists and is not a directory: not replacing it",
+            final_dir.display()
+        );
+    }
     let staging = opts
         .out_dir
-        .join(format!(".{}.partial-{}", plan.name, std::process::id()));
-    if staging.exists() {
-        fs::remove_dir_all(&staging)?;
-    }
+        .join(format!(".{name}.partial-{}", std::process::id()));
     fs::create_dir_all(&staging)?;
     let outcome = write_all(plan, results, opts, wall, &staging);
     if let Err(e) = outcome {
         let _ = fs::remove_dir_all(&staging);
         return Err(e);
     }
-    // Swap the directories: the old results stay complete until the new ones are.
-    let old = opts
-        .out_dir
-        .join(format!(".{}.old-{}", plan.name, std::process::id()));
-    if final_dir.exists() {
-        fs::rename(&final_dir, &old)
-            .with_context(|| format!("moving aside {}", final_dir.display()))?;
-    }
-    fs::rename(&staging, &final_dir)
-        .with_context(|| format!("renaming {} to {}", staging.display(), final_dir.display()))?;
-    if old.exists() {
-        fs::remove_dir_all(&old)?;
-    }
+    swap_in(
+        &staging,
+        &final_dir,
+        &opts
+            .out_dir
+            .join(format!(".{name}.old-{}", std::process::id())),
+    )?;
     Ok(final_dir)
+}
+
+/// Puts `staging` in the place of `final_dir` so that a complete results directory is
+/// there at every moment: one atomic exchange (Linux `renameat2(RENAME_EXCHANGE)`), then the
+/// old results, now under the staging name, are removed. Where the file system cannot
+/// exchange, two renames; a kill between them is repaired by [`recover`] on the next run.
+fn swap_in(staging: &Path, final_dir: &Path, old: &Path) -> Result<()> {
+    if !final_dir.exists() {
+        fs::rename(staging, final_dir).with_context(|| {
+            format!("renaming {} to {}", staging.display(), final_dir.display())
+        })?;
+        return sync_dir(final_dir.parent());
+    }
+    match exchange(staging, final_dir) {
+        Ok(()) => {
+            sync_dir(final_dir.parent())?;
+            fs::remove_dir_all(staging)
+                .with_context(|| format!("removing the old results {}", staging.display()))?;
+        }
+        Err(e)
+            if matches!(
+                e.raw_os_error(),
+                Some(libc::EINVAL | libc::ENOSYS | libc::ENOTSUP)
+            ) =>
+        {
+            fs::rename(final_dir, old)
+                .with_context(|| format!("moving aside {}", final_dir.display()))?;
+            fs::rename(staging, final_dir).with_context(|| {
+                format!("renaming {} to {}", staging.display(), final_dir.display())
+            })?;
+            sync_dir(final_dir.parent())?;
+            fs::remove_dir_all(old)?;
+        }
+        Err(e) => {
+            return Err(e).with_context(|| {
+                format!(
+                    "exchanging {} with {}",
+                    staging.display(),
+                    final_dir.display()
+                )
+            })
+        }
+    }
+    Ok(())
+}
+
+fn exchange(a: &Path, b: &Path) -> std::io::Result<()> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = |p: &Path| {
+        std::ffi::CString::new(p.as_os_str().as_bytes())
+            .map_err(|_| std::io::Error::from(std::io::ErrorKind::InvalidInput))
+    };
+    let (ca, cb) = (c(a)?, c(b)?);
+    // SAFETY: both are valid NUL-terminated paths; renameat2 reads them and nothing else.
+    let r = unsafe {
+        libc::renameat2(
+            libc::AT_FDCWD,
+            ca.as_ptr(),
+            libc::AT_FDCWD,
+            cb.as_ptr(),
+            libc::RENAME_EXCHANGE,
+        )
+    };
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
+}
+
+fn sync_dir(dir: Option<&Path>) -> Result<()> {
+    if let Some(d) = dir {
+        // Durability of the rename; a file system that cannot sync a directory is no error.
+        if let Ok(f) = fs::File::open(d) {
+            let _ = f.sync_all();
+        }
+    }
+    Ok(())
+}
+
+/// An exclusive advisory lock on the results root `path` (a directory: no lock file is
+/// left behind), held until the returned handle is dropped. Writers of any pipeline into
+/// this root take turns for the short swap; they wait (saying so) for each other.
+fn lock(path: &Path) -> Result<fs::File> {
+    use std::os::unix::io::AsRawFd;
+    let f = fs::File::open(path).with_context(|| format!("opening {}", path.display()))?;
+    // SAFETY: flock on a file descriptor we own.
+    if unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+        tracing::info!(
+            "waiting for another dplab process writing the same results ({})",
+            path.display()
+        );
+        // SAFETY: as above.
+        if unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX) } != 0 {
+            return Err(std::io::Error::last_os_error())
+                .with_context(|| format!("locking {}", path.display()));
+        }
+    }
+    Ok(f)
+}
+
+/// What interrupted writers of this pipeline left (called with the lock held, so no other
+/// writer is active): staging directories are removed, and results moved aside by a writer
+/// killed between its two renames are put back when no newer results took their place.
+fn recover(out: &Path, name: &str, final_dir: &Path) -> Result<()> {
+    let Ok(entries) = fs::read_dir(out) else {
+        return Ok(());
+    };
+    let (partial, old) = (format!(".{name}.partial-"), format!(".{name}.old-"));
+    for e in entries.flatten() {
+        let file = e.file_name().to_string_lossy().to_string();
+        let suffix_is_pid = |prefix: &str| {
+            file.strip_prefix(prefix)
+                .is_some_and(|p| p.parse::<u32>().is_ok())
+        };
+        if suffix_is_pid(&old) && !final_dir.exists() {
+            tracing::warn!(
+                "restoring {} from {} (left by an interrupted run)",
+                final_dir.display(),
+                e.path().display()
+            );
+            fs::rename(e.path(), final_dir)?;
+        } else if suffix_is_pid(&partial) || suffix_is_pid(&old) {
+            fs::remove_dir_all(e.path())
+                .with_context(|| format!("removing {}", e.path().display()))?;
+        }
+    }
+    Ok(())
 }
 
 fn write_all(
@@ -61,6 +201,7 @@ fn write_all(
     dir: &Path,
 ) -> Result<()> {
     let mut outputs = Vec::new();
+    let mut names = OutputNames::default();
     let mut stages_json = Vec::new();
     for (si, stage) in plan.stages.iter().enumerate() {
         let res: Vec<&InstanceResult> = results[si]
@@ -75,19 +216,27 @@ fn write_all(
             CsvWriter::new(&mut csv)
                 .include_header(true)
                 .finish(&mut df)?;
-            outputs.push(put(dir, &format!("{}.csv", stage.name), &csv)?);
+            outputs.push(put(
+                dir,
+                &names.claim(format!("{}.csv", stage.name))?,
+                &csv,
+            )?);
             let mut pq = Vec::new();
             ParquetWriter::new(&mut pq).finish(&mut df)?;
-            outputs.push(put(dir, &format!("{}.parquet", stage.name), &pq)?);
+            outputs.push(put(
+                dir,
+                &names.claim(format!("{}.parquet", stage.name))?,
+                &pq,
+            )?);
         }
         for (inst, r) in stage.instances.iter().zip(&res) {
             for a in &r.artifacts {
                 let name = if stage.instances.len() == 1 {
                     format!("{}.{}", stage.name, a.ext)
                 } else {
-                    format!("{}__{}.{}", stage.name, sanitise(&inst.label), a.ext)
+                    instance_file(&stage.name, &inst.key, a.ext)
                 };
-                outputs.push(put(dir, &name, &a.bytes)?);
+                outputs.push(put(dir, &names.claim(name)?, &a.bytes)?);
             }
         }
         let secs: Vec<f64> = res.iter().map(|r| r.seconds).collect();
@@ -136,30 +285,10 @@ fn write_all(
     });
     put(
         dir,
-        "manifest.json",
+        &names.claim("manifest.json".into())?,
         serde_json::to_string_pretty(&manifest)?.as_bytes(),
     )?;
     Ok(())
-}
-
-/// Staging directories left by interrupted runs of this pipeline (their process is gone).
-fn remove_stale(out: &Path, name: &str) {
-    let Ok(entries) = fs::read_dir(out) else {
-        return;
-    };
-    for e in entries.flatten() {
-        let file = e.file_name().to_string_lossy().to_string();
-        let pid = file
-            .strip_prefix(&format!(".{name}.partial-"))
-            .or_else(|| file.strip_prefix(&format!(".{name}.old-")))
-            .and_then(|p| p.parse::<u32>().ok());
-        if let Some(pid) = pid {
-            let alive = Path::new(&format!("/proc/{pid}")).exists() && pid != std::process::id();
-            if !alive {
-                let _ = fs::remove_dir_all(e.path());
-            }
-        }
-    }
 }
 
 /// Writes one file (temporary name, fsync, rename) and returns its manifest entry.
@@ -176,18 +305,52 @@ fn put(dir: &Path, name: &str, bytes: &[u8]) -> Result<serde_json::Value> {
     Ok(json!({"file": name, "bytes": bytes.len(), "sha256": hex(&Sha256::digest(bytes))}))
 }
 
-fn sanitise(label: &str) -> String {
-    label
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '.' || c == '-' || c == '=' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect::<String>()
-        .replace("__", "_")
+/// The names given to a results directory's files: no two outputs may share one (nor
+/// differ only in case, which would collide on macOS and Windows file systems).
+#[derive(Default)]
+struct OutputNames(std::collections::HashMap<String, String>);
+
+impl OutputNames {
+    fn claim(&mut self, name: String) -> Result<String> {
+        if let Some(first) = self.0.insert(name.to_lowercase(), name.clone()) {
+            anyhow::bail!("two outputs would be written as `{first}` and `{name}`: rename a stage");
+        }
+        Ok(name)
+    }
+}
+
+/// `<stage>__<axis>=<value>,<axis>=<value>.<ext>`: every byte outside `[A-Za-z0-9._+-]` of
+/// an axis name or value is percent-encoded, so distinct instances never share a file name
+/// (`a b` → `a%20b`, `a_b` stays). A name too long for a file system ends in a hash of the
+/// full one instead.
+pub fn instance_file(stage: &str, key: &[(String, AxisValue)], ext: &str) -> String {
+    let label = key
+        .iter()
+        .map(|(a, v)| format!("{}={}", encode(a), encode(&v.canonical())))
+        .collect::<Vec<_>>()
+        .join(",");
+    let name = format!("{stage}__{label}.{ext}");
+    if name.len() <= 200 {
+        return name;
+    }
+    let mut cut = 120;
+    while !label.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    let digest = hex(&Sha256::digest(label.as_bytes()));
+    format!("{stage}__{}~{}.{ext}", &label[..cut], &digest[..16])
+}
+
+fn encode(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for b in s.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'+' | b'-') {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
 }
 
 fn git_commit(dir: &Path) -> Option<String> {
@@ -213,4 +376,48 @@ fn git_commit(dir: &Path) -> Option<String> {
     } else {
         commit
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(pairs: &[(&str, AxisValue)]) -> Vec<(String, AxisValue)> {
+        pairs
+            .iter()
+            .map(|(a, v)| (a.to_string(), v.clone()))
+            .collect()
+    }
+
+    #[test]
+    fn instance_files_are_distinct_and_safe() {
+        let t = |s: &str| AxisValue::Text(s.into());
+        let a = instance_file("f", &key(&[("c", t("a b"))]), "svg");
+        let b = instance_file("f", &key(&[("c", t("a_b"))]), "svg");
+        assert_ne!(a, b);
+        assert_eq!(a, "f__c=a%20b.svg");
+        let evil = instance_file("f", &key(&[("c", t("../../x/y"))]), "svg");
+        assert!(!evil.contains('/'), "{evil}");
+        let n = instance_file(
+            "f",
+            &key(&[("eps", AxisValue::Num(0.5)), ("rep", AxisValue::Num(3.0))]),
+            "svg",
+        );
+        assert_eq!(n, "f__eps=0.5,rep=3.svg");
+        let long1 = instance_file("f", &key(&[("c", t(&"x".repeat(300)))]), "svg");
+        let long2 = instance_file(
+            "f",
+            &key(&[("c", t(&format!("{}y", "x".repeat(299))))]),
+            "svg",
+        );
+        assert!(long1.len() < 255 && long1 != long2);
+    }
+
+    #[test]
+    fn output_names_never_collide() {
+        let mut n = OutputNames::default();
+        n.claim("f.svg".into()).unwrap();
+        assert!(n.claim("f.svg".into()).is_err());
+        assert!(n.claim("F.svg".into()).is_err());
+    }
 }

@@ -5,7 +5,10 @@ use anyhow::Result;
 use serde::Deserialize;
 
 use super::frame::{f64_col, group_rows, FrameBuilder};
-use super::{build, Ctx, Gather, KindInfo, Output, ParamDoc, ParamError, Stage};
+use super::{
+    build, check_size_run, product, Ctx, Gather, KindInfo, Limit, Output, ParamDoc, ParamError,
+    Stage,
+};
 use crate::mech::stats::{quantile_sorted, summarise};
 
 pub fn kinds() -> Vec<KindInfo> {
@@ -48,7 +51,7 @@ struct Improvement {
 impl Stage for Improvement {
     fn run(&self, ctx: &mut Ctx) -> Result<Output> {
         let frames: Vec<&polars::prelude::DataFrame> = ctx.inputs.iter().collect();
-        let df = crate::pipeline::exec::concat(&frames)?;
+        let df = crate::frames::concat(&frames)?;
         let o = f64_col(&df, &self.ours)?;
         let b = f64_col(&df, &self.baseline)?;
         if o.is_empty() {
@@ -112,6 +115,15 @@ impl Stage for Summary {
     fn run(&self, ctx: &mut Ctx) -> Result<Output> {
         let df = ctx.input()?;
         let groups = group_rows(df, &self.by)?;
+        // One row per (group, value), with the keys, the value's name, 8 statistics and the
+        // quantiles as columns.
+        let (ng, nv) = (groups.len() as u64, self.values.len() as u64);
+        let width = (self.by.len() + 9 + self.quantiles.len()) as u64;
+        check_size_run(
+            Limit::Cells,
+            &format!("groups × values × columns ({ng} × {nv} × {width})"),
+            product(&[ng, nv, width]),
+        )?;
         let mut key_cols: Vec<Vec<String>> = vec![Vec::new(); self.by.len()];
         let mut value_name = Vec::new();
         let mut stats: Vec<Vec<f64>> = vec![Vec::new(); 8 + self.quantiles.len()];

@@ -7,7 +7,10 @@ use polars::prelude::*;
 use serde::Deserialize;
 
 use super::frame::{column, f64_col, str_col, FrameBuilder};
-use super::{build, Ctx, Gather, KindInfo, Output, ParamDoc, ParamError, Stage};
+use super::{
+    build, check_size_at, check_size_run, product, Ctx, Gather, KindInfo, Limit, Output, ParamDoc,
+    ParamError, Stage,
+};
 use crate::mech::rate_distortion::{self as rd, Channel, Distortion};
 
 pub fn kinds() -> Vec<KindInfo> {
@@ -114,11 +117,24 @@ impl Stage for RateDistortion {
                 format!("T = {} is invalid: must be > 0", self.threshold),
             ));
         }
-        if self.z_size == Some(0) {
-            return Err(ParamError::at(
-                "z_size",
-                "z_size = 0 is invalid: must be ≥ 1",
-            ));
+        if let Some(z) = self.z_size {
+            if z == 0 {
+                return Err(ParamError::at(
+                    "z_size",
+                    "z_size = 0 is invalid: must be ≥ 1",
+                ));
+            }
+            // The channel has m × m·|Z| entries, m ≥ 1.
+            check_size_at("z_size", Limit::Cells, "z_size", Some(z as u64))?;
+        }
+        if let Some(DistortionSpec::Matrix(rows)) = &self.distortion {
+            let m = rows.len() as u64;
+            check_size_at(
+                "distortion",
+                Limit::Cells,
+                &format!("the distortion matrix's m × m ({m} × {m})"),
+                product(&[m, m]),
+            )?;
         }
         self.distortion()
             .map_err(|m| ParamError::at("distortion", m))?;
@@ -141,6 +157,12 @@ impl Stage for RateDistortion {
             .z_size
             .or(joint.as_ref().map(|j| j.z_labels.len()))
             .unwrap_or(1);
+        let m = p.len() as u64;
+        check_size_run(
+            Limit::Cells,
+            &format!("the channel's m × m·|Z| ({m} × {m}·{nz})"),
+            product(&[m, m, nz as u64]),
+        )?;
         let d = self.distortion().map_err(|m| anyhow!(m))?;
         let r = rd::blahut_arimoto(&p, &d, self.lambda, self.threshold, nz)?;
         if !r.converged {
@@ -187,6 +209,12 @@ impl JointSource {
             }
         }
         let nz = z_labels.len();
+        let m = x_labels.len() as u64;
+        check_size_run(
+            Limit::Cells,
+            &format!("the joint table's |X| × |Z| ({m} × {nz})"),
+            product(&[m, nz as u64]),
+        )?;
         let mut pxz = vec![0.0; x_labels.len() * nz];
         for ((x, z), v) in xs.iter().zip(&zs).zip(&pr) {
             let xi = x_labels.iter().position(|l| l == x).ok_or_else(|| {
@@ -298,6 +326,12 @@ impl Stage for Symmetric {
             bail!("mechanism.symmetric_channel needs the source distribution as its input");
         };
         let p = source(first)?;
+        let m = p.len() as u64;
+        check_size_run(
+            Limit::Cells,
+            &format!("the channel's m × m ({m} × {m})"),
+            product(&[m, m]),
+        )?;
         let (base, values) = match (&self.column, ctx.inputs) {
             (Some(c), [_, rows]) => {
                 column(rows, c)?;

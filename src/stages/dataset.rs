@@ -103,6 +103,15 @@ impl Stage for LoadDataset {
         if tables.is_empty() {
             return Err(ParamError::at("table", "no table named"));
         }
+        // A table listed twice would stack its rows twice: silently doubled data, and a list
+        // of repeats multiplies the memory a run needs.
+        let mut seen = std::collections::HashSet::new();
+        if let Some((i, Some(t))) = tables.iter().enumerate().find(|(_, t)| !seen.insert(**t)) {
+            return Err(ParamError::at(
+                &format!("table.{i}"),
+                format!("table `{t}` is listed twice"),
+            ));
+        }
         for t in tables {
             match ds.table(&self.dataset, t) {
                 Ok(_) => {}

@@ -10,7 +10,10 @@ use serde::Deserialize;
 
 use super::frame::{f64_col, str_col, FrameBuilder};
 use super::select::{candidate, one, range_error, utility, Method, Selector};
-use super::{build, check_level, Ctx, Gather, KindInfo, Output, ParamDoc, ParamError, Stage};
+use super::{
+    build, check_level, check_size_at, check_size_run, product, Ctx, Gather, KindInfo, Limit,
+    Output, ParamDoc, ParamError, Stage,
+};
 use crate::mech::stats::{quantile_sorted, total_variation, wilson};
 
 pub fn kinds() -> Vec<KindInfo> {
@@ -225,10 +228,10 @@ fn theorem() -> BoundKind {
 impl Tail {
     fn ts(&self) -> Result<Option<Vec<f64>>, ParamError> {
         let Some(v) = &self.t else { return Ok(None) };
-        let vals = crate::pipeline::spec::parse_axis(v).map_err(|(_, m)| ParamError::at("t", m))?;
+        let vals = super::grid_param("t", v)?;
         vals.iter()
             .map(|x| match x {
-                crate::pipeline::spec::AxisValue::Num(t) => Ok(*t),
+                crate::axis::AxisValue::Num(t) => Ok(*t),
                 _ => Err(ParamError::at("t", "t must be numbers")),
             })
             .collect::<Result<Vec<_>, _>>()
@@ -241,7 +244,14 @@ impl Stage for Tail {
         crate::mech::check_epsilon(self.epsilon).map_err(range_error)?;
         crate::mech::check_positive("sensitivity", self.sensitivity).map_err(range_error)?;
         check_level(self.level)?;
-        match (self.ts()?, &self.threshold) {
+        let t = match &self.t {
+            None => None,
+            Some(v) => Some(super::check_grid_param("t", v, &mut |x| match x {
+                crate::axis::AxisValue::Num(_) => Ok(()),
+                _ => Err(ParamError::at("t", "t must be numbers")),
+            })?),
+        };
+        match (t, &self.threshold) {
             (Some(_), Some(_)) => Err(ParamError::at(
                 "threshold",
                 "give `t` or `threshold`, not both",
@@ -339,15 +349,28 @@ fn replicates() -> usize {
 
 impl Stage for Tv {
     fn validate(&self) -> Result<(), ParamError> {
-        if !(10..=100_000).contains(&self.null_replicates) {
+        if self.null_replicates < 10 {
             return Err(ParamError::at(
                 "null_replicates",
                 format!(
-                    "null_replicates = {} is invalid: must be in [10, 100000]",
+                    "null_replicates = {} is invalid: must be ≥ 10",
                     self.null_replicates
                 ),
             ));
         }
+        // Each replicate is drawn twice (null and bootstrap); both keep one statistic each.
+        check_size_at(
+            "null_replicates",
+            Limit::Draws,
+            &format!("null_replicates × 2 ({} × 2)", self.null_replicates),
+            product(&[self.null_replicates as u64, 2]),
+        )?;
+        check_size_at(
+            "null_replicates",
+            Limit::Cells,
+            "null_replicates",
+            Some(self.null_replicates as u64),
+        )?;
         Ok(())
     }
 
@@ -367,6 +390,16 @@ impl Stage for Tv {
             (Some(p), Some(q)) => Some(total_variation(p, q)),
             _ => None,
         };
+        // One binomial draw per candidate per replicate, twice.
+        check_size_run(
+            Limit::Draws,
+            &format!(
+                "null_replicates × 2 × candidates ({} × 2 × {}) binomial draws",
+                self.null_replicates,
+                a.utility.len()
+            ),
+            product(&[self.null_replicates as u64, 2, a.utility.len() as u64]),
+        )?;
         let n = a.samples();
         let (mut tv_mc, mut q95, mut null_mean, mut boot_lo, mut boot_hi) =
             (None, None, None, None, None);
@@ -478,12 +511,12 @@ impl Stage for PrivacyLoss {
             self.monotone,
         )
         .map_err(range_error)?;
-        if self.random_pairs > 10_000_000 {
-            return Err(ParamError::at(
-                "random_pairs",
-                "random_pairs must be at most 10^7",
-            ));
-        }
+        check_size_at(
+            "random_pairs",
+            Limit::Draws,
+            "random_pairs",
+            Some(self.random_pairs as u64),
+        )?;
         Ok(())
     }
 
@@ -491,6 +524,19 @@ impl Stage for PrivacyLoss {
         let df = ctx.input()?;
         let x = f64_col(df, &self.utility)?;
         let names = str_col(df, &self.candidate)?;
+        // Every neighbour (4 worst-case ones per candidate at most, and the random ones) takes
+        // one draw and one probability per candidate.
+        let r = x.len() as u64;
+        check_size_run(
+            Limit::Draws,
+            &format!(
+                "(4 × candidates + random_pairs) × candidates ((4 × {r} + {}) × {r})",
+                self.random_pairs
+            ),
+            product(&[4, r])
+                .and_then(|w| w.checked_add(self.random_pairs as u64))
+                .and_then(|n| n.checked_mul(r)),
+        )?;
         let lx = self.log_probs(&x)?;
         let delta = self.sensitivity;
         let mut worst = (0.0f64, String::from("none"));

@@ -162,3 +162,11 @@ pub fn numeric_matrix(
     }
     Ok((out, names))
 }
+
+/// A CSV file with a header row, parsed from bytes the engine already read and checked.
+pub fn read_csv(bytes: &[u8]) -> Result<DataFrame> {
+    Ok(CsvReadOptions::default()
+        .with_has_header(true)
+        .into_reader_with_file_handle(std::io::Cursor::new(bytes))
+        .finish()?)
+}

@@ -4,13 +4,15 @@ use std::path::PathBuf;
 
 use anyhow::Result;
 use indexmap::IndexMap;
-use polars::prelude::*;
 use serde::Deserialize;
 use serde_yaml_ng::Value;
 
-use super::frame::FrameBuilder;
-use super::{build, Ctx, Gather, KindInfo, Output, ParamDoc, ParamError, Stage};
-use crate::pipeline::spec::{parse_axis, AxisValue};
+use super::frame::{read_csv, FrameBuilder};
+use super::{
+    build, check_grid_param, check_size_at, check_size_run, grid_param, product, Ctx, Gather,
+    KindInfo, Limit, Output, ParamDoc, ParamError, Stage,
+};
+use crate::axis::AxisValue;
 
 pub fn kinds() -> Vec<KindInfo> {
     vec![
@@ -82,6 +84,13 @@ impl Stage for LoadTable {
             if cols.is_empty() {
                 return Err(ParamError::at("columns", "no columns given"));
             }
+            let (width, rows) = (cols.len() as u64, cols[0].len() as u64);
+            check_size_at(
+                "columns",
+                Limit::Cells,
+                &format!("rows × columns ({rows} × {width})"),
+                product(&[rows, width]),
+            )?;
             let mut len = None;
             for (name, vals) in cols {
                 if *len.get_or_insert(vals.len()) != vals.len() {
@@ -100,14 +109,14 @@ impl Stage for LoadTable {
         Ok(())
     }
 
+    fn files(&self) -> Vec<(&'static str, &std::path::Path)> {
+        self.path.iter().map(|p| ("path", p.as_path())).collect()
+    }
+
     fn run(&self, ctx: &mut Ctx) -> Result<Output> {
         if let Some(path) = &self.path {
-            let full = ctx.base_dir.join(path);
-            let df = CsvReadOptions::default()
-                .with_has_header(true)
-                .try_into_reader_with_file_path(Some(full.clone()))?
-                .finish()
-                .map_err(|e| anyhow::anyhow!("reading {}: {e}", full.display()))?;
+            let df = read_csv(ctx.file(path)?)
+                .map_err(|e| anyhow::anyhow!("reading {}: {e}", path.display()))?;
             return Ok(df.into());
         }
         let mut fb = FrameBuilder::new();
@@ -156,18 +165,11 @@ struct LoadGrid {
 
 impl Stage for LoadGrid {
     fn validate(&self) -> Result<(), ParamError> {
-        parse_axis(&self.values)
-            .map(|_| ())
-            .map_err(|(sub, msg)| ParamError {
-                path: std::iter::once("values".to_string())
-                    .chain((!sub.is_empty()).then_some(sub))
-                    .collect(),
-                message: msg,
-            })
+        check_grid_param("values", &self.values, &mut |_| Ok(())).map(|_| ())
     }
 
     fn run(&self, _ctx: &mut Ctx) -> Result<Output> {
-        let vals = parse_axis(&self.values).map_err(|(_, m)| anyhow::anyhow!(m))?;
+        let vals = grid_param("values", &self.values).map_err(|e| anyhow::anyhow!(e.message))?;
         let fb = FrameBuilder::new();
         let fb = if vals.iter().all(|v| matches!(v, AxisValue::Num(_))) {
             fb.f64(
@@ -407,6 +409,12 @@ impl LoadDistribution {
             .enumerate()
             .map(|(i, c)| (c.as_str(), i))
             .collect();
+        let (nx, nz) = (xcats.len() as u64, zcats.len() as u64);
+        check_size_run(
+            Limit::Cells,
+            &format!("categories × joint categories ({nx} × {nz})"),
+            product(&[nx, nz]),
+        )?;
         let mut counts = vec![0u64; xcats.len() * zcats.len()];
         for (x, z) in &pairs {
             counts[xi[x.as_str()] * zcats.len() + zi[z.as_str()]] += 1;

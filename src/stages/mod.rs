@@ -2,8 +2,9 @@
 //!
 //! A stage kind is one module holding its typed parameters (serde, `deny_unknown_fields`),
 //! their validation, and a `run` that turns input frames into an output frame (and, for
-//! plots and reports, files). Kinds register in [`registry`]; the engine looks them up by
-//! name and never needs to know what they do, so adding a kind never touches the engine.
+//! plots and reports, files). The contract a kind implements ([`Stage`], [`Ctx`], [`KindInfo`])
+//! is the engine's, in [`crate::kind`]; kinds register in [`registry`], which the CLI hands to
+//! the engine, so adding a kind never touches the engine and no kind imports it.
 
 pub mod aggregate;
 pub mod channel;
@@ -20,49 +21,12 @@ pub mod smooth;
 pub mod transform;
 pub mod trigonometric;
 
-use std::path::Path;
-
-use polars::prelude::DataFrame;
-use rand::SeedableRng;
-use rand_pcg::Pcg64Mcg;
-use serde::de::DeserializeOwned;
 use serde_yaml_ng::Value;
 
-/// One parameter of a stage kind, as `dplab list` prints it.
-pub struct ParamDoc {
-    pub name: &'static str,
-    pub ty: &'static str,
-    /// `None` when the parameter is required.
-    pub default: Option<&'static str>,
-    pub meaning: &'static str,
-}
-
-/// Whether a kind, by default, gathers every axis of its inputs into one instance
-/// (plots and reports do: one figure for the whole sweep).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Gather {
-    /// One instance per combination of the axes the stage varies over.
-    Nothing,
-    /// One instance for the whole sweep, unless `over:` says otherwise.
-    All,
-}
-
-/// A parameter that failed to parse or validate: where inside `with:` and why.
-#[derive(Debug, Clone)]
-pub struct ParamError {
-    /// Path of keys (and list indices) inside the stage's `with:` mapping; empty = the mapping.
-    pub path: Vec<String>,
-    pub message: String,
-}
-
-impl ParamError {
-    pub fn at(key: &str, message: impl Into<String>) -> Self {
-        ParamError {
-            path: key.split('.').map(str::to_string).collect(),
-            message: message.into(),
-        }
-    }
-}
+pub use crate::kind::{
+    build, rng_from_seed, substream, Artifact, Ctx, FileSource, Gather, KindInfo, Output, ParamDoc,
+    ParamError, Stage, StageRun, Unavailable,
+};
 
 /// A confidence level in (0, 1).
 pub fn check_level(level: f64) -> Result<(), ParamError> {
@@ -76,155 +40,101 @@ pub fn check_level(level: f64) -> Result<(), ParamError> {
     }
 }
 
-/// The error a stage returns when an external input it needs (a dataset file) is not on this
-/// machine. The engine marks such a failure as `unavailable`, so the CLI can skip the pipeline
-/// (`--skip-unavailable`) instead of failing it; the message says how to obtain the input.
-#[derive(Debug)]
-pub struct Unavailable(pub String);
-
-impl std::fmt::Display for Unavailable {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
+/// The shared limit a size counts against (see [`crate::limits`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Limit {
+    /// Random draws, Monte-Carlo trials, replicates, evaluations (`--max-draws`).
+    Draws,
+    /// Elements of one matrix, grid, candidate set or table (`--max-cells`).
+    Cells,
 }
 
-impl std::error::Error for Unavailable {}
-
-/// A file a stage produces beside its frame (an SVG figure, a Markdown table).
-/// The engine names it `<stage>.<ext>` and writes it atomically.
-pub struct Artifact {
-    pub ext: &'static str,
-    pub bytes: Vec<u8>,
+/// The product of `factors`, or `None` when it does not fit in 64 bits (which exceeds
+/// every limit): sizes are multiplied with this, never with `*`.
+pub fn product(factors: &[u64]) -> Option<u64> {
+    factors.iter().try_fold(1u64, |a, &b| a.checked_mul(b))
 }
 
-/// What one stage instance returns.
-pub struct Output {
-    pub frame: DataFrame,
-    pub artifacts: Vec<Artifact>,
-}
-
-impl From<DataFrame> for Output {
-    fn from(frame: DataFrame) -> Self {
-        Output {
-            frame,
-            artifacts: Vec::new(),
+/// Checks a size set by parameters (or, in `run`, by input frames) against a shared limit.
+/// `what` names the quantity as the user wrote it ("samples", "rows × samples (3 × 10)");
+/// the message adds the value, the limit and the flag that raises it. `None` is a product
+/// that overflowed.
+pub fn check_size(limit: Limit, what: &str, value: Option<u64>) -> Result<(), String> {
+    match (limit, value) {
+        (Limit::Draws, Some(v)) => crate::limits::check_draws(what, v),
+        (Limit::Cells, Some(v)) => crate::limits::check_cells(what, v),
+        (_, None) => {
+            let (max, flag) = match limit {
+                Limit::Draws => (crate::limits::get().draws, "--max-draws"),
+                Limit::Cells => (crate::limits::get().cells, "--max-cells"),
+            };
+            Err(format!(
+                "{what} is more than 2^64, more than the limit of {max} (raise it with {flag} if you mean it)"
+            ))
         }
     }
 }
 
-/// Everything a stage instance may use while it runs.
-pub struct Ctx<'a> {
-    /// One frame per declared input, in the order of `input:`. When the stage gathers
-    /// axes, each frame is the concatenation of the matching upstream instances and
-    /// carries one column per gathered axis.
-    pub inputs: &'a [DataFrame],
-    /// The stage names behind `inputs`.
-    pub input_names: &'a [String],
-    /// This instance's generator: PCG seeded from (pipeline seed, stage, axis values, rep).
-    pub rng: Pcg64Mcg,
-    /// The seed behind `rng`, for deriving independent sub-streams (see [`Ctx::substream`]).
-    pub seed: u128,
-    /// Directory of the pipeline file: relative paths in parameters resolve against it.
-    pub base_dir: &'a Path,
-    /// The axis columns (`rep` included) the engine added to the input frames: a stage that
-    /// reads "all numeric columns" as data must leave these out.
-    pub axis_names: &'a [String],
-    /// Stage name and the instance's axis values, for messages and figure titles.
-    pub stage: &'a str,
-    pub label: &'a str,
+/// [`check_size`] located at the parameter `key` of `with:` (for `validate`).
+pub fn check_size_at(
+    key: &str,
+    limit: Limit,
+    what: &str,
+    value: Option<u64>,
+) -> Result<(), ParamError> {
+    check_size(limit, what, value).map_err(|m| ParamError::at(key, m))
 }
 
-impl Ctx<'_> {
-    /// An independent generator for chunk `i` of this instance's work. Heavy stages split
-    /// their work into fixed chunks with one sub-stream each, so their result does not
-    /// depend on how many threads run the chunks.
-    pub fn substream(&self, i: u64) -> Pcg64Mcg {
-        substream(self.seed, i)
-    }
-
-    /// The single input of a stage that takes exactly one.
-    pub fn input(&self) -> anyhow::Result<&DataFrame> {
-        match self.inputs {
-            [one] => Ok(one),
-            _ => anyhow::bail!(
-                "stage `{}` expects exactly one input, got {}",
-                self.stage,
-                self.inputs.len()
-            ),
-        }
-    }
+/// [`check_size`] for `run`, where a size depends on input frames.
+pub fn check_size_run(limit: Limit, what: &str, value: Option<u64>) -> anyhow::Result<()> {
+    check_size(limit, what, value).map_err(|m| anyhow::anyhow!(m))
 }
 
-/// Sub-stream `i` of a seed: the seed is mixed with `i` through SplitMix64 steps so that
-/// neighbouring indices give unrelated PCG states.
-pub fn substream(seed: u128, i: u64) -> Pcg64Mcg {
-    let lo = splitmix(seed as u64 ^ splitmix(i));
-    let hi = splitmix((seed >> 64) as u64 ^ splitmix(i.wrapping_add(0x9E37_79B9_7F4A_7C15)));
-    Pcg64Mcg::new(((hi as u128) << 64) | lo as u128 | 1)
-}
-
-fn splitmix(mut z: u64) -> u64 {
-    z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-}
-
-/// A generator from a 128-bit seed (the engine's per-instance seed).
-pub fn rng_from_seed(seed: u128) -> Pcg64Mcg {
-    Pcg64Mcg::from_seed(seed.to_le_bytes())
-}
-
-/// A ready-to-run stage instance: parameters parsed and validated.
-pub trait StageRun: Send + Sync {
-    fn run(&self, ctx: &mut Ctx) -> anyhow::Result<Output>;
-}
-
-/// A stage kind's typed parameters. Implement this and add one line to [`registry`].
-pub trait Stage: DeserializeOwned + Send + Sync + 'static {
-    /// Checks ranges and relations the types cannot express (ε > 0, δ ∈ [0, 1), …).
-    fn validate(&self) -> Result<(), ParamError> {
+/// A grid parameter at `key` (a list, `{from, to, step}`, `{linspace: …}`, `{logspace: …}`),
+/// built: its number of points is checked against `--max-cells` first. For `run`; `validate`
+/// uses [`check_grid_param`], which keeps no values.
+pub fn grid_param(key: &str, v: &Value) -> Result<Vec<crate::axis::AxisValue>, ParamError> {
+    let mut out = Vec::new();
+    check_grid_param(key, v, &mut |x| {
+        out.push(x);
         Ok(())
-    }
-    fn run(&self, ctx: &mut Ctx) -> anyhow::Result<Output>;
-}
-
-struct Typed<T>(T);
-
-impl<T: Stage> StageRun for Typed<T> {
-    fn run(&self, ctx: &mut Ctx) -> anyhow::Result<Output> {
-        self.0.run(ctx)
-    }
-}
-
-/// Parses `with:` into `T` (reporting the path of a bad key) and validates it.
-pub fn build<T: Stage>(with: &Value) -> Result<Box<dyn StageRun>, ParamError> {
-    let params: T = serde_path_to_error::deserialize(with.clone()).map_err(|e| {
-        let path = e
-            .path()
-            .iter()
-            .filter_map(|seg| match seg {
-                serde_path_to_error::Segment::Map { key } => Some(key.clone()),
-                serde_path_to_error::Segment::Seq { index } => Some(index.to_string()),
-                _ => None,
-            })
-            .collect();
-        ParamError {
-            path,
-            message: crate::pipeline::spec::humanise_serde(&e.into_inner().to_string()),
-        }
     })?;
-    params.validate()?;
-    Ok(Box::new(Typed(params)))
+    Ok(out)
 }
 
-/// A registered stage kind.
-pub struct KindInfo {
-    pub name: &'static str,
-    pub summary: &'static str,
-    pub params: &'static [ParamDoc],
-    pub gather: Gather,
-    pub build: fn(&Value) -> Result<Box<dyn StageRun>, ParamError>,
+/// Checks a grid parameter at `key` and hands each value to `each` without keeping them:
+/// the number of points against `--max-cells`, then the grid's form. Returns the number of
+/// points. A generated grid of any length is checked in constant memory.
+pub fn check_grid_param(
+    key: &str,
+    v: &Value,
+    each: &mut dyn FnMut(crate::axis::AxisValue) -> Result<(), ParamError>,
+) -> Result<u64, ParamError> {
+    if let Some(n) = crate::axis::grid_len(v) {
+        check_size_at(
+            key,
+            Limit::Cells,
+            &format!("the grid points of `{key}`"),
+            Some(n),
+        )?;
+    }
+    let mut failed: Option<ParamError> = None;
+    let walked = crate::axis::walk_grid(v, crate::limits::get().cells, &mut |x| {
+        each(x).map_err(|e| {
+            failed = Some(e);
+            (String::new(), String::new())
+        })
+    });
+    match (walked, failed) {
+        (_, Some(e)) => Err(e),
+        (Ok(n), None) => Ok(n),
+        (Err((sub, message)), None) => Err(ParamError {
+            path: std::iter::once(key.to_string())
+                .chain(sub.split('.').filter(|s| !s.is_empty()).map(str::to_string))
+                .collect(),
+            message,
+        }),
+    }
 }
 
 /// Every stage kind dplab knows, in the order `dplab list` prints them.
@@ -253,4 +163,35 @@ pub fn registry() -> &'static [KindInfo] {
 /// Looks a kind up by name.
 pub fn find(name: &str) -> Option<&'static KindInfo> {
     registry().iter().find(|k| k.name == name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_are_multiplied_without_overflow() {
+        assert_eq!(product(&[3, 4, 5]), Some(60));
+        assert_eq!(product(&[]), Some(1));
+        assert_eq!(product(&[u64::MAX, 2]), None);
+        let e = check_size(Limit::Cells, "a × b", product(&[1 << 40, 1 << 40])).unwrap_err();
+        assert!(e.contains("2^64") && e.contains("--max-cells"), "{e}");
+        let e = check_size(Limit::Draws, "samples", Some(u64::MAX)).unwrap_err();
+        assert!(e.contains("samples = 18446744073709551615") && e.contains("--max-draws"));
+        assert!(check_size(Limit::Draws, "samples", Some(1000)).is_ok());
+    }
+
+    #[test]
+    fn grid_parameters_are_counted_before_they_are_built() {
+        let v: Value = serde_yaml_ng::from_str("{from: 0, to: 1, step: 1e-300}").unwrap();
+        let e = check_grid_param("values", &v, &mut |_| Ok(())).unwrap_err();
+        assert_eq!(e.path, vec!["values"]);
+        assert!(e.message.contains("--max-cells"), "{}", e.message);
+        let v: Value = serde_yaml_ng::from_str("{linspace: {from: 0, to: 1, num: 1e3}}").unwrap();
+        assert_eq!(grid_param("t", &v).unwrap().len(), 1000);
+        // Equal neighbours of a generated grid are found without keeping the values.
+        let v: Value = serde_yaml_ng::from_str("{linspace: {from: 1, to: 1, num: 3}}").unwrap();
+        let e = check_grid_param("t", &v, &mut |_| Ok(())).unwrap_err();
+        assert!(e.message.contains("twice"), "{}", e.message);
+    }
 }

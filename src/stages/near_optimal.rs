@@ -15,7 +15,10 @@ use serde_yaml_ng::Value;
 
 use super::frame::{f64_col, str_col, FrameBuilder};
 use super::select::range_error;
-use super::{build, Ctx, Gather, KindInfo, Output, ParamDoc, ParamError, Stage};
+use super::{
+    build, check_size_at, check_size_run, product, Ctx, Gather, KindInfo, Limit, Output, ParamDoc,
+    ParamError, Stage,
+};
 use crate::mech::interval::{Decimal, Int, Touching};
 use crate::mech::laplace::Laplace;
 use crate::mech::near_optimal::{
@@ -27,8 +30,10 @@ use crate::mech::stats::normal_quantile;
 /// Draws per sub-stream (see `Ctx::substream`).
 const CHUNK: u64 = 1 << 16;
 
-/// Intervals of Algorithm 1's density one `near_optimal.density` frame may hold (4 rows each).
-const MAX_DENSITY_PIECES: usize = 250_000;
+/// Columns of a `near_optimal.rate` frame: its rows × this are checked against `--max-cells`.
+const RATE_COLUMNS: u64 = 12;
+/// Columns of a `near_optimal.convergence` frame.
+const CONVERGENCE_COLUMNS: u64 = 10;
 
 const SET_DOC: ParamDoc = ParamDoc {
     name: "neighbour_set",
@@ -76,7 +81,7 @@ pub fn kinds() -> Vec<KindInfo> {
                 ParamDoc { name: "delta", ty: "number ≥ 0", default: None, meaning: "δ" },
                 ParamDoc { name: "epsilon", ty: "number > 0", default: None, meaning: "ε" },
                 ParamDoc { name: "range", ty: "number > 0", default: Some("a_n + 4Δf"), meaning: "half-width of the plotted interval" },
-                ParamDoc { name: "points", ty: "integer in [2, 100000]", default: Some("1001"), meaning: "grid points for the (smooth) Laplace density" },
+                ParamDoc { name: "points", ty: "integer ≥ 2", default: Some("1001"), meaning: "grid points for the (smooth) Laplace density" },
             ],
             gather: Gather::Nothing,
             build: build::<Density>,
@@ -88,7 +93,7 @@ pub fn kinds() -> Vec<KindInfo> {
                 SET_DOC,
                 ParamDoc { name: "delta", ty: "number ≥ 0", default: None, meaning: "δ" },
                 ParamDoc { name: "epsilon", ty: "number > 0", default: None, meaning: "ε" },
-                ParamDoc { name: "samples", ty: "integer in [1000, 10^9]", default: Some("200000"), meaning: "draws per geometric convention" },
+                ParamDoc { name: "samples", ty: "integer ≥ 1000", default: Some("200000"), meaning: "draws per geometric convention" },
                 ParamDoc { name: "level", ty: "number in (0, 1)", default: Some("0.99"), meaning: "confidence level of the interval" },
             ],
             gather: Gather::Nothing,
@@ -134,6 +139,27 @@ fn max_steps() -> usize {
     100_000
 }
 
+/// A number for a message: `1e300`, not its 301 digits.
+fn short(x: f64) -> String {
+    if x.abs() >= 1e15 {
+        format!("{x:e}")
+    } else {
+        format!("{x}")
+    }
+}
+
+/// ⌈x / step⌉ for step > 0 (0 for x ≤ 0); `None` when it does not fit in 64 bits.
+fn steps_in(x: f64, step: f64) -> Option<u64> {
+    let n = (x / step).ceil();
+    if x <= 0.0 {
+        Some(0)
+    } else if n < u64::MAX as f64 {
+        Some(n as u64)
+    } else {
+        None
+    }
+}
+
 fn check_max_steps(n: usize) -> Result<(), ParamError> {
     if (1..=MAX_STEPS).contains(&n) {
         Ok(())
@@ -166,22 +192,25 @@ fn check_eps(key: &str, eps: f64) -> Result<(), ParamError> {
 
 /// A grid parameter: a list, a number or `{from, to, step}` / `{linspace}` / `{logspace}`.
 fn grid(key: &str, v: &Value) -> Result<Vec<f64>, ParamError> {
-    let vals = crate::pipeline::spec::parse_axis(v).map_err(|(p, m)| {
-        ParamError::at(
-            &if p.is_empty() {
-                key.to_string()
-            } else {
-                format!("{key}.{p}")
-            },
-            m,
-        )
-    })?;
+    let vals = super::grid_param(key, v)?;
     vals.iter()
         .map(|x| match x {
-            crate::pipeline::spec::AxisValue::Num(t) => Ok(*t),
+            crate::axis::AxisValue::Num(t) => Ok(*t),
             _ => Err(ParamError::at(key, format!("`{key}` must be numbers"))),
         })
         .collect()
+}
+
+/// Checks a numeric grid parameter value by value, keeping none; returns its length.
+fn check_grid(
+    key: &str,
+    v: &Value,
+    check: fn(&str, f64) -> Result<(), ParamError>,
+) -> Result<u64, ParamError> {
+    super::check_grid_param(key, v, &mut |x| match x {
+        crate::axis::AxisValue::Num(t) => check(key, t),
+        _ => Err(ParamError::at(key, format!("`{key}` must be numbers"))),
+    })
 }
 
 fn options(max_steps: usize, keep_sets: bool) -> Options {
@@ -205,12 +234,14 @@ struct Rate {
 impl Stage for Rate {
     fn validate(&self) -> Result<(), ParamError> {
         parse_set(&self.neighbour_set)?;
-        for d in grid("delta", &self.delta)? {
-            check_delta("delta", d)?;
-        }
-        for e in grid("epsilon", &self.epsilon)? {
-            check_eps("epsilon", e)?;
-        }
+        let nd = check_grid("delta", &self.delta, check_delta)?;
+        let ne = check_grid("epsilon", &self.epsilon, check_eps)?;
+        check_size_at(
+            "epsilon",
+            Limit::Cells,
+            &format!("δ values × ε values × {RATE_COLUMNS} columns ({nd} × {ne} × {RATE_COLUMNS})"),
+            product(&[nd, ne, RATE_COLUMNS]),
+        )?;
         check_max_steps(self.max_steps)
     }
 
@@ -309,9 +340,13 @@ struct Convergence {
 impl Stage for Convergence {
     fn validate(&self) -> Result<(), ParamError> {
         parse_set(&self.neighbour_set)?;
-        for d in grid("delta", &self.delta)? {
-            check_delta("delta", d)?;
-        }
+        let nd = check_grid("delta", &self.delta, check_delta)?;
+        check_size_at(
+            "delta",
+            Limit::Cells,
+            &format!("δ values × {CONVERGENCE_COLUMNS} columns ({nd} × {CONVERGENCE_COLUMNS})"),
+            product(&[nd, CONVERGENCE_COLUMNS]),
+        )?;
         check_max_steps(self.max_steps)
     }
 
@@ -373,16 +408,25 @@ impl Stage for Density {
         check_eps("epsilon", self.epsilon)?;
         if let Some(r) = self.range {
             crate::mech::check_positive("range", r).map_err(range_error)?;
+            // The staircase and the tail of Algorithm 1 have a step per Δf of the range.
+            let df = parse_set(&self.neighbour_set)?.sensitivity();
+            check_size_at(
+                "range",
+                Limit::Cells,
+                &format!(
+                    "steps of width Δf in the range, range / Δf ({} / {df})",
+                    short(r)
+                ),
+                steps_in(r, df),
+            )?;
         }
-        if !(2..=100_000).contains(&self.points) {
+        if self.points < 2 {
             return Err(ParamError::at(
                 "points",
-                format!(
-                    "points = {} is invalid: must be in [2, 100000]",
-                    self.points
-                ),
+                format!("points = {} is invalid: must be ≥ 2", self.points),
             ));
         }
+        check_size_at("points", Limit::Cells, "points", Some(self.points as u64))?;
         Ok(())
     }
 
@@ -421,10 +465,33 @@ impl Stage for Density {
                 push(t, mech, hi, p, l);
             }
         };
+        // Rows: the Laplace grid, then 4 per piece (two ends, mirrored): two staircase pieces
+        // per Δf of the range, the intervals of the R_i it covers, one tail piece per Δf.
+        let sc = levels.scale();
+        let parts = levels.partition()?;
+        let shown = parts.partition_point(|(p, _)| sc.to_f64(p.lo) < range) as u64;
+        let per_df = steps_in(range, df);
+        let per_df_text = per_df.map_or_else(|| short(range / df), |n| n.to_string());
+        check_size_run(
+            Limit::Cells,
+            &format!(
+                "density rows, points + 4 × (3 × range / Δf + intervals of the R_i in the range) ({} + 4 × (3 × {per_df_text} + {shown}))",
+                self.points
+            ),
+            per_df
+                .and_then(|n| product(&[3, n]))
+                .and_then(|x| x.checked_add(shown))
+                .and_then(|x| x.checked_mul(4))
+                .and_then(|x| x.checked_add(self.points as u64)),
+        )?;
         let st = Staircase::optimal(self.epsilon, df)?;
         let mut steps = Vec::new();
-        let mut k = 0.0;
-        while k * df < range {
+        // Bounded by the count checked above (`k += 1.0` alone would stall at 2^53).
+        for k in 0..=per_df.unwrap_or(0) {
+            let k = k as f64;
+            if k * df >= range {
+                break;
+            }
             for (lo, hi) in [(k, k + st.gamma()), (k + st.gamma(), k + 1.0)] {
                 let (lo, hi) = (lo * df, (hi * df).min(range));
                 if lo < hi {
@@ -432,17 +499,8 @@ impl Stage for Density {
                     steps.push((lo, hi, st.density(mid), -1));
                 }
             }
-            k += 1.0;
         }
         emit(&mut t, &name("staircase", st.mean_abs()), &steps);
-        let sc = levels.scale();
-        let parts = levels.partition()?;
-        let shown = parts.partition_point(|(p, _)| sc.to_f64(p.lo) < range);
-        if shown > MAX_DENSITY_PIECES {
-            anyhow::bail!(
-                "range = {range} covers {shown} intervals of the R_i (at most {MAX_DENSITY_PIECES} are drawn); give a smaller `range`"
-            );
-        }
         let mut steps: Vec<(f64, f64, f64, i64)> = Vec::new();
         for &(p, level) in parts {
             let (lo, hi) = (sc.to_f64(p.lo), sc.to_f64(p.hi));
@@ -453,12 +511,17 @@ impl Stage for Density {
             steps.push((lo, hi.min(range), dens, level as i64));
         }
         let mut edge = levels.a_n() + df;
-        let mut level = levels.steps() as i64 + 1;
-        while edge < range {
+        let first = levels.steps() as i64 + 1;
+        // The tail's steps of width Δf up to the range, bounded by their count (`edge += df`
+        // alone never ends once Δf is below the spacing of doubles at `edge`).
+        let tail = steps_in(range - edge, df).unwrap_or(0);
+        for level in (first..).take(tail.saturating_add(1) as usize) {
+            if edge >= range {
+                break;
+            }
             let dens = (-(level as f64) * self.epsilon).exp() / m.alpha();
             steps.push((edge, (edge + df).min(range), dens, level));
             edge += df;
-            level += 1;
         }
         emit(&mut t, &name("Algorithm 1", m.summary().mean_abs), &steps);
         Ok(t.with_set(&v, df, v.measure()).build()?.into())
@@ -489,15 +552,19 @@ impl Stage for SampleMean {
         parse_set(&self.neighbour_set)?;
         check_delta("delta", self.delta)?;
         check_eps("epsilon", self.epsilon)?;
-        if !(1000..=1_000_000_000).contains(&self.samples) {
+        if self.samples < 1000 {
             return Err(ParamError::at(
                 "samples",
-                format!(
-                    "samples = {} is invalid: must be in [1000, 10^9]",
-                    self.samples
-                ),
+                format!("samples = {} is invalid: must be ≥ 1000", self.samples),
             ));
         }
+        // Drawn once per geometric convention.
+        check_size_at(
+            "samples",
+            Limit::Draws,
+            &format!("samples × 2 geometric conventions ({} × 2)", self.samples),
+            product(&[self.samples, 2]),
+        )?;
         super::check_level(self.level)?;
         Ok(())
     }
@@ -581,23 +648,41 @@ fn sixteen() -> u64 {
     16
 }
 
+impl Privacy {
+    /// 6 × boundary_points + random_points, `None` on overflow.
+    fn points(&self) -> Option<u64> {
+        product(&[6, self.boundary_points])?.checked_add(self.random_points)
+    }
+}
+
 impl Stage for Privacy {
     fn validate(&self) -> Result<(), ParamError> {
         parse_set(&self.neighbour_set)?;
         check_delta("delta", self.delta)?;
         check_eps("epsilon", self.epsilon)?;
-        for (k, n) in [
-            ("random_points", self.random_points),
-            ("random_shifts", self.random_shifts),
-            ("boundary_points", self.boundary_points),
-        ] {
-            if n > 100_000_000 {
-                return Err(ParamError::at(
-                    k,
-                    format!("{k} = {n} is invalid: at most 10^8"),
-                ));
-            }
-        }
+        // Memory: the outputs r (6 per boundary point, 1 per random point) and the shifts.
+        let points = self.points();
+        check_size_at(
+            "random_points",
+            Limit::Cells,
+            &format!(
+                "output points, 6 × boundary_points + random_points (6 × {} + {})",
+                self.boundary_points, self.random_points
+            ),
+            points,
+        )?;
+        let shifts = self.random_shifts;
+        check_size_at("random_shifts", Limit::Cells, "random_shifts", Some(shifts))?;
+        // Time: every output against every shift (the endpoints of V add a few).
+        check_size_at(
+            "random_shifts",
+            Limit::Draws,
+            &format!(
+                "level evaluations, output points × shifts ({} × {shifts})",
+                points.unwrap_or(u64::MAX)
+            ),
+            points.and_then(|p| product(&[p, shifts.max(1)])),
+        )?;
         Ok(())
     }
 

@@ -6,7 +6,10 @@ use rayon::prelude::*;
 use serde::Deserialize;
 
 use super::frame::{f64_col, FrameBuilder};
-use super::{build, Ctx, Gather, KindInfo, Output, ParamDoc, ParamError, Stage};
+use super::{
+    build, check_size_at, check_size_run, product, Ctx, Gather, KindInfo, Limit, Output, ParamDoc,
+    ParamError, Stage,
+};
 use crate::mech::gaussian::Gaussian;
 use crate::mech::geometric::Geometric;
 use crate::mech::laplace::Laplace;
@@ -14,8 +17,9 @@ use crate::mech::laplace::Laplace;
 /// Draws per sub-stream: the unit of parallel work whose result is independent of threads.
 const CHUNK: usize = 1 << 16;
 
-/// Noisy values one instance may produce (each row of the output frame takes ~40 bytes).
-const MAX_DRAWS: usize = 200_000_000;
+/// Columns of the output frame (row, sample, the input column, the noisy column): each noisy
+/// value is one row of them, counted against `--max-cells`.
+const OUT_COLUMNS: u64 = 4;
 
 pub fn kinds() -> Vec<KindInfo> {
     vec![
@@ -119,15 +123,20 @@ impl AddNoise {
 
 impl Stage for AddNoise {
     fn validate(&self) -> Result<(), ParamError> {
-        if self.samples == 0 || self.samples > 100_000_000 {
+        if self.samples == 0 {
             return Err(ParamError::at(
                 "samples",
-                format!(
-                    "samples = {} is invalid: must be in [1, 10^8]",
-                    self.samples
-                ),
+                "samples = 0 is invalid: must be ≥ 1",
             ));
         }
+        let samples = self.samples as u64;
+        check_size_at("samples", Limit::Draws, "samples", Some(samples))?;
+        check_size_at(
+            "samples",
+            Limit::Cells,
+            &format!("samples × {OUT_COLUMNS} output columns ({samples} × {OUT_COLUMNS})"),
+            product(&[samples, OUT_COLUMNS]),
+        )?;
         if self.noise != NoiseKind::Gaussian && self.delta.is_some() {
             return Err(ParamError::at(
                 "delta",
@@ -140,14 +149,19 @@ impl Stage for AddNoise {
     fn run(&self, ctx: &mut Ctx) -> Result<Output> {
         let sampler = self.sampler().map_err(|e| anyhow::anyhow!(e.message))?;
         let values = f64_col(ctx.input()?, &self.column)?;
+        let (rows, samples) = (values.len() as u64, self.samples as u64);
+        let draws = product(&[rows, samples]);
+        check_size_run(
+            Limit::Draws,
+            &format!("input rows × samples ({rows} × {samples})"),
+            draws,
+        )?;
+        check_size_run(
+            Limit::Cells,
+            &format!("input rows × samples × {OUT_COLUMNS} output columns ({rows} × {samples} × {OUT_COLUMNS})"),
+            product(&[rows, samples, OUT_COLUMNS]),
+        )?;
         let n = values.len() * self.samples;
-        if n > MAX_DRAWS {
-            anyhow::bail!(
-                "{} rows × {} samples = {n} noisy values: at most {MAX_DRAWS} per instance",
-                values.len(),
-                self.samples
-            );
-        }
         let mut noise = vec![0.0; n];
         // Fixed chunks, one sub-stream each: identical output for any number of threads.
         noise

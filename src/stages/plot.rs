@@ -5,7 +5,10 @@ use indexmap::IndexMap;
 use serde::Deserialize;
 
 use super::frame::{f64_col_or_nan as f64_col, group_rows, str_col};
-use super::{build, Artifact, Ctx, Gather, KindInfo, Output, ParamDoc, ParamError, Stage};
+use super::{
+    build, check_size_at, check_size_run, product, Artifact, Ctx, Gather, KindInfo, Limit, Output,
+    ParamDoc, ParamError, Stage,
+};
 use crate::plot::{self, HeatPanel, HeatmapFigure, LineFigure, LineStyle, Panel, Series};
 
 pub fn kinds() -> Vec<KindInfo> {
@@ -39,7 +42,7 @@ pub fn kinds() -> Vec<KindInfo> {
             summary: "Histograms (as step outlines, so several series stay readable) of a numeric column, one per value of `series`, one panel per value of `facet`; counts or densities.",
             params: &[
                 ParamDoc { name: "column", ty: "string", default: None, meaning: "the numeric column to bin" },
-                ParamDoc { name: "bins", ty: "integer in [1, 10000]", default: Some("50"), meaning: "number of equal-width bins" },
+                ParamDoc { name: "bins", ty: "integer ≥ 1", default: Some("50"), meaning: "number of equal-width bins" },
                 ParamDoc { name: "range", ty: "[low, high]", default: Some("data range"), meaning: "binned interval; values outside are not counted" },
                 ParamDoc { name: "density", ty: "bool", default: Some("true"), meaning: "normalise each series to integrate to 1 (else counts)" },
                 ParamDoc { name: "series", ty: "string", default: Some("—"), meaning: "column whose values split the rows into series" },
@@ -214,15 +217,24 @@ impl Stage for Lines {
             .map(|b| b.list())
             .unwrap_or_else(|| vec![String::new(); ys.len()]);
         let facet_keys: Vec<String> = self.facet.iter().cloned().collect();
+        // Each column is read once, not once per panel and series.
+        let series_names = match &self.series {
+            Some(s) => str_col(df, s)?,
+            None => vec![String::new(); df.height()],
+        };
+        let mut cols: IndexMap<&str, Vec<f64>> = IndexMap::new();
+        // `y` columns always; band columns where given ("" is none).
+        let bands = los.iter().chain(&his).filter(|c| !c.is_empty());
+        for c in ys.iter().chain(bands) {
+            if !cols.contains_key(c.as_str()) {
+                cols.insert(c.as_str(), f64_col(df, c)?);
+            }
+        }
         let mut panels = Vec::new();
         for (fkey, frows) in group_rows(df, &facet_keys)? {
             let title = match (&self.facet, fkey.first()) {
                 (Some(f), Some(v)) => format!("{} = {}", label(f), label(v)),
                 _ => String::new(),
-            };
-            let series_names = match &self.series {
-                Some(s) => str_col(df, s)?,
-                None => vec![String::new(); df.height()],
             };
             let mut groups: IndexMap<String, Vec<usize>> = IndexMap::new();
             for &r in &frows {
@@ -231,7 +243,7 @@ impl Stage for Lines {
             let mut series = Vec::new();
             for (sname, rows) in &groups {
                 for ((y, lo), hi) in ys.iter().zip(&los).zip(&his) {
-                    let yv = f64_col(df, y)?;
+                    let yv = &cols[y.as_str()];
                     let name = match (sname.is_empty(), ys.len() > 1) {
                         (true, _) => label(y),
                         (false, false) => label(sname),
@@ -242,7 +254,12 @@ impl Stage for Lines {
                     let band = if lo.is_empty() {
                         None
                     } else {
-                        let (l, h) = (f64_col(df, lo)?, f64_col(df, hi)?);
+                        let band_col = |c: &str| {
+                            cols.get(c).ok_or_else(|| {
+                                anyhow::anyhow!("`lo` names `{lo}` where `hi` names `{hi}`: give both band columns, or \"\" for both")
+                            })
+                        };
+                        let (l, h) = (band_col(lo)?, band_col(hi)?);
                         Some((
                             idx.iter().map(|&r| l[r]).collect(),
                             idx.iter().map(|&r| h[r]).collect(),
@@ -365,6 +382,12 @@ impl Stage for Heatmap {
                 g
             };
             let (gx, gy) = (grid(&xs), grid(&ys));
+            let (nx, ny) = (gx.len() as u64, gy.len() as u64);
+            check_size_run(
+                Limit::Cells,
+                &format!("heatmap cells, distinct x × distinct y ({nx} × {ny})"),
+                product(&[nx, ny]),
+            )?;
             let mut z = vec![f64::NAN; gx.len() * gy.len()];
             for &r in &rows {
                 let ix = gx.partition_point(|&v| v < xs[r]);
@@ -438,12 +461,16 @@ fn yes() -> bool {
 
 impl Stage for Histogram {
     fn validate(&self) -> Result<(), ParamError> {
-        if !(1..=10_000).contains(&self.bins) {
-            return Err(ParamError::at(
-                "bins",
-                format!("bins = {} is invalid: must be in [1, 10000]", self.bins),
-            ));
+        if self.bins == 0 {
+            return Err(ParamError::at("bins", "bins = 0 is invalid: must be ≥ 1"));
         }
+        // Each bin is two points of the outline.
+        check_size_at(
+            "bins",
+            Limit::Cells,
+            &format!("bins × 2 outline points ({} × 2)", self.bins),
+            product(&[self.bins as u64, 2]),
+        )?;
         if let Some([lo, hi]) = self.range {
             if !(lo.is_finite() && hi.is_finite() && lo < hi) {
                 return Err(ParamError::at(
@@ -473,8 +500,23 @@ impl Stage for Histogram {
         let width = (hi - lo) / self.bins as f64;
         let facet_keys: Vec<String> = self.facet.iter().cloned().collect();
         let series_keys: Vec<String> = self.series.iter().cloned().collect();
+        let facets = group_rows(df, &facet_keys)?;
+        // Every (panel, series) gets an outline of 2 points per bin.
+        let outlines = if self.series.is_some() {
+            group_rows(df, &[facet_keys.clone(), series_keys.clone()].concat())?.len()
+        } else {
+            facets.len()
+        } as u64;
+        check_size_run(
+            Limit::Cells,
+            &format!(
+                "histogram outlines × bins × 2 points ({outlines} × {} × 2)",
+                self.bins
+            ),
+            product(&[outlines, self.bins as u64, 2]),
+        )?;
         let mut panels = Vec::new();
-        for (fkey, frows) in group_rows(df, &facet_keys)? {
+        for (fkey, frows) in facets {
             let sub = frame_rows(df, &frows)?;
             let mut series = Vec::new();
             for (skey, rows) in group_rows(&sub, &series_keys)? {

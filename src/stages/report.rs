@@ -9,7 +9,7 @@ use indexmap::IndexMap;
 use polars::prelude::*;
 use serde::Deserialize;
 
-use super::frame::{column, str_col};
+use super::frame::{column, read_csv, str_col};
 use super::{build, Artifact, Ctx, Gather, KindInfo, Output, ParamDoc, ParamError, Stage};
 
 pub fn kinds() -> Vec<KindInfo> {
@@ -69,9 +69,13 @@ impl Stage for Table {
         Ok(())
     }
 
+    fn files(&self) -> Vec<(&'static str, &std::path::Path)> {
+        self.paper.iter().map(|p| ("paper", p.as_path())).collect()
+    }
+
     fn run(&self, ctx: &mut Ctx) -> Result<Output> {
         let frames: Vec<&DataFrame> = ctx.inputs.iter().collect();
-        let mut df = crate::pipeline::exec::concat(&frames)?;
+        let mut df = crate::frames::concat(&frames)?;
         if let Some(cols) = &self.columns {
             for c in cols {
                 column(&df, c)?;
@@ -79,14 +83,9 @@ impl Stage for Table {
             df = df.select(cols.iter().map(|s| s.as_str()))?;
         }
         if let Some(paper) = &self.paper {
-            let path = ctx.base_dir.join(paper);
-            let pdf = CsvReadOptions::default()
-                .with_has_header(true)
-                .try_into_reader_with_file_path(Some(path.clone()))?
-                .finish()
-                .map_err(|e| {
-                    anyhow::anyhow!("reading the paper's table {}: {e}", path.display())
-                })?;
+            let pdf = read_csv(ctx.file(paper)?).map_err(|e| {
+                anyhow::anyhow!("reading the paper's table {}: {e}", paper.display())
+            })?;
             let ours_keys: Vec<Vec<String>> = self
                 .join
                 .iter()

@@ -8,7 +8,10 @@ use rayon::prelude::*;
 use serde::Deserialize;
 
 use super::frame::{f64_col, str_col, FrameBuilder};
-use super::{build, Ctx, Gather, KindInfo, Output, ParamDoc, ParamError, Stage};
+use super::{
+    build, check_size_at, check_size_run, product, Ctx, Gather, KindInfo, Limit, Output, ParamDoc,
+    ParamError, Stage,
+};
 use crate::mech::exponential::ExponentialMechanism;
 use crate::mech::noisy_max::{Noise, ReportNoisyMax};
 use crate::mech::ParamRangeError;
@@ -167,12 +170,7 @@ impl Stage for Select {
             self.monotone,
         )
         .map_err(range_error)?;
-        if self.samples > 10_000_000_000 {
-            return Err(ParamError::at(
-                "samples",
-                format!("samples = {} is invalid: at most 10^10", self.samples),
-            ));
-        }
+        check_size_at("samples", Limit::Draws, "samples", Some(self.samples))?;
         if self.monotone
             && matches!(
                 self.method,
@@ -201,6 +199,18 @@ impl Stage for Select {
             self.sensitivity,
             self.monotone,
         )?;
+        // Noisy-arg-max methods draw one noise value per candidate per sample.
+        if let Selector::NoisyMax(_) = sel {
+            check_size_run(
+                Limit::Draws,
+                &format!(
+                    "samples × candidates ({} × {}) noise values",
+                    self.samples,
+                    u.len()
+                ),
+                product(&[self.samples, u.len() as u64]),
+            )?;
+        }
         let probs = sel.probabilities();
         let chunks = self.samples.div_ceil(CHUNK);
         let counts = (0..chunks)

@@ -3,9 +3,14 @@
 //!
 //! The output frame is the synthetic database: `weight` (its probabilities) and the data
 //! columns, plus one `synthesis_*` column per diagnostic (repeated on every row, so a later
-//! stage can carry them along): the schedule, noise scales, LP objective and rounds, support,
+//! stage can carry them along): the schedule, noise scales, the share of ellipsoid points
+//! outside the cube (`synthesis_outside`), LP objective and rounds, support,
 //! and the wall time of the synthesis (`synthesis_seconds`, a measurement that `dplab compare`
 //! does not compare).
+//!
+//! Two diagnostics remove privacy to show where the error comes from (never private):
+//! `exact` runs chosen steps without noise, and `variant: grid_floor` outputs the data snapped
+//! to A^d — the floor the grid alone sets.
 
 use anyhow::Result;
 use serde::Deserialize;
@@ -15,9 +20,10 @@ use super::{build, Ctx, Gather, KindInfo, Output, ParamDoc, ParamError, Stage};
 use crate::mech::trig::ellipsoid::EllipsoidSampler;
 use crate::mech::trig::lp::{LpMethod, LpOptions};
 use crate::mech::trig::mechanism::{
-    error_exponent, improved_trigonometric, trigonometric, Calibration, Improvement, Privacy,
-    Settings, Synthetic,
+    error_exponent, grid_floor, improved_trigonometric, trigonometric, Calibration, Exact,
+    Improvement, Privacy, Settings, Synthetic,
 };
+use crate::mech::trig::psi::LaplaceScale;
 
 /// Columns that describe a synthesis rather than hold data.
 pub const DIAGNOSTIC_PREFIX: &str = "synthesis_";
@@ -68,7 +74,7 @@ pub fn kinds() -> Vec<KindInfo> {
         name: "mechanism.trigonometric",
         summary: "Synthetic database for smooth queries by the trigonometric mechanism (Huang 2014): mechanisms I/II on the full grid (Algorithms 4/5) or the improved I/II (Algorithms 9/10). Output: `weight` + the data columns + `synthesis_*` diagnostics.",
         params: &[
-            ParamDoc { name: "variant", ty: "full | improved", default: Some("improved"), meaning: "Algorithms 4/5 (every basis function, the whole grid A^d; small d) or 9/10 (R bases, C ellipsoid points)" },
+            ParamDoc { name: "variant", ty: "full | improved | grid_floor", default: Some("improved"), meaning: "Algorithms 4/5 (every basis function, the whole grid A^d; small d) or 9/10 (R bases, C ellipsoid points); grid_floor: the data snapped to A^d (N of the schedule) with count weights — no noise, not private: the floor the grid alone sets" },
             ParamDoc { name: "epsilon", ty: "number > 0", default: None, meaning: "privacy parameter ε" },
             ParamDoc { name: "delta", ty: "number in (0, 1)", default: Some("— (ε-DP: mechanism I)"), meaning: "given: (ε, δ)-DP, mechanism II" },
             ParamDoc { name: "smoothness", ty: "number > 0", default: Some("—"), meaning: "K, the smoothness order the schedule (t, N, m, L of line 1) is tuned to" },
@@ -78,6 +84,8 @@ pub fn kinds() -> Vec<KindInfo> {
             ParamDoc { name: "pca_dim", ty: "integer in [1, d]", default: Some("— (improved: required)"), meaning: "k, dimension of the private PCA" },
             ParamDoc { name: "pca_iterations", ty: "integer ≥ 1", default: Some("10"), meaning: "iterations of private subspace iteration (the thesis's second L)" },
             ParamDoc { name: "kappa", ty: "number > 0", default: Some("— (improved: required)"), meaning: "κ: semi-axes κ·√λ̂ of the ellipsoid" },
+            ParamDoc { name: "pca_noise", ty: "text | algorithm | derived", default: Some("text"), meaning: "improved I: private PCA's Laplace scale — text: 10ρ√(dkL)/ε (§3.1; ε-DP for k·L ≤ 100), algorithm: 10ρ√d·k·L/ε (Algorithm 7 line 1; ε-DP always), derived: ρ√d·k·L/ε (the least the ℓ₁ sensitivity allows); see the psi module" },
+            ParamDoc { name: "exact", ty: "list of basis | mean | pca", default: Some("[]"), meaning: "diagnostics, NOT private: run these steps without noise (the noise is still drawn, so the rest of the run is paired with the private one)" },
             ParamDoc { name: "ellipsoid", ty: "uniform | literal", default: Some("uniform"), meaning: "uniform points in the ellipsoid, or Algorithm 8 as printed (uniform angles: not uniform for k ≥ 3)" },
             ParamDoc { name: "calibration", ty: "replace_one | as_printed", default: Some("replace_one"), meaning: "replace_one: the stated guarantee holds (basis answers at sensitivity 2/n, exact advanced composition, δ in halves, PCA sensitivity from ‖D̄‖ ≤ √d); as_printed: the thesis's scales (1/n per answer, the noisy mean's norm)" },
             ParamDoc { name: "lattice", ty: "bool", default: Some("true"), meaning: "round answers and basis values to the lattice 1/L (lines 10, 15)" },
@@ -96,6 +104,24 @@ enum Variant {
     Full,
     #[default]
     Improved,
+    GridFloor,
+}
+
+#[derive(Deserialize, Clone, Copy, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+enum ExactStep {
+    Basis,
+    Mean,
+    Pca,
+}
+
+#[derive(Deserialize, Clone, Copy, Default)]
+#[serde(rename_all = "snake_case")]
+enum PcaNoise {
+    #[default]
+    Text,
+    Algorithm,
+    Derived,
 }
 
 #[derive(Deserialize, Clone, Copy, Default)]
@@ -154,6 +180,10 @@ struct Trigonometric {
     kappa: Option<f64>,
     #[serde(default)]
     ellipsoid: Option<Ellipsoid>,
+    #[serde(default)]
+    pca_noise: Option<PcaNoise>,
+    #[serde(default)]
+    exact: Vec<ExactStep>,
     #[serde(default)]
     calibration: CalibrationKind,
     #[serde(default = "yes")]
@@ -215,6 +245,11 @@ impl Trigonometric {
                 },
                 ..LpOptions::default()
             },
+            exact: Exact {
+                basis: self.exact.contains(&ExactStep::Basis),
+                mean: self.exact.contains(&ExactStep::Mean),
+                pca: self.exact.contains(&ExactStep::Pca),
+            },
         })
     }
 
@@ -226,12 +261,25 @@ impl Trigonometric {
             ("pca_iterations", self.pca_iterations.is_some()),
             ("kappa", self.kappa.is_some()),
             ("ellipsoid", self.ellipsoid.is_some()),
+            ("pca_noise", self.pca_noise.is_some()),
         ];
-        if self.variant == Variant::Full {
+        if self.variant != Variant::Improved {
             if let Some((name, _)) = improved_only.iter().find(|(_, set)| *set) {
                 return Err(ParamError::at(
                     name,
-                    format!("`{name}` belongs to `variant: improved` (Algorithms 9/10); the full mechanism uses every basis function and grid point"),
+                    format!("`{name}` belongs to `variant: improved` (Algorithms 9/10); the full mechanism uses every basis function and grid point, and grid_floor only snaps the data"),
+                ));
+            }
+            if self.variant == Variant::GridFloor && !self.exact.is_empty() {
+                return Err(ParamError::at(
+                    "exact",
+                    "`variant: grid_floor` has no noise to remove",
+                ));
+            }
+            if self.variant == Variant::Full && self.exact.iter().any(|e| *e != ExactStep::Basis) {
+                return Err(ParamError::at(
+                    "exact",
+                    "`exact` can only name `basis` here: the full mechanism has no mean or PCA step",
                 ));
             }
             return Ok(None);
@@ -260,6 +308,11 @@ impl Trigonometric {
             sampler: match self.ellipsoid.unwrap_or_default() {
                 Ellipsoid::Uniform => EllipsoidSampler::Uniform,
                 Ellipsoid::Literal => EllipsoidSampler::Literal,
+            },
+            pca_noise: match self.pca_noise.unwrap_or_default() {
+                PcaNoise::Text => LaplaceScale::Text,
+                PcaNoise::Algorithm => LaplaceScale::Algorithm,
+                PcaNoise::Derived => LaplaceScale::Derived,
             },
         }))
     }
@@ -310,6 +363,26 @@ impl Stage for Trigonometric {
                 }
             }
             crate::mech::check_positive("kappa", im.kappa).map_err(range)?;
+            if self.delta.is_none()
+                && im.pca_noise == LaplaceScale::Text
+                && !self.exact.contains(&ExactStep::Pca)
+                && im.pca_dim * im.pca_iterations > crate::mech::trig::psi::TEXT_MAX_KL
+            {
+                return Err(ParamError::at(
+                    "pca_noise",
+                    format!(
+                        "the text's scale 10ρ√(dkL)/ε is ε-DP only for k·L ≤ {}; here k·L = {}: use `pca_noise: algorithm` or `derived`",
+                        crate::mech::trig::psi::TEXT_MAX_KL,
+                        im.pca_dim * im.pca_iterations
+                    ),
+                ));
+            }
+            if self.delta.is_some() && self.pca_noise.is_some() {
+                return Err(ParamError::at(
+                    "pca_noise",
+                    "`pca_noise` chooses Algorithm 7's Laplace scale (ε-DP); with `delta` the PCA is Algorithm 6 (Gaussian)",
+                ));
+            }
         }
         if self.sample_size == Some(0) {
             return Err(ParamError::at(
@@ -337,6 +410,7 @@ impl Stage for Trigonometric {
         let (points, names, dim) = (&set.points, &set.names, set.dim());
         let settings = self.settings().map_err(|e| anyhow::anyhow!(e.message))?;
         let db = match self.improvement().map_err(|e| anyhow::anyhow!(e.message))? {
+            None if self.variant == Variant::GridFloor => grid_floor(points, dim, &settings)?,
             None => trigonometric(points, dim, &settings, &mut ctx.rng)?,
             Some(im) => improved_trigonometric(points, dim, &settings, &im, &mut ctx.rng)?,
         };
@@ -365,6 +439,7 @@ impl Stage for Trigonometric {
             rep_f("basis_noise", r.basis_noise),
             rep_f("mean_noise", opt(r.mean_noise)),
             rep_f("pca_noise", opt(r.pca_noise)),
+            rep_f("outside", opt(r.outside)),
             rep_f("lp_objective", r.lp_objective),
             rep_f("lp_rounds", r.lp_rounds as f64),
             rep_f("support", r.support as f64),

@@ -21,7 +21,9 @@
 //!   advanced composition ([`per_answer_epsilon`]).
 //! - Improved I: ε-DP, split ε/3 (basis answers) + ε/3 (mean) + ε/3 (PCA, Algorithm 7).
 //!   Improved II: (ε, δ)-DP with the same ε split, δ/2 to the basis answers and δ/2 to private
-//!   PCA (Algorithm 6) — relying, for PCA, on the cited noise constants (see [`super::psi`]).
+//!   PCA (Algorithm 6). The PCA's scales are derived in [`super::psi`]: Algorithm 7 prints two
+//!   Laplace scales ([`Improvement::pca_noise`]); both are ε-DP when k·L ≤ 100, and the text's
+//!   (the smaller) is refused beyond.
 //!
 //! **Where this deviates from the printed noise, and why.** (1) A basis answer b_r is a mean of
 //! values in [−1, 1], so replacing one record moves it by up to 2/n; the printed scales
@@ -34,6 +36,14 @@
 //! [`Calibration::AsPrinted`] reproduces the thesis's noise exactly; improved I is then
 //! 4ε/3-DP at best (2ε-DP for mechanism I), and the PCA step's guarantee is heuristic.
 //!
+//! # Diagnostics that remove privacy (not private)
+//! To show where a mechanism's error comes from, [`Exact`] replaces chosen noisy steps by
+//! their exact values (basis answers, mean, PCA), keeping everything else — the grid, the R
+//! bases, the ellipsoid, the lattice, the LP and the sampling — as it is; and [`grid_floor`]
+//! returns the data snapped to A^d, weighted by counts: the error no output on A^d can beat
+//! for queries the snapped data answers worse than the data itself (no noise at all). Neither is
+//! differentially private.
+//!
 //! # The synthetic database
 //! Line 21/24 draws m records from u*, m from the schedule (up to ~10^10 here). A query's
 //! answer on them depends only on how many draws land on each support point, so we draw those
@@ -43,13 +53,13 @@
 
 use std::time::Instant;
 
-use rand::Rng;
+use rand::{Rng, SeedableRng};
 use rand_distr::{Binomial, Distribution};
 
 use super::basis::{self, MultiIndex, Schedule};
 use super::ellipsoid::{sample_ellipsoid, EllipsoidSampler};
 use super::lp::{l1_simplex_fit, LpError, LpOptions};
-use super::psi::{covariance, private_subspace_iteration, PsiNoise};
+use super::psi::{covariance, private_subspace_iteration, LaplaceScale, PsiNoise};
 use crate::mech::laplace::Laplace;
 use crate::mech::ParamRangeError;
 
@@ -102,6 +112,24 @@ pub enum Synthetic {
     Sample { size: Option<u64> },
 }
 
+/// Which noisy steps are replaced by their exact values (diagnostics only: any `true`
+/// voids the privacy guarantee of that step).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct Exact {
+    /// The basis answers b_r (no Laplace noise; still rounded to the lattice).
+    pub basis: bool,
+    /// The mean (improved only): the ellipsoid is centred on D̄.
+    pub mean: bool,
+    /// The PCA (improved only): subspace iteration without noise.
+    pub pca: bool,
+}
+
+impl Exact {
+    pub fn any(&self) -> bool {
+        self.basis || self.mean || self.pca
+    }
+}
+
 /// Settings shared by every variant.
 #[derive(Clone, Debug)]
 pub struct Settings {
@@ -115,6 +143,8 @@ pub struct Settings {
     pub lattice: bool,
     pub synthetic: Synthetic,
     pub lp: LpOptions,
+    /// Steps run without noise (diagnostics; the default runs every step private).
+    pub exact: Exact,
 }
 
 /// The extra inputs of Algorithms 9 and 10.
@@ -131,6 +161,8 @@ pub struct Improvement {
     /// κ: the ellipsoid's semi-axes are κ·√λ̂_s.
     pub kappa: f64,
     pub sampler: EllipsoidSampler,
+    /// Which printed Laplace scale of Algorithm 7 (improved I only; see [`super::psi`]).
+    pub pca_noise: LaplaceScale,
 }
 
 /// A synthetic database: weighted points of A^d, weights summing to 1.
@@ -152,9 +184,13 @@ pub struct Report {
     pub candidates: usize,
     /// Laplace scale on each basis answer.
     pub basis_noise: f64,
-    /// Laplace scale on each mean coordinate, and the PCA noise scale (improved only).
+    /// Laplace scale on each mean coordinate, and the PCA noise scale (improved only; the
+    /// private run's scales also when [`Exact`] removed the noise).
     pub mean_noise: Option<f64>,
     pub pca_noise: Option<f64>,
+    /// Share of the C ellipsoid points with a coordinate outside [−1, 1]^d before snapping
+    /// (improved only): those are clipped onto the cube's faces by the snap.
+    pub outside: Option<f64>,
     /// ‖W′u* − b̂′‖₁ and the column-generation rounds.
     pub lp_objective: f64,
     pub lp_rounds: usize,
@@ -233,7 +269,7 @@ pub fn trigonometric<R: Rng + ?Sized>(
     )?;
     let grid = grid_points(schedule.grid, dim);
     finish(
-        grid, dim, &bases, b.0, b.1, schedule, None, None, settings, started, rng,
+        grid, dim, &bases, b.0, b.1, schedule, None, None, None, settings, started, rng,
     )
 }
 
@@ -286,7 +322,17 @@ pub fn improved_trigonometric<R: Rng + ?Sized>(
     let (mean, cov) = covariance(points, dim);
     let mean_noise = 2.0 * dim as f64 / (n as f64 * third);
     let lap = Laplace::new(mean_noise)?;
-    let noisy_mean: Vec<f64> = mean.iter().map(|m| m + lap.sample(rng)).collect();
+    let noisy_mean: Vec<f64> = mean
+        .iter()
+        .map(|m| {
+            let noise = lap.sample(rng);
+            if settings.exact.mean {
+                *m
+            } else {
+                m + noise
+            }
+        })
+        .collect();
     // Lemma 2.7's sensitivity needs the true ‖D̄‖. As printed it is read off the noisy mean,
     // which may be smaller; for the guarantee we use ‖D̄‖ ≤ √d, true on [−1, 1]^d.
     let mean_norm = match settings.calibration {
@@ -296,13 +342,16 @@ pub fn improved_trigonometric<R: Rng + ?Sized>(
 
     // Line 11: private PCA at ε/3 (and δ/2 for Algorithm 10).
     let noise = match settings.privacy {
-        Privacy::Pure { .. } => PsiNoise::Laplace { epsilon: third },
+        Privacy::Pure { .. } => PsiNoise::Laplace {
+            epsilon: third,
+            scale: improvement.pca_noise,
+        },
         Privacy::Approx { delta, .. } => PsiNoise::Gaussian {
             epsilon: third,
             delta: delta / 2.0,
         },
     };
-    let eigen = private_subspace_iteration(
+    let mut eigen = private_subspace_iteration(
         &cov,
         n,
         mean_norm,
@@ -311,6 +360,22 @@ pub fn improved_trigonometric<R: Rng + ?Sized>(
         noise,
         rng,
     )?;
+    if settings.exact.pca {
+        // The private iteration above still ran, so the ellipsoid's draws below come from the
+        // same stream as in the private run; the exact one starts from a fixed generator.
+        let mut fixed = rand_pcg::Pcg64Mcg::seed_from_u64(0);
+        let noise_scale = eigen.noise_scale;
+        eigen = private_subspace_iteration(
+            &cov,
+            n,
+            mean_norm,
+            improvement.pca_dim,
+            improvement.pca_iterations,
+            PsiNoise::None,
+            &mut fixed,
+        )?;
+        eigen.noise_scale = noise_scale;
+    }
 
     // Lines 12–14: C points in the ellipsoid with semi-axes κ√λ̂ along the private directions,
     // centred at the noisy mean, snapped to A^d.
@@ -322,12 +387,17 @@ pub fn improved_trigonometric<R: Rng + ?Sized>(
     let z = sample_ellipsoid(improvement.candidates, &axes, improvement.sampler, rng)?;
     let k = improvement.pca_dim;
     let mut candidates = vec![0.0; improvement.candidates * dim];
+    let mut outside = 0usize;
     for (zc, g) in z.chunks_exact(k).zip(candidates.chunks_exact_mut(dim)) {
+        let mut out = false;
         for (j, gj) in g.iter_mut().enumerate() {
             let x = noisy_mean[j] + (0..k).map(|s| zc[s] * eigen.vectors[(j, s)]).sum::<f64>();
+            out |= !(-1.0..=1.0).contains(&x);
             *gj = basis::snap(x, schedule.grid);
         }
+        outside += usize::from(out);
     }
+    let outside = outside as f64 / improvement.candidates as f64;
     finish(
         candidates,
         dim,
@@ -337,10 +407,64 @@ pub fn improved_trigonometric<R: Rng + ?Sized>(
         schedule,
         Some(mean_noise),
         Some(eigen.noise_scale),
+        Some(outside),
         settings,
         started,
         rng,
     )
+}
+
+/// The floor of the grid: the data snapped to A^d (N from the schedule of `settings`), each
+/// distinct grid point weighted by its share of the records. No noise, no LP: the error of
+/// this database is what snapping alone costs, and a mechanism whose output lives on A^d
+/// cannot be expected below it on queries the snap distorts. Not private.
+pub fn grid_floor(
+    points: &[f64],
+    dim: usize,
+    settings: &Settings,
+) -> Result<SyntheticDatabase, TrigError> {
+    let started = Instant::now();
+    let n = check_points(points, dim)?;
+    settings.privacy.check()?;
+    let schedule = schedule(n, dim, settings)?;
+    let mut cells: std::collections::BTreeMap<Vec<u64>, u64> = std::collections::BTreeMap::new();
+    for row in points.chunks_exact(dim) {
+        // The grid index of each coordinate; a BTreeMap keeps the output order deterministic.
+        let key = row
+            .iter()
+            .map(|&x| {
+                let s = basis::snap(x, schedule.grid);
+                ((s + 1.0) * schedule.grid as f64 / 2.0).floor() as u64
+            })
+            .collect();
+        *cells.entry(key).or_default() += 1;
+    }
+    let mut out = Vec::with_capacity(cells.len() * dim);
+    let mut weights = Vec::with_capacity(cells.len());
+    for (key, count) in &cells {
+        out.extend(key.iter().map(|&k| basis::grid_point(k, schedule.grid)));
+        weights.push(*count as f64 / n as f64);
+    }
+    Ok(SyntheticDatabase {
+        dim,
+        points: out,
+        report: Report {
+            schedule,
+            bases: 0,
+            candidates: 0,
+            basis_noise: 0.0,
+            mean_noise: None,
+            pca_noise: None,
+            outside: None,
+            lp_objective: f64::NAN,
+            lp_rounds: 0,
+            support: weights.len(),
+            sample_size: None,
+            seconds: started.elapsed().as_secs_f64(),
+            lp_seconds: 0.0,
+        },
+        weights,
+    })
 }
 
 /// The exponent a of the accuracy bound α = O(n^a) for fixed d, K: −K/(2d+K) for mechanism I
@@ -397,7 +521,10 @@ fn noisy_answers<R: Rng + ?Sized>(
     let noisy = b
         .iter()
         .map(|v| {
-            let x = v + lap.sample(rng);
+            // Exact answers still draw the noise, so that the later steps see the same
+            // random stream as the private run: the difference is the noise alone.
+            let noise = lap.sample(rng);
+            let x = if settings.exact.basis { *v } else { v + noise };
             if settings.lattice {
                 basis::to_lattice(x, schedule.lattice)
             } else {
@@ -438,6 +565,7 @@ fn finish<R: Rng + ?Sized>(
     schedule: Schedule,
     mean_noise: Option<f64>,
     pca_noise: Option<f64>,
+    outside: Option<f64>,
     settings: &Settings,
     started: Instant,
     rng: &mut R,
@@ -484,6 +612,7 @@ fn finish<R: Rng + ?Sized>(
             basis_noise,
             mean_noise,
             pca_noise,
+            outside,
             lp_objective: fit.objective,
             lp_rounds: fit.rounds,
             support: weights.len(),
@@ -595,6 +724,7 @@ mod tests {
             lattice: true,
             synthetic: Synthetic::Expectation,
             lp: LpOptions::default(),
+            exact: Exact::default(),
         }
     }
 
@@ -643,6 +773,7 @@ mod tests {
             pca_iterations: 5,
             kappa: 2.0,
             sampler: EllipsoidSampler::Uniform,
+            pca_noise: LaplaceScale::Algorithm,
         };
         let mut s = settings(Privacy::Pure { epsilon: 0.9 });
         s.calibration = Calibration::AsPrinted;
@@ -674,6 +805,7 @@ mod tests {
             pca_iterations: 4,
             kappa: 1.5,
             sampler: EllipsoidSampler::Uniform,
+            pca_noise: LaplaceScale::Algorithm,
         };
         let mut s = settings(Privacy::Pure { epsilon: 1.0 });
         s.synthetic = Synthetic::Sample { size: Some(1000) };
@@ -742,6 +874,7 @@ mod tests {
             pca_iterations: 2,
             kappa: 1.0,
             sampler: EllipsoidSampler::Uniform,
+            pca_noise: LaplaceScale::Algorithm,
         };
         let e = improved_trigonometric(&[0.1, 0.2], 2, &s, &im, &mut rng).unwrap_err();
         assert!(e.to_string().contains("pca_dim"), "{e}");

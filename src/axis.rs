@@ -1,0 +1,381 @@
+//! Axis values and grids: the sweep grammar of a pipeline file (`[…]`, `{from, to, step}`,
+//! `{linspace: …}`, `{logspace: …}`). Below the engine and the stage kinds, which both read
+//! grids (the engine for axes, kinds for grid-valued parameters such as a δ range).
+
+use std::fmt;
+
+use serde_yaml_ng::Value;
+
+use crate::text::suggest;
+
+/// One value of an axis.
+#[derive(Debug, Clone, PartialEq)]
+pub enum AxisValue {
+    Num(f64),
+    Text(String),
+}
+
+impl AxisValue {
+    /// The canonical text of the value: the shortest decimal that round-trips. Seeds hash
+    /// it, so it must never change for a given value.
+    pub fn canonical(&self) -> String {
+        match self {
+            AxisValue::Num(x) => format!("{x}"),
+            AxisValue::Text(s) => s.clone(),
+        }
+    }
+
+    pub fn to_yaml(&self) -> Value {
+        match self {
+            AxisValue::Num(x) if x.fract() == 0.0 && x.abs() < 9.0e15 => {
+                Value::Number(serde_yaml_ng::Number::from(*x as i64))
+            }
+            AxisValue::Num(x) => Value::Number(serde_yaml_ng::Number::from(*x)),
+            AxisValue::Text(s) => Value::String(s.clone()),
+        }
+    }
+}
+
+impl fmt::Display for AxisValue {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.canonical())
+    }
+}
+
+/// Grids larger than this are refused as a likely typo (a step of 1e-9…).
+pub const MAX_AXIS_LEN: usize = 1_000_000;
+
+/// Rounds to 15 significant digits, so that `0.1 + 2·0.1` prints as 0.3 and seeds stay
+/// stable under harmless floating-point noise in grid arithmetic.
+fn tidy(x: f64) -> f64 {
+    if x == 0.0 {
+        return 0.0; // −0 and 0 are one value
+    }
+    if !x.is_finite() {
+        return x;
+    }
+    format!("{x:.14e}").parse().unwrap_or(x)
+}
+
+/// Parses an axis grid: a list, a scalar, `{from, to, step}`, `{linspace: {from, to, num}}`
+/// or `{logspace: {from, to, num}}`. Errors carry the path (relative to the axis) and message.
+pub fn parse_axis(v: &Value) -> Result<Vec<AxisValue>, (String, String)> {
+    parse_grid(v, MAX_AXIS_LEN as u64)
+}
+
+/// A count written as an integer or as a float with an integer value (`1e6`), as counts
+/// elsewhere in a pipeline may be.
+fn count_value(v: &Value) -> Option<u64> {
+    v.as_u64().or_else(|| {
+        v.as_f64()
+            .filter(|x| x.fract() == 0.0 && (0.0..=9.007_199_254_740_992e15).contains(x))
+            .map(|x| x as u64)
+    })
+}
+
+/// The number of values of `{from, to, step}`.
+fn range_count(from: f64, to: f64, step: f64) -> f64 {
+    ((to - from) / step + 1e-9).floor() + 1.0
+}
+
+/// How many values the grid `v` describes, worked out without building it; `None` when `v`
+/// is not a well-formed grid (then [`parse_grid`] says why). Stage parameters that are grids
+/// check this against a limit before [`parse_grid`] allocates.
+pub fn grid_len(v: &Value) -> Option<u64> {
+    match v {
+        Value::Sequence(items) => Some(items.len() as u64),
+        Value::Number(_) | Value::String(_) => Some(1),
+        Value::Mapping(m) => {
+            if let Some(spec) = m.get("linspace").or_else(|| m.get("logspace")) {
+                count_value(spec.get("num")?)
+            } else {
+                let f = |k: &str| m.get(k)?.as_f64().filter(|x| x.is_finite());
+                let (from, to, step) = (f("from")?, f("to")?, f("step")?);
+                if step == 0.0 || (to - from) * step < 0.0 {
+                    return None;
+                }
+                // Saturating: a step of 1e-300 gives u64::MAX, above every limit.
+                Some(range_count(from, to, step) as u64)
+            }
+        }
+        _ => None,
+    }
+}
+
+/// [`parse_axis`] with `max_len` values at most instead of [`MAX_AXIS_LEN`].
+pub fn parse_grid(v: &Value, max_len: u64) -> Result<Vec<AxisValue>, (String, String)> {
+    let mut out = Vec::new();
+    walk_grid(v, max_len, &mut |x| {
+        out.push(x);
+        Ok(())
+    })?;
+    Ok(out)
+}
+
+/// Checks the grid `v` as [`parse_grid`] does and hands its values to `sink` one by one,
+/// without keeping them: a `{from, to, step}`, `linspace` or `logspace` grid of any length
+/// is checked in constant memory (its values are monotone, so equal ones are neighbours).
+/// Returns the number of values.
+pub fn walk_grid(
+    v: &Value,
+    max_len: u64,
+    sink: &mut dyn FnMut(AxisValue) -> Result<(), (String, String)>,
+) -> Result<u64, (String, String)> {
+    let num = |v: &Value, key: &str| -> Result<f64, (String, String)> {
+        v.as_f64()
+            .filter(|x| x.is_finite())
+            .ok_or_else(|| (key.to_string(), format!("`{key}` must be a finite number")))
+    };
+    let values = match v {
+        Value::Sequence(items) => {
+            let mut out = Vec::with_capacity(items.len());
+            for (i, item) in items.iter().enumerate() {
+                out.push(match item {
+                    // `0.0 + x` turns −0 into 0: they are one value.
+                    Value::Number(_) => AxisValue::Num(0.0 + num(item, &i.to_string())?),
+                    Value::String(s) => AxisValue::Text(s.clone()),
+                    _ => {
+                        return Err((
+                            i.to_string(),
+                            "axis values must be numbers or strings".into(),
+                        ))
+                    }
+                });
+            }
+            let kinds = out
+                .iter()
+                .filter(|x| matches!(x, AxisValue::Num(_)))
+                .count();
+            if kinds != 0 && kinds != out.len() {
+                return Err((String::new(), "an axis mixes numbers and strings".into()));
+            }
+            out
+        }
+        Value::Number(_) => vec![AxisValue::Num(0.0 + num(v, "")?)],
+        Value::String(s) => vec![AxisValue::Text(s.clone())],
+        Value::Mapping(m) => {
+            let keys: Vec<String> = m
+                .keys()
+                .filter_map(|k| k.as_str().map(str::to_string))
+                .collect();
+            let get = |k: &str| m.get(k);
+            if let Some(spec) = get("linspace").or_else(|| get("logspace")) {
+                let log = get("logspace").is_some();
+                let which = if log { "logspace" } else { "linspace" };
+                if keys.len() != 1 {
+                    return Err((
+                        String::new(),
+                        format!("`{which}` must be the only key of the axis"),
+                    ));
+                }
+                let Value::Mapping(s) = spec else {
+                    return Err((which.into(), format!("`{which}` takes {{from, to, num}}")));
+                };
+                check_keys(s, &["from", "to", "num"], which)?;
+                let field = |k: &str| {
+                    s.get(k)
+                        .ok_or_else(|| (which.to_string(), format!("`{which}` needs `{k}`")))
+                };
+                let from = num(field("from")?, &format!("{which}.from"))?;
+                let to = num(field("to")?, &format!("{which}.to"))?;
+                let n = count_value(field("num")?)
+                    .filter(|&n| n >= 1 && n <= max_len)
+                    .ok_or_else(|| {
+                        (
+                            format!("{which}.num"),
+                            format!("`num` must be an integer in [1, {max_len}]"),
+                        )
+                    })? as usize;
+                if log && (from <= 0.0 || to <= 0.0) {
+                    return Err((
+                        which.into(),
+                        format!("logspace needs from > 0 and to > 0 (got {from}, {to})"),
+                    ));
+                }
+                let at = move |i: usize| {
+                    let t = if n == 1 {
+                        0.0
+                    } else {
+                        i as f64 / (n - 1) as f64
+                    };
+                    let x = if log {
+                        (from.ln() + t * (to.ln() - from.ln())).exp()
+                    } else {
+                        from + t * (to - from)
+                    };
+                    tidy(x)
+                };
+                return walk_monotone(n, &at, sink);
+            } else {
+                check_keys(m, &["from", "to", "step"], "axis")?;
+                let field = |k: &str| {
+                    m.get(k).ok_or_else(|| {
+                        (
+                            String::new(),
+                            format!("a range axis needs `from`, `to` and `step` (missing `{k}`)"),
+                        )
+                    })
+                };
+                let from = num(field("from")?, "from")?;
+                let to = num(field("to")?, "to")?;
+                let step = num(field("step")?, "step")?;
+                if step == 0.0 || (to - from) * step < 0.0 {
+                    return Err((
+                        "step".into(),
+                        format!("step {step} never reaches {to} from {from}"),
+                    ));
+                }
+                let count = range_count(from, to, step);
+                if count > max_len as f64 {
+                    return Err((
+                        "step".into(),
+                        format!("the grid would have {count} values (at most {max_len})"),
+                    ));
+                }
+                let at = move |i: usize| tidy(from + i as f64 * step);
+                return walk_monotone(count as usize, &at, sink);
+            }
+        }
+        _ => {
+            return Err((
+                String::new(),
+                "an axis is a list, a number, {from, to, step}, {linspace: …} or {logspace: …}"
+                    .into(),
+            ))
+        }
+    };
+    if values.is_empty() {
+        return Err((
+            String::new(),
+            "the axis is empty: give it at least one value".into(),
+        ));
+    }
+    // Two equal values would give two instances with the same seed and key: every row
+    // repeated, and gathered statistics (probabilities, sums) silently doubled.
+    let mut seen: std::collections::HashMap<String, usize> =
+        std::collections::HashMap::with_capacity(values.len());
+    let is_list = matches!(v, Value::Sequence(_));
+    for (i, x) in values.iter().enumerate() {
+        if let Some(first) = seen.insert(x.canonical(), i) {
+            let sub = if is_list {
+                i.to_string()
+            } else {
+                String::new()
+            };
+            return Err((
+                sub,
+                format!(
+                    "the axis holds {} twice (values {} and {}, counting from 0); each value may appear once",
+                    x.canonical(),
+                    first,
+                    i
+                ),
+            ));
+        }
+    }
+    let n = values.len() as u64;
+    for x in values {
+        sink(x)?;
+    }
+    Ok(n)
+}
+
+/// The `n` values `at(0)`, `at(1)`, … of a generated grid (non-decreasing or non-increasing),
+/// each handed to `sink`; two equal values are an error, as in a list.
+fn walk_monotone(
+    n: usize,
+    at: &dyn Fn(usize) -> f64,
+    sink: &mut dyn FnMut(AxisValue) -> Result<(), (String, String)>,
+) -> Result<u64, (String, String)> {
+    let mut prev: Option<f64> = None;
+    for i in 0..n {
+        let x = at(i);
+        if prev == Some(x) {
+            let x = AxisValue::Num(x).canonical();
+            return Err((
+                String::new(),
+                format!(
+                    "the axis holds {x} twice (values {} and {i}, counting from 0); each value may appear once",
+                    i - 1
+                ),
+            ));
+        }
+        prev = Some(x);
+        sink(AxisValue::Num(x))?;
+    }
+    Ok(n as u64)
+}
+
+fn check_keys(
+    m: &serde_yaml_ng::Mapping,
+    valid: &[&str],
+    what: &str,
+) -> Result<(), (String, String)> {
+    for k in m.keys() {
+        let k = k.as_str().unwrap_or("?");
+        if !valid.contains(&k) {
+            let hint = suggest(k, valid.iter().copied())
+                .map(|s| format!("; did you mean `{s}`?"))
+                .unwrap_or_default();
+            return Err((
+                k.to_string(),
+                format!(
+                    "unknown key `{k}` in {what}{hint} (valid: {})",
+                    valid.join(", ")
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn axis(y: &str) -> Result<Vec<AxisValue>, (String, String)> {
+        parse_axis(&serde_yaml_ng::from_str(y).unwrap())
+    }
+
+    #[test]
+    fn axis_grids() {
+        let v = axis("{from: 0.1, to: 1.0, step: 0.1}").unwrap();
+        assert_eq!(v.len(), 10);
+        assert_eq!(v[2].canonical(), "0.3");
+        let v = axis("{logspace: {from: 0.01, to: 100, num: 5}}").unwrap();
+        assert_eq!(
+            v.iter().map(|x| x.canonical()).collect::<Vec<_>>(),
+            ["0.01", "0.1", "1", "10", "100"]
+        );
+        let v = axis("{linspace: {from: 0, to: 1, num: 3}}").unwrap();
+        assert_eq!(v[1], AxisValue::Num(0.5));
+        assert_eq!(axis("[a, b]").unwrap()[1], AxisValue::Text("b".into()));
+    }
+
+    #[test]
+    fn bad_axis_grids() {
+        assert!(axis("[]").unwrap_err().1.contains("empty"));
+        assert!(axis("{from: 1, to: 0, step: 0.1}")
+            .unwrap_err()
+            .1
+            .contains("never reaches"));
+        let (k, m) = axis("{from: 1, to: 2, stp: 0.1}").unwrap_err();
+        assert_eq!(k, "stp");
+        assert!(m.contains("did you mean `step`"), "{m}");
+        assert!(axis("[1, a]").is_err());
+        assert!(axis("{logspace: {from: 0, to: 1, num: 3}}").is_err());
+    }
+
+    #[test]
+    fn equal_axis_values_are_refused() {
+        let (k, m) = axis("[0.5, 2.0, 2]").unwrap_err();
+        assert_eq!(k, "2");
+        assert!(m.contains("holds 2 twice"), "{m}");
+        assert!(axis("[0.0, -0.0]").is_err());
+        assert!(axis("[a, b, a]").is_err());
+        assert!(axis("['a b', 'a_b']").is_ok());
+        // A grid whose steps vanish below the canonical precision.
+        assert!(axis("{linspace: {from: 1, to: 1.0000000000000002, num: 3}}").is_err());
+        assert!(axis("{linspace: {from: 1, to: 1, num: 1}}").is_ok());
+    }
+}

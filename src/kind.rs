@@ -1,0 +1,217 @@
+//! The contract between the pipeline engine and stage kinds: what a kind declares
+//! ([`KindInfo`], [`Stage`]), what an instance gets while it runs ([`Ctx`]) and what it
+//! returns ([`Output`]). The engine owns this contract and receives the registry of kinds
+//! from its caller; it lives outside both `pipeline` and `stages` so that neither imports
+//! the other. Nothing here knows about privacy.
+
+use std::path::Path;
+
+use polars::prelude::DataFrame;
+use rand::SeedableRng;
+use rand_pcg::Pcg64Mcg;
+use serde::de::DeserializeOwned;
+use serde_yaml_ng::Value;
+
+/// One parameter of a stage kind, as `dplab list` prints it.
+pub struct ParamDoc {
+    pub name: &'static str,
+    pub ty: &'static str,
+    /// `None` when the parameter is required.
+    pub default: Option<&'static str>,
+    pub meaning: &'static str,
+}
+
+/// Whether a kind, by default, gathers every axis of its inputs into one instance
+/// (plots and reports do: one figure for the whole sweep).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Gather {
+    /// One instance per combination of the axes the stage varies over.
+    Nothing,
+    /// One instance for the whole sweep, unless `over:` says otherwise.
+    All,
+}
+
+/// A parameter that failed to parse or validate: where inside `with:` and why.
+#[derive(Debug, Clone)]
+pub struct ParamError {
+    /// Path of keys (and list indices) inside the stage's `with:` mapping; empty = the mapping.
+    pub path: Vec<String>,
+    pub message: String,
+}
+
+impl ParamError {
+    pub fn at(key: &str, message: impl Into<String>) -> Self {
+        ParamError {
+            path: key.split('.').map(str::to_string).collect(),
+            message: message.into(),
+        }
+    }
+}
+
+/// The error a stage returns when an external input it needs (a dataset file) is not on this
+/// machine. The engine marks such a failure as `unavailable`, so the CLI can skip the pipeline
+/// (`--skip-unavailable`) instead of failing it; the message says how to obtain the input.
+#[derive(Debug)]
+pub struct Unavailable(pub String);
+
+impl std::fmt::Display for Unavailable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Unavailable {}
+
+/// A file a stage produces beside its frame (an SVG figure, a Markdown table).
+/// The engine names it `<stage>.<ext>` and writes it atomically.
+pub struct Artifact {
+    pub ext: &'static str,
+    pub bytes: Vec<u8>,
+}
+
+/// What one stage instance returns.
+pub struct Output {
+    pub frame: DataFrame,
+    pub artifacts: Vec<Artifact>,
+}
+
+impl From<DataFrame> for Output {
+    fn from(frame: DataFrame) -> Self {
+        Output {
+            frame,
+            artifacts: Vec::new(),
+        }
+    }
+}
+
+/// Everything a stage instance may use while it runs.
+pub struct Ctx<'a> {
+    /// One frame per declared input, in the order of `input:`. When the stage gathers
+    /// axes, each frame is the concatenation of the matching upstream instances and
+    /// carries one column per gathered axis.
+    pub inputs: &'a [DataFrame],
+    /// The stage names behind `inputs`.
+    pub input_names: &'a [String],
+    /// This instance's generator: PCG seeded from (pipeline seed, stage, axis values, rep).
+    pub rng: Pcg64Mcg,
+    /// The seed behind `rng`, for deriving independent sub-streams (see [`Ctx::substream`]).
+    pub seed: u128,
+    /// The files this instance's parameters name ([`Stage::files`]), checked and read by the
+    /// engine before anything ran. Stages never open paths themselves.
+    pub files: &'a dyn FileSource,
+    /// The axis columns (`rep` included) the engine added to the input frames: a stage that
+    /// reads "all numeric columns" as data must leave these out.
+    pub axis_names: &'a [String],
+    /// Stage name and the instance's axis values, for messages and figure titles.
+    pub stage: &'a str,
+    pub label: &'a str,
+}
+
+impl Ctx<'_> {
+    /// An independent generator for chunk `i` of this instance's work. Heavy stages split
+    /// their work into fixed chunks with one sub-stream each, so their result does not
+    /// depend on how many threads run the chunks.
+    pub fn substream(&self, i: u64) -> Pcg64Mcg {
+        substream(self.seed, i)
+    }
+
+    /// The bytes of a file this stage's parameters name (as written there).
+    pub fn file(&self, path: &Path) -> anyhow::Result<&[u8]> {
+        self.files.file(path).ok_or_else(|| {
+            anyhow::anyhow!(
+                "stage `{}`: {} was not declared by the kind's `files()` (a bug in the kind)",
+                self.stage,
+                path.display()
+            )
+        })
+    }
+
+    /// The single input of a stage that takes exactly one.
+    pub fn input(&self) -> anyhow::Result<&DataFrame> {
+        match self.inputs {
+            [one] => Ok(one),
+            _ => anyhow::bail!(
+                "stage `{}` expects exactly one input, got {}",
+                self.stage,
+                self.inputs.len()
+            ),
+        }
+    }
+}
+
+/// Sub-stream `i` of a seed: the seed is mixed with `i` through SplitMix64 steps so that
+/// neighbouring indices give unrelated PCG states.
+pub fn substream(seed: u128, i: u64) -> Pcg64Mcg {
+    let lo = splitmix(seed as u64 ^ splitmix(i));
+    let hi = splitmix((seed >> 64) as u64 ^ splitmix(i.wrapping_add(0x9E37_79B9_7F4A_7C15)));
+    Pcg64Mcg::new(((hi as u128) << 64) | lo as u128 | 1)
+}
+
+fn splitmix(mut z: u64) -> u64 {
+    z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// A generator from a 128-bit seed (the engine's per-instance seed).
+pub fn rng_from_seed(seed: u128) -> Pcg64Mcg {
+    Pcg64Mcg::from_seed(seed.to_le_bytes())
+}
+
+/// Where a stage finds the bytes of the files its parameters name.
+pub trait FileSource: Sync {
+    fn file(&self, path: &Path) -> Option<&[u8]>;
+}
+
+/// A ready-to-run stage instance: parameters parsed and validated.
+pub trait StageRun: Send + Sync {
+    fn run(&self, ctx: &mut Ctx) -> anyhow::Result<Output>;
+    /// See [`Stage::files`].
+    fn files(&self) -> Vec<(&'static str, &Path)>;
+}
+
+/// A stage kind's typed parameters. Implement this and add one line to [`registry`].
+pub trait Stage: DeserializeOwned + Send + Sync + 'static {
+    /// Checks ranges and relations the types cannot express (ε > 0, δ ∈ [0, 1), …).
+    fn validate(&self) -> Result<(), ParamError> {
+        Ok(())
+    }
+    /// The files its parameters name, each with the parameter's key, relative to the
+    /// pipeline file. The engine confines, checks and reads them before anything runs, and
+    /// `run` gets their bytes from [`Ctx::file`].
+    fn files(&self) -> Vec<(&'static str, &Path)> {
+        Vec::new()
+    }
+    fn run(&self, ctx: &mut Ctx) -> anyhow::Result<Output>;
+}
+
+struct Typed<T>(T);
+
+impl<T: Stage> StageRun for Typed<T> {
+    fn run(&self, ctx: &mut Ctx) -> anyhow::Result<Output> {
+        self.0.run(ctx)
+    }
+    fn files(&self) -> Vec<(&'static str, &Path)> {
+        self.0.files()
+    }
+}
+
+/// Parses `with:` into `T` (reporting the path of a bad key) and validates it.
+pub fn build<T: Stage>(with: &Value) -> Result<Box<dyn StageRun>, ParamError> {
+    let params: T = crate::yaml::deserialize(with.clone()).map_err(|e| ParamError {
+        path: e.path,
+        message: e.message,
+    })?;
+    params.validate()?;
+    Ok(Box::new(Typed(params)))
+}
+
+/// A registered stage kind.
+pub struct KindInfo {
+    pub name: &'static str,
+    pub summary: &'static str,
+    pub params: &'static [ParamDoc],
+    pub gather: Gather,
+    pub build: fn(&Value) -> Result<Box<dyn StageRun>, ParamError>,
+}
