@@ -112,6 +112,32 @@ pub fn parse_grid(v: &Value, max_len: u64) -> Result<Vec<AxisValue>, (String, St
     Ok(out)
 }
 
+/// The longest text axis value, in bytes. A value is copied into every instance's key, label
+/// and file name: a long one times many instances is memory a planner cannot afford, and a
+/// file name cannot hold it anyway.
+pub const MAX_TEXT_VALUE: usize = 256;
+
+/// A text axis value, checked: at most [`MAX_TEXT_VALUE`] bytes and no control characters
+/// (labels are printed to terminals, where an escape sequence would be obeyed).
+fn text(s: &str, at: &str) -> Result<AxisValue, (String, String)> {
+    if s.len() > MAX_TEXT_VALUE {
+        return Err((
+            at.to_string(),
+            format!(
+                "a text value of {} bytes is too long: at most {MAX_TEXT_VALUE}",
+                s.len()
+            ),
+        ));
+    }
+    if let Some(c) = s.chars().find(|c| c.is_control()) {
+        return Err((
+            at.to_string(),
+            format!("text values may not hold control characters (found {c:?})"),
+        ));
+    }
+    Ok(AxisValue::Text(s.to_string()))
+}
+
 /// Checks the grid `v` as [`parse_grid`] does and hands its values to `sink` one by one,
 /// without keeping them: a `{from, to, step}`, `linspace` or `logspace` grid of any length
 /// is checked in constant memory (its values are monotone, so equal ones are neighbours).
@@ -133,7 +159,7 @@ pub fn walk_grid(
                 out.push(match item {
                     // `0.0 + x` turns −0 into 0: they are one value.
                     Value::Number(_) => AxisValue::Num(0.0 + num(item, &i.to_string())?),
-                    Value::String(s) => AxisValue::Text(s.clone()),
+                    Value::String(s) => text(s, &i.to_string())?,
                     _ => {
                         return Err((
                             i.to_string(),
@@ -152,7 +178,7 @@ pub fn walk_grid(
             out
         }
         Value::Number(_) => vec![AxisValue::Num(0.0 + num(v, "")?)],
-        Value::String(s) => vec![AxisValue::Text(s.clone())],
+        Value::String(s) => vec![text(s, "")?],
         Value::Mapping(m) => {
             let keys: Vec<String> = m
                 .keys()
@@ -350,6 +376,18 @@ mod tests {
         let v = axis("{linspace: {from: 0, to: 1, num: 3}}").unwrap();
         assert_eq!(v[1], AxisValue::Num(0.5));
         assert_eq!(axis("[a, b]").unwrap()[1], AxisValue::Text("b".into()));
+    }
+
+    #[test]
+    fn text_values_are_short_and_printable() {
+        let long = format!("[a, {}]", "x".repeat(MAX_TEXT_VALUE + 1));
+        let (at, msg) = axis(&long).unwrap_err();
+        assert_eq!(at, "1");
+        assert!(msg.contains("257 bytes"), "{msg}");
+        assert!(axis(&format!("[{}]", "x".repeat(MAX_TEXT_VALUE))).is_ok());
+        let (_, msg) = axis("[\"a\\e[2J\"]").unwrap_err();
+        assert!(msg.contains("control"), "{msg}");
+        assert!(axis("\"b\\tc\"").is_err());
     }
 
     #[test]

@@ -3,9 +3,10 @@
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use clap::{Args, Parser, Subcommand};
-use dplab::pipeline::{compare, exec, graph, plan, spec};
+use dplab::pipeline::{compare, exec, graph, plan, spec, store};
 use dplab::{data, limits, stages};
 
 /// A line on stdout. When the reader has gone (`dplab list | head -1`), dplab ends quietly
@@ -21,18 +22,57 @@ macro_rules! out_raw {
 macro_rules! errln {
     ($($arg:tt)*) => {{
         use std::io::Write as _;
-        let _ = writeln!(std::io::stderr().lock(), $($arg)*);
+        let line = scrub(&format!($($arg)*)).into_owned();
+        let _ = writeln!(std::io::stderr().lock(), "{line}");
     }};
+}
+
+/// Set once stdout is found closed: later output is dropped.
+static STDOUT_CLOSED: AtomicBool = AtomicBool::new(false);
+/// Whether this command's exit status is a verdict (validate, run, compare): a reader that
+/// stops reading early (`dplab validate … | head -1`) must not turn a failure into exit 0.
+/// Commands whose only product is their output (list, data list, graph) end at once, with
+/// exit 0, as ripgrep does.
+static STATUS_IS_VERDICT: AtomicBool = AtomicBool::new(false);
+
+/// Control characters other than newline and tab, written as escapes: text from a pipeline
+/// file or a file name reaches the terminal, where an escape sequence would be obeyed.
+fn scrub(s: &str) -> std::borrow::Cow<'_, str> {
+    if !s.chars().any(|c| c.is_control() && c != '\n' && c != '\t') {
+        return s.into();
+    }
+    s.chars()
+        .map(|c| {
+            if c.is_control() && c != '\n' && c != '\t' {
+                c.escape_unicode().to_string()
+            } else {
+                c.to_string()
+            }
+        })
+        .collect::<String>()
+        .into()
 }
 
 fn emit(args: std::fmt::Arguments, newline: bool) {
     use std::io::Write as _;
+    if STDOUT_CLOSED.load(Ordering::Relaxed) {
+        return;
+    }
+    let text = args.to_string();
     let mut o = std::io::stdout().lock();
-    let r = o
-        .write_fmt(args)
-        .and_then(|()| if newline { o.write_all(b"\n") } else { Ok(()) });
+    let r = o.write_all(scrub(&text).as_bytes()).and_then(|()| {
+        if newline {
+            o.write_all(b"\n")
+        } else {
+            Ok(())
+        }
+    });
     if let Err(e) = r {
         if e.kind() == std::io::ErrorKind::BrokenPipe {
+            if STATUS_IS_VERDICT.load(Ordering::Relaxed) {
+                STDOUT_CLOSED.store(true, Ordering::Relaxed);
+                return;
+            }
             std::process::exit(0);
         }
         errln!("error: writing to stdout: {e}");
@@ -279,6 +319,13 @@ fn main() -> ExitCode {
         .with_target(false)
         .without_time()
         .init();
+    STATUS_IS_VERDICT.store(
+        matches!(
+            cli.command,
+            Command::Run { .. } | Command::Validate { .. } | Command::Compare { .. }
+        ),
+        Ordering::Relaxed,
+    );
     match cli.command {
         Command::Run {
             paths,
@@ -553,7 +600,7 @@ fn run(
 /// Refuses, before anything runs, two pipelines that would write the same results
 /// directory, and a results path that exists but is not a directory dplab may replace.
 fn check_outputs(files: &[PathBuf], out: &Path) -> Result<(), String> {
-    let mut by_name: std::collections::HashMap<String, &PathBuf> = Default::default();
+    let mut by_name: std::collections::HashMap<String, (String, &PathBuf)> = Default::default();
     for f in files {
         // Files that do not parse are reported when their turn comes.
         let Ok(spec) = spec::load(f) else { continue };
@@ -561,29 +608,21 @@ fn check_outputs(files: &[PathBuf], out: &Path) -> Result<(), String> {
         if spec::name_problem(&name, spec::NameKind::Pipeline).is_some() {
             continue;
         }
-        if let Some(first) = by_name.insert(name.clone(), f) {
+        // Compared ignoring case: `A` and `a` are one directory on macOS and Windows.
+        if let Some((first_name, first)) = by_name.insert(name.to_lowercase(), (name.clone(), f)) {
+            let named = if first_name == name {
+                format!("are both named `{name}`")
+            } else {
+                format!("are named `{first_name}` and `{name}`, which differ only in case, and")
+            };
             return Err(format!(
-                "{} and {} are both named `{name}`: they would write the same results directory {}",
+                "{} and {} {named}: they would write the same results directory {}",
                 first.display(),
                 f.display(),
                 out.join(&name).display()
             ));
         }
-        let target = out.join(&name);
-        if let Ok(meta) = std::fs::symlink_metadata(&target) {
-            if meta.file_type().is_symlink() {
-                return Err(format!(
-                    "{} is a symbolic link: dplab replaces results directories and will not follow a link (remove it or choose another --out)",
-                    target.display()
-                ));
-            }
-            if !meta.is_dir() {
-                return Err(format!(
-                    "{} exists and is not a directory: pipeline `{name}` would replace it (move it away or choose another --out)",
-                    target.display()
-                ));
-            }
-        }
+        store::replaceable(&out.join(&name), &name)?;
     }
     Ok(())
 }

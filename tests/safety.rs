@@ -186,7 +186,7 @@ source: {paper: p, item: i}
 description: d
 seed: 1
 axes:
-  c: ['a b', 'a_b', 'a/b', '..']
+  c: ['a b', 'a_b', 'a/b', '..', 'A', 'a']
 stages:
   t: {kind: load.table, with: {columns: {x: [1, 2], y: [1, 3]}}}
   f: {kind: plot.lines, input: t, with: {x: x, y: y, title: $c, x_label: x, y_label: y}}
@@ -202,7 +202,11 @@ stages:
     assert!(o.status.success(), "{}", text(&o));
     let files = tree(&out.join("figs"));
     let svgs: Vec<&String> = files.iter().filter(|f| f.ends_with(".svg")).collect();
-    assert_eq!(svgs.len(), 4, "{files:?}");
+    assert_eq!(svgs.len(), 6, "{files:?}");
+    // Distinct even where the file system folds case (macOS, Windows).
+    let folded: std::collections::BTreeSet<String> =
+        files.iter().map(|f| f.to_lowercase()).collect();
+    assert_eq!(folded.len(), files.len(), "{files:?}");
     assert_eq!(tree(&out), {
         let mut v: Vec<String> = vec!["figs".into()];
         v.extend(files.iter().map(|f| format!("figs/{f}")));
@@ -221,6 +225,15 @@ stages:
             .collect();
         assert_eq!(o["sha256"].as_str().unwrap(), h);
     }
+}
+
+#[test]
+fn stage_names_differing_only_in_case_are_refused() {
+    let e = invalid(&BASE.replace("  summary:\n", "  Noisy:\n"));
+    assert!(
+        e.contains("differ only in case") && e.contains("p.yaml:17:3"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -249,6 +262,21 @@ fn two_pipelines_with_one_name_are_refused_before_running() {
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", text(&o));
+    // Names differing only in case are one directory on case-insensitive file systems.
+    let upper = write(
+        dir.path(),
+        "c.yaml",
+        &BASE.replace("name: tiny", "name: TINY"),
+    );
+    let o = dplab()
+        .args(["run", "--out"])
+        .arg(dir.path().join("out2"))
+        .arg(&a)
+        .arg(&upper)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("differ only in case"), "{}", text(&o));
 }
 
 #[test]
@@ -501,6 +529,28 @@ fn a_closed_stdout_ends_quietly_and_colour_stays_off_the_pipe() {
             text(&o)
         );
     }
+    // Where the exit status is a verdict, a reader leaving early does not turn it into 0.
+    let dir = TempDir::new().unwrap();
+    let good = write(dir.path(), "a.yaml", BASE);
+    let bad = write(dir.path(), "b.yaml", &BASE.replace("seed: 7", "seed: -7"));
+    let o = std::process::Command::new("bash")
+        .arg("-c")
+        .arg(format!(
+            "set -o pipefail; {} validate {} {} {} | head -c 1 >/dev/null",
+            assert_cmd::cargo::cargo_bin("dplab").display(),
+            good.display(),
+            good.display(),
+            bad.display()
+        ))
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    // Text from the file reaches the terminal with its control characters escaped.
+    let e = invalid(&BASE.replace("with: {columns:", "with: {\"\\e[2J\\r\": 1, columns:"));
+    assert!(
+        !e.contains('\x1b') && !e.contains('\r') && e.contains("\\u{1b}"),
+        "{e}"
+    );
     let dir = TempDir::new().unwrap();
     let p = write(dir.path(), "p.yaml", BASE);
     let o = dplab()
@@ -537,6 +587,58 @@ fn a_results_path_that_is_a_file_is_refused_before_running() {
         "not a directory"
     );
     assert_eq!(tree(&out), vec!["tiny"]);
+    // A directory dplab did not write (`--out .` with `name: src`) is never replaced.
+    let out = dir.path().join("out2");
+    write(&out, "tiny/main.rs", "fn main() {}");
+    let o = dplab()
+        .arg("run")
+        .arg("--out")
+        .arg(&out)
+        .arg(&p)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        text(&o).contains("not results of pipeline `tiny`"),
+        "{}",
+        text(&o)
+    );
+    assert_eq!(tree(&out), vec!["tiny", "tiny/main.rs"]);
+    // An empty directory, or dplab's own results, are.
+    let out = dir.path().join("out3");
+    fs::create_dir_all(out.join("tiny")).unwrap();
+    for _ in 0..2 {
+        let o = dplab()
+            .args(["run", "-q", "--out"])
+            .arg(&out)
+            .arg(&p)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", text(&o));
+    }
+    // Results of another pipeline are not.
+    let other = write(
+        dir.path(),
+        "q.yaml",
+        &BASE.replace("name: tiny", "name: other"),
+    );
+    let o = dplab()
+        .args(["run", "-q", "--out"])
+        .arg(&out)
+        .arg(&other)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    fs::remove_dir_all(out.join("tiny")).unwrap();
+    fs::rename(out.join("other"), out.join("tiny")).unwrap();
+    let o = dplab()
+        .arg("run")
+        .arg("--out")
+        .arg(&out)
+        .arg(&p)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
 }
 
 #[test]

@@ -135,9 +135,17 @@ fn plan_one(
     if let Some(msg) = name_problem(&raw.name, NameKind::Pipeline) {
         errors.push(spec.err("name", msg));
     }
+    // Stage names become file names: two that differ only in case would overwrite each
+    // other on a case-insensitive file system (macOS, Windows), so they are refused here.
+    let mut folded: HashMap<String, &str> = HashMap::new();
     for name in raw.stages.keys() {
         if let Some(msg) = name_problem(name, NameKind::Stage) {
             errors.push(spec.err(&format!("stages.{name}"), msg));
+        } else if let Some(first) = folded.insert(name.to_lowercase(), name) {
+            errors.push(spec.err(
+                &format!("stages.{name}"),
+                format!("stage names `{first}` and `{name}` differ only in case: their result files would collide on case-insensitive file systems; rename one"),
+            ));
         }
     }
     for name in raw.axes.keys() {

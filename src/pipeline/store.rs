@@ -39,13 +39,7 @@ pub fn write(
     // each compute, then swap in turn, and the directory is always one complete result.
     let _lock = lock(&opts.out_dir)?;
     recover(&opts.out_dir, name, &final_dir)?;
-    if let Ok(meta) = fs::symlink_metadata(&final_dir) {
-        anyhow::ensure!(
-            meta.is_dir() && !meta.file_type().is_symlink(),
-            "{} exists and is not a directory: not replacing it",
-            final_dir.display()
-        );
-    }
+    replaceable(&final_dir, name).map_err(anyhow::Error::msg)?;
     let staging = opts
         .out_dir
         .join(format!(".{name}.partial-{}", std::process::id()));
@@ -63,6 +57,68 @@ pub fn write(
             .join(format!(".{name}.old-{}", std::process::id())),
     )?;
     Ok(final_dir)
+}
+
+/// Whether a run of pipeline `name` may replace `dir` with its results: it may if `dir` does
+/// not exist, is an empty directory, or is a results directory of this pipeline (a real
+/// directory whose `manifest.json` dplab wrote for `name`). Anything else — a file, a link, a
+/// source tree that `--out .` and `name: src` would point at — is refused with the reason,
+/// so a pipeline file can never make dplab delete a directory it did not create.
+pub fn replaceable(dir: &Path, name: &str) -> Result<(), String> {
+    let meta = match fs::symlink_metadata(dir) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(format!("{}: {e}", dir.display())),
+        Ok(m) => m,
+    };
+    let advice = "move it away or choose another --out";
+    if meta.file_type().is_symlink() {
+        return Err(format!(
+            "{} is a symbolic link: dplab replaces results directories and will not follow a link ({advice})",
+            dir.display()
+        ));
+    }
+    if !meta.is_dir() {
+        return Err(format!(
+            "{} exists and is not a directory: pipeline `{name}` would replace it ({advice})",
+            dir.display()
+        ));
+    }
+    let empty = fs::read_dir(dir)
+        .map_err(|e| format!("{}: {e}", dir.display()))?
+        .next()
+        .is_none();
+    if empty || written_by_dplab(&dir.join("manifest.json"), name) {
+        return Ok(());
+    }
+    Err(format!(
+        "{} exists and is not results of pipeline `{name}` (it has no manifest.json that dplab wrote for `{name}`): a run would replace it ({advice})",
+        dir.display()
+    ))
+}
+
+/// Whether `path` is a regular file holding a dplab manifest of pipeline `name`. The
+/// manifest is read as a stream, skipping every field but the two it needs, so a large one
+/// costs no memory.
+fn written_by_dplab(path: &Path, name: &str) -> bool {
+    #[derive(serde::Deserialize)]
+    struct Manifest {
+        #[allow(dead_code)]
+        dplab_version: String,
+        pipeline: Pipeline,
+    }
+    #[derive(serde::Deserialize)]
+    struct Pipeline {
+        name: String,
+    }
+    let regular = fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_file());
+    if !regular {
+        return false;
+    }
+    let Ok(f) = fs::File::open(path) else {
+        return false;
+    };
+    serde_json::from_reader::<_, Manifest>(std::io::BufReader::new(f))
+        .is_ok_and(|m| m.pipeline.name == name)
 }
 
 /// Puts `staging` in the place of `final_dir` so that a complete results directory is
@@ -319,10 +375,11 @@ impl OutputNames {
     }
 }
 
-/// `<stage>__<axis>=<value>,<axis>=<value>.<ext>`: every byte outside `[A-Za-z0-9._+-]` of
+/// `<stage>__<axis>=<value>,<axis>=<value>.<ext>`: every byte outside `[a-z0-9._+-]` of
 /// an axis name or value is percent-encoded, so distinct instances never share a file name
-/// (`a b` → `a%20b`, `a_b` stays). A name too long for a file system ends in a hash of the
-/// full one instead.
+/// (`a b` → `a%20b`, `a_b` stays), not even on a case-insensitive file system (`A` →
+/// `%41`, `a` stays; stage names are unique ignoring case). A name too long for a file
+/// system ends in a hash of the full one instead.
 pub fn instance_file(stage: &str, key: &[(String, AxisValue)], ext: &str) -> String {
     let label = key
         .iter()
@@ -344,7 +401,7 @@ pub fn instance_file(stage: &str, key: &[(String, AxisValue)], ext: &str) -> Str
 fn encode(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for b in s.bytes() {
-        if b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'+' | b'-') {
+        if b.is_ascii_lowercase() || b.is_ascii_digit() || matches!(b, b'.' | b'_' | b'+' | b'-') {
             out.push(b as char);
         } else {
             out.push_str(&format!("%{b:02X}"));
@@ -411,6 +468,11 @@ mod tests {
             "svg",
         );
         assert!(long1.len() < 255 && long1 != long2);
+        // Values differing only in case stay distinct when the file system folds case.
+        let upper = instance_file("f", &key(&[("c", t("A"))]), "svg");
+        let lower = instance_file("f", &key(&[("c", t("a"))]), "svg");
+        assert_ne!(upper.to_lowercase(), lower.to_lowercase());
+        assert_eq!(upper, "f__c=%41.svg");
     }
 
     #[test]
