@@ -351,6 +351,44 @@ fn every_profile_is_checked_and_located_at_the_profile() {
 }
 
 #[test]
+fn many_profiles_share_one_planning_budget() {
+    // 60 profiles of ~40 000 instances each: checking all would plan 2.4·10⁶ instances.
+    let mut yaml = BASE.replace(
+        "profiles:\n  small:\n    axes: {eps: [1.0]}\n",
+        "profiles:\n",
+    );
+    for i in 0..60 {
+        yaml.push_str(&format!(
+            "  p{i}:\n    axes: {{eps: {{from: 0.001, to: 10, step: 0.001}}}}\n"
+        ));
+    }
+    let dir = TempDir::new().unwrap();
+    let p = write(dir.path(), "p.yaml", &yaml);
+    let o = std::process::Command::new("bash")
+        .arg("-c")
+        .arg(format!(
+            "ulimit -v 4000000; exec timeout 120 {} validate {}",
+            assert_cmd::cargo::cargo_bin("dplab").display(),
+            p.display()
+        ))
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        text(&o).contains("were not checked") && text(&o).contains("--max-instances"),
+        "{}",
+        text(&o)
+    );
+    // Raised on purpose, every profile is checked.
+    let o = dplab()
+        .args(["validate", "--max-instances", "3e6"])
+        .arg(&p)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+}
+
+#[test]
 fn sizes_are_checked_before_anything_is_allocated() {
     for (from, to, what) in [
         ("repeat: 3", "repeat: 1000000000000", "repeat"),

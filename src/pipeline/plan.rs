@@ -95,8 +95,12 @@ pub fn plan(
     ov: &Overrides,
     registry: &'static [KindInfo],
 ) -> Result<Plan, Vec<SpecError>> {
-    let plan = plan_one(spec, ov, registry)?;
+    let limit = crate::limits::get().instances;
+    let plan = plan_one(spec, ov, registry, limit, &mut 0)?;
     let mut errors = Vec::new();
+    // The other profiles share one budget with the plan in use: checking them costs at most
+    // what planning one pipeline at the limit costs, however many profiles a file holds.
+    let mut budget = limit.saturating_sub(plan.instance_count() as u64);
     for name in spec.raw.profiles.keys() {
         if ov.profile.as_deref() == Some(name.as_str()) {
             continue;
@@ -106,13 +110,35 @@ pub fn plan(
             set: Vec::new(),
             allow_read: ov.allow_read.clone(),
         };
-        if let Err(errs) = plan_one(spec, &other, registry) {
-            errors.extend(errs.into_iter().map(|mut e| {
-                if !e.message.starts_with("profile ") {
-                    e.message = format!("profile `{name}`: {}", e.message);
-                }
-                e
-            }));
+        if budget == 0 {
+            let mut e = spec.err(
+                &format!("profiles.{name}"),
+                format!("profile `{name}` and those after it were not checked: checking every profile of this file would plan more than {limit} instances in all (raise the limit with --max-instances if you mean it)"),
+            );
+            e.hint = Some("every profile is checked, also without --profile".into());
+            errors.push(e);
+            break;
+        }
+        let mut spent = 0;
+        let result = plan_one(spec, &other, registry, budget, &mut spent);
+        budget = budget.saturating_sub(spent);
+        match result {
+            Ok(_) => {}
+            Err(errs) => {
+                let over_budget =
+                    budget < limit && errs.iter().any(|e| e.message.contains("--max-instances"));
+                errors.extend(errs.into_iter().map(|mut e| {
+                    if !e.message.starts_with("profile ") {
+                        e.message = format!("profile `{name}`: {}", e.message);
+                    }
+                    if over_budget && e.hint.is_none() {
+                        e.hint = Some(format!(
+                            "every profile is checked, and all of them together may plan at most {limit} instances"
+                        ));
+                    }
+                    e
+                }));
+            }
         }
     }
     if errors.is_empty() {
@@ -122,14 +148,19 @@ pub fn plan(
     }
 }
 
+/// Plans the file under `ov` with at most `max_instances` instances in all. Adds to `spent`
+/// the work done, counted in instances planned and axis values read (at least 1), whether
+/// planning succeeds or not.
 fn plan_one(
     spec: &SpecFile,
     ov: &Overrides,
     registry: &'static [KindInfo],
+    max_instances: u64,
+    spent: &mut u64,
 ) -> Result<Plan, Vec<SpecError>> {
     let raw = &spec.raw;
     let mut errors = Vec::new();
-    let limits = crate::limits::get();
+    *spent += 1;
 
     // Names that become paths: checked first, so nothing below ever sees an unsafe one.
     if let Some(msg) = name_problem(&raw.name, NameKind::Pipeline) {
@@ -196,6 +227,7 @@ fn plan_one(
         };
         match parse_axis(v) {
             Ok(vals) => {
+                *spent = spent.saturating_add(vals.len() as u64);
                 axes.insert(name.clone(), vals);
             }
             Err((sub, msg)) => {
@@ -410,7 +442,7 @@ fn plan_one(
             if let Err(msg) = crate::limits::check(
                 &format!("stage `{name}`: repeat"),
                 n,
-                limits.instances,
+                max_instances,
                 "--max-instances",
             ) {
                 errors.push(spec.err(&format!("stages.{name}.repeat"), msg));
@@ -511,6 +543,7 @@ fn plan_one(
             .try_fold(1u64, |acc, n| acc.checked_mul(n))
             .unwrap_or(u64::MAX);
         total_instances = total_instances.saturating_add(count);
+        *spent = spent.saturating_add(count.min(max_instances.saturating_add(1)));
         if let Err(msg) = crate::limits::check(
             &format!(
                 "stage `{name}`: instances ({})",
@@ -521,18 +554,18 @@ fn plan_one(
                 }
             ),
             count,
-            limits.instances,
+            max_instances,
             "--max-instances",
         ) {
             errors.push(spec.err(&format!("stages.{name}"), msg));
             continue;
         }
-        if total_instances > limits.instances {
+        if total_instances > max_instances {
             errors.push(spec.err(
                 &format!("stages.{name}"),
                 format!(
                     "the pipeline has more than {} instances up to stage `{name}` (raise the limit with --max-instances if you mean it)",
-                    limits.instances
+                    max_instances
                 ),
             ));
             continue;
