@@ -66,6 +66,16 @@ impl ReportNoisyMax {
                 valid: "utilities must be finite".into(),
             });
         }
+        // The exact distribution integrates from min − 40·scale to max + 40·scale.
+        let lo = utilities.iter().copied().fold(f64::INFINITY, f64::min);
+        let hi = utilities.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        if !((hi + 40.0 * scale) - (lo - 40.0 * scale)).is_finite() {
+            return Err(ParamRangeError {
+                name: "scale",
+                value: format!("{scale} (utilities from {lo} to {hi})"),
+                valid: "the utilities' spread plus 80 × scale must be a finite number".into(),
+            });
+        }
         Ok(ReportNoisyMax {
             utilities: utilities.to_vec(),
             noise,
@@ -173,10 +183,50 @@ impl ReportNoisyMax {
         let (x, wt) = gauss_legendre(24);
         let mut p = vec![0.0; u.len()];
         let mut logs = vec![0.0; u.len()];
-        for seg in edges.windows(2) {
-            let (a, c) = (seg[0], seg[1]);
+        // Between two knots further apart than 80b, only the 40b next to each knot carry
+        // mass: every density factor is below e^-40 of its peak beyond, and what lies there
+        // (at most e^-40/2 per candidate) is dropped. Without this a scale tiny next to the
+        // utilities' spread (sensitivity 1e-20) would ask for 10^20 pieces.
+        //
+        // A span is (anchor, from, to): x = anchor + t for t in [from, to], and x − u_j is
+        // formed as t + (anchor − u_j). With anchor 0 that is x − u_j, bit for bit. When the
+        // scale is too small to resolve next to the utilities (40b below their last bits:
+        // 5 − 4e-19 == 5), each span is anchored at its knot instead, so t keeps its
+        // precision and the mass at each knot is not lost to rounding.
+        let reach = 40.0 * b;
+        let magnitude = knots.iter().fold(0.0f64, |m, k| m.max(k.abs()));
+        let resolvable = b >= magnitude * 2f64.powi(-30);
+        let mut spans: Vec<(f64, f64, f64)> = Vec::with_capacity(edges.len() * 2);
+        if resolvable {
+            for seg in edges.windows(2) {
+                let (a, c) = (seg[0], seg[1]);
+                if c - a > 2.0 * reach {
+                    spans.push((0.0, a, a + reach));
+                    spans.push((0.0, c - reach, c));
+                } else {
+                    spans.push((0.0, a, c));
+                }
+            }
+        } else {
+            spans.push((knots[0], -reach, 0.0));
+            for pair in knots.windows(2) {
+                let gap = pair[1] - pair[0];
+                if gap > 2.0 * reach {
+                    spans.push((pair[0], 0.0, reach));
+                    spans.push((pair[1], -reach, 0.0));
+                } else {
+                    spans.push((pair[0], 0.0, gap));
+                }
+            }
+            spans.push((knots[knots.len() - 1], 0.0, reach));
+        }
+        let mut shifted = vec![0.0; u.len()];
+        for (anchor, a, c) in spans {
             if c <= a {
                 continue;
+            }
+            for (sj, &uj) in shifted.iter_mut().zip(u) {
+                *sj = anchor - uj;
             }
             // Pieces no wider than 2b keep the exponential factors well resolved.
             let pieces = ((c - a) / (2.0 * b)).ceil().max(1.0) as usize;
@@ -185,8 +235,8 @@ impl ReportNoisyMax {
                 let (s, e) = (a + k as f64 * width, a + (k + 1) as f64 * width);
                 for (xn, weight) in on_interval(&x, &wt, s, e) {
                     let mut total = 0.0;
-                    for (l, &uj) in logs.iter_mut().zip(u) {
-                        *l = lap.ln_cdf(xn - uj);
+                    for (l, &sj) in logs.iter_mut().zip(&shifted) {
+                        *l = lap.ln_cdf(xn + sj);
                         total += *l;
                     }
                     if total < -745.0 {
@@ -197,7 +247,7 @@ impl ReportNoisyMax {
                         }
                     }
                     for i in 0..u.len() {
-                        p[i] += weight * lap.density(xn - u[i]) * (total - logs[i]).exp();
+                        p[i] += weight * lap.density(xn + shifted[i]) * (total - logs[i]).exp();
                     }
                 }
             }
@@ -213,6 +263,19 @@ mod tests {
     use crate::mech::stats::chi_square_statistic;
     use rand::SeedableRng;
     use rand_pcg::Pcg64Mcg;
+
+    /// A scale tiny next to the utilities' spread (sensitivity 1e-20, or ε = 1e300) is
+    /// computed in bounded time: the argmax is certain.
+    #[test]
+    fn a_tiny_scale_next_to_a_wide_spread() {
+        for b in [1e-20, 1e-300] {
+            let m = ReportNoisyMax::new(&[0.0, 5.0, 1.0], Noise::Laplace, b).unwrap();
+            let p = m.probabilities().unwrap();
+            assert!((p[1] - 1.0).abs() < 1e-12 && p[0] < 1e-12 && p[2] < 1e-12, "{p:?}");
+        }
+        assert!(ReportNoisyMax::new(&[-1e308, 1e308], Noise::Laplace, 1.0).is_err());
+        assert!(ReportNoisyMax::new(&[0.0, 1.0], Noise::Laplace, 1e307).is_err());
+    }
 
     /// Two candidates with utilities 0 and c: closed forms.
     #[test]
