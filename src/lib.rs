@@ -12,6 +12,7 @@ pub mod limits;
 pub mod mech;
 pub mod pipeline;
 pub mod plot;
+pub mod regular;
 pub mod stages;
 pub mod text;
 pub mod yaml;

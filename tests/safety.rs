@@ -528,6 +528,23 @@ fn special_files_and_link_loops_do_not_hang() {
         .unwrap();
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     fs::remove_file(&fifo).unwrap();
+    // `compare` reads only regular files: a FIFO named like a frame is an error, not a hang.
+    write(dir.path(), "a/t.csv", "x\n1\n");
+    fs::create_dir_all(dir.path().join("b")).unwrap();
+    assert!(std::process::Command::new("mkfifo")
+        .arg(dir.path().join("b/t.csv"))
+        .status()
+        .unwrap()
+        .success());
+    let o = dplab()
+        .arg("compare")
+        .arg(dir.path().join("a"))
+        .arg(dir.path().join("b"))
+        .timeout(std::time::Duration::from_secs(20))
+        .output()
+        .unwrap();
+    assert!(matches!(o.status.code(), Some(1 | 2)), "{}", text(&o));
+    assert!(text(&o).contains("FIFO"), "{}", text(&o));
     // A directory holding a link to itself: each pipeline once.
     write(dir.path(), "d/p.yaml", BASE);
     std::os::unix::fs::symlink(dir.path().join("d"), dir.path().join("d/loop")).unwrap();

@@ -9,7 +9,6 @@
 mod fetch;
 pub mod read;
 
-use std::fs;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
@@ -136,7 +135,8 @@ impl Registry {
         static REG: OnceLock<Result<Registry, String>> = OnceLock::new();
         REG.get_or_init(|| {
             let r = match std::env::var_os("DPLAB_REGISTRY") {
-                Some(p) => fs::read_to_string(&p)
+                Some(p) => crate::regular::read_regular_file(Path::new(&p), 16 << 20)
+                    .and_then(|b| String::from_utf8(b).map_err(|e| e.to_string()))
                     .map_err(|e| DataError::Registry(format!("{}: {e}", Path::new(&p).display())))
                     .and_then(|t| Registry::parse(&t, &Path::new(&p).display().to_string())),
                 None => Registry::parse(BUILTIN, "data/datasets.toml (built in)"),
@@ -324,9 +324,10 @@ pub fn hex(bytes: &[u8]) -> String {
 /// refused too rather than read whole.
 pub fn read_verified(entry: &FileEntry, path: &Path) -> Result<Verified, DataError> {
     let io = |e: std::io::Error| DataError::Io(format!("{}: {e}", path.display()));
-    let file = fs::File::open(path).map_err(io)?;
+    let (file, meta) = crate::regular::open_regular(path)
+        .map_err(|e| DataError::Io(format!("{}: {e}", path.display())))?;
     let limit = entry.size.unwrap_or(MAX_UNSIZED_BYTES);
-    let on_disk = file.metadata().map_err(io)?.len();
+    let on_disk = meta.len();
     if on_disk > limit {
         return Err(DataError::Integrity(format!(
             "{}: size {on_disk} bytes, expected {} (not read)",
@@ -588,6 +589,22 @@ mod tests {
         unsure.sha256 = None;
         std::fs::write(&p, good).unwrap();
         assert!(read_verified(&unsure, &p).is_err());
+        // A FIFO in the cache or mirror is refused at once, not waited on; a sparse file
+        // claiming terabytes is refused from its length, unread.
+        let fifo = dir.path().join("f.csv");
+        assert!(std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success());
+        let e = read_verified(&entry(good), &fifo).unwrap_err().to_string();
+        assert!(e.contains("FIFO"), "{e}");
+        let sparse = std::fs::File::create(dir.path().join("s.csv")).unwrap();
+        sparse.set_len(1 << 40).unwrap();
+        let e = read_verified(&entry(good), &dir.path().join("s.csv"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("(not read)"), "{e}");
     }
 
     /// Every registered checksum against the mirror, when this machine has one.

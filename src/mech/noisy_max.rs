@@ -271,7 +271,10 @@ mod tests {
         for b in [1e-20, 1e-300] {
             let m = ReportNoisyMax::new(&[0.0, 5.0, 1.0], Noise::Laplace, b).unwrap();
             let p = m.probabilities().unwrap();
-            assert!((p[1] - 1.0).abs() < 1e-12 && p[0] < 1e-12 && p[2] < 1e-12, "{p:?}");
+            assert!(
+                (p[1] - 1.0).abs() < 1e-12 && p[0] < 1e-12 && p[2] < 1e-12,
+                "{p:?}"
+            );
         }
         assert!(ReportNoisyMax::new(&[-1e308, 1e308], Noise::Laplace, 1.0).is_err());
         assert!(ReportNoisyMax::new(&[0.0, 1.0], Noise::Laplace, 1e307).is_err());

@@ -138,9 +138,15 @@ struct Row {
 
 /// Reads a frame: `Err` for I/O, `Ok(Err(message))` for contents that are not valid CSV.
 fn read_frame(path: &Path) -> Result<Result<Table, String>> {
-    let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+    // A regular file of bounded size: a FIFO or device named `x.csv` would block or never
+    // end, and both frames are held in memory.
+    let bytes = super::spec::read_regular_file(path, MAX_FRAME_BYTES)
+        .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
     Ok(parse_csv(&bytes))
 }
+
+/// The largest frame file compared.
+const MAX_FRAME_BYTES: u64 = 1 << 30;
 
 /// Parses CSV as polars writes it: a header record, then one record per row.
 ///

@@ -223,57 +223,7 @@ pub fn load(path: &Path) -> Result<SpecFile, SpecError> {
     parse(path, text)
 }
 
-/// The bytes of a regular file of at most `max` bytes; errors say what the path is instead.
-pub fn read_regular_file(path: &Path, max: u64) -> Result<Vec<u8>, String> {
-    use std::io::Read;
-    use std::os::unix::fs::OpenOptionsExt;
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
-        .open(path)
-        .map_err(|e| format!("cannot read the file: {e}"))?;
-    let meta = file
-        .metadata()
-        .map_err(|e| format!("cannot read the file: {e}"))?;
-    if !meta.is_file() {
-        let what = file_type_name(&meta.file_type());
-        return Err(format!("not a regular file (it is {what})"));
-    }
-    if meta.len() > max {
-        return Err(format!(
-            "the file has {} bytes, more than the limit of {max}",
-            meta.len()
-        ));
-    }
-    let mut bytes = Vec::with_capacity(meta.len() as usize);
-    // `take` bounds the read even if the file grows after the check.
-    file.take(max + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|e| format!("cannot read the file: {e}"))?;
-    if bytes.len() as u64 > max {
-        return Err(format!(
-            "the file grew past the limit of {max} bytes while being read"
-        ));
-    }
-    Ok(bytes)
-}
-
-fn file_type_name(t: &std::fs::FileType) -> &'static str {
-    use std::os::unix::fs::FileTypeExt;
-    if t.is_dir() {
-        "a directory"
-    } else if t.is_fifo() {
-        "a FIFO"
-    } else if t.is_char_device() {
-        "a character device"
-    } else if t.is_block_device() {
-        "a block device"
-    } else if t.is_socket() {
-        "a socket"
-    } else {
-        "not a regular file"
-    }
-}
+pub use crate::regular::read_regular_file;
 
 /// Pipeline text from bytes: UTF-8, with an optional byte-order mark. UTF-16 or UTF-32,
 /// invalid UTF-8 and NUL bytes are refused at the first bad byte's line and column.

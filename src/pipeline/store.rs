@@ -114,7 +114,7 @@ fn written_by_dplab(path: &Path, name: &str) -> bool {
     if !regular {
         return false;
     }
-    let Ok(f) = fs::File::open(path) else {
+    let Ok((f, _)) = crate::regular::open_regular(path) else {
         return false;
     };
     serde_json::from_reader::<_, Manifest>(std::io::BufReader::new(f))
