@@ -351,6 +351,27 @@ fn every_profile_is_checked_and_located_at_the_profile() {
 }
 
 #[test]
+fn an_axis_never_overwrites_a_column_of_the_same_name() {
+    // mechanism.noise writes a column `noisy`; an axis `noisy` must not replace its values.
+    let yaml = BASE
+        .replace("eps: [0.5, 1.0]", "noisy: [0.5, 1.0]")
+        .replace("$eps", "$noisy")
+        .replace("axes: {eps: [1.0]}", "axes: {noisy: [1.0]}");
+    let dir = TempDir::new().unwrap();
+    let p = write(dir.path(), "p.yaml", &yaml);
+    let o = dplab()
+        .arg("run")
+        .arg("--out")
+        .arg(dir.path().join("out"))
+        .arg(&p)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(text(&o).contains("column `noisy` of its own"), "{}", text(&o));
+    assert!(!dir.path().join("out/tiny").exists());
+}
+
+#[test]
 fn many_profiles_share_one_planning_budget() {
     // 60 profiles of ~40 000 instances each: checking all would plan 2.4·10⁶ instances.
     let mut yaml = BASE.replace(

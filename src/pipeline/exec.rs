@@ -249,11 +249,33 @@ fn with_axis_columns(frame: DataFrame, key: &[(String, AxisValue)]) -> Result<Da
         })
         .collect();
     for c in frame.columns() {
-        if !key.iter().any(|(a, _)| a.as_str() == c.name().as_str()) {
-            cols.push(c.clone());
+        match key.iter().find(|(a, _)| a.as_str() == c.name().as_str()) {
+            None => cols.push(c.clone()),
+            // A column passed through from an input that already carries this axis holds
+            // the same value on every row and is replaced; any other column of that name is
+            // the stage's own data, which an axis value must never overwrite.
+            Some((axis, v)) if !holds_only(c, v) => anyhow::bail!(
+                "the stage's output has a column `{axis}` of its own, and `{axis}` is also an axis: the axis value would overwrite it; rename the axis"
+            ),
+            Some(_) => {}
         }
     }
     Ok(DataFrame::new(height, cols)?)
+}
+
+/// Whether every row of `c` is the axis value `v`.
+fn holds_only(c: &Column, v: &AxisValue) -> bool {
+    match v {
+        AxisValue::Num(x) => c
+            .cast(&DataType::Float64)
+            .ok()
+            .and_then(|c| c.f64().ok().map(|ca| ca.iter().all(|y| y == Some(*x))))
+            .unwrap_or(false),
+        AxisValue::Text(s) => c
+            .str()
+            .map(|ca| ca.iter().all(|y| y == Some(s.as_str())))
+            .unwrap_or(false),
+    }
 }
 
 /// Where a pipeline's results go.
