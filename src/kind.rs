@@ -198,13 +198,65 @@ impl<T: Stage> StageRun for Typed<T> {
 }
 
 /// Parses `with:` into `T` (reporting the path of a bad key) and validates it.
+///
+/// Every number in `with:` must be finite, whatever the kind: `.nan` or `.inf` would pass
+/// each `x > 0` test a kind forgets and come out as NaN frequencies or endless loops, so
+/// they are refused here once, at their path, for every kind present and future.
 pub fn build<T: Stage>(with: &Value) -> Result<Box<dyn StageRun>, ParamError> {
+    if let Some((path, x)) = first_non_finite(with, &mut Vec::new()) {
+        return Err(ParamError {
+            path,
+            message: format!("{x} is not allowed: stage parameters are finite numbers"),
+        });
+    }
     let params: T = crate::yaml::deserialize(with.clone()).map_err(|e| ParamError {
         path: e.path,
         message: e.message,
     })?;
     params.validate()?;
     Ok(Box::new(Typed(params)))
+}
+
+/// The path and value of the first NaN or infinite number in `v`.
+fn first_non_finite(v: &Value, path: &mut Vec<String>) -> Option<(Vec<String>, f64)> {
+    match v {
+        Value::Number(n) => n
+            .as_f64()
+            .filter(|x| !x.is_finite())
+            .map(|x| (path.clone(), x)),
+        Value::Sequence(items) => items.iter().enumerate().find_map(|(i, it)| {
+            path.push(i.to_string());
+            let r = first_non_finite(it, path);
+            path.pop();
+            r
+        }),
+        Value::Mapping(m) => m.iter().find_map(|(k, it)| {
+            path.push(k.as_str().map_or_else(|| format!("{k:?}"), str::to_string));
+            let r = first_non_finite(it, path);
+            path.pop();
+            r
+        }),
+        Value::Tagged(t) => first_non_finite(&t.value, path),
+        _ => None,
+    }
+}
+
+/// Checks that the list parameter `name` holds no value twice (lists that are sets:
+/// quantiles, thresholds, column names, …): a repeated value would repeat rows or columns.
+pub fn distinct<T: std::fmt::Display>(name: &str, items: &[T]) -> Result<(), ParamError> {
+    // Compared by their shortest text (numbers round-trip through it): linear in the list.
+    let mut seen = std::collections::HashSet::with_capacity(items.len());
+    for (i, x) in items.iter().enumerate() {
+        let text = x.to_string();
+        let text = if text == "-0" { "0".to_string() } else { text };
+        if !seen.insert(text) {
+            return Err(ParamError {
+                path: vec![name.to_string(), i.to_string()],
+                message: format!("`{name}` holds {x} twice"),
+            });
+        }
+    }
+    Ok(())
 }
 
 /// A registered stage kind.

@@ -351,6 +351,28 @@ fn every_profile_is_checked_and_located_at_the_profile() {
 }
 
 #[test]
+fn parameters_are_finite_and_set_like_lists_distinct() {
+    // Non-finite numbers are refused for every kind, at their path.
+    for bad in [".nan", ".inf", "-.inf"] {
+        let e = invalid(&BASE.replace("epsilon: $eps", &format!("epsilon: {bad}")));
+        assert!(
+            e.contains("p.yaml:16:") && e.contains("finite"),
+            "{bad}: {e}"
+        );
+    }
+    let e = invalid(&BASE.replace("utility: [1, 5, 2]", "utility: [1, .nan, 2]"));
+    assert!(e.contains("finite"), "{e}");
+    // Lists that are sets hold each value once, located at the repeat.
+    let e = invalid(&BASE.replace(
+        "values: [noisy], by: [row]",
+        "values: [noisy, noisy], by: [row]",
+    ));
+    assert!(e.contains("holds noisy twice"), "{e}");
+    let e = invalid(&BASE.replace("by: [row]}", "by: [row], quantiles: [0.5, 0.50]}"));
+    assert!(e.contains("holds 0.5 twice"), "{e}");
+}
+
+#[test]
 fn an_axis_never_overwrites_a_column_of_the_same_name() {
     // mechanism.noise writes a column `noisy`; an axis `noisy` must not replace its values.
     let yaml = BASE
@@ -367,7 +389,11 @@ fn an_axis_never_overwrites_a_column_of_the_same_name() {
         .output()
         .unwrap();
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
-    assert!(text(&o).contains("column `noisy` of its own"), "{}", text(&o));
+    assert!(
+        text(&o).contains("column `noisy` of its own"),
+        "{}",
+        text(&o)
+    );
     assert!(!dir.path().join("out/tiny").exists());
 }
 

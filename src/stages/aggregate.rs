@@ -94,6 +94,9 @@ fn level() -> f64 {
 
 impl Stage for Summary {
     fn validate(&self) -> Result<(), ParamError> {
+        super::distinct("values", &self.values)?;
+        super::distinct("by", &self.by)?;
+        super::distinct("quantiles", &self.quantiles)?;
         if self.values.is_empty() {
             return Err(ParamError::at(
                 "values",
@@ -214,6 +217,7 @@ struct LogLogFit {
 
 impl Stage for LogLogFit {
     fn validate(&self) -> Result<(), ParamError> {
+        super::distinct("by", &self.by)?;
         super::check_level(self.level)?;
         Ok(())
     }

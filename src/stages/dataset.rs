@@ -95,6 +95,9 @@ impl LoadDataset {
 
 impl Stage for LoadDataset {
     fn validate(&self) -> Result<(), ParamError> {
+        if let Some(c) = &self.columns {
+            super::distinct("columns", c)?;
+        }
         let reg = Registry::current().map_err(|e| ParamError::at("dataset", e.to_string()))?;
         let ds = reg
             .dataset(&self.dataset)
@@ -366,6 +369,10 @@ struct Normalise {
 
 impl Stage for Normalise {
     fn validate(&self) -> Result<(), ParamError> {
+        if let Some(c) = &self.columns {
+            super::distinct("columns", c)?;
+        }
+        super::distinct("drop", &self.drop)?;
         let [lo, hi] = self.range;
         if !(lo.is_finite() && hi.is_finite() && lo < hi) {
             return Err(ParamError::at(

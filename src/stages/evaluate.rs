@@ -241,6 +241,12 @@ impl Tail {
 
 impl Stage for Tail {
     fn validate(&self) -> Result<(), ParamError> {
+        if let Some(c) = &self.threshold {
+            if c.is_empty() {
+                return Err(ParamError::at("threshold", "list at least one threshold"));
+            }
+            super::distinct("threshold", c)?;
+        }
         crate::mech::check_epsilon(self.epsilon).map_err(range_error)?;
         crate::mech::check_positive("sensitivity", self.sensitivity).map_err(range_error)?;
         check_level(self.level)?;

@@ -221,6 +221,9 @@ fn default_tolerance() -> f64 {
 
 impl Stage for LoadDistribution {
     fn validate(&self) -> Result<(), ParamError> {
+        if let Some(c) = &self.labels {
+            super::distinct("labels", c)?;
+        }
         if self.column.is_some() {
             if self.probabilities.is_some() || self.labels.is_some() {
                 return Err(ParamError::at(

@@ -24,8 +24,8 @@ pub mod trigonometric;
 use serde_yaml_ng::Value;
 
 pub use crate::kind::{
-    build, rng_from_seed, substream, Artifact, Ctx, FileSource, Gather, KindInfo, Output, ParamDoc,
-    ParamError, Stage, StageRun, Unavailable,
+    build, distinct, rng_from_seed, substream, Artifact, Ctx, FileSource, Gather, KindInfo, Output,
+    ParamDoc, ParamError, Stage, StageRun, Unavailable,
 };
 
 /// A confidence level in (0, 1).

@@ -54,6 +54,10 @@ fn digits() -> usize {
 
 impl Stage for Table {
     fn validate(&self) -> Result<(), ParamError> {
+        if let Some(c) = &self.columns {
+            super::distinct("columns", c)?;
+        }
+        super::distinct("join", &self.join)?;
         if !(1..=17).contains(&self.digits) {
             return Err(ParamError::at(
                 "digits",

@@ -14,7 +14,10 @@ use serde::Deserialize;
 
 use super::frame::{f64_col, FrameBuilder};
 use super::trigonometric::{PointSet, DIAGNOSTIC_PREFIX};
-use super::{build, Ctx, Gather, KindInfo, Output, ParamDoc, ParamError, Stage};
+use super::{
+    build, check_size_at, check_size_run, product, Ctx, Gather, KindInfo, Limit, Output, ParamDoc,
+    ParamError, Stage,
+};
 use crate::mech::trig::kernel::{mean_answers, KernelMixtures};
 
 pub fn kinds() -> Vec<KindInfo> {
@@ -69,9 +72,6 @@ const QUERY_PARAMS: &[ParamDoc] = &[
 /// Largest query seed: it is stored in a frame and compared as a float.
 const MAX_EXACT_SEED: u64 = 1 << 53;
 
-/// Largest number of kernel centres (queries × J) a stage generates.
-const MAX_CENTRES: usize = 10_000_000;
-
 /// The query family: `count` mixtures of `per_query` kernels, fixed by `seed`.
 #[derive(Deserialize, Clone, Copy)]
 #[serde(deny_unknown_fields)]
@@ -98,24 +98,40 @@ impl QuerySpec {
                 ),
             ));
         }
-        if self.count == 0
-            || self.per_query == 0
-            || self.count.saturating_mul(self.per_query) > MAX_CENTRES
-        {
+        if self.count == 0 || self.per_query == 0 {
             return Err(ParamError::at(
                 "queries",
                 format!(
-                    "{} queries × {} kernels is invalid: both ≥ 1 and at most {MAX_CENTRES} kernels in all",
+                    "{} queries × {} kernels is invalid: both must be ≥ 1",
                     self.count, self.per_query
                 ),
             ));
         }
-        Ok(())
+        check_size_at(
+            "queries",
+            Limit::Cells,
+            &format!("queries × kernels ({} × {})", self.count, self.per_query),
+            product(&[self.count as u64, self.per_query as u64]),
+        )
     }
 
-    fn generate(&self, dim: usize) -> KernelMixtures {
+    /// The family in `dim` dimensions (its size, known only now, checked first).
+    fn generate(&self, dim: usize) -> Result<KernelMixtures> {
+        check_size_run(
+            Limit::Cells,
+            &format!(
+                "queries × kernels × dimensions ({} × {} × {dim}) kernel coordinates",
+                self.count, self.per_query
+            ),
+            product(&[self.count as u64, self.per_query as u64, dim as u64]),
+        )?;
         let mut rng = Pcg64Mcg::seed_from_u64(self.seed);
-        KernelMixtures::random(self.count, self.per_query, dim, &mut rng)
+        Ok(KernelMixtures::random(
+            self.count,
+            self.per_query,
+            dim,
+            &mut rng,
+        ))
     }
 }
 
@@ -143,20 +159,23 @@ fn beta() -> [f64; 2] {
     [2.0, 3.0]
 }
 
-/// Largest n × d drawn by `load.sample`.
-const MAX_SAMPLE: usize = 50_000_000;
-
 impl Stage for Sample {
     fn validate(&self) -> Result<(), ParamError> {
-        if self.n == 0 || self.dim == 0 || self.n.saturating_mul(self.dim) > MAX_SAMPLE {
+        if self.n == 0 || self.dim == 0 {
             return Err(ParamError::at(
                 "n",
                 format!(
-                    "n = {}, dim = {} is invalid: both ≥ 1 and n·d ≤ {MAX_SAMPLE}",
+                    "n = {}, dim = {} is invalid: both must be ≥ 1",
                     self.n, self.dim
                 ),
             ));
         }
+        check_size_at(
+            "n",
+            Limit::Cells,
+            &format!("n × dim ({} × {}) coordinates", self.n, self.dim),
+            product(&[self.n as u64, self.dim as u64]),
+        )?;
         if !self.beta.iter().all(|v| v.is_finite() && *v > 0.0) {
             return Err(ParamError::at(
                 "beta",
@@ -191,6 +210,7 @@ struct Answers {
 
 impl Stage for Answers {
     fn validate(&self) -> Result<(), ParamError> {
+        super::distinct("sigmas", &self.sigmas)?;
         self.queries.validate()?;
         if self.sigmas.is_empty() {
             return Err(ParamError::at("sigmas", "list at least one σ"));
@@ -203,7 +223,7 @@ impl Stage for Answers {
 
     fn run(&self, ctx: &mut Ctx) -> Result<Output> {
         let set = PointSet::read(ctx.input()?, ctx.axis_names, &ctx.input_names[0])?;
-        let mix = self.queries.generate(set.dim());
+        let mix = self.queries.generate(set.dim())?;
         let answers = mean_answers(&mix, &set.points, set.weights.as_deref(), &self.sigmas)?;
         let q = self.queries.count;
         let mut sigma = Vec::with_capacity(q * self.sigmas.len());
@@ -289,7 +309,7 @@ impl Stage for Score {
                 );
             }
         }
-        let mix = self.queries.generate(set.dim());
+        let mix = self.queries.generate(set.dim())?;
         let ours = mean_answers(&mix, &set.points, set.weights.as_deref(), &[self.sigma])?
             .pop()
             .unwrap_or_default();

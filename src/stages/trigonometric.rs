@@ -200,9 +200,6 @@ fn yes() -> bool {
     true
 }
 
-/// Largest C accepted: the LP matrix is R × C doubles.
-const MAX_CANDIDATES: usize = 2_000_000;
-
 impl Trigonometric {
     fn settings(&self) -> Result<Settings, ParamError> {
         let smoothness = match (self.smoothness, self.sigma) {
@@ -293,12 +290,20 @@ impl Trigonometric {
             )
         };
         let candidates = self.candidates.unwrap_or(10_000);
-        if candidates == 0 || candidates > MAX_CANDIDATES {
+        if candidates == 0 {
             return Err(ParamError::at(
                 "candidates",
-                format!("candidates = {candidates} is invalid: must be in [1, {MAX_CANDIDATES}]"),
+                "candidates = 0 is invalid: must be ≥ 1",
             ));
         }
+        // The LP matrix is R × C doubles.
+        let bases = self.bases.unwrap_or(1).max(1) as u64;
+        super::check_size_at(
+            "candidates",
+            super::Limit::Cells,
+            &format!("bases × candidates ({bases} × {candidates}), the LP matrix"),
+            super::product(&[bases, candidates as u64]),
+        )?;
         Ok(Some(Improvement {
             bases: self.bases.ok_or_else(|| need("bases"))?,
             candidates,
