@@ -440,7 +440,26 @@ fn list_and_graph() {
         .args(["--format", "mermaid"])
         .assert()
         .success()
-        .stdout(predicate::str::contains("counts --> noisy"));
+        .stdout(predicate::str::contains("s0 --> s1").and(predicate::str::contains(
+            "s0[\"counts<br/>load.table",
+        )));
+    // Names that would map to one id, or a Mermaid keyword, stay distinct nodes.
+    let p = write(
+        dir.path(),
+        "ids.yaml",
+        &GOOD
+            .replace("  noisy:", "  end:")
+            .replace("input: noisy", "input: end"),
+    );
+    let o = dplab()
+        .arg("graph")
+        .arg(&p)
+        .args(["--format", "mermaid"])
+        .output()
+        .unwrap();
+    let chart = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{chart}");
+    assert!(!chart.contains("  end[") && chart.contains("[\"end<br/>"), "{chart}");
 }
 
 #[test]

@@ -29,25 +29,21 @@ pub fn dot(plan: &Plan) -> String {
     s + "}\n"
 }
 
+/// Node ids are `s0`, `s1`, … by stage position: stage names may hold `-`, which Mermaid ids
+/// cannot, and a name mapped to an id by replacing characters would make `a-b` and `a_b` one
+/// node (or a stage named `end`, a Mermaid keyword, break the chart). The name is the label.
 pub fn mermaid(plan: &Plan) -> String {
     let mut s = String::from("flowchart LR\n");
-    for st in &plan.stages {
+    for (si, st) in plan.stages.iter().enumerate() {
         s += &format!(
-            "  {}[\"{}<br/>{}<br/>{} instance(s)\"]\n",
-            id(&st.name),
+            "  s{si}[\"{}<br/>{}<br/>{} instance(s)\"]\n",
             st.name,
             st.kind.name,
             st.instances.len()
         );
         for &i in &st.inputs {
-            s += &format!("  {} --> {}\n", id(&plan.stages[i].name), id(&st.name));
+            s += &format!("  s{i} --> s{si}\n");
         }
     }
     s
-}
-
-fn id(name: &str) -> String {
-    name.chars()
-        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
-        .collect()
 }
