@@ -440,9 +440,10 @@ fn list_and_graph() {
         .args(["--format", "mermaid"])
         .assert()
         .success()
-        .stdout(predicate::str::contains("s0 --> s1").and(predicate::str::contains(
-            "s0[\"counts<br/>load.table",
-        )));
+        .stdout(
+            predicate::str::contains("s0 --> s1")
+                .and(predicate::str::contains("s0[\"counts<br/>load.table")),
+        );
     // Names that would map to one id, or a Mermaid keyword, stay distinct nodes.
     let p = write(
         dir.path(),
@@ -459,7 +460,10 @@ fn list_and_graph() {
         .unwrap();
     let chart = String::from_utf8_lossy(&o.stdout);
     assert!(o.status.success(), "{chart}");
-    assert!(!chart.contains("  end[") && chart.contains("[\"end<br/>"), "{chart}");
+    assert!(
+        !chart.contains("  end[") && chart.contains("[\"end<br/>"),
+        "{chart}"
+    );
 }
 
 #[test]
