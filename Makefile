@@ -17,16 +17,17 @@ run-all: build
 	$(DPLAB) run pipelines/ --out results --skip-unavailable
 
 ## Unit and integration tests, then every pipeline under --profile ci compared with tests/golden/.
+## Every run here uses a fresh instance store, so nothing passes because of stored work.
 test: build
-	$(CARGO) test --release --locked
-	rm -rf target/ci-results
-	$(DPLAB) run pipelines/ --profile ci --out target/ci-results --jobs $(JOBS) --skip-unavailable
+	rm -rf target/test-store target/ci-store target/ci-results
+	DPLAB_STORE=$(abspath target/test-store) $(CARGO) test --release --locked
+	$(DPLAB) run pipelines/ --profile ci --out target/ci-results --jobs $(JOBS) --skip-unavailable --store target/ci-store
 	$(DPLAB) compare target/ci-results tests/golden $(if $(DPLAB_DATA_MIRROR),,--allow-missing)
 
 ## Regenerate tests/golden/ (only the CSV frames are kept). Review the diff before committing.
 golden: build
 	rm -rf tests/golden target/golden
-	$(DPLAB) run pipelines/ --profile ci --out target/golden --jobs $(JOBS)
+	$(DPLAB) run pipelines/ --profile ci --out target/golden --jobs $(JOBS) --no-store
 	mkdir -p tests/golden
 	cd target/golden && find . -name '*.csv' ! -path '*/.*' | while read f; do mkdir -p ../../tests/golden/$$(dirname $$f); cp $$f ../../tests/golden/$$f; done
 

@@ -169,6 +169,8 @@ pub trait StageRun: Send + Sync {
     fn run(&self, ctx: &mut Ctx) -> anyhow::Result<Output>;
     /// See [`Stage::files`].
     fn files(&self) -> Vec<(&'static str, &Path)>;
+    /// See [`Stage::sources`].
+    fn sources(&self) -> Vec<String>;
 }
 
 /// A stage kind's typed parameters. Implement this and add one line to [`registry`].
@@ -183,6 +185,12 @@ pub trait Stage: DeserializeOwned + Send + Sync + 'static {
     fn files(&self) -> Vec<(&'static str, &Path)> {
         Vec::new()
     }
+    /// Identities of external data it reads that its parameters and files do not pin down
+    /// (a dataset file's registered sha256): they enter the instance's store key, so a
+    /// changed registry entry is a changed input.
+    fn sources(&self) -> Vec<String> {
+        Vec::new()
+    }
     fn run(&self, ctx: &mut Ctx) -> anyhow::Result<Output>;
 }
 
@@ -194,6 +202,9 @@ impl<T: Stage> StageRun for Typed<T> {
     }
     fn files(&self) -> Vec<(&'static str, &Path)> {
         self.0.files()
+    }
+    fn sources(&self) -> Vec<String> {
+        self.0.sources()
     }
 }
 
@@ -262,6 +273,11 @@ pub fn distinct<T: std::fmt::Display>(name: &str, items: &[T]) -> Result<(), Par
 /// A registered stage kind.
 pub struct KindInfo {
     pub name: &'static str,
+    /// The implementation's version. Instances in the store are keyed by it: raise it in the
+    /// same commit as any change to what the kind outputs for the same parameters, seed and
+    /// inputs, so that no stored result of the old code is ever reused (`make test` fails when a
+    /// golden frame changes while the versions of its pipeline's kinds did not).
+    pub version: u32,
     pub summary: &'static str,
     pub params: &'static [ParamDoc],
     pub gather: Gather,

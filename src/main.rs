@@ -137,6 +137,8 @@ Exit codes: 0 success, 1 a run failed, 2 bad input.\n\n{WARNING}"))]
         skip_unavailable: bool,
         #[command(flatten)]
         loc: DataLoc,
+        #[command(flatten)]
+        store: StoreArgs,
     },
     /// Check pipeline files without running them: keys, types, inputs, cycles, axes, ranges.
     #[command(
@@ -219,6 +221,49 @@ enum DataAction {
         /// Dataset names (default: all).
         names: Vec<String>,
     },
+}
+
+/// The instance store and what to take from it.
+#[derive(Args)]
+struct StoreArgs {
+    /// The instance store: every finished stage instance is kept there, and later runs (of any
+    /// pipeline) reuse it instead of computing it again [default: $DPLAB_STORE, else
+    /// .dplab/store in the current directory].
+    #[arg(long, value_name = "DIR")]
+    store: Option<PathBuf>,
+    /// Neither read nor write the store: compute everything.
+    #[arg(long)]
+    no_store: bool,
+    /// Recompute what the store has: every stage (`--force`), or the stages named
+    /// (`--force=plot,table`).
+    #[arg(long, value_name = "STAGE", num_args = 0..=1, require_equals = true, default_missing_value = "", value_delimiter = ',')]
+    force: Option<Vec<String>>,
+}
+
+impl StoreArgs {
+    fn store(&self) -> Option<dplab::pipeline::cache::InstanceStore> {
+        if self.no_store {
+            return None;
+        }
+        let root = self
+            .store
+            .clone()
+            .or_else(|| {
+                std::env::var_os("DPLAB_STORE")
+                    .filter(|v| !v.is_empty())
+                    .map(PathBuf::from)
+            })
+            .unwrap_or_else(|| PathBuf::from(".dplab/store"));
+        Some(dplab::pipeline::cache::InstanceStore::new(root))
+    }
+
+    fn force(&self) -> exec::Force {
+        match &self.force {
+            None => exec::Force::Nothing,
+            Some(v) if v.iter().all(|s| s.is_empty()) => exec::Force::All,
+            Some(v) => exec::Force::Stages(v.iter().filter(|s| !s.is_empty()).cloned().collect()),
+        }
+    }
 }
 
 #[derive(Args)]
@@ -335,12 +380,13 @@ fn main() -> ExitCode {
             fail_fast,
             skip_unavailable,
             loc,
+            store,
         } => {
             loc.install();
             run(
                 &paths,
                 &common,
-                jobs,
+                (jobs, &store),
                 &out,
                 (fail_fast, skip_unavailable),
                 cli.quiet,
@@ -493,7 +539,7 @@ fn validate(paths: &[PathBuf], common: &Common) -> ExitCode {
 fn run(
     paths: &[PathBuf],
     common: &Common,
-    jobs: Option<usize>,
+    (jobs, store): (Option<usize>, &StoreArgs),
     out: &Path,
     (fail_fast, skip_unavailable): (bool, bool),
     quiet: bool,
@@ -527,6 +573,8 @@ fn run(
         terminal: !quiet && std::io::stderr().is_terminal(),
         jobs: threads,
         set: common.set.clone(),
+        store: store.store(),
+        force: store.force(),
     };
     let mut input_failures = Vec::new();
     let mut run_failures = Vec::new();

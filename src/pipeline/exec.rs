@@ -12,6 +12,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use polars::prelude::*;
 use rayon::prelude::*;
 
+use super::cache::InstanceStore;
 use super::plan::{Plan, PlannedStage};
 use super::spec::AxisValue;
 use super::store;
@@ -108,7 +109,27 @@ impl Progress {
 pub struct InstanceResult {
     pub frame: DataFrame,
     pub artifacts: Vec<Artifact>,
+    /// Compute time (of the run that computed it, when it came from the store).
     pub seconds: f64,
+}
+
+/// Which stages to recompute even when the store has them.
+#[derive(Clone, Debug, Default)]
+pub enum Force {
+    #[default]
+    Nothing,
+    All,
+    Stages(Vec<String>),
+}
+
+impl Force {
+    pub fn covers(&self, stage: &str) -> bool {
+        match self {
+            Force::Nothing => false,
+            Force::All => true,
+            Force::Stages(s) => s.iter().any(|x| x == stage),
+        }
+    }
 }
 
 /// Where and how to run.
@@ -117,6 +138,9 @@ pub struct RunOptions {
     pub terminal: bool,
     pub jobs: usize,
     pub set: Vec<String>,
+    /// The instance store, unless disabled (`--no-store`).
+    pub store: Option<InstanceStore>,
+    pub force: Force,
 }
 
 /// Runs every instance and writes `out_dir/<pipeline>/`. Returns the results directory.
@@ -135,6 +159,11 @@ pub fn execute(plan: &Plan, opts: &RunOptions) -> Result<PathBuf, RunError> {
         .iter()
         .map(|s| s.instances.iter().map(|_| None).collect())
         .collect();
+    let mut cached: Vec<Vec<bool>> = plan
+        .stages
+        .iter()
+        .map(|s| vec![false; s.instances.len()])
+        .collect();
     let max_depth = plan.stages.iter().map(|s| s.depth).max().unwrap_or(0);
     for depth in 0..=max_depth {
         let work: Vec<(usize, usize)> = plan
@@ -144,22 +173,38 @@ pub fn execute(plan: &Plan, opts: &RunOptions) -> Result<PathBuf, RunError> {
             .filter(|(_, s)| s.depth == depth)
             .flat_map(|(si, s)| (0..s.instances.len()).map(move |ii| (si, ii)))
             .collect();
-        let done: Vec<Result<InstanceResult, RunError>> = work
+        let done: Vec<Result<(InstanceResult, bool), RunError>> = work
             .par_iter()
             .map(|&(si, ii)| {
                 let stage = &plan.stages[si];
                 let inst = &stage.instances[ii];
+                let store = opts.store.as_ref();
+                if !opts.force.covers(&stage.name) {
+                    if let Some(hit) = store.and_then(|s| s.get(&inst.store_key)) {
+                        progress.tick();
+                        return Ok((hit, true));
+                    }
+                }
                 let r = run_instance(plan, stage, ii, &results).map_err(|e| RunError {
                     unavailable: e.downcast_ref::<crate::kind::Unavailable>().is_some(),
                     ..fail(&stage.name, &inst.label, format!("{e:#}"))
                 });
+                // Stored as soon as it exists: a run that fails or is killed later keeps it.
+                if let (Ok(res), Some(s)) = (&r, store) {
+                    if let Err(e) = s.put(&inst.store_key, stage.kind.name, res) {
+                        tracing::warn!("not stored ({}): {e:#}", s.root().display());
+                    }
+                }
                 progress.tick();
-                r
+                r.map(|res| (res, false))
             })
             .collect();
         for (&(si, ii), r) in work.iter().zip(done) {
             match r {
-                Ok(res) => results[si][ii] = Some(res),
+                Ok((res, hit)) => {
+                    results[si][ii] = Some(res);
+                    cached[si][ii] = hit;
+                }
                 Err(e) => {
                     progress.finish();
                     return Err(e);
@@ -168,8 +213,14 @@ pub fn execute(plan: &Plan, opts: &RunOptions) -> Result<PathBuf, RunError> {
         }
     }
     progress.finish();
-    store::write(plan, &results, opts, started.elapsed().as_secs_f64())
-        .map_err(|e| fail("", "", format!("writing results: {e:#}")))
+    store::write(
+        plan,
+        &results,
+        &cached,
+        opts,
+        started.elapsed().as_secs_f64(),
+    )
+    .map_err(|e| fail("", "", format!("writing results: {e:#}")))
 }
 
 fn run_instance(

@@ -2,6 +2,7 @@
 //! stores frames. It knows nothing about privacy: it defines the contract a stage kind
 //! implements ([`crate::kind`]) and is handed the registry of kinds by its caller.
 
+pub mod cache;
 pub mod compare;
 pub mod exec;
 pub mod files;

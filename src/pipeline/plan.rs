@@ -64,6 +64,12 @@ pub struct PlannedStage {
 
 pub struct Instance {
     pub key: Vec<(String, AxisValue)>,
+    /// Its resolved parameters (`with:` after profile, `--set` and axis values) in canonical
+    /// form: keys sorted, numbers in shortest round-trip form.
+    pub params: Arc<str>,
+    /// Its key in the instance store (hex sha256, see [`store_key`]); set once its inputs'
+    /// keys are known.
+    pub store_key: String,
     /// `eps=0.5, rep=3`, or empty for a stage without axes.
     pub label: String,
     pub seed: u128,
@@ -588,7 +594,7 @@ fn plan_one(
             .max()
             .unwrap_or(0);
         // Build each distinct parameter set once; repetitions share it.
-        let mut built: HashMap<Vec<String>, Arc<dyn StageRun>> = HashMap::new();
+        let mut built: HashMap<Vec<String>, (Arc<dyn StageRun>, Arc<str>)> = HashMap::new();
         let mut instances = Vec::new();
         let mut failed = false;
         for key in product(&stage_axes, &value_lists) {
@@ -597,10 +603,11 @@ fn plan_one(
                 .filter(|(a, _)| own.contains(a))
                 .map(|(_, v)| v.canonical())
                 .collect();
-            let run = match built.get(&own_key) {
+            let (run, params) = match built.get(&own_key) {
                 Some(r) => r.clone(),
                 None => {
                     let subst = substitute(&with, &key);
+                    let params: Arc<str> = canonical(&subst).into();
                     match (kind.build)(&subst) {
                         Ok(r) => {
                             let r: Arc<dyn StageRun> = Arc::from(r);
@@ -626,8 +633,8 @@ fn plan_one(
                             if failed {
                                 break;
                             }
-                            built.insert(own_key, r.clone());
-                            r
+                            built.insert(own_key, (r.clone(), params.clone()));
+                            (r, params)
                         }
                         Err(pe) => {
                             let sub = pe.path.join(".");
@@ -686,6 +693,8 @@ fn plan_one(
             instances.push(Instance {
                 label: label(&key),
                 key,
+                params,
+                store_key: String::new(),
                 seed,
                 run,
                 inputs: Vec::new(),
@@ -724,6 +733,44 @@ fn plan_one(
                     .unwrap_or_default();
                 inst.inputs.push(matching);
             }
+        }
+        for inst in &mut instances {
+            let upstream: Vec<Vec<&str>> = input_idx
+                .iter()
+                .zip(&inst.inputs)
+                .map(|(&ii, js)| {
+                    let up = planned[ii].as_ref().expect("inputs planned first");
+                    js.iter()
+                        .map(|&j| up.instances[j].store_key.as_str())
+                        .collect()
+                })
+                .collect();
+            let file_hashes: Vec<String> = inst
+                .run
+                .files()
+                .iter()
+                .map(|(_, rel)| {
+                    input_files
+                        .get(rel)
+                        .map_or_else(String::new, |b| hex(&Sha256::digest(b)))
+                })
+                .collect();
+            let input_names: Vec<&str> = input_idx
+                .iter()
+                .map(|&ii| planned[ii].as_ref().map_or("", |p| p.name.as_str()))
+                .collect();
+            inst.store_key = store_key(&KeyParts {
+                kind: kind.name,
+                version: kind.version,
+                stage: name,
+                inputs: &input_names,
+                params: &inst.params,
+                seed: inst.seed,
+                axes: &inst.key,
+                upstream: &upstream,
+                files: &file_hashes,
+                sources: &inst.run.sources(),
+            });
         }
         planned[si] = Some(PlannedStage {
             name: name.to_string(),
@@ -846,6 +893,131 @@ fn axis_ref(s: &str) -> Option<&str> {
 }
 
 /// `with` with every `$axis` replaced by this instance's value.
+/// Everything an instance's output is a function of.
+pub struct KeyParts<'a> {
+    pub kind: &'a str,
+    pub version: u32,
+    /// The stage's name and its inputs' names: a kind may use them in what it writes
+    /// (messages, labels), so two stages share work only under the same names.
+    pub stage: &'a str,
+    pub inputs: &'a [&'a str],
+    pub params: &'a str,
+    pub seed: u128,
+    /// The axis values, which become columns of its frame.
+    pub axes: &'a [(String, AxisValue)],
+    /// The store keys of the upstream instances it reads, per input, in order.
+    pub upstream: &'a [Vec<&'a str>],
+    /// sha256 of each file its parameters name.
+    pub files: &'a [String],
+    /// See [`crate::kind::Stage::sources`].
+    pub sources: &'a [String],
+}
+
+/// The store key of an instance: sha256 over a length-prefixed encoding of its [`KeyParts`]
+/// (prefixes, so no two different part lists encode alike), as 64 hex digits. The pipeline's
+/// name is not part of it: identical work in two pipelines is one entry.
+pub fn store_key(p: &KeyParts) -> String {
+    let mut h = Sha256::new();
+    let mut put = |tag: &str, bytes: &[u8]| {
+        h.update(tag.as_bytes());
+        h.update((bytes.len() as u64).to_le_bytes());
+        h.update(bytes);
+    };
+    put("dplab-instance", b"1");
+    put("kind", p.kind.as_bytes());
+    put("version", &p.version.to_le_bytes());
+    put("stage", p.stage.as_bytes());
+    for i in p.inputs {
+        put("input", i.as_bytes());
+    }
+    put("params", p.params.as_bytes());
+    put("seed", &p.seed.to_le_bytes());
+    for (a, v) in p.axes {
+        put("axis", a.as_bytes());
+        put("value", v.canonical().as_bytes());
+    }
+    for (k, keys) in p.upstream.iter().enumerate() {
+        put("upstream", &(k as u64).to_le_bytes());
+        for key in keys {
+            put("key", key.as_bytes());
+        }
+    }
+    for f in p.files {
+        put("file", f.as_bytes());
+    }
+    for s in p.sources {
+        put("source", s.as_bytes());
+    }
+    hex(&h.finalize())
+}
+
+/// `v` as canonical text: mappings with keys sorted, integers as digits, other numbers in
+/// shortest round-trip form, strings JSON-quoted. Equal parameters give equal text.
+pub fn canonical(v: &Value) -> String {
+    fn go(v: &Value, out: &mut String) {
+        match v {
+            Value::Null => out.push_str("null"),
+            Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
+            Value::Number(n) => {
+                if let Some(i) = n.as_i64() {
+                    out.push_str(&i.to_string());
+                } else if let Some(u) = n.as_u64() {
+                    out.push_str(&u.to_string());
+                } else {
+                    let x = n.as_f64().unwrap_or(f64::NAN);
+                    if x.fract() == 0.0 && x.abs() < 9.007_199_254_740_992e15 {
+                        out.push_str(&(x as i64).to_string());
+                    } else {
+                        out.push_str(&format!("{x:?}"));
+                    }
+                }
+            }
+            Value::String(s) => {
+                out.push_str(&serde_json::to_string(s).unwrap_or_default());
+            }
+            Value::Sequence(items) => {
+                out.push('[');
+                for (i, it) in items.iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    go(it, out);
+                }
+                out.push(']');
+            }
+            Value::Mapping(m) => {
+                let mut entries: Vec<(String, String)> = m
+                    .iter()
+                    .map(|(k, v)| {
+                        let (mut ks, mut vs) = (String::new(), String::new());
+                        go(k, &mut ks);
+                        go(v, &mut vs);
+                        (ks, vs)
+                    })
+                    .collect();
+                entries.sort();
+                out.push('{');
+                for (i, (k, v)) in entries.iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    out.push_str(k);
+                    out.push(':');
+                    out.push_str(v);
+                }
+                out.push('}');
+            }
+            Value::Tagged(t) => {
+                out.push_str(&format!("!{}", t.tag));
+                go(&t.value, out);
+            }
+        }
+    }
+    let mut out = String::new();
+    go(v, &mut out);
+    out
+}
+
 fn substitute(v: &Value, key: &[(String, AxisValue)]) -> Value {
     match v {
         Value::String(s) => match axis_ref(s).and_then(|a| key.iter().find(|(k, _)| k == a)) {

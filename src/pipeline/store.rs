@@ -19,6 +19,7 @@ use super::spec::AxisValue;
 pub fn write(
     plan: &Plan,
     results: &[Vec<Option<InstanceResult>>],
+    cached: &[Vec<bool>],
     opts: &RunOptions,
     wall: f64,
 ) -> Result<PathBuf> {
@@ -44,7 +45,7 @@ pub fn write(
         .out_dir
         .join(format!(".{name}.partial-{}", std::process::id()));
     fs::create_dir_all(&staging)?;
-    let outcome = write_all(plan, results, opts, wall, &staging);
+    let outcome = write_all(plan, results, cached, opts, wall, &staging);
     if let Err(e) = outcome {
         let _ = fs::remove_dir_all(&staging);
         return Err(e);
@@ -252,6 +253,7 @@ fn recover(out: &Path, name: &str, final_dir: &Path) -> Result<()> {
 fn write_all(
     plan: &Plan,
     results: &[Vec<Option<InstanceResult>>],
+    cached: &[Vec<bool>],
     opts: &RunOptions,
     wall: f64,
     dir: &Path,
@@ -296,16 +298,20 @@ fn write_all(
             }
         }
         let secs: Vec<f64> = res.iter().map(|r| r.seconds).collect();
+        let hits = cached[si].iter().filter(|c| **c).count();
         stages_json.push(json!({
             "name": stage.name,
             "kind": stage.kind.name,
+            "kind_version": stage.kind.version,
+            "instances_run": stage.instances.len() - hits,
+            "instances_cached": hits,
             "axes": stage.axes,
             "gathered": stage.gathered,
             "stored": stage.store,
             "instances": stage.instances.len(),
             "seconds_total": secs.iter().sum::<f64>(),
             "seconds_max": secs.iter().copied().fold(0.0, f64::max),
-            "seeds": stage.instances.iter().map(|i| json!({"instance": i.label, "seed": format!("{:032x}", i.seed)})).collect::<Vec<_>>(),
+            "seeds": stage.instances.iter().map(|i| json!({"instance": i.label, "seed": format!("{:032x}", i.seed), "key": i.store_key})).collect::<Vec<_>>(),
         }));
     }
     let axes: serde_json::Map<String, serde_json::Value> = plan

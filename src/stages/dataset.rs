@@ -17,6 +17,7 @@ pub fn kinds() -> Vec<KindInfo> {
     vec![
         KindInfo {
             name: "load.dataset",
+            version: 1,
             summary: "A registered public dataset (see `dplab data list`), checked against its sha256, read into typed columns; missing markers become nulls.",
             params: &[
                 ParamDoc { name: "dataset", ty: "string", default: None, meaning: "registered name, e.g. adult, census-kdd, movielens-100k" },
@@ -30,6 +31,7 @@ pub fn kinds() -> Vec<KindInfo> {
         },
         KindInfo {
             name: "normalise",
+            version: 1,
             summary: "Keeps numeric columns (or `columns`), drops named columns, sparse columns, rows with missing values and constant columns, then min–max scales each column to `range`. Writes <stage>.md saying what was dropped and why.",
             params: &[
                 ParamDoc { name: "columns", ty: "list of strings", default: Some("every numeric column"), meaning: "the columns to consider (must be numeric)" },
@@ -44,6 +46,7 @@ pub fn kinds() -> Vec<KindInfo> {
         },
         KindInfo {
             name: "frame.shape",
+            version: 1,
             summary: "One row per input: its number of rows n and columns d, and the column names; an input with no columns is reported as `no data`.",
             params: &[
                 ParamDoc { name: "source", ty: "map stage → label", default: Some("stage names"), meaning: "the label of each input in the `source` column" },
@@ -94,6 +97,20 @@ impl LoadDataset {
 }
 
 impl Stage for LoadDataset {
+    /// The registered checksum of every file of the dataset and how its tables are read.
+    fn sources(&self) -> Vec<String> {
+        let Ok(ds) = Registry::current().and_then(|r| r.dataset(&self.dataset)) else {
+            return Vec::new();
+        };
+        let mut out: Vec<String> = ds
+            .files
+            .iter()
+            .map(|f| format!("{} sha256 {}", f.name, f.sha256.as_deref().unwrap_or("-")))
+            .collect();
+        out.push(format!("{:?}", ds.tables));
+        out
+    }
+
     fn validate(&self) -> Result<(), ParamError> {
         if let Some(c) = &self.columns {
             super::distinct("columns", c)?;

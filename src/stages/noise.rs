@@ -25,6 +25,7 @@ pub fn kinds() -> Vec<KindInfo> {
     vec![
         KindInfo {
             name: "mechanism.noise",
+            version: 1,
             summary: "Adds Laplace, Gaussian or geometric noise to a numeric column, `samples` times per row.",
             params: &[
                 ParamDoc { name: "column", ty: "string", default: None, meaning: "the numeric column f(x) to perturb" },
@@ -40,6 +41,7 @@ pub fn kinds() -> Vec<KindInfo> {
         },
         KindInfo {
             name: "query.revenue",
+            version: 1,
             summary: "Revenue of posting each price to a set of bidders: price × #{bids ≥ price} (Dwork & Roth Example 3.5).",
             params: &[
                 ParamDoc { name: "price", ty: "string", default: Some("price"), meaning: "column of prices in the first input" },
@@ -51,6 +53,7 @@ pub fn kinds() -> Vec<KindInfo> {
         },
         KindInfo {
             name: "query.argmax",
+            version: 1,
             summary: "The row with the largest value of a column (ties: the first), e.g. the optimal price.",
             params: &[ParamDoc { name: "column", ty: "string", default: None, meaning: "the column to maximise" }],
             gather: Gather::Nothing,

@@ -11,6 +11,7 @@ use super::{build, Ctx, Gather, KindInfo, Output, ParamDoc, Stage};
 pub fn kinds() -> Vec<KindInfo> {
     vec![KindInfo {
         name: "frame.stack",
+        version: 1,
         summary: "Stacks its inputs' rows into one frame: the union of their columns (missing cells empty), optional per-input renames, and a `source` column naming the input each row came from.",
         params: &[
             ParamDoc { name: "rename", ty: "map stage → {old: new}", default: Some("{}"), meaning: "column renames applied to one input before stacking" },

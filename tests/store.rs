@@ -1,0 +1,253 @@
+//! The instance store through the command line: a rerun computes nothing and writes the same
+//! bytes; an edit recomputes only the instances it changes and what reads them; `--force`,
+//! `--no-store`, a killed run, and two runs sharing one store at once.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+use assert_cmd::Command;
+use tempfile::TempDir;
+
+/// Laplace noise on a table per ε, repeated, summarised, and a figure per ε.
+const PIPELINE: &str = r#"name: cached
+title: Store test
+source: {paper: test, item: none}
+description: Noise, a summary over repetitions, and a figure.
+seed: 5
+axes:
+  eps: [0.5, 1.0]
+stages:
+  counts:
+    kind: load.table
+    with: {columns: {candidate: [a, b, c], utility: [1, 5, 2]}}
+  noisy:
+    kind: mechanism.noise
+    input: counts
+    repeat: 3
+    with: {column: utility, noise: laplace, epsilon: $eps, samples: 200}
+  summary:
+    kind: aggregate.summary
+    input: noisy
+    over: [rep]
+    with: {values: [noisy], by: [row]}
+  figure:
+    kind: plot.lines
+    input: summary
+    with: {x: row, y: mean, title: "first title", x_label: row, y_label: mean}
+"#;
+
+struct Env {
+    dir: TempDir,
+}
+
+impl Env {
+    fn new() -> Self {
+        Env {
+            dir: TempDir::new().unwrap(),
+        }
+    }
+    fn store(&self) -> PathBuf {
+        self.dir.path().join("store")
+    }
+    fn write(&self, text: &str) -> PathBuf {
+        let p = self.dir.path().join("p.yaml");
+        fs::write(&p, text).unwrap();
+        p
+    }
+    /// `dplab run` of `text` into `out` with this store and `extra` arguments.
+    fn run(&self, text: &str, out: &str, extra: &[&str]) -> Output {
+        let p = self.write(text);
+        Command::cargo_bin("dplab")
+            .unwrap()
+            .env_remove("DPLAB_STORE")
+            .args(["run", "-q", "--store"])
+            .arg(self.store())
+            .arg("--out")
+            .arg(self.dir.path().join(out))
+            .args(extra)
+            .arg(&p)
+            .output()
+            .unwrap()
+    }
+    fn results(&self, out: &str) -> PathBuf {
+        self.dir.path().join(out).join("cached")
+    }
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+/// Per stage: (instances run, instances from the store).
+fn counts(results: &Path) -> Vec<(String, u64, u64)> {
+    let m: serde_json::Value =
+        serde_json::from_slice(&fs::read(results.join("manifest.json")).unwrap()).unwrap();
+    m["stages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            (
+                s["name"].as_str().unwrap().to_string(),
+                s["instances_run"].as_u64().unwrap(),
+                s["instances_cached"].as_u64().unwrap(),
+            )
+        })
+        .collect()
+}
+
+fn run_counts(results: &Path) -> Vec<(String, u64)> {
+    counts(results)
+        .into_iter()
+        .map(|(s, r, _)| (s, r))
+        .collect()
+}
+
+/// Every result file but the manifest (which records times and counts), by name.
+fn files(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut v: Vec<(String, Vec<u8>)> = fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().to_string())
+        .filter(|n| n != "manifest.json")
+        .map(|n| {
+            let b = fs::read(dir.join(&n)).unwrap();
+            (n, b)
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+fn pairs(v: &[(&str, u64)]) -> Vec<(String, u64)> {
+    v.iter().map(|(s, n)| (s.to_string(), *n)).collect()
+}
+
+#[test]
+fn a_rerun_computes_nothing_and_writes_the_same_bytes() {
+    let env = Env::new();
+    let o = env.run(PIPELINE, "a", &[]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert_eq!(
+        run_counts(&env.results("a")),
+        pairs(&[("counts", 1), ("noisy", 6), ("summary", 2), ("figure", 1)])
+    );
+    let o = env.run(PIPELINE, "b", &[]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(counts(&env.results("b"))
+        .iter()
+        .all(|(_, run, _)| *run == 0));
+    assert_eq!(files(&env.results("a")), files(&env.results("b")));
+    // Without the store everything runs, and the bytes are still the same.
+    let o = env.run(PIPELINE, "c", &["--no-store"]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert_eq!(counts(&env.results("c"))[1], ("noisy".to_string(), 6, 0));
+    assert_eq!(files(&env.results("a")), files(&env.results("c")));
+}
+
+#[test]
+fn an_edit_recomputes_only_what_it_changes() {
+    let env = Env::new();
+    assert!(env.run(PIPELINE, "a", &[]).status.success());
+    // A plot's title: only the plot.
+    let retitled = PIPELINE.replace("first title", "second title");
+    let o = env.run(&retitled, "a", &[]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert_eq!(
+        run_counts(&env.results("a")),
+        pairs(&[("counts", 0), ("noisy", 0), ("summary", 0), ("figure", 1)])
+    );
+    // One more axis value: its instances and nothing else.
+    let o = env.run(&retitled, "a", &["--set", "eps=[0.5, 1.0, 2.0]"]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert_eq!(
+        run_counts(&env.results("a")),
+        pairs(&[("counts", 0), ("noisy", 3), ("summary", 1), ("figure", 1)])
+    );
+    // A parameter upstream: everything that reads it.
+    let o = env.run(&retitled.replace("samples: 200", "samples: 300"), "a", &[]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert_eq!(
+        run_counts(&env.results("a")),
+        pairs(&[("counts", 0), ("noisy", 6), ("summary", 2), ("figure", 1)])
+    );
+}
+
+#[test]
+fn force_recomputes_all_or_the_stages_named() {
+    let env = Env::new();
+    assert!(env.run(PIPELINE, "a", &[]).status.success());
+    let o = env.run(PIPELINE, "b", &["--force"]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(counts(&env.results("b"))
+        .iter()
+        .all(|(_, _, hit)| *hit == 0));
+    assert_eq!(files(&env.results("a")), files(&env.results("b")));
+    let o = env.run(PIPELINE, "c", &["--force=summary,figure"]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert_eq!(
+        run_counts(&env.results("c")),
+        pairs(&[("counts", 0), ("noisy", 0), ("summary", 2), ("figure", 1)])
+    );
+}
+
+#[test]
+fn a_failed_run_keeps_what_finished() {
+    let env = Env::new();
+    // The figure names a column that does not exist: the run fails in its last stage.
+    let broken = PIPELINE.replace("y: mean,", "y: nope,");
+    let o = env.run(&broken, "a", &[]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let o = env.run(PIPELINE, "a", &[]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert_eq!(
+        run_counts(&env.results("a")),
+        pairs(&[("counts", 0), ("noisy", 0), ("summary", 0), ("figure", 1)])
+    );
+}
+
+#[test]
+fn runs_sharing_one_store_at_once_agree() {
+    let env = Env::new();
+    let p = env.write(PIPELINE);
+    let children: Vec<_> = (0..4)
+        .map(|i| {
+            std::process::Command::new(assert_cmd::cargo::cargo_bin("dplab"))
+                .env_remove("DPLAB_STORE")
+                .args(["run", "-q", "--store"])
+                .arg(env.store())
+                .arg("--out")
+                .arg(env.dir.path().join(format!("o{i}")))
+                .arg(&p)
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for c in children {
+        let o = c.wait_with_output().unwrap();
+        assert!(o.status.success(), "{}", text(&o));
+    }
+    let first = files(&env.dir.path().join("o0/cached"));
+    for i in 1..4 {
+        assert_eq!(first, files(&env.dir.path().join(format!("o{i}/cached"))));
+    }
+    // Nothing half-written is left, and the store serves a later run whole.
+    let tmp = env.store().join("tmp");
+    assert!(
+        !tmp.exists() || fs::read_dir(&tmp).unwrap().next().is_none(),
+        "left in tmp/"
+    );
+    let o = env.run(PIPELINE, "later", &[]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(counts(&env.results("later"))
+        .iter()
+        .all(|(_, r, _)| *r == 0));
+    assert_eq!(first, files(&env.results("later")));
+}
