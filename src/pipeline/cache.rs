@@ -1,13 +1,15 @@
 //! The instance store: finished stage instances (frame and artifacts) by store key, so a run
 //! computes only what no earlier run — of this pipeline or another — already computed.
 //!
-//! Layout under the store root: `objects/<k0k1>/<key>/` holding `frame.parquet`, the
-//! artifacts `artifact-<i>.<ext>` and `meta.json` (written last). An entry is written into a
-//! uniquely named directory under `tmp/` and renamed into place in one step, so a reader sees
-//! a whole entry or none, a killed writer leaves only a `tmp/` directory, and two processes
-//! storing one key at once (also over NFS, where rename is atomic too) both end with one
-//! complete entry: the loser's rename fails because the directory exists, and since the key
-//! fixes the output, the bytes in place are the bytes it had.
+//! Layout under the store root: one file per entry, `objects/<k0k1>/<key>`: a line of JSON
+//! (what the entry holds, the sizes of its parts and the sha256 of the rest), then the frame
+//! as Parquet and the artifacts' bytes. An entry is written under a unique name in `tmp/` and
+//! renamed into place, so a reader sees a whole entry or none; a killed writer leaves only a
+//! file in `tmp/`; two processes storing one key at once (also over NFS, where rename is
+//! atomic too) leave one complete entry, and since the key fixes the output the bytes are the
+//! same whichever rename lands last. Entries are not fsynced (a cache, and one instance costs
+//! a few syscalls this way): a reader checks the sha256, so an entry a crash left short or
+//! garbled is a miss, and is replaced when the instance runs again.
 
 use std::fs;
 use std::io::Write;
@@ -16,6 +18,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use polars::prelude::*;
 use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
 
 use super::exec::InstanceResult;
 use crate::kind::Artifact;
@@ -32,13 +35,16 @@ struct Meta {
     format: u32,
     kind: String,
     seconds: f64,
-    /// Whether `frame.parquet` exists (a frame with no columns is not written).
-    frame: bool,
+    /// Bytes of the Parquet frame (0: a frame with no columns, of `height` rows).
+    frame: usize,
     height: usize,
-    artifacts: Vec<String>,
+    /// Each artifact's extension and size, in order after the frame.
+    artifacts: Vec<(String, usize)>,
+    /// sha256 of everything after the JSON line.
+    sha256: String,
 }
 
-const FORMAT: u32 = 1;
+const FORMAT: u32 = 2;
 
 impl InstanceStore {
     /// The store at `root` (created when first written to).
@@ -56,30 +62,35 @@ impl InstanceStore {
 
     /// Whether an entry for `key` exists (without reading it).
     pub fn contains(&self, key: &str) -> bool {
-        self.entry(key).join("meta.json").is_file()
+        self.entry(key).is_file()
     }
 
-    /// The stored result of `key`, or `None` when there is none (or it cannot be read: a
-    /// damaged entry is a miss, and is replaced when the instance is stored again).
+    /// The stored result of `key`, or `None` when there is none or it does not check out.
     pub fn get(&self, key: &str) -> Option<InstanceResult> {
-        let dir = self.entry(key);
-        let meta: Meta = serde_json::from_slice(&fs::read(dir.join("meta.json")).ok()?).ok()?;
-        if meta.format != FORMAT {
+        let bytes = fs::read(self.entry(key)).ok()?;
+        let nl = bytes.iter().position(|&b| b == b'\n')?;
+        let meta: Meta = serde_json::from_slice(&bytes[..nl]).ok()?;
+        let body = &bytes[nl + 1..];
+        if meta.format != FORMAT || crate::pipeline::plan::hex(&Sha256::digest(body)) != meta.sha256
+        {
             return None;
         }
-        let frame = if meta.frame {
-            let f = fs::File::open(dir.join("frame.parquet")).ok()?;
-            ParquetReader::new(f).finish().ok()?
+        let frame = if meta.frame > 0 {
+            ParquetReader::new(std::io::Cursor::new(body.get(..meta.frame)?))
+                .read_parallel(ParallelStrategy::None)
+                .finish()
+                .ok()?
         } else {
             DataFrame::empty_with_height(meta.height)
         };
+        let mut at = meta.frame;
         let mut artifacts = Vec::new();
-        for (i, ext) in meta.artifacts.iter().enumerate() {
-            let bytes = fs::read(dir.join(format!("artifact-{i}.{ext}"))).ok()?;
+        for (ext, len) in &meta.artifacts {
             artifacts.push(Artifact {
                 ext: static_ext(ext)?,
-                bytes,
+                bytes: body.get(at..at + len)?.to_vec(),
             });
+            at += len;
         }
         Some(InstanceResult {
             frame,
@@ -88,60 +99,58 @@ impl InstanceStore {
         })
     }
 
-    /// Stores `result` under `key`, atomically; an existing entry is kept.
+    /// Stores `result` under `key` (tmp + rename).
     pub fn put(&self, key: &str, kind: &str, result: &InstanceResult) -> Result<()> {
-        let final_dir = self.entry(key);
-        if final_dir.join("meta.json").is_file() {
-            return Ok(());
+        let mut body = Vec::new();
+        if result.frame.width() > 0 {
+            let mut frame = result.frame.clone();
+            // One chunk per column: a gathered frame can hold one chunk per instance.
+            frame.rechunk_mut();
+            // Not parallel: this runs on a worker of dplab's pool, and waiting for polars'
+            // pool there lets the worker take up more instances, each waiting in turn, until
+            // the stack overflows (seen at 10⁵ instances).
+            ParquetWriter::new(&mut body)
+                .set_parallel(false)
+                .finish(&mut frame)?;
         }
+        let frame_len = body.len();
+        for a in &result.artifacts {
+            body.extend_from_slice(&a.bytes);
+        }
+        let meta = Meta {
+            format: FORMAT,
+            kind: kind.to_string(),
+            seconds: result.seconds,
+            frame: frame_len,
+            height: result.frame.height(),
+            artifacts: result
+                .artifacts
+                .iter()
+                .map(|a| (a.ext.to_string(), a.bytes.len()))
+                .collect(),
+            sha256: crate::pipeline::plan::hex(&Sha256::digest(&body)),
+        };
         let tmp_root = self.root.join("tmp");
         fs::create_dir_all(&tmp_root)
             .with_context(|| format!("creating {}", tmp_root.display()))?;
         let tmp = tmp_root.join(format!("{key}.{}.{}", std::process::id(), unique_suffix()));
-        fs::create_dir(&tmp).with_context(|| format!("creating {}", tmp.display()))?;
         let written = (|| -> Result<()> {
-            let has_frame = result.frame.width() > 0;
-            if has_frame {
-                let mut buf = Vec::new();
-                ParquetWriter::new(&mut buf).finish(&mut result.frame.clone())?;
-                write_synced(&tmp.join("frame.parquet"), &buf)?;
-            }
-            for (i, a) in result.artifacts.iter().enumerate() {
-                write_synced(&tmp.join(format!("artifact-{i}.{}", a.ext)), &a.bytes)?;
-            }
-            let meta = Meta {
-                format: FORMAT,
-                kind: kind.to_string(),
-                seconds: result.seconds,
-                frame: has_frame,
-                height: result.frame.height(),
-                artifacts: result.artifacts.iter().map(|a| a.ext.to_string()).collect(),
-            };
-            write_synced(&tmp.join("meta.json"), &serde_json::to_vec(&meta)?)?;
+            let mut f = fs::File::create(&tmp)?;
+            f.write_all(&serde_json::to_vec(&meta)?)?;
+            f.write_all(b"\n")?;
+            f.write_all(&body)?;
             Ok(())
         })();
-        if let Err(e) = written {
-            let _ = fs::remove_dir_all(&tmp);
-            return Err(e);
+        let final_path = self.entry(key);
+        let placed = written.and_then(|()| {
+            fs::create_dir_all(final_path.parent().expect("entry has a parent"))?;
+            fs::rename(&tmp, &final_path)?;
+            Ok(())
+        });
+        if placed.is_err() {
+            let _ = fs::remove_file(&tmp);
         }
-        let parent = final_dir.parent().expect("entry has a parent");
-        fs::create_dir_all(parent)?;
-        if final_dir.exists() && !final_dir.join("meta.json").is_file() {
-            // A damaged entry (no meta.json: never published whole by this code): replace it.
-            let _ = fs::remove_dir_all(&final_dir);
-        }
-        match fs::rename(&tmp, &final_dir) {
-            Ok(()) => Ok(()),
-            // Another process stored the same key first: its bytes are these bytes.
-            Err(_) if final_dir.join("meta.json").is_file() => {
-                let _ = fs::remove_dir_all(&tmp);
-                Ok(())
-            }
-            Err(e) => {
-                let _ = fs::remove_dir_all(&tmp);
-                Err(e).with_context(|| format!("storing {}", final_dir.display()))
-            }
-        }
+        placed.with_context(|| format!("storing {}", final_path.display()))
     }
 }
 
@@ -151,13 +160,6 @@ fn static_ext(ext: &str) -> Option<&'static str> {
     ["svg", "md", "html", "csv", "txt", "json", "png"]
         .into_iter()
         .find(|e| *e == ext)
-}
-
-fn write_synced(path: &Path, bytes: &[u8]) -> Result<()> {
-    let mut f = fs::File::create(path).with_context(|| format!("creating {}", path.display()))?;
-    f.write_all(bytes)?;
-    f.sync_all()?;
-    Ok(())
 }
 
 /// A suffix no other writer in this process uses (with the PID: none on this host).
