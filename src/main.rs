@@ -238,6 +238,10 @@ struct StoreArgs {
     /// (`--force=plot,table`).
     #[arg(long, value_name = "STAGE", num_args = 0..=1, require_equals = true, default_missing_value = "", value_delimiter = ',')]
     force: Option<Vec<String>>,
+    /// Run nothing: per stage, how many instances would run and how many the store has, and
+    /// why each would run.
+    #[arg(short = 'n', long)]
+    dry_run: bool,
 }
 
 impl StoreArgs {
@@ -556,6 +560,27 @@ fn run(
     if !(1..=MAX_JOBS).contains(&threads) {
         errln!("error: --jobs {threads} is out of range: give 1 to {MAX_JOBS} worker threads");
         return ExitCode::from(2);
+    }
+    if store.dry_run {
+        let (st, force) = (store.store(), store.force());
+        let mut bad = false;
+        for f in &files {
+            match load_plan(f, common) {
+                Ok(p) => out_raw!(
+                    "{}",
+                    dplab::pipeline::dryrun::explain(&p, st.as_ref(), &force)
+                ),
+                Err(errs) => {
+                    report_spec_errors(&errs);
+                    bad = true;
+                }
+            }
+        }
+        return if bad {
+            ExitCode::from(2)
+        } else {
+            ExitCode::SUCCESS
+        };
     }
     if let Err(e) = check_outputs(&files, out) {
         errln!("error: {e}");

@@ -251,3 +251,122 @@ fn runs_sharing_one_store_at_once_agree() {
         .all(|(_, r, _)| *r == 0));
     assert_eq!(first, files(&env.results("later")));
 }
+
+#[test]
+fn a_dry_run_says_what_would_run_and_why() {
+    let env = Env::new();
+    let dry = |text: &str, extra: &[&str]| -> String {
+        let p = env.write(text);
+        let o = Command::cargo_bin("dplab")
+            .unwrap()
+            .env_remove("DPLAB_STORE")
+            .args(["run", "--dry-run", "--store"])
+            .arg(env.store())
+            .args(extra)
+            .arg(&p)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", text_of(&o));
+        String::from_utf8_lossy(&o.stdout).to_string()
+    };
+    fn text_of(o: &Output) -> String {
+        text(o)
+    }
+    let d = dry(PIPELINE, &[]);
+    assert!(
+        d.contains("10 instance(s) would run") && d.contains("new instance"),
+        "{d}"
+    );
+    assert!(env.run(PIPELINE, "a", &[]).status.success());
+    // Nothing ran: the store is as the real run left it.
+    let d = dry(PIPELINE, &[]);
+    assert!(
+        d.contains("0 instance(s) would run, 10 come from the store"),
+        "{d}"
+    );
+    let edited = PIPELINE
+        .replace("samples: 200", "samples: 400")
+        .replace("first title", "other");
+    let d = dry(&edited, &["--set", "eps=[0.5, 1.0, 2.0]"]);
+    for want in [
+        "parameter `samples` changed 200 → 400 (×6)",
+        "new instance (×3)",
+        "input `noisy` changed (×2)",
+        "parameter `title` changed \"first title\" → \"other\"",
+    ] {
+        assert!(d.contains(want), "{want}: {d}");
+    }
+    let d = dry(PIPELINE, &["--force=summary"]);
+    assert!(
+        d.contains("forced") && d.contains("2 instance(s) would run"),
+        "{d}"
+    );
+    assert!(!env.results("b").exists());
+}
+
+/// A kind's version is part of every key: raising it makes every stored instance of the kind
+/// a miss (stale results are never reused), and so does any other part changing.
+#[test]
+fn keys_change_with_the_kind_version_and_every_part() {
+    use dplab::axis::AxisValue;
+    use dplab::pipeline::plan::{store_key, KeyParts};
+    let axes = vec![("eps".to_string(), AxisValue::Num(0.5))];
+    let up = vec![vec!["ab"]];
+    let base = KeyParts {
+        kind: "mechanism.noise",
+        version: 1,
+        stage: "noisy",
+        inputs: &["counts"],
+        params: "{\"samples\":200}",
+        seed: 7,
+        axes: &axes,
+        upstream: &up,
+        files: &[],
+        sources: &[],
+    };
+    let k = store_key(&base);
+    assert_eq!(k.len(), 64);
+    assert_eq!(k, store_key(&base));
+    let axes2 = vec![("eps".to_string(), AxisValue::Num(1.0))];
+    let up2 = vec![vec!["ac"]];
+    let files = vec!["f".to_string()];
+    let variants = [
+        KeyParts { version: 2, ..base },
+        KeyParts {
+            kind: "mechanism.select",
+            ..base
+        },
+        KeyParts {
+            stage: "other",
+            ..base
+        },
+        KeyParts {
+            inputs: &["c2"],
+            ..base
+        },
+        KeyParts {
+            params: "{\"samples\":300}",
+            ..base
+        },
+        KeyParts { seed: 8, ..base },
+        KeyParts {
+            axes: &axes2,
+            ..base
+        },
+        KeyParts {
+            upstream: &up2,
+            ..base
+        },
+        KeyParts {
+            files: &files,
+            ..base
+        },
+        KeyParts {
+            sources: &files,
+            ..base
+        },
+    ];
+    for v in variants {
+        assert_ne!(store_key(&v), k);
+    }
+}

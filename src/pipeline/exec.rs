@@ -213,14 +213,20 @@ pub fn execute(plan: &Plan, opts: &RunOptions) -> Result<PathBuf, RunError> {
         }
     }
     progress.finish();
-    store::write(
+    let dir = store::write(
         plan,
         &results,
         &cached,
         opts,
         started.elapsed().as_secs_f64(),
     )
-    .map_err(|e| fail("", "", format!("writing results: {e:#}")))
+    .map_err(|e| fail("", "", format!("writing results: {e:#}")))?;
+    if let Some(s) = &opts.store {
+        if let Err(e) = super::dryrun::record(plan, s) {
+            tracing::warn!("could not record this run for --dry-run: {e:#}");
+        }
+    }
+    Ok(dir)
 }
 
 fn run_instance(

@@ -4,6 +4,7 @@
 
 pub mod cache;
 pub mod compare;
+pub mod dryrun;
 pub mod exec;
 pub mod files;
 pub mod graph;

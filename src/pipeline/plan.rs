@@ -594,7 +594,7 @@ fn plan_one(
             .max()
             .unwrap_or(0);
         // Build each distinct parameter set once; repetitions share it.
-        let mut built: HashMap<Vec<String>, (Arc<dyn StageRun>, Arc<str>)> = HashMap::new();
+        let mut built: HashMap<Vec<String>, Built> = HashMap::new();
         let mut instances = Vec::new();
         let mut failed = false;
         for key in product(&stage_axes, &value_lists) {
@@ -892,8 +892,11 @@ fn axis_ref(s: &str) -> Option<&str> {
     (!name.is_empty() && name.chars().all(|c| c.is_alphanumeric() || c == '_')).then_some(name)
 }
 
-/// `with` with every `$axis` replaced by this instance's value.
+/// A built parameter set: the kind's runner and the canonical parameters.
+type Built = (Arc<dyn StageRun>, Arc<str>);
+
 /// Everything an instance's output is a function of.
+#[derive(Clone, Copy)]
 pub struct KeyParts<'a> {
     pub kind: &'a str,
     pub version: u32,
@@ -1018,6 +1021,7 @@ pub fn canonical(v: &Value) -> String {
     out
 }
 
+/// `with` with every `$axis` replaced by this instance's value.
 fn substitute(v: &Value, key: &[(String, AxisValue)]) -> Value {
     match v {
         Value::String(s) => match axis_ref(s).and_then(|a| key.iter().find(|(k, _)| k == a)) {
