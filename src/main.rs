@@ -182,6 +182,17 @@ or wrong, 2 bad input."
         #[command(flatten)]
         loc: DataLoc,
     },
+    /// The instance store: what it holds, and removing what no results directory uses.
+    #[command(after_help = "Examples:
+  dplab store info
+  dplab store gc --keep results --keep target/ci-results --dry-run")]
+    Store {
+        #[command(subcommand)]
+        action: StoreAction,
+        /// The store [default: $DPLAB_STORE, else .dplab/store].
+        #[arg(long, value_name = "DIR", global = true)]
+        store: Option<PathBuf>,
+    },
     /// Compare two results directories frame by frame (columns, keys, values within tolerance).
     #[command(
         after_help = "Examples:\n  dplab compare results/dr-pumpkin tests/golden/dr-pumpkin\n  \
@@ -198,6 +209,22 @@ A cell matches when |a − b| ≤ atol + rtol·|b|; text and integer cells must 
         /// A pipeline directory of B that A lacks (e.g. skipped for missing data) is listed, not a mismatch.
         #[arg(long)]
         allow_missing: bool,
+    },
+}
+
+#[derive(Subcommand)]
+enum StoreAction {
+    /// Entries and bytes in all, and per pipeline those its last run used.
+    Info,
+    /// Remove every entry no results directory under the given roots references (by the
+    /// instance keys in their manifests), and what killed writers left in tmp/ over an hour ago.
+    Gc {
+        /// A results root whose directories' entries are kept (repeatable).
+        #[arg(long, value_name = "DIR", default_value = "results")]
+        keep: Vec<PathBuf>,
+        /// Say what would be removed, remove nothing.
+        #[arg(short = 'n', long)]
+        dry_run: bool,
     },
 }
 
@@ -396,6 +423,15 @@ fn main() -> ExitCode {
                 cli.quiet,
             )
         }
+        Command::Store { action, store } => store_cmd(
+            &StoreArgs {
+                store,
+                no_store: false,
+                force: None,
+                dry_run: false,
+            },
+            action,
+        ),
         Command::Data { action, loc } => {
             loc.install();
             data_cmd(action)
@@ -698,6 +734,66 @@ fn check_outputs(files: &[PathBuf], out: &Path) -> Result<(), String> {
         store::replaceable(&out.join(&name), &name)?;
     }
     Ok(())
+}
+
+fn store_cmd(args: &StoreArgs, action: StoreAction) -> ExitCode {
+    let Some(store) = args.store() else {
+        return ExitCode::SUCCESS;
+    };
+    let mb = |b: u64| format!("{:.1} MB", b as f64 / 1e6);
+    let entries = store.entries();
+    match action {
+        StoreAction::Info => {
+            let total: u64 = entries.iter().map(|e| e.bytes).sum();
+            out!(
+                "{}: {} entries, {}",
+                store.root().display(),
+                entries.len(),
+                mb(total)
+            );
+            let size: std::collections::HashMap<&str, u64> =
+                entries.iter().map(|e| (e.key.as_str(), e.bytes)).collect();
+            for (pipeline, keys) in store.keys_by_pipeline() {
+                let present: Vec<u64> = keys
+                    .iter()
+                    .filter_map(|k| size.get(k.as_str()).copied())
+                    .collect();
+                out!(
+                    "  {pipeline:<28} {:>8} entries {:>10}  (its last run; entries shared with other pipelines count in each)",
+                    present.len(),
+                    mb(present.iter().sum())
+                );
+            }
+            ExitCode::SUCCESS
+        }
+        StoreAction::Gc { keep, dry_run } => {
+            let mut referenced = std::collections::HashSet::new();
+            for root in &keep {
+                let dirs = std::fs::read_dir(root).into_iter().flatten().flatten();
+                for d in dirs {
+                    referenced.extend(dplab::pipeline::cache::manifest_keys(&d.path()));
+                }
+            }
+            let unused: Vec<_> = entries
+                .iter()
+                .filter(|e| !referenced.contains(&e.key))
+                .collect();
+            let bytes: u64 = unused.iter().map(|e| e.bytes).sum();
+            if dry_run {
+                out!(
+                    "would remove {} of {} entries ({}): no results directory under {} references them",
+                    unused.len(),
+                    entries.len(),
+                    mb(bytes),
+                    keep.iter().map(|k| k.display().to_string()).collect::<Vec<_>>().join(", ")
+                );
+            } else {
+                let (n, freed) = store.gc(&referenced);
+                out!("removed {n} of {} entries ({})", entries.len(), mb(freed));
+            }
+            ExitCode::SUCCESS
+        }
+    }
 }
 
 fn list(kind: Option<&str>) -> ExitCode {

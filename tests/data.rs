@@ -85,9 +85,19 @@ impl Env {
         self.dir.path().join("cache/t/t.csv")
     }
 
+    /// `dplab` in this environment, with a fresh, empty instance store per command: a dataset
+    /// read is stored under its registered checksum, so a stored one would hide what these
+    /// tests check about the file on disk.
     fn cmd(&self) -> Command {
+        use std::sync::atomic::{AtomicU64, Ordering};
+        static N: AtomicU64 = AtomicU64::new(0);
+        let store = self
+            .dir
+            .path()
+            .join(format!("store-{}", N.fetch_add(1, Ordering::Relaxed)));
         let mut c = Command::cargo_bin("dplab").unwrap();
-        c.env("DPLAB_REGISTRY", self.dir.path().join("registry.toml"))
+        c.env("DPLAB_STORE", store)
+            .env("DPLAB_REGISTRY", self.dir.path().join("registry.toml"))
             .env("DPLAB_DATA_DIR", self.dir.path().join("cache"))
             .env("DPLAB_DATA_MIRROR", "")
             .env("NO_COLOR", "1");

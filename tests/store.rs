@@ -370,3 +370,44 @@ fn keys_change_with_the_kind_version_and_every_part() {
         assert_ne!(store_key(&v), k);
     }
 }
+
+#[test]
+fn gc_removes_exactly_what_no_results_directory_uses() {
+    let env = Env::new();
+    assert!(env.run(PIPELINE, "a", &[]).status.success());
+    // The retitled figure replaces the old one in `a`: the old figure's entry is unused.
+    let retitled = PIPELINE.replace("first title", "second title");
+    assert!(env.run(&retitled, "a", &[]).status.success());
+    let store_cmd = |args: &[&str]| -> String {
+        let o = Command::cargo_bin("dplab")
+            .unwrap()
+            .arg("store")
+            .args(args)
+            .arg("--store")
+            .arg(env.store())
+            .arg("--keep")
+            .arg(env.dir.path().join("a"))
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", text(&o));
+        String::from_utf8_lossy(&o.stdout).to_string()
+    };
+    let s = store_cmd(&["gc", "--dry-run"]);
+    assert!(s.contains("would remove 1 of 11 entries"), "{s}");
+    let s = store_cmd(&["gc"]);
+    assert!(s.contains("removed 1 of 11 entries"), "{s}");
+    let o = env.run(&retitled, "b", &[]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(counts(&env.results("b")).iter().all(|(_, r, _)| *r == 0));
+    let o = Command::cargo_bin("dplab")
+        .unwrap()
+        .args(["store", "info", "--store"])
+        .arg(env.store())
+        .output()
+        .unwrap();
+    let info = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        info.contains("10 entries") && info.contains("cached"),
+        "{info}"
+    );
+}

@@ -171,3 +171,90 @@ fn unique_suffix() -> String {
         .map_or(0, |d| d.as_nanos());
     format!("{nanos:x}-{}", N.fetch_add(1, Ordering::Relaxed))
 }
+
+/// One entry on disk.
+pub struct Entry {
+    pub key: String,
+    pub bytes: u64,
+    pub path: PathBuf,
+}
+
+impl InstanceStore {
+    /// Every entry (files named by a 64-hex-digit key under `objects/<2 hex>/`).
+    pub fn entries(&self) -> Vec<Entry> {
+        let mut out = Vec::new();
+        let Ok(shards) = fs::read_dir(self.root.join("objects")) else {
+            return out;
+        };
+        for shard in shards.flatten() {
+            let Ok(files) = fs::read_dir(shard.path()) else {
+                continue;
+            };
+            for f in files.flatten() {
+                let name = f.file_name().to_string_lossy().to_string();
+                let is_key = name.len() == 64 && name.bytes().all(|b| b.is_ascii_hexdigit());
+                let meta = f.metadata();
+                if is_key && meta.as_ref().is_ok_and(|m| m.is_file()) {
+                    out.push(Entry {
+                        key: name,
+                        bytes: meta.map_or(0, |m| m.len()),
+                        path: f.path(),
+                    });
+                }
+            }
+        }
+        out.sort_by(|a, b| a.key.cmp(&b.key));
+        out
+    }
+
+    /// The keys the last run of each pipeline recorded (for `dplab store info`).
+    pub fn keys_by_pipeline(&self) -> Vec<(String, std::collections::HashSet<String>)> {
+        super::dryrun::recorded_keys(self)
+    }
+
+    /// Removes every entry whose key is not in `keep`, and files killed writers left in
+    /// `tmp/` more than an hour ago. Returns (entries removed, bytes freed).
+    pub fn gc(&self, keep: &std::collections::HashSet<String>) -> (usize, u64) {
+        let (mut n, mut bytes) = (0, 0);
+        for e in self.entries() {
+            if !keep.contains(&e.key) && fs::remove_file(&e.path).is_ok() {
+                n += 1;
+                bytes += e.bytes;
+            }
+        }
+        if let Ok(tmp) = fs::read_dir(self.root.join("tmp")) {
+            for f in tmp.flatten() {
+                let old = f
+                    .metadata()
+                    .and_then(|m| m.modified())
+                    .ok()
+                    .and_then(|t| t.elapsed().ok())
+                    .is_some_and(|age| age.as_secs() > 3600);
+                if old && f.path().is_file() {
+                    let _ = fs::remove_file(f.path());
+                }
+            }
+        }
+        (n, bytes)
+    }
+}
+
+/// The instance keys a results directory's manifest references (empty if it has none).
+pub fn manifest_keys(results_dir: &Path) -> std::collections::HashSet<String> {
+    let mut keys = std::collections::HashSet::new();
+    let Ok(bytes) = crate::regular::read_regular_file(&results_dir.join("manifest.json"), 1 << 32)
+    else {
+        return keys;
+    };
+    let Ok(m) = serde_json::from_slice::<serde_json::Value>(&bytes) else {
+        return keys;
+    };
+    for stage in m["stages"].as_array().into_iter().flatten() {
+        for inst in stage["seeds"].as_array().into_iter().flatten() {
+            if let Some(k) = inst["key"].as_str() {
+                keys.insert(k.to_string());
+            }
+        }
+    }
+    keys
+}

@@ -202,3 +202,33 @@ fn param_changes(before: &str, after: &str) -> String {
         changes.join(", ")
     }
 }
+
+/// Per pipeline with a recorded run in `store`, the instance keys of that run.
+pub fn recorded_keys(store: &InstanceStore) -> Vec<(String, std::collections::HashSet<String>)> {
+    let mut out = Vec::new();
+    let Ok(files) = fs::read_dir(store.root().join("runs")) else {
+        return out;
+    };
+    for f in files.flatten() {
+        let name = f.file_name().to_string_lossy().to_string();
+        let Some(pipeline) = name.strip_suffix(".json") else {
+            continue;
+        };
+        if pipeline.starts_with('.') {
+            continue;
+        }
+        let Some(idx) = fs::read(f.path())
+            .ok()
+            .and_then(|b| serde_json::from_slice::<Index>(&b).ok())
+        else {
+            continue;
+        };
+        let keys = idx
+            .values()
+            .flat_map(|m| m.values().map(|r| r.key.clone()))
+            .collect();
+        out.push((pipeline.to_string(), keys));
+    }
+    out.sort_by(|a, b| a.0.cmp(&b.0));
+    out
+}
