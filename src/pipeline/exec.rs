@@ -57,6 +57,8 @@ pub struct Progress {
     bar: Option<ProgressBar>,
     total: usize,
     done: AtomicUsize,
+    /// How many of `done` came from the instance store.
+    cached: AtomicUsize,
     last_line: Mutex<Instant>,
     label: String,
 }
@@ -67,7 +69,7 @@ impl Progress {
             let b = ProgressBar::new(total as u64);
             b.set_style(
                 ProgressStyle::with_template(
-                    "{prefix} [{bar:30}] {pos}/{len} instances, ETA {eta}",
+                    "{prefix} [{bar:30}] {pos}/{len} instances ({msg} from the store), ETA {eta}",
                 )
                 .expect("static template")
                 .progress_chars("=> "),
@@ -79,20 +81,34 @@ impl Progress {
             bar,
             total,
             done: AtomicUsize::new(0),
+            cached: AtomicUsize::new(0),
             last_line: Mutex::new(Instant::now()),
             label: label.to_string(),
         }
     }
 
-    fn tick(&self) {
+    /// One more instance done: computed, or taken from the store (`cached`).
+    fn tick(&self, cached: bool) {
         let done = self.done.fetch_add(1, Ordering::Relaxed) + 1;
+        let hits = self
+            .cached
+            .fetch_add(usize::from(cached), Ordering::Relaxed)
+            + usize::from(cached);
         match &self.bar {
-            Some(b) => b.inc(1),
+            Some(b) => {
+                b.set_message(hits.to_string());
+                b.inc(1);
+            }
             None => {
                 let mut last = self.last_line.lock().unwrap_or_else(|e| e.into_inner());
                 if last.elapsed() >= Duration::from_secs(5) || done == self.total {
                     *last = Instant::now();
-                    tracing::info!("{}: {done}/{} instances", self.label, self.total);
+                    tracing::info!(
+                        "{}: {done}/{} instances ({} computed, {hits} from the store)",
+                        self.label,
+                        self.total,
+                        done - hits
+                    );
                 }
             }
         }
@@ -181,7 +197,7 @@ pub fn execute(plan: &Plan, opts: &RunOptions) -> Result<PathBuf, RunError> {
                 let store = opts.store.as_ref();
                 if !opts.force.covers(&stage.name) {
                     if let Some(hit) = store.and_then(|s| s.get(&inst.store_key)) {
-                        progress.tick();
+                        progress.tick(true);
                         return Ok((hit, true));
                     }
                 }
@@ -195,7 +211,7 @@ pub fn execute(plan: &Plan, opts: &RunOptions) -> Result<PathBuf, RunError> {
                         tracing::warn!("not stored ({}): {e:#}", s.root().display());
                     }
                 }
-                progress.tick();
+                progress.tick(false);
                 r.map(|res| (res, false))
             })
             .collect();
