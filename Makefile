@@ -7,7 +7,7 @@ JOBS ?= 2
 MIRROR ?= $(wildcard ../shared/datasets)
 export DPLAB_DATA_MIRROR ?= $(if $(MIRROR),$(abspath $(MIRROR)),)
 
-.PHONY: build run-all test golden bench lint clean
+.PHONY: build run-all test golden bench lint fuzz clean
 
 build:
 	$(CARGO) build --release --locked
@@ -39,6 +39,22 @@ bench:
 	$(CARGO) bench --bench near_optimal
 	$(CARGO) bench --bench trig_lp
 	$(CARGO) bench --bench kernel_queries
+
+## Fuzz `dplab validate` (reading, parsing and planning a pipeline file) with cargo-fuzz on the
+## nightly toolchain (`cargo install cargo-fuzz`). Not part of `make test`. FUZZ_TARGET=validate
+## mutates bytes, validate_yaml mutates the YAML tree; both start from fuzz/seeds (real
+## pipelines) and keep what they learn in fuzz/corpus/<target>; crashes go to fuzz/artifacts/.
+## A panic, a run over 10 s or over 4 GiB of memory is a failure.
+FUZZ_SECONDS ?= 600
+FUZZ_TARGET ?= validate
+FUZZ_SANITIZER ?= none
+NICE ?= nice -n 10
+fuzz:
+	mkdir -p fuzz/corpus/$(FUZZ_TARGET)
+	$(NICE) $(CARGO) +nightly fuzz run --sanitizer $(FUZZ_SANITIZER) --debug-assertions $(FUZZ_TARGET) \
+	  fuzz/corpus/$(FUZZ_TARGET) fuzz/seeds -- \
+	  -dict=fuzz/pipeline.dict -rss_limit_mb=4096 -timeout=10 \
+	  -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1
 
 lint:
 	$(CARGO) fmt --all -- --check

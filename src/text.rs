@@ -1,11 +1,75 @@
 //! Small text helpers shared by every layer (pipeline errors, the dataset registry).
 
+/// Beyond this many candidates no suggestion is made. Each candidate costs an edit distance,
+/// and a file with thousands of names and as many typos (8 000 stages reading a missing one:
+/// a 300 KB file) made `validate` quadratic — minutes — for a hint. Real lists (the stage
+/// kinds, a pipeline's stages, axes, profiles, parameters, datasets) are far shorter.
+pub const MAX_SUGGEST_CANDIDATES: usize = 1000;
+
 /// The candidate nearest to `word`, if it is plausibly a typo of it.
+///
+/// The edit distance is at least the difference in length, so candidates whose length is too
+/// far from the word's are skipped without computing it: a typo several megabytes long (a
+/// `kind:` pasted over with a file) costs one pass over the word, not one per candidate.
 pub fn suggest<'a>(word: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+    let candidates: Vec<&str> = candidates
+        .into_iter()
+        .take(MAX_SUGGEST_CANDIDATES + 1)
+        .collect();
+    if candidates.len() > MAX_SUGGEST_CANDIDATES {
+        return None;
+    }
+    let len = word.chars().count();
     candidates
         .into_iter()
+        .filter(|c| c.chars().count().abs_diff(len) <= max_distance(c))
         .map(|c| (strsim::damerau_levenshtein(word, c), c))
-        .filter(|(d, c)| *d <= 2.max(c.len() / 3))
+        .filter(|(d, c)| *d <= max_distance(c))
         .min_by_key(|(d, _)| *d)
         .map(|(_, c)| c)
+}
+
+/// The largest edit distance at which `candidate` is still suggested.
+fn max_distance(candidate: &str) -> usize {
+    2.max(candidate.len() / 3)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn suggests_the_nearest_plausible_candidate() {
+        let kinds = ["load.table", "load.grid", "mechanism.noise"];
+        assert_eq!(suggest("load.tabel", kinds), Some("load.table"));
+        assert_eq!(suggest("mechanism.nose", kinds), Some("mechanism.noise"));
+        assert_eq!(suggest("lod.grid", kinds), Some("load.grid"));
+        assert_eq!(suggest("plot.lines", kinds), None);
+        assert_eq!(suggest("", ["ab", "abcdefghij"]), Some("ab"));
+    }
+
+    #[test]
+    fn a_huge_word_or_candidate_list_gets_no_suggestion_and_costs_little() {
+        let long = "x".repeat(4 << 20);
+        let kinds: Vec<String> = (0..40).map(|i| format!("mechanism.kind{i}")).collect();
+        let t0 = std::time::Instant::now();
+        assert_eq!(suggest(&long, kinds.iter().map(String::as_str)), None);
+        let names: Vec<String> = (0..MAX_SUGGEST_CANDIDATES + 1)
+            .map(|i| format!("s{i}"))
+            .collect();
+        assert_eq!(suggest("s1", names.iter().map(String::as_str)), None);
+        assert_eq!(
+            suggest(
+                "s1",
+                names[..MAX_SUGGEST_CANDIDATES].iter().map(String::as_str)
+            ),
+            Some("s1")
+        );
+        // Before the length filter the long word alone took seconds (a distance per candidate).
+        assert!(
+            t0.elapsed() < std::time::Duration::from_secs(2),
+            "{:?}",
+            t0.elapsed()
+        );
+    }
 }

@@ -623,6 +623,55 @@ fn special_files_and_link_loops_do_not_hang() {
     assert!(text(&o).contains("1 to 1024"), "{}", text(&o));
 }
 
+/// `validate` on a pipeline with `stages` lines (after the header), within `limit`; the output.
+fn validate_within(stages: &str, limit: std::time::Duration) -> String {
+    let dir = TempDir::new().unwrap();
+    let head =
+        "name: many\ntitle: t\nsource: {paper: p, item: i}\ndescription: d\nseed: 1\nstages:\n";
+    let p = write(dir.path(), "p.yaml", &format!("{head}{stages}"));
+    let t0 = std::time::Instant::now();
+    let o = dplab()
+        .arg("validate")
+        .arg(&p)
+        .timeout(std::time::Duration::from_secs(120))
+        .output()
+        .unwrap();
+    let took = t0.elapsed();
+    assert!(took < limit, "validate took {took:?}");
+    text(&o)
+}
+
+/// Found with `tests/mutate.rs`-style probing beyond the fuzzer's input size: the "did you
+/// mean" hints computed an edit distance against every candidate, once per typo. 8 000 stages
+/// reading a missing stage (a 300 KB file) took 10 s and 20 000 took a minute (quadratic); a
+/// `kind:` of 3 MiB took 9 s (one distance per stage kind, each over the whole word).
+#[test]
+fn many_typos_and_huge_names_do_not_make_validate_quadratic() {
+    let many: String = (0..20_000)
+        .map(|i| format!("  s{i}: {{kind: load.table, input: zz}}\n"))
+        .collect();
+    let out = validate_within(&many, std::time::Duration::from_secs(10));
+    assert!(
+        out.contains("stage `s19999` reads `zz`, which is not a stage"),
+        "{}",
+        &out[out.len().saturating_sub(500)..]
+    );
+    let huge = format!("  a:\n    kind: {}\n", "x".repeat(3 << 20));
+    let out = validate_within(&huge, std::time::Duration::from_secs(5));
+    assert!(
+        out.contains("unknown kind"),
+        "{}",
+        &out[..out.len().min(500)]
+    );
+    // Short lists still get their hint.
+    let out = validate_within(
+        "  a: {kind: load.tabel}\n  b: {kind: load.table, input: aa}\n",
+        std::time::Duration::from_secs(5),
+    );
+    assert!(out.contains("did you mean `load.table`?"), "{out}");
+    assert!(out.contains("did you mean `a`?"), "{out}");
+}
+
 #[test]
 fn a_closed_stdout_ends_quietly_and_colour_stays_off_the_pipe() {
     for args in [vec!["list"], vec!["data", "list"]] {

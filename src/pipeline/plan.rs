@@ -822,39 +822,60 @@ pub fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// Kahn's algorithm in file order; on a cycle, returns one cycle's stages (first repeated last).
+/// Kahn's algorithm in file order (of the stages whose inputs are all done, the first in the
+/// file goes next); on a cycle, returns one cycle's stages (first repeated last).
+///
+/// Linear up to the heap's logarithm: the stages ready to go are kept in a min-heap and each
+/// stage counts its unfinished inputs. (A rescan from the first stage at every step was
+/// quadratic: 150 000 stages, a 4 MiB file, took 6 s, and again for every profile.)
 fn topo_order(inputs: &[Vec<usize>]) -> Result<Vec<usize>, Vec<usize>> {
+    use std::cmp::Reverse;
+    use std::collections::BinaryHeap;
     let n = inputs.len();
+    let mut waiting: Vec<usize> = inputs.iter().map(Vec::len).collect();
+    let mut readers: Vec<Vec<usize>> = vec![Vec::new(); n];
+    for (i, ins) in inputs.iter().enumerate() {
+        for &j in ins {
+            readers[j].push(i);
+        }
+    }
+    let mut ready: BinaryHeap<Reverse<usize>> =
+        (0..n).filter(|&i| waiting[i] == 0).map(Reverse).collect();
     let mut done = vec![false; n];
     let mut order = Vec::with_capacity(n);
-    while order.len() < n {
-        let next = (0..n).find(|&i| !done[i] && inputs[i].iter().all(|&j| done[j]));
-        match next {
-            Some(i) => {
-                done[i] = true;
-                order.push(i);
-            }
-            None => {
-                // Follow unfinished inputs until a stage repeats: that is a cycle.
-                let mut path = vec![(0..n).find(|&i| !done[i]).expect("some stage is left")];
-                loop {
-                    let cur = *path.last().expect("non-empty");
-                    let nxt = inputs[cur]
-                        .iter()
-                        .copied()
-                        .find(|&j| !done[j])
-                        .expect("blocked stage has an unfinished input");
-                    if let Some(p) = path.iter().position(|&x| x == nxt) {
-                        let mut cycle: Vec<usize> = path[p..].iter().rev().copied().collect();
-                        cycle.push(cycle[0]);
-                        return Err(cycle);
-                    }
-                    path.push(nxt);
-                }
+    while let Some(Reverse(i)) = ready.pop() {
+        done[i] = true;
+        order.push(i);
+        for &r in &readers[i] {
+            waiting[r] -= 1;
+            if waiting[r] == 0 {
+                ready.push(Reverse(r));
             }
         }
     }
-    Ok(order)
+    if order.len() == n {
+        return Ok(order);
+    }
+    // Follow unfinished inputs from the first unfinished stage until a stage repeats: that
+    // is a cycle.
+    let mut on_path: Vec<Option<usize>> = vec![None; n];
+    let mut path = vec![(0..n).find(|&i| !done[i]).expect("some stage is left")];
+    on_path[path[0]] = Some(0);
+    loop {
+        let cur = *path.last().expect("non-empty");
+        let nxt = inputs[cur]
+            .iter()
+            .copied()
+            .find(|&j| !done[j])
+            .expect("blocked stage has an unfinished input");
+        if let Some(p) = on_path[nxt] {
+            let mut cycle: Vec<usize> = path[p..].iter().rev().copied().collect();
+            cycle.push(cycle[0]);
+            return Err(cycle);
+        }
+        on_path[nxt] = Some(path.len());
+        path.push(nxt);
+    }
 }
 
 /// `$name` strings inside `with`, with their dotted paths.
@@ -1055,4 +1076,98 @@ fn product(names: &[String], values: &[Vec<AxisValue>]) -> Vec<Vec<(String, Axis
         out = next;
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The order as it was first written: rescan from the first stage at every step.
+    fn topo_order_by_rescan(inputs: &[Vec<usize>]) -> Result<Vec<usize>, Vec<usize>> {
+        let n = inputs.len();
+        let mut done = vec![false; n];
+        let mut order = Vec::with_capacity(n);
+        while order.len() < n {
+            match (0..n).find(|&i| !done[i] && inputs[i].iter().all(|&j| done[j])) {
+                Some(i) => {
+                    done[i] = true;
+                    order.push(i);
+                }
+                None => {
+                    let mut path = vec![(0..n).find(|&i| !done[i]).unwrap()];
+                    loop {
+                        let cur = *path.last().unwrap();
+                        let nxt = inputs[cur].iter().copied().find(|&j| !done[j]).unwrap();
+                        if let Some(p) = path.iter().position(|&x| x == nxt) {
+                            let mut cycle: Vec<usize> = path[p..].iter().rev().copied().collect();
+                            cycle.push(cycle[0]);
+                            return Err(cycle);
+                        }
+                        path.push(nxt);
+                    }
+                }
+            }
+        }
+        Ok(order)
+    }
+
+    #[test]
+    fn topological_order_is_file_order_and_cycles_are_the_same() {
+        // Random graphs, with repeated inputs, self-loops and cycles: the same answer as the
+        // rescanning version.
+        let mut state = 0x2545_F491_4F6C_DD1Du64;
+        let mut next = |m: usize| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state % m as u64) as usize
+        };
+        for _ in 0..2000 {
+            let n = 1 + next(12);
+            let back_edges = next(3) == 0;
+            let inputs: Vec<Vec<usize>> = (0..n)
+                .map(|i| {
+                    (0..next(4))
+                        .map(|_| {
+                            if back_edges || i == 0 {
+                                next(n)
+                            } else {
+                                next(i)
+                            }
+                        })
+                        .collect()
+                })
+                .collect();
+            assert_eq!(
+                topo_order(&inputs),
+                topo_order_by_rescan(&inputs),
+                "{inputs:?}"
+            );
+        }
+        assert_eq!(topo_order(&[vec![1], vec![]]), Ok(vec![1, 0]));
+        assert_eq!(topo_order(&[vec![1], vec![0]]), Err(vec![1, 0, 1]));
+        assert_eq!(topo_order(&[vec![0]]), Err(vec![0, 0]));
+    }
+
+    #[test]
+    fn a_long_chain_is_ordered_in_linear_time() {
+        // Each stage reads the next one: the last is first. 200 000 stages.
+        let n = 200_000;
+        let inputs: Vec<Vec<usize>> = (0..n)
+            .map(|i| if i + 1 < n { vec![i + 1] } else { vec![] })
+            .collect();
+        let t0 = std::time::Instant::now();
+        let order = topo_order(&inputs).unwrap();
+        assert_eq!(order[0], n - 1);
+        assert_eq!(order[n - 1], 0);
+        // The same chain closed into a cycle.
+        let mut cyclic = inputs;
+        cyclic[n - 1] = vec![0];
+        assert_eq!(topo_order(&cyclic).unwrap_err().len(), n + 1);
+        assert!(
+            t0.elapsed() < std::time::Duration::from_secs(2),
+            "{:?}",
+            t0.elapsed()
+        );
+    }
 }
