@@ -85,7 +85,7 @@ fn label(key: &[(String, AxisValue)]) -> String {
         .join(", ")
 }
 
-/// Plans a parsed file with the stage kinds of `registry` (the caller's). Returns every error found (at most one per stage), not just the first.
+/// Plans a parsed file with the stage kinds of `registry` (the caller's). Returns every error found (at most one per stage), not just the first, up to [`MAX_ERRORS`].
 ///
 /// Every profile of the file is checked too, whether or not it is the one in use, so that a
 /// profile naming a parameter or axis that does not exist fails `validate` at the profile's
@@ -95,9 +95,12 @@ pub fn plan(
     ov: &Overrides,
     registry: &'static [KindInfo],
 ) -> Result<Plan, Vec<SpecError>> {
-    let plan = plan_one(spec, ov, registry)?;
+    let plan = plan_one(spec, ov, registry).map_err(|e| capped(spec, e))?;
     let mut errors = Vec::new();
     for name in spec.raw.profiles.keys() {
+        if errors.len() >= MAX_ERRORS {
+            break;
+        }
         if ov.profile.as_deref() == Some(name.as_str()) {
             continue;
         }
@@ -118,8 +121,29 @@ pub fn plan(
     if errors.is_empty() {
         Ok(plan)
     } else {
-        Err(errors)
+        Err(capped(spec, errors))
     }
+}
+
+/// Most errors one `validate` of a file reports. Each error costs work (a "did you mean"
+/// search, a list of the axes) and memory until it is printed, so a file of a million typos
+/// (`with: {x: [$zz, $zz, …]}` under a thousand axes: 5 s and 400 MB for 32 000 of them,
+/// minutes and more than 4 GB for a 4 MiB file) must not produce a million errors. Planning
+/// stops at this many; the first ones are the useful ones.
+pub const MAX_ERRORS: usize = 100;
+
+/// `errors` cut to [`MAX_ERRORS`], with a last one saying so.
+fn capped(spec: &SpecFile, mut errors: Vec<SpecError>) -> Vec<SpecError> {
+    if errors.len() >= MAX_ERRORS {
+        errors.truncate(MAX_ERRORS);
+        errors.push(SpecError {
+            file: spec.path.clone(),
+            pos: None,
+            message: format!("stopped after {MAX_ERRORS} errors: fix these and validate again"),
+            hint: None,
+        });
+    }
+    errors
 }
 
 fn plan_one(
@@ -136,11 +160,17 @@ fn plan_one(
         errors.push(spec.err("name", msg));
     }
     for name in raw.stages.keys() {
+        if errors.len() >= MAX_ERRORS {
+            break;
+        }
         if let Some(msg) = name_problem(name, NameKind::Stage) {
             errors.push(spec.err(&format!("stages.{name}"), msg));
         }
     }
     for name in raw.axes.keys() {
+        if errors.len() >= MAX_ERRORS {
+            break;
+        }
         if let Some(msg) = name_problem(name, NameKind::Axis) {
             errors.push(spec.err(&format!("axes.{name}"), msg));
         }
@@ -170,6 +200,9 @@ fn plan_one(
     // Axes: file, then profile, then --set.
     let mut axes: IndexMap<String, Vec<AxisValue>> = IndexMap::new();
     for (name, v) in &raw.axes {
+        if errors.len() >= MAX_ERRORS {
+            break;
+        }
         if name == REP {
             errors.push(spec.err(
                 &format!("axes.{name}"),
@@ -202,6 +235,9 @@ fn plan_one(
     }
     if let (Some(p), Some(pname)) = (profile, &ov.profile) {
         for name in p.axes.keys() {
+            if errors.len() >= MAX_ERRORS {
+                break;
+            }
             if !raw.axes.contains_key(name) {
                 errors.push(spec.err(
                     &format!("profiles.{pname}.axes.{name}"),
@@ -212,6 +248,9 @@ fn plan_one(
             }
         }
         for (name, w) in &p.with {
+            if errors.len() >= MAX_ERRORS {
+                break;
+            }
             if !matches!(w, Value::Mapping(_) | Value::Null) {
                 errors.push(spec.err(
                     &format!("profiles.{pname}.with.{name}"),
@@ -220,6 +259,9 @@ fn plan_one(
             }
         }
         for name in p.repeat.keys().chain(p.with.keys()) {
+            if errors.len() >= MAX_ERRORS {
+                break;
+            }
             if !raw.stages.contains_key(name) {
                 let hint = suggest(name, raw.stages.keys().map(String::as_str))
                     .map(|s| format!("; did you mean `{s}`?"))
@@ -232,6 +274,9 @@ fn plan_one(
         }
     }
     for s in &ov.set {
+        if errors.len() >= MAX_ERRORS {
+            break;
+        }
         let cmdline = |msg: String| SpecError {
             file: spec.path.clone(),
             pos: None,
@@ -268,6 +313,10 @@ fn plan_one(
     let mut kinds: Vec<Option<&'static KindInfo>> = Vec::new();
     let mut inputs: Vec<Vec<usize>> = Vec::new();
     for (name, st) in &raw.stages {
+        // Not `break`: `kinds` and `inputs` must have one entry per stage.
+        if errors.len() >= MAX_ERRORS {
+            return Err(errors);
+        }
         let kind = registry.iter().find(|k| k.name == st.kind);
         if kind.is_none() {
             let all: Vec<&str> = registry.iter().map(|k| k.name).collect();
@@ -284,6 +333,9 @@ fn plan_one(
         kinds.push(kind);
         let mut ins = Vec::new();
         for input in st.input.names() {
+            if errors.len() >= MAX_ERRORS {
+                break;
+            }
             match index.get(input.as_str()) {
                 Some(&i) => ins.push(i),
                 None => {
@@ -323,6 +375,9 @@ fn plan_one(
     let mut planned: Vec<Option<PlannedStage>> = (0..names.len()).map(|_| None).collect();
     let mut reps: Vec<Option<u64>> = vec![None; names.len()];
     for &si in &order {
+        if errors.len() >= MAX_ERRORS {
+            break;
+        }
         let name = names[si];
         let st = &raw.stages[si];
         let kind = kinds[si].expect("checked above");
@@ -351,6 +406,9 @@ fn plan_one(
         let mut own = BTreeSet::new();
         let mut bad = false;
         for (path, axis) in &refs {
+            if errors.len() >= MAX_ERRORS {
+                break;
+            }
             if axes.contains_key(axis) {
                 own.insert(axis.clone());
             } else {
@@ -437,6 +495,9 @@ fn plan_one(
             Some(Value::Sequence(items)) => {
                 let mut g = BTreeSet::new();
                 for (i, it) in items.iter().enumerate() {
+                    if errors.len() >= MAX_ERRORS {
+                        break;
+                    }
                     let a = it.as_str().unwrap_or("");
                     if !inherited.contains(a) {
                         let mut e = spec.err(
