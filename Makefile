@@ -44,17 +44,19 @@ bench:
 ## nightly toolchain (`cargo install cargo-fuzz`). Not part of `make test`. FUZZ_TARGET=validate
 ## mutates bytes, validate_yaml mutates the YAML tree; both start from fuzz/seeds (real
 ## pipelines) and keep what they learn in fuzz/corpus/<target>; crashes go to fuzz/artifacts/.
-## A panic, a run over 10 s or over 4 GiB of memory is a failure.
+## A panic, a run over 10 s or over 4 GiB of memory is a failure. More libFuzzer flags in
+## FUZZ_ARGS (e.g. -max_len=65536: by default inputs stay at most as large as the largest seed).
 FUZZ_SECONDS ?= 600
 FUZZ_TARGET ?= validate
 FUZZ_SANITIZER ?= none
+FUZZ_ARGS ?=
 NICE ?= nice -n 10
 fuzz:
 	mkdir -p fuzz/corpus/$(FUZZ_TARGET)
 	$(NICE) $(CARGO) +nightly fuzz run --sanitizer $(FUZZ_SANITIZER) --debug-assertions $(FUZZ_TARGET) \
 	  fuzz/corpus/$(FUZZ_TARGET) fuzz/seeds -- \
 	  -dict=fuzz/pipeline.dict -rss_limit_mb=4096 -timeout=10 \
-	  -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1
+	  -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 $(FUZZ_ARGS)
 
 lint:
 	$(CARGO) fmt --all -- --check

@@ -8,6 +8,12 @@ use saphyr_parser::{Event, Parser, ScanError, Span, SpannedEventReceiver};
 /// Deepest nesting of mappings and lists a pipeline file may have.
 pub const MAX_DEPTH: usize = 64;
 
+/// Most bytes of dotted paths the index keeps. Each node's path repeats its ancestors' keys,
+/// so a long key above many nodes (`? <2 MiB key>` over a list of a thousand numbers) made the
+/// index of a 2 MB file take 2 GB. Past this budget no more paths are recorded and positions
+/// fall back to the nearest recorded ancestor; a real pipeline needs a few hundred KiB.
+pub const MAX_PATH_BYTES: usize = 64 << 20;
+
 /// A 1-based line and column.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub struct Pos {
@@ -25,6 +31,8 @@ pub struct Locations {
     /// Where the first alias (`*name`) is: the place to point at when expanding aliases
     /// goes past the parser's repetition limit (a "billion laughs" file).
     pub first_alias: Option<Pos>,
+    /// Bytes of paths recorded so far (see [`MAX_PATH_BYTES`]).
+    path_bytes: usize,
 }
 
 impl Locations {
@@ -75,7 +83,7 @@ impl Locations {
             i += 1;
         }
         if i < rec.events.len() {
-            walk(&rec.events, &mut i, String::new(), &mut loc);
+            walk(&rec.events, &mut i, Some(String::new()), &mut loc);
         }
         if let Some((key, second, first)) = loc.duplicate.take() {
             return Err((
@@ -171,12 +179,33 @@ fn join(path: &str, key: &str) -> String {
     }
 }
 
-/// Consumes one node starting at `events[*i]`, recording positions under `path`.
-fn walk(events: &[(Ev, Pos)], i: &mut usize, path: String, loc: &mut Locations) {
+impl Locations {
+    /// Takes `bytes` from the path budget if there is room.
+    fn room(&mut self, bytes: usize) -> bool {
+        let ok = self.path_bytes + bytes <= MAX_PATH_BYTES;
+        if ok {
+            self.path_bytes += bytes;
+        }
+        ok
+    }
+
+    /// The path of `key` under `path`, if the budget still has room for it (checked before
+    /// the path is built, so that a long path over many children costs nothing).
+    fn child(&mut self, path: Option<&str>, key: &str) -> Option<String> {
+        let p = path?;
+        self.room(p.len() + 1 + key.len()).then(|| join(p, key))
+    }
+}
+
+/// Consumes one node starting at `events[*i]`, recording positions under `path` (`None`:
+/// past the budget, nothing is recorded for this node and below).
+fn walk(events: &[(Ev, Pos)], i: &mut usize, path: Option<String>, loc: &mut Locations) {
     let Some((ev, pos)) = events.get(*i) else {
         return;
     };
-    loc.values.entry(path.clone()).or_insert(*pos);
+    if let Some(p) = &path {
+        loc.values.entry(p.clone()).or_insert(*pos);
+    }
     *i += 1;
     match ev {
         Ev::MapStart => {
@@ -194,15 +223,22 @@ fn walk(events: &[(Ev, Pos)], i: &mut usize, path: String, loc: &mut Locations) 
                                 loc.duplicate = Some((key.clone(), *kpos, first));
                             }
                         }
-                        let child = join(&path, key);
-                        loc.keys.insert(child.clone(), *kpos);
+                        // Recorded twice (key and value positions): counted twice.
+                        let child = loc
+                            .child(path.as_deref(), key)
+                            .filter(|c| loc.room(c.len()));
+                        if let Some(c) = &child {
+                            loc.keys.insert(c.clone(), *kpos);
+                        }
                         *i += 1;
                         walk(events, i, child, loc);
                     }
                     Some(_) => {
                         // A complex key: skip it and its value.
-                        walk(events, i, join(&path, "?"), loc);
-                        walk(events, i, join(&path, "?"), loc);
+                        let k = loc.child(path.as_deref(), "?");
+                        walk(events, i, k, loc);
+                        let v = loc.child(path.as_deref(), "?");
+                        walk(events, i, v, loc);
                     }
                 }
             }
@@ -217,7 +253,8 @@ fn walk(events: &[(Ev, Pos)], i: &mut usize, path: String, loc: &mut Locations) 
                         return;
                     }
                     Some(_) => {
-                        walk(events, i, join(&path, &n.to_string()), loc);
+                        let item = loc.child(path.as_deref(), &n.to_string());
+                        walk(events, i, item, loc);
                         n += 1;
                     }
                 }
@@ -275,6 +312,31 @@ mod tests {
         let deeper = format!("a: {}1{}\n", "[".repeat(100_000), "]".repeat(100_000));
         let (pos, _) = Locations::index(&deeper).unwrap_err();
         assert_eq!(pos.line, 1);
+    }
+
+    #[test]
+    fn a_long_key_over_many_nodes_does_not_blow_up_the_index() {
+        // 2 MiB key over 2 000 numbers: 4 GB of paths before the budget.
+        let text = format!(
+            "? {}\n: [{}]\nb: 1\n",
+            "k".repeat(2 << 20),
+            vec!["0"; 2000].join(", ")
+        );
+        let loc = Locations::index(&text).unwrap();
+        assert!(loc.path_bytes <= MAX_PATH_BYTES);
+        // Short paths still fit in what the long ones left; the rest fall back to an ancestor.
+        assert_eq!(loc.find("b"), Pos { line: 3, col: 1 });
+        let key = "k".repeat(2 << 20);
+        assert_eq!(loc.find(&format!("{key}.1999")).line, 1);
+        // Duplicates are still found past the budget.
+        let text = format!(
+            "? {}\n: [{}, {{x: 1, x: 2}}]\n",
+            "k".repeat(2 << 20),
+            vec!["0"; 40].join(", ")
+        );
+        let (pos, msg) = Locations::index(&text).unwrap_err();
+        assert!(msg.contains("duplicate key `x`"), "{msg}");
+        assert_eq!(pos.line, 2);
     }
 
     #[test]
