@@ -795,6 +795,11 @@ fn plan_one(
                 inst.inputs.push(matching);
             }
         }
+        let input_names: Vec<&str> = input_idx
+            .iter()
+            .map(|&ii| planned[ii].as_ref().map_or("", |p| p.name.as_str()))
+            .collect();
+        let mut external: HashMap<usize, (Vec<String>, Vec<String>)> = HashMap::new();
         for inst in &mut instances {
             let upstream: Vec<Vec<&str>> = input_idx
                 .iter()
@@ -806,20 +811,23 @@ fn plan_one(
                         .collect()
                 })
                 .collect();
-            let file_hashes: Vec<String> = inst
-                .run
-                .files()
-                .iter()
-                .map(|(_, rel)| {
-                    input_files
-                        .get(rel)
-                        .map_or_else(String::new, |b| hex(&Sha256::digest(b)))
-                })
-                .collect();
-            let input_names: Vec<&str> = input_idx
-                .iter()
-                .map(|&ii| planned[ii].as_ref().map_or("", |p| p.name.as_str()))
-                .collect();
+            // Files and sources belong to a parameter set, which repetitions share: each
+            // file is hashed once per set, not once per instance.
+            let (file_hashes, sources) = external
+                .entry(Arc::as_ptr(&inst.run) as *const () as usize)
+                .or_insert_with(|| {
+                    let hashes = inst
+                        .run
+                        .files()
+                        .iter()
+                        .map(|(_, rel)| {
+                            input_files
+                                .get(rel)
+                                .map_or_else(String::new, |b| hex(&Sha256::digest(b)))
+                        })
+                        .collect();
+                    (hashes, inst.run.sources())
+                });
             inst.store_key = store_key(&KeyParts {
                 kind: kind.name,
                 version: kind.version,
@@ -829,8 +837,8 @@ fn plan_one(
                 seed: inst.seed,
                 axes: &inst.key,
                 upstream: &upstream,
-                files: &file_hashes,
-                sources: &inst.run.sources(),
+                files: file_hashes,
+                sources,
             });
         }
         planned[si] = Some(PlannedStage {
