@@ -2,13 +2,13 @@
 //! atomic outputs.
 
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use predicates::prelude::*;
 use tempfile::TempDir;
 
 mod common;
-use common::dplab;
+use common::{dplab, write};
 
 /// A small valid pipeline: a Laplace-noised count per ε, repeated, then aggregated.
 const GOOD: &str = r#"name: tiny
@@ -40,12 +40,6 @@ profiles:
   small:
     axes: {eps: [1.0]}
 "#;
-
-fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
-    let p = dir.join(name);
-    fs::write(&p, text).unwrap();
-    p
-}
 
 /// Runs GOOD with a bad edit and returns stderr; asserts exit code 2.
 fn bad(edit: impl Fn(&str) -> String) -> String {

@@ -2,6 +2,8 @@
 //! exit 2, the location, the value and the flag that raises the limit, within 4 GB of
 //! address space; raising the flag lets a large (but not absurd) value validate.
 
+mod common;
+use common::text;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Output;
@@ -49,14 +51,6 @@ fn write(dir: &Path, text: &str) -> PathBuf {
     let p = dir.join("p.yaml");
     fs::write(&p, text).unwrap();
     p
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
 }
 
 /// `dplab validate` under a 4 GB address-space cap, with extra flags.

@@ -2,13 +2,12 @@
 //! test names the class of defect it shuts, not only the example.
 
 use std::fs;
-use std::path::{Path, PathBuf};
-use std::process::Output;
+use std::path::Path;
 
 use tempfile::TempDir;
 
 mod common;
-use common::dplab;
+use common::{dplab, text, write};
 
 /// A small valid pipeline with one axis, a repetition and a figure per ε.
 const BASE: &str = r#"name: tiny
@@ -36,23 +35,6 @@ profiles:
   small:
     axes: {eps: [1.0]}
 "#;
-
-fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
-    let p = dir.join(name);
-    if let Some(d) = p.parent() {
-        fs::create_dir_all(d).unwrap();
-    }
-    fs::write(&p, text).unwrap();
-    p
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
 
 /// `validate` on `text` must fail with exit 2; returns what it printed.
 fn invalid(text_: &str) -> String {

@@ -2,6 +2,8 @@
 //! bytes; an edit recomputes only the instances it changes and what reads them; `--force`,
 //! `--no-store`, a killed run, and two runs sharing one store at once.
 
+mod common;
+use common::text;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Output;
@@ -73,14 +75,6 @@ impl Env {
     fn results(&self, out: &str) -> PathBuf {
         self.dir.path().join(out).join("cached")
     }
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
 }
 
 /// Per stage: (instances run, instances from the store).

@@ -4,6 +4,7 @@ use assert_cmd::Command;
 
 /// `dplab` with a fresh, empty instance store: no test passes because of work an earlier
 /// command stored (tests of the store pass `--store` themselves).
+#[allow(dead_code)] // the store tests pass their own --store
 pub fn dplab() -> Command {
     use std::sync::atomic::{AtomicU64, Ordering};
     static N: AtomicU64 = AtomicU64::new(0);
@@ -15,4 +16,25 @@ pub fn dplab() -> Command {
     let mut c = Command::cargo_bin("dplab").expect("binary built");
     c.env("DPLAB_STORE", store);
     c
+}
+
+/// Writes `text` to `dir/name` (creating parent directories) and returns the path.
+#[allow(dead_code)] // not every test file writes files this way
+pub fn write(dir: &std::path::Path, name: &str, text: &str) -> std::path::PathBuf {
+    let p = dir.join(name);
+    if let Some(d) = p.parent() {
+        std::fs::create_dir_all(d).unwrap();
+    }
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+/// A command's stdout and stderr, for assertion messages.
+#[allow(dead_code)] // not every test file inspects output this way
+pub fn text(o: &std::process::Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
 }
