@@ -17,3 +17,230 @@ pub fn concat(frames: &[&DataFrame]) -> Result<DataFrame> {
     out.rechunk_mut();
     Ok(out)
 }
+
+/// A compact binary form of a frame for the instance store: per column its name, type,
+/// null mask and raw little-endian values, so a frame decodes to the same values bit for
+/// bit. Hand-written instead of Parquet (about 0.2 ms and 4 KB for a 3-row frame, most of it
+/// metadata; a sweep of 10⁵ tiny instances spent 90% of its time there) or Arrow IPC (a
+/// further polars feature to build); `None` for a column type it does not cover, which the
+/// store then writes as Parquet.
+pub fn encode(df: &DataFrame) -> Option<Vec<u8>> {
+    let h = df.height();
+    let mut out = Vec::with_capacity(64 + df.width() * (16 + 9 * h));
+    out.extend_from_slice(MAGIC);
+    out.extend_from_slice(&(df.width() as u32).to_le_bytes());
+    out.extend_from_slice(&(h as u64).to_le_bytes());
+    for c in df.columns() {
+        let name = c.name().as_bytes();
+        out.extend_from_slice(&(name.len() as u32).to_le_bytes());
+        out.extend_from_slice(name);
+        let s = c.as_materialized_series();
+        let tag = match s.dtype() {
+            DataType::Float64 => 1u8,
+            DataType::Float32 => 2,
+            DataType::Int64 => 3,
+            DataType::Int32 => 4,
+            DataType::UInt64 => 5,
+            DataType::UInt32 => 6,
+            DataType::Boolean => 7,
+            DataType::String => 8,
+            _ => return None,
+        };
+        out.push(tag);
+        let nulls = s.null_count() > 0;
+        out.push(u8::from(nulls));
+        if nulls {
+            let mask = s.is_not_null();
+            let mut byte = 0u8;
+            for (i, v) in mask.iter().enumerate() {
+                if v == Some(true) {
+                    byte |= 1 << (i % 8);
+                }
+                if i % 8 == 7 {
+                    out.push(byte);
+                    byte = 0;
+                }
+            }
+            if h % 8 != 0 {
+                out.push(byte);
+            }
+        }
+        macro_rules! raw {
+            ($ca:expr) => {
+                for v in $ca.iter() {
+                    out.extend_from_slice(&v.unwrap_or_default().to_le_bytes());
+                }
+            };
+        }
+        match tag {
+            1 => raw!(s.f64().ok()?),
+            2 => raw!(s.f32().ok()?),
+            3 => raw!(s.i64().ok()?),
+            4 => raw!(s.i32().ok()?),
+            5 => raw!(s.u64().ok()?),
+            6 => raw!(s.u32().ok()?),
+            7 => {
+                for v in s.bool().ok()?.iter() {
+                    out.push(u8::from(v.unwrap_or(false)));
+                }
+            }
+            _ => {
+                for v in s.str().ok()?.iter() {
+                    let v = v.unwrap_or("");
+                    out.extend_from_slice(&(v.len() as u64).to_le_bytes());
+                    out.extend_from_slice(v.as_bytes());
+                }
+            }
+        }
+    }
+    Some(out)
+}
+
+const MAGIC: &[u8; 4] = b"DPF1";
+
+/// The frame [`encode`] wrote; an error for anything else (a short or garbled input).
+pub fn decode(bytes: &[u8]) -> Result<DataFrame> {
+    let mut r = Reader { bytes, at: 0 };
+    anyhow::ensure!(r.take(4)? == MAGIC, "not an encoded frame");
+    let width = r.u32()? as usize;
+    let h = usize::try_from(r.u64()?)?;
+    // Every column needs at least `h` bytes per row of its type: a corrupt height is caught
+    // before anything of that size is allocated.
+    anyhow::ensure!(
+        width == 0 || h <= bytes.len(),
+        "an encoded frame's height exceeds its size"
+    );
+    let mut cols = Vec::with_capacity(width.min(bytes.len()));
+    for _ in 0..width {
+        let n = r.u32()? as usize;
+        let name = std::str::from_utf8(r.take(n)?)?.to_string();
+        let tag = r.take(1)?[0];
+        let nulls = r.take(1)?[0] != 0;
+        let valid: Option<Vec<bool>> = if nulls {
+            let m = r.take(h.div_ceil(8))?;
+            Some((0..h).map(|i| m[i / 8] >> (i % 8) & 1 == 1).collect())
+        } else {
+            None
+        };
+        let ok = |i: usize| valid.as_ref().is_none_or(|v| v[i]);
+        macro_rules! raw {
+            ($t:ty) => {{
+                const W: usize = std::mem::size_of::<$t>();
+                let b = r.take(
+                    h.checked_mul(W)
+                        .ok_or_else(|| anyhow::anyhow!("overflow"))?,
+                )?;
+                let vals: Vec<Option<$t>> = (0..h)
+                    .map(|i| {
+                        ok(i).then(|| {
+                            <$t>::from_le_bytes(b[i * W..(i + 1) * W].try_into().expect("width"))
+                        })
+                    })
+                    .collect();
+                Column::new(name.into(), vals)
+            }};
+        }
+        let col = match tag {
+            1 => raw!(f64),
+            2 => raw!(f32),
+            3 => raw!(i64),
+            4 => raw!(i32),
+            5 => raw!(u64),
+            6 => raw!(u32),
+            7 => {
+                let b = r.take(h)?;
+                let vals: Vec<Option<bool>> = (0..h).map(|i| ok(i).then(|| b[i] != 0)).collect();
+                Column::new(name.into(), vals)
+            }
+            8 => {
+                let mut vals: Vec<Option<String>> = Vec::with_capacity(h);
+                for i in 0..h {
+                    let n = usize::try_from(r.u64()?)?;
+                    let s = std::str::from_utf8(r.take(n)?)?.to_string();
+                    vals.push(ok(i).then_some(s));
+                }
+                Column::new(name.into(), vals)
+            }
+            t => anyhow::bail!("unknown column type {t} in an encoded frame"),
+        };
+        cols.push(col);
+    }
+    anyhow::ensure!(r.at == bytes.len(), "trailing bytes after an encoded frame");
+    Ok(DataFrame::new(h, cols)?)
+}
+
+struct Reader<'a> {
+    bytes: &'a [u8],
+    at: usize,
+}
+
+impl<'a> Reader<'a> {
+    fn take(&mut self, n: usize) -> Result<&'a [u8]> {
+        let end = self
+            .at
+            .checked_add(n)
+            .filter(|&e| e <= self.bytes.len())
+            .ok_or_else(|| anyhow::anyhow!("an encoded frame ends early"))?;
+        let s = &self.bytes[self.at..end];
+        self.at = end;
+        Ok(s)
+    }
+    fn u32(&mut self) -> Result<u32> {
+        Ok(u32::from_le_bytes(self.take(4)?.try_into()?))
+    }
+    fn u64(&mut self) -> Result<u64> {
+        Ok(u64::from_le_bytes(self.take(8)?.try_into()?))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn frames_decode_to_the_same_bits() {
+        let df = DataFrame::new(
+            3,
+            vec![
+                Column::new("f".into(), [Some(-0.0f64), None, Some(f64::NAN)]),
+                Column::new("g".into(), [1.5f32, 2.0, f32::MIN_POSITIVE]),
+                Column::new("i".into(), [Some(i64::MIN), Some(0), None]),
+                Column::new("j".into(), [1i32, -2, 3]),
+                Column::new("u".into(), [u64::MAX, 0, 7]),
+                Column::new("v".into(), [Some(1u32), None, Some(3)]),
+                Column::new("b".into(), [Some(true), None, Some(false)]),
+                Column::new("s".into(), [Some("a,b"), None, Some("ü\n")]),
+                Column::new_scalar("axis".into(), Scalar::from(0.5f64), 3),
+            ],
+        )
+        .unwrap();
+        let bytes = encode(&df).unwrap();
+        let back = decode(&bytes).unwrap();
+        assert_eq!(back.get_column_names(), df.get_column_names());
+        for (a, b) in df.columns().iter().zip(back.columns()) {
+            assert_eq!(a.dtype(), b.dtype(), "{}", a.name());
+            assert_eq!(a.null_count(), b.null_count(), "{}", a.name());
+            assert_eq!(
+                format!("{:?}", a.as_materialized_series()),
+                format!("{:?}", b.as_materialized_series()),
+                "{}",
+                a.name()
+            );
+        }
+        let f = back.column("f").unwrap().f64().unwrap();
+        assert!(f.get(0).unwrap().is_sign_negative() && f.get(2).unwrap().is_nan());
+        // No columns, some rows; and every truncation of a frame is an error, not a panic.
+        let empty = DataFrame::empty_with_height(4);
+        assert_eq!(decode(&encode(&empty).unwrap()).unwrap().height(), 4);
+        for cut in 0..bytes.len() {
+            assert!(decode(&bytes[..cut]).is_err(), "cut at {cut}");
+        }
+    }
+
+    #[test]
+    fn other_column_types_are_left_to_parquet() {
+        let df =
+            DataFrame::new(1, vec![Column::full_null("x".into(), 1, &DataType::Null)]).unwrap();
+        assert!(encode(&df).is_none());
+    }
+}

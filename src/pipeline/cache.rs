@@ -1,19 +1,30 @@
 //! The instance store: finished stage instances (frame and artifacts) by store key, so a run
 //! computes only what no earlier run — of this pipeline or another — already computed.
 //!
-//! Layout under the store root: one file per entry, `objects/<k0k1>/<key>`: a line of JSON
-//! (what the entry holds, the sizes of its parts and the sha256 of the rest), then the frame
-//! as Parquet and the artifacts' bytes. An entry is written under a unique name in `tmp/` and
-//! renamed into place, so a reader sees a whole entry or none; a killed writer leaves only a
-//! file in `tmp/`; two processes storing one key at once (also over NFS, where rename is
-//! atomic too) leave one complete entry, and since the key fixes the output the bytes are the
-//! same whichever rename lands last. Entries are not fsynced (a cache, and one instance costs
-//! a few syscalls this way): a reader checks the sha256, so an entry a crash left short or
+//! An entry is a line of JSON (what it holds, the sizes of its parts and the sha256 of the
+//! rest), then the frame ([`crate::frames::encode`], or Parquet) and the artifacts' bytes.
+//! Under the store root:
+//! - `objects/<k0k1>/<key>`: one file per entry of at least [`SMALL`] bytes;
+//! - `packs/<name>.pack` + `<name>.idx`: smaller entries, many per file. A file per tiny
+//!   entry cost 0.1 ms of kernel time (create, write, rename): a sweep of 10⁶ trivial
+//!   instances spent minutes there. A process gathers small entries and writes a pack when
+//!   it holds [`PACK_BYTES`] or [`PACK_ENTRIES`] of them, when its oldest has waited
+//!   [`PACK_WAIT`], and at the end of the run; a kill loses at most that much finished work.
+//!   The index lists (key, offset, length) and is renamed into place after its pack, so a
+//!   pack without an index is invisible (and removed by `dplab store gc`).
+//!
+//! Everything is written under a unique name in `tmp/` and renamed into place, so a reader
+//! sees a whole file or none; a killed writer leaves only a file in `tmp/`; two processes
+//! storing one key at once (also over NFS, where rename is atomic too) leave two complete
+//! copies at worst, and since the key fixes the output their bytes are the same. Nothing is
+//! fsynced (a cache): a reader checks each entry's sha256, so an entry a crash left short or
 //! garbled is a miss, and is replaced when the instance runs again.
 
+use std::collections::HashMap;
 use std::fs;
-use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use polars::prelude::*;
@@ -23,10 +34,33 @@ use sha2::{Digest, Sha256};
 use super::exec::InstanceResult;
 use crate::kind::Artifact;
 
-/// A store directory.
-#[derive(Clone, Debug)]
+/// A store directory. Clones share the pack being gathered.
+#[derive(Clone)]
 pub struct InstanceStore {
     root: PathBuf,
+    /// Small entries not yet written.
+    pending: Arc<Mutex<Pending>>,
+    /// The packs' indexes, read at the first lookup and extended by the packs this process
+    /// writes (so the next pipeline of a run finds them): key → (pack, offset, length).
+    packed: Arc<RwLock<Option<PackIndex>>>,
+}
+
+/// Entries smaller than this go into packs.
+pub const SMALL: usize = 64 * 1024;
+/// A pack is written when it holds this many bytes…
+pub const PACK_BYTES: usize = 16 << 20;
+/// …or this many entries…
+pub const PACK_ENTRIES: usize = 16384;
+/// …or when its oldest entry has waited this long.
+pub const PACK_WAIT: Duration = Duration::from_secs(2);
+
+type PackIndex = HashMap<[u8; 32], (Arc<PathBuf>, u64, u64)>;
+
+#[derive(Default)]
+struct Pending {
+    bytes: Vec<u8>,
+    index: Vec<([u8; 32], u64, u64)>,
+    since: Option<Instant>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -35,8 +69,11 @@ struct Meta {
     format: u32,
     kind: String,
     seconds: f64,
-    /// Bytes of the Parquet frame (0: a frame with no columns, of `height` rows).
+    /// Bytes of the frame (0: a frame with no columns, of `height` rows).
     frame: usize,
+    /// How the frame is written: [`crate::frames::encode`], or Parquet for column types
+    /// that does not cover.
+    parquet: bool,
     height: usize,
     /// Each artifact's extension and size, in order after the frame.
     artifacts: Vec<(String, usize)>,
@@ -44,12 +81,16 @@ struct Meta {
     sha256: String,
 }
 
-const FORMAT: u32 = 2;
+const FORMAT: u32 = 3;
 
 impl InstanceStore {
     /// The store at `root` (created when first written to).
     pub fn new(root: impl Into<PathBuf>) -> Self {
-        InstanceStore { root: root.into() }
+        InstanceStore {
+            root: root.into(),
+            pending: Arc::default(),
+            packed: Arc::default(),
+        }
     }
 
     pub fn root(&self) -> &Path {
@@ -62,12 +103,47 @@ impl InstanceStore {
 
     /// Whether an entry for `key` exists (without reading it).
     pub fn contains(&self, key: &str) -> bool {
-        self.entry(key).is_file()
+        key_bytes(key).is_some_and(|k| self.in_pack(&k).is_some()) || self.entry(key).is_file()
+    }
+
+    /// Where a pack holds `key`, reading the packs' indexes at the first call.
+    fn in_pack(&self, key: &[u8; 32]) -> Option<(Arc<PathBuf>, u64, u64)> {
+        {
+            let r = self.packed.read().unwrap_or_else(|e| e.into_inner());
+            if let Some(map) = r.as_ref() {
+                return map.get(key).cloned();
+            }
+        }
+        let mut w = self.packed.write().unwrap_or_else(|e| e.into_inner());
+        let map = w.get_or_insert_with(|| {
+            let mut map = PackIndex::new();
+            for (pack, entries) in read_packs(&self.root) {
+                let pack = Arc::new(pack);
+                for (k, off, len) in entries {
+                    map.insert(k, (pack.clone(), off, len));
+                }
+            }
+            map
+        });
+        map.get(key).cloned()
+    }
+
+    /// The bytes of `key`'s entry, from a pack or its own file.
+    fn read(&self, key: &str) -> Option<Vec<u8>> {
+        if let Some((pack, off, len)) = key_bytes(key).and_then(|k| self.in_pack(&k)) {
+            use std::os::unix::fs::FileExt;
+            let f = fs::File::open(pack.as_path()).ok()?;
+            let mut buf = vec![0; usize::try_from(len).ok().filter(|&l| l <= 1 << 30)?];
+            if f.read_exact_at(&mut buf, off).is_ok() {
+                return Some(buf);
+            }
+        }
+        fs::read(self.entry(key)).ok()
     }
 
     /// The stored result of `key`, or `None` when there is none or it does not check out.
     pub fn get(&self, key: &str) -> Option<InstanceResult> {
-        let bytes = fs::read(self.entry(key)).ok()?;
+        let bytes = self.read(key)?;
         let nl = bytes.iter().position(|&b| b == b'\n')?;
         let meta: Meta = serde_json::from_slice(&bytes[..nl]).ok()?;
         let body = &bytes[nl + 1..];
@@ -75,11 +151,13 @@ impl InstanceStore {
         {
             return None;
         }
-        let frame = if meta.frame > 0 {
+        let frame = if meta.frame > 0 && meta.parquet {
             ParquetReader::new(std::io::Cursor::new(body.get(..meta.frame)?))
                 .read_parallel(ParallelStrategy::None)
                 .finish()
                 .ok()?
+        } else if meta.frame > 0 {
+            crate::frames::decode(body.get(..meta.frame)?).ok()?
         } else {
             DataFrame::empty_with_height(meta.height)
         };
@@ -102,16 +180,22 @@ impl InstanceStore {
     /// Stores `result` under `key` (tmp + rename).
     pub fn put(&self, key: &str, kind: &str, result: &InstanceResult) -> Result<()> {
         let mut body = Vec::new();
+        let mut parquet = false;
         if result.frame.width() > 0 {
-            let mut frame = result.frame.clone();
-            // One chunk per column: a gathered frame can hold one chunk per instance.
-            frame.rechunk_mut();
-            // Not parallel: this runs on a worker of dplab's pool, and waiting for polars'
-            // pool there lets the worker take up more instances, each waiting in turn, until
-            // the stack overflows (seen at 10⁵ instances).
-            ParquetWriter::new(&mut body)
-                .set_parallel(false)
-                .finish(&mut frame)?;
+            if let Some(b) = crate::frames::encode(&result.frame) {
+                body = b;
+            } else {
+                parquet = true;
+                let mut frame = result.frame.clone();
+                // One chunk per column: a gathered frame can hold one chunk per instance.
+                frame.rechunk_mut();
+                // Not parallel: this runs on a worker of dplab's pool, and waiting for polars'
+                // pool there lets the worker take up more instances, each waiting in turn, until
+                // the stack overflows (seen at 10⁵ instances).
+                ParquetWriter::new(&mut body)
+                    .set_parallel(false)
+                    .finish(&mut frame)?;
+            }
         }
         let frame_len = body.len();
         for a in &result.artifacts {
@@ -122,6 +206,7 @@ impl InstanceStore {
             kind: kind.to_string(),
             seconds: result.seconds,
             frame: frame_len,
+            parquet,
             height: result.frame.height(),
             artifacts: result
                 .artifacts
@@ -130,27 +215,99 @@ impl InstanceStore {
                 .collect(),
             sha256: crate::pipeline::plan::hex(&Sha256::digest(&body)),
         };
-        let tmp_root = self.root.join("tmp");
-        fs::create_dir_all(&tmp_root)
-            .with_context(|| format!("creating {}", tmp_root.display()))?;
-        let tmp = tmp_root.join(format!("{key}.{}.{}", std::process::id(), unique_suffix()));
-        let written = (|| -> Result<()> {
-            let mut f = fs::File::create(&tmp)?;
-            f.write_all(&serde_json::to_vec(&meta)?)?;
-            f.write_all(b"\n")?;
-            f.write_all(&body)?;
-            Ok(())
-        })();
+        let mut entry = serde_json::to_vec(&meta)?;
+        entry.push(b'\n');
+        entry.extend_from_slice(&body);
+        if entry.len() < SMALL {
+            if let Some(k) = key_bytes(key) {
+                let mut p = self.pending.lock().unwrap_or_else(|e| e.into_inner());
+                let off = p.bytes.len() as u64;
+                p.bytes.extend_from_slice(&entry);
+                p.index.push((k, off, entry.len() as u64));
+                let since = *p.since.get_or_insert_with(Instant::now);
+                if p.bytes.len() >= PACK_BYTES
+                    || p.index.len() >= PACK_ENTRIES
+                    || since.elapsed() >= PACK_WAIT
+                {
+                    let full = std::mem::take(&mut *p);
+                    drop(p);
+                    return self.write_pack(&full.bytes, &full.index);
+                }
+                return Ok(());
+            }
+        }
         let final_path = self.entry(key);
+        self.place(&entry, &final_path)
+            .with_context(|| format!("storing {}", final_path.display()))
+    }
+
+    /// Writes the small entries gathered so far as a pack. A run calls this at its end
+    /// (whether it succeeded or not).
+    pub fn flush(&self) -> Result<()> {
+        let full = std::mem::take(&mut *self.pending.lock().unwrap_or_else(|e| e.into_inner()));
+        if full.index.is_empty() {
+            return Ok(());
+        }
+        self.write_pack(&full.bytes, &full.index)
+    }
+
+    fn write_pack(&self, bytes: &[u8], index: &[([u8; 32], u64, u64)]) -> Result<()> {
+        let name = format!("{}-{}", std::process::id(), unique_suffix());
+        let dir = self.root.join("packs");
+        let pack = dir.join(format!("{name}.pack"));
+        self.place(bytes, &pack)
+            .with_context(|| format!("storing {}", pack.display()))?;
+        if let Some(map) = self
+            .packed
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_mut()
+        {
+            let pack = Arc::new(pack.clone());
+            for (k, off, len) in index {
+                map.insert(*k, (pack.clone(), *off, *len));
+            }
+        }
+        let mut idx = Vec::with_capacity(4 + index.len() * 48);
+        idx.extend_from_slice(IDX_MAGIC);
+        for (k, off, len) in index {
+            idx.extend_from_slice(k);
+            idx.extend_from_slice(&off.to_le_bytes());
+            idx.extend_from_slice(&len.to_le_bytes());
+        }
+        let idx_path = dir.join(format!("{name}.idx"));
+        self.place(&idx, &idx_path)
+            .with_context(|| format!("storing {}", idx_path.display()))
+    }
+
+    /// Writes `bytes` to `path` by way of a unique file in `tmp/`, creating directories only
+    /// when missing (a small file costs an open, a write and a rename).
+    fn place(&self, bytes: &[u8], path: &Path) -> Result<()> {
+        let tmp_root = self.root.join("tmp");
+        let name = path
+            .file_name()
+            .map_or_else(String::new, |n| n.to_string_lossy().to_string());
+        let tmp = tmp_root.join(format!("{name}.{}.{}", std::process::id(), unique_suffix()));
+        let written = fs::write(&tmp, bytes).or_else(|e| {
+            if e.kind() != std::io::ErrorKind::NotFound {
+                return Err(e);
+            }
+            fs::create_dir_all(&tmp_root)?;
+            fs::write(&tmp, bytes)
+        });
         let placed = written.and_then(|()| {
-            fs::create_dir_all(final_path.parent().expect("entry has a parent"))?;
-            fs::rename(&tmp, &final_path)?;
-            Ok(())
+            fs::rename(&tmp, path).or_else(|e| {
+                if e.kind() != std::io::ErrorKind::NotFound {
+                    return Err(e);
+                }
+                fs::create_dir_all(path.parent().expect("has a parent"))?;
+                fs::rename(&tmp, path)
+            })
         });
         if placed.is_err() {
             let _ = fs::remove_file(&tmp);
         }
-        placed.with_context(|| format!("storing {}", final_path.display()))
+        Ok(placed?)
     }
 }
 
@@ -172,18 +329,91 @@ fn unique_suffix() -> String {
     format!("{nanos:x}-{}", N.fetch_add(1, Ordering::Relaxed))
 }
 
-/// One entry on disk.
+const IDX_MAGIC: &[u8; 4] = b"DPI1";
+
+/// A 64-hex-digit key as its 32 bytes.
+fn key_bytes(key: &str) -> Option<[u8; 32]> {
+    if key.len() != 64 {
+        return None;
+    }
+    let mut out = [0u8; 32];
+    for (i, o) in out.iter_mut().enumerate() {
+        *o = u8::from_str_radix(key.get(2 * i..2 * i + 2)?, 16).ok()?;
+    }
+    Some(out)
+}
+
+/// Every pack with an index that reads whole: (pack, its entries).
+fn read_packs(root: &Path) -> Vec<(PathBuf, Vec<([u8; 32], u64, u64)>)> {
+    let mut out = Vec::new();
+    let Ok(dir) = fs::read_dir(root.join("packs")) else {
+        return out;
+    };
+    let mut idx_files: Vec<PathBuf> = dir
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "idx"))
+        .collect();
+    idx_files.sort();
+    for idx in idx_files {
+        let pack = idx.with_extension("pack");
+        let (Ok(bytes), Ok(meta)) = (fs::read(&idx), fs::metadata(&pack)) else {
+            continue;
+        };
+        let Some(body) = bytes.strip_prefix(IDX_MAGIC.as_slice()) else {
+            continue;
+        };
+        if body.len() % 48 != 0 {
+            continue;
+        }
+        let entries: Vec<([u8; 32], u64, u64)> = body
+            .chunks_exact(48)
+            .map(|c| {
+                (
+                    c[..32].try_into().expect("32 bytes"),
+                    u64::from_le_bytes(c[32..40].try_into().expect("8 bytes")),
+                    u64::from_le_bytes(c[40..48].try_into().expect("8 bytes")),
+                )
+            })
+            .collect();
+        // An index pointing past its pack is not trusted at all.
+        if entries
+            .iter()
+            .all(|(_, off, len)| off.checked_add(*len).is_some_and(|e| e <= meta.len()))
+        {
+            out.push((pack, entries));
+        }
+    }
+    out
+}
+
+/// One entry on disk: its own file, or a part of a pack.
 pub struct Entry {
     pub key: String,
     pub bytes: u64,
     pub path: PathBuf,
+    /// Whether `path` is a pack holding this entry among others.
+    pub packed: bool,
 }
 
 impl InstanceStore {
-    /// Every entry (files named by a 64-hex-digit key under `objects/<2 hex>/`).
+    /// Every entry: files named by a 64-hex-digit key under `objects/<2 hex>/`, and the
+    /// entries of every indexed pack. A key stored twice (by two processes at once) is listed
+    /// twice.
     pub fn entries(&self) -> Vec<Entry> {
         let mut out = Vec::new();
+        for (pack, entries) in read_packs(&self.root) {
+            for (k, _, len) in entries {
+                out.push(Entry {
+                    key: super::plan::hex(&k),
+                    bytes: len,
+                    path: pack.clone(),
+                    packed: true,
+                });
+            }
+        }
         let Ok(shards) = fs::read_dir(self.root.join("objects")) else {
+            out.sort_by(|a, b| a.key.cmp(&b.key));
             return out;
         };
         for shard in shards.flatten() {
@@ -199,6 +429,7 @@ impl InstanceStore {
                         key: name,
                         bytes: meta.map_or(0, |m| m.len()),
                         path: f.path(),
+                        packed: false,
                     });
                 }
             }
@@ -212,25 +443,66 @@ impl InstanceStore {
         super::dryrun::recorded_keys(self)
     }
 
-    /// Removes every entry whose key is not in `keep`, and files killed writers left in
-    /// `tmp/` more than an hour ago. Returns (entries removed, bytes freed).
+    /// Removes every entry whose key is not in `keep`: its file, or its part of a pack (a
+    /// pack with nothing left is removed, one with some entries left is rewritten with only
+    /// those); packs without an index and files killed writers left in `tmp/`, more than an
+    /// hour old, go too. Returns (entries removed, bytes freed).
     pub fn gc(&self, keep: &std::collections::HashSet<String>) -> (usize, u64) {
         let (mut n, mut bytes) = (0, 0);
-        for e in self.entries() {
+        for e in self.entries().into_iter().filter(|e| !e.packed) {
             if !keep.contains(&e.key) && fs::remove_file(&e.path).is_ok() {
                 n += 1;
                 bytes += e.bytes;
             }
         }
+        for (pack, entries) in read_packs(&self.root) {
+            let (kept, gone): (Vec<_>, Vec<_>) = entries
+                .iter()
+                .partition(|(k, _, _)| keep.contains(&super::plan::hex(k)));
+            if gone.is_empty() {
+                continue;
+            }
+            if !kept.is_empty() {
+                let Ok(all) = fs::read(&pack) else { continue };
+                let mut bytes_out = Vec::new();
+                let mut index = Vec::new();
+                for (k, off, len) in &kept {
+                    let (off, len) = (*off as usize, *len as usize);
+                    index.push((*k, bytes_out.len() as u64, len as u64));
+                    bytes_out.extend_from_slice(&all[off..off + len]);
+                }
+                if self.write_pack(&bytes_out, &index).is_err() {
+                    continue;
+                }
+            }
+            // The index first: a pack without one is invisible.
+            if fs::remove_file(pack.with_extension("idx")).is_ok() {
+                let _ = fs::remove_file(&pack);
+                n += gone.len();
+                bytes += gone.iter().map(|(_, _, l)| l).sum::<u64>();
+            }
+        }
+        let hour_old = |p: &Path| {
+            fs::metadata(p)
+                .and_then(|m| m.modified())
+                .ok()
+                .and_then(|t| t.elapsed().ok())
+                .is_some_and(|age| age.as_secs() > 3600)
+        };
+        if let Ok(packs) = fs::read_dir(self.root.join("packs")) {
+            for f in packs.flatten() {
+                let p = f.path();
+                if p.extension().is_some_and(|x| x == "pack")
+                    && !p.with_extension("idx").exists()
+                    && hour_old(&p)
+                {
+                    let _ = fs::remove_file(&p);
+                }
+            }
+        }
         if let Ok(tmp) = fs::read_dir(self.root.join("tmp")) {
             for f in tmp.flatten() {
-                let old = f
-                    .metadata()
-                    .and_then(|m| m.modified())
-                    .ok()
-                    .and_then(|t| t.elapsed().ok())
-                    .is_some_and(|age| age.as_secs() > 3600);
-                if old && f.path().is_file() {
+                if hour_old(&f.path()) && f.path().is_file() {
                     let _ = fs::remove_file(f.path());
                 }
             }

@@ -40,41 +40,79 @@ fn current(plan: &Plan) -> Index {
     for stage in &plan.stages {
         let entries = idx.entry(stage.name.clone()).or_default();
         for inst in &stage.instances {
-            let inputs = stage
-                .inputs
-                .iter()
-                .zip(&inst.inputs)
-                .map(|(&up, js)| {
-                    let mut h = Sha256::new();
-                    for &j in js {
-                        h.update(plan.stages[up].instances[j].store_key.as_bytes());
-                    }
-                    hex(&h.finalize())
-                })
-                .collect();
-            entries.insert(
-                inst.label.clone(),
-                Recorded {
-                    key: inst.store_key.clone(),
-                    version: stage.kind.version,
-                    params: inst.params.to_string(),
-                    inputs,
-                },
-            );
+            entries.insert(inst.label.clone(), recorded(plan, stage, inst));
         }
     }
     idx
 }
 
-/// Records this plan's instances as the last run of its pipeline (tmp + rename).
+/// Records this plan's instances as the last run of its pipeline (tmp + rename). The record
+/// is streamed from the plan, one instance at a time: as a map in memory, a sweep of 10⁶
+/// instances took a gigabyte.
 pub fn record(plan: &Plan, store: &InstanceStore) -> Result<()> {
     let path = index_path(store, &plan.name);
     let dir = path.parent().expect("has a parent");
     fs::create_dir_all(dir)?;
     let tmp = dir.join(format!(".{}.{}.tmp", plan.name, std::process::id()));
-    fs::write(&tmp, serde_json::to_vec(&current(plan))?)?;
+    let mut w = std::io::BufWriter::with_capacity(1 << 20, fs::File::create(&tmp)?);
+    serde_json::to_writer(&mut w, &Streamed(plan))?;
+    std::io::Write::flush(&mut w)?;
+    drop(w);
     fs::rename(&tmp, &path)?;
     Ok(())
+}
+
+/// [`current`] of a plan, serialized without building it.
+struct Streamed<'a>(&'a Plan);
+
+impl Serialize for Streamed<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let plan = self.0;
+        s.collect_map(
+            plan.stages
+                .iter()
+                .map(|stage| (&stage.name, StreamedStage(plan, stage))),
+        )
+    }
+}
+
+struct StreamedStage<'a>(&'a Plan, &'a super::plan::PlannedStage);
+
+impl Serialize for StreamedStage<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let (plan, stage) = (self.0, self.1);
+        s.collect_map(
+            stage
+                .instances
+                .iter()
+                .map(|inst| (&inst.label, recorded(plan, stage, inst))),
+        )
+    }
+}
+
+fn recorded(
+    plan: &Plan,
+    stage: &super::plan::PlannedStage,
+    inst: &super::plan::Instance,
+) -> Recorded {
+    let inputs = stage
+        .inputs
+        .iter()
+        .zip(&inst.inputs)
+        .map(|(&up, js)| {
+            let mut h = Sha256::new();
+            for &j in js {
+                h.update(plan.stages[up].instances[j].store_key.as_bytes());
+            }
+            hex(&h.finalize())
+        })
+        .collect();
+    Recorded {
+        key: inst.store_key.clone(),
+        version: stage.kind.version,
+        params: inst.params.to_string(),
+        inputs,
+    }
 }
 
 /// The dry-run report of `plan`.

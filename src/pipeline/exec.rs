@@ -1,19 +1,19 @@
-//! Execution: runs a plan's instances level by level in parallel (rayon), then stores the
-//! results atomically. Instances never share a generator and results are assembled in
-//! plan order, so the output does not depend on `--jobs` or on scheduling.
+//! Execution: runs a plan's instances in parallel (rayon) as their inputs become ready, then
+//! writes the results atomically. Instances never share a generator and results are
+//! assembled in plan order, so the output does not depend on `--jobs` or on scheduling.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 use polars::prelude::*;
-use rayon::prelude::*;
 
 use super::cache::InstanceStore;
-use super::plan::{Plan, PlannedStage};
+use super::plan::Plan;
 use super::spec::AxisValue;
 use super::store;
 use crate::kind::{rng_from_seed, Artifact, Ctx};
@@ -159,84 +159,178 @@ pub struct RunOptions {
     pub force: Force,
 }
 
+/// What the results directory needs of one stage once all its instances are done: its
+/// frames gathered in plan order, its artifacts, and per instance the compute time and
+/// whether it came from the store.
+pub struct StageOutput {
+    /// The instances' frames, concatenated in plan order (`None` when no instance has a
+    /// column, as for plots, or when the stage is neither stored nor read whole).
+    pub frame: Option<DataFrame>,
+    /// (instance index, its artifacts), for the instances that made any.
+    pub artifacts: Vec<(usize, Vec<Artifact>)>,
+    pub seconds: Vec<f64>,
+    pub cached: usize,
+}
+
+/// How an instance reads one of its inputs.
+enum Source {
+    /// Every instance of the upstream stage, in plan order: the stage's gathered frame, ready
+    /// when the whole stage is.
+    Whole(usize),
+    /// These instances (global ids) of the upstream stage, each kept until its last reader ran.
+    Pieces(Vec<usize>),
+}
+
+/// Frames of one stage gathered in plan order as instances finish in any order. Finished
+/// frames wait in `early` until those before them are in; every [`BLOCK`] frames are joined
+/// into one block, so a stage of 10⁶ instances holds a few thousand blocks, not 10⁶ frames.
+#[derive(Default)]
+struct Gather {
+    next: usize,
+    early: BTreeMap<usize, DataFrame>,
+    part: Vec<DataFrame>,
+    blocks: Vec<DataFrame>,
+    any_columns: bool,
+}
+
+const BLOCK: usize = 256;
+
+impl Gather {
+    fn push(&mut self, i: usize, frame: DataFrame) -> Result<()> {
+        self.early.insert(i, frame);
+        while let Some(f) = self.early.remove(&self.next) {
+            self.any_columns |= f.width() > 0;
+            self.part.push(f);
+            self.next += 1;
+            if self.part.len() == BLOCK {
+                let refs: Vec<&DataFrame> = self.part.iter().collect();
+                let block = concat(&refs)?;
+                self.part.clear();
+                self.blocks.push(block);
+            }
+        }
+        Ok(())
+    }
+
+    /// The concatenation of every frame pushed, in order (the same frame `concat` of all of
+    /// them gives: one chunk per column).
+    fn finish(&mut self) -> Result<DataFrame> {
+        let mut all: Vec<&DataFrame> = self.blocks.iter().collect();
+        all.extend(self.part.iter());
+        let out = concat(&all)?;
+        self.blocks.clear();
+        self.part.clear();
+        Ok(out)
+    }
+}
+
+/// Per stage, the state of the run.
+struct StageState {
+    /// Instances not finished yet.
+    remaining: AtomicUsize,
+    /// Readers (global ids) that read this stage whole.
+    whole_readers: Vec<usize>,
+    gather: Option<Mutex<Gather>>,
+    /// The gathered frame, once the stage is done (when gathered).
+    whole: Mutex<Option<Arc<DataFrame>>>,
+    /// Whether an instance of this stage failed or was not run.
+    broken: AtomicBool,
+    artifacts: Mutex<Vec<(usize, Vec<Artifact>)>>,
+    seconds: Mutex<Vec<f64>>,
+    cached: AtomicUsize,
+}
+
+/// The run's shared state: every instance has a global id (`offset[stage] + index`).
+struct Run<'a> {
+    plan: &'a Plan,
+    opts: &'a RunOptions,
+    progress: Progress,
+    offset: Vec<usize>,
+    /// For each instance, how it reads each input.
+    sources: Vec<Vec<Source>>,
+    /// Inputs (upstream instances, or whole stages) each instance still waits for.
+    waiting: Vec<AtomicUsize>,
+    /// CSR of the readers that read each instance as a piece: `readers[reader_at[g]..reader_at[g + 1]]`.
+    reader_at: Vec<usize>,
+    readers: Vec<usize>,
+    /// Each instance's frame while a reader still needs it as a piece.
+    frames: Vec<Mutex<Option<DataFrame>>>,
+    /// Readers of each instance's frame that have not run yet.
+    uses: Vec<AtomicUsize>,
+    /// Whether an input of this instance failed (it is then not run).
+    poisoned: Vec<AtomicBool>,
+    stages: Vec<StageState>,
+    errors: Mutex<Vec<(usize, RunError)>>,
+    skipped: AtomicUsize,
+}
+
 /// Runs every instance and writes `out_dir/<pipeline>/`. Returns the results directory.
+///
+/// Dataflow: an instance starts as soon as the instances it reads are done (not when a whole
+/// level of the graph is), in plan order among those ready. A frame is kept only while a
+/// reader still needs it; stages are gathered in plan order as their instances finish, so
+/// memory is about the gathered frames, not one frame per instance. When an instance fails,
+/// everything that does not depend on it still runs and is stored; the error names it.
 pub fn execute(plan: &Plan, opts: &RunOptions) -> Result<PathBuf, RunError> {
     let started = Instant::now();
-    let fail = |stage: &str, instance: &str, message: String| RunError {
+    let run = Run::new(plan, opts);
+    rayon::scope_fifo(|scope| {
+        for (g, w) in run.waiting.iter().enumerate() {
+            if w.load(Ordering::Relaxed) == 0 {
+                let run = &run;
+                scope.spawn_fifo(move |s| run.instance(s, g));
+            }
+        }
+    });
+    run.progress.finish();
+    if let Some(s) = &opts.store {
+        if let Err(e) = s.flush() {
+            tracing::warn!("not stored ({}): {e:#}", s.root().display());
+        }
+    }
+    let mut errors = run.errors.into_inner().unwrap_or_else(|e| e.into_inner());
+    if !errors.is_empty() {
+        errors.sort_by_key(|(g, _)| *g);
+        let failed = errors.len();
+        let skipped = run.skipped.load(Ordering::Relaxed);
+        for (_, e) in errors.iter().skip(1) {
+            tracing::error!("{e}");
+        }
+        let (_, mut first) = errors.swap_remove(0);
+        if failed > 1 || skipped > 0 {
+            first.message.push_str(&format!(
+                " ({} other instance(s) failed, {skipped} not run because an input failed; everything else finished and is in the store)",
+                failed - 1
+            ));
+        }
+        return Err(first);
+    }
+    let fail = |message: String| RunError {
         pipeline: plan.name.clone(),
-        stage: stage.to_string(),
-        instance: instance.to_string(),
+        stage: String::new(),
+        instance: String::new(),
         message,
         unavailable: false,
     };
-    let progress = Progress::new(&plan.name, plan.instance_count(), opts.terminal);
-    let mut results: Vec<Vec<Option<InstanceResult>>> = plan
-        .stages
-        .iter()
-        .map(|s| s.instances.iter().map(|_| None).collect())
-        .collect();
-    let mut cached: Vec<Vec<bool>> = plan
-        .stages
-        .iter()
-        .map(|s| vec![false; s.instances.len()])
-        .collect();
-    let max_depth = plan.stages.iter().map(|s| s.depth).max().unwrap_or(0);
-    for depth in 0..=max_depth {
-        let work: Vec<(usize, usize)> = plan
-            .stages
-            .iter()
-            .enumerate()
-            .filter(|(_, s)| s.depth == depth)
-            .flat_map(|(si, s)| (0..s.instances.len()).map(move |ii| (si, ii)))
-            .collect();
-        let done: Vec<Result<(InstanceResult, bool), RunError>> = work
-            .par_iter()
-            .map(|&(si, ii)| {
-                let stage = &plan.stages[si];
-                let inst = &stage.instances[ii];
-                let store = opts.store.as_ref();
-                if !opts.force.covers(&stage.name) {
-                    if let Some(hit) = store.and_then(|s| s.get(&inst.store_key)) {
-                        progress.tick(true);
-                        return Ok((hit, true));
-                    }
-                }
-                let r = run_instance(plan, stage, ii, &results).map_err(|e| RunError {
-                    unavailable: e.downcast_ref::<crate::kind::Unavailable>().is_some(),
-                    ..fail(&stage.name, &inst.label, format!("{e:#}"))
-                });
-                // Stored as soon as it exists: a run that fails or is killed later keeps it.
-                if let (Ok(res), Some(s)) = (&r, store) {
-                    if let Err(e) = s.put(&inst.store_key, stage.kind.name, res) {
-                        tracing::warn!("not stored ({}): {e:#}", s.root().display());
-                    }
-                }
-                progress.tick(false);
-                r.map(|res| (res, false))
-            })
-            .collect();
-        for (&(si, ii), r) in work.iter().zip(done) {
-            match r {
-                Ok((res, hit)) => {
-                    results[si][ii] = Some(res);
-                    cached[si][ii] = hit;
-                }
-                Err(e) => {
-                    progress.finish();
-                    return Err(e);
-                }
-            }
-        }
+    let mut outputs = Vec::with_capacity(plan.stages.len());
+    for (si, st) in run.stages.into_iter().enumerate() {
+        let frame = if plan.stages[si].store {
+            st.whole
+                .into_inner()
+                .unwrap_or_else(|e| e.into_inner())
+                .map(|f| Arc::try_unwrap(f).unwrap_or_else(|f| (*f).clone()))
+        } else {
+            None
+        };
+        outputs.push(StageOutput {
+            frame,
+            artifacts: st.artifacts.into_inner().unwrap_or_else(|e| e.into_inner()),
+            seconds: st.seconds.into_inner().unwrap_or_else(|e| e.into_inner()),
+            cached: st.cached.into_inner(),
+        });
     }
-    progress.finish();
-    let dir = store::write(
-        plan,
-        &results,
-        &cached,
-        opts,
-        started.elapsed().as_secs_f64(),
-    )
-    .map_err(|e| fail("", "", format!("writing results: {e:#}")))?;
+    let dir = store::write(plan, &outputs, opts, started.elapsed().as_secs_f64())
+        .map_err(|e| fail(format!("writing results: {e:#}")))?;
     if let Some(s) = &opts.store {
         if let Err(e) = super::dryrun::record(plan, s) {
             tracing::warn!("could not record this run for --dry-run: {e:#}");
@@ -245,59 +339,317 @@ pub fn execute(plan: &Plan, opts: &RunOptions) -> Result<PathBuf, RunError> {
     Ok(dir)
 }
 
-fn run_instance(
-    plan: &Plan,
-    stage: &PlannedStage,
-    ii: usize,
-    results: &[Vec<Option<InstanceResult>>],
-) -> Result<InstanceResult> {
-    let inst = &stage.instances[ii];
-    let t0 = Instant::now();
-    let mut inputs = Vec::with_capacity(stage.inputs.len());
-    for (k, &up) in stage.inputs.iter().enumerate() {
-        let frames: Vec<&DataFrame> = inst.inputs[k]
+impl<'a> Run<'a> {
+    fn new(plan: &'a Plan, opts: &'a RunOptions) -> Self {
+        let mut offset = Vec::with_capacity(plan.stages.len() + 1);
+        let mut n = 0;
+        for s in &plan.stages {
+            offset.push(n);
+            n += s.instances.len();
+        }
+        offset.push(n);
+        let mut sources: Vec<Vec<Source>> = Vec::with_capacity(n);
+        let mut waiting = Vec::with_capacity(n);
+        let mut whole_readers: Vec<Vec<usize>> = vec![Vec::new(); plan.stages.len()];
+        let mut uses = vec![0usize; n];
+        for (si, s) in plan.stages.iter().enumerate() {
+            for (ii, inst) in s.instances.iter().enumerate() {
+                let g = offset[si] + ii;
+                let mut waits = 0;
+                let mut src = Vec::with_capacity(s.inputs.len());
+                for (k, &up) in s.inputs.iter().enumerate() {
+                    let js = &inst.inputs[k];
+                    if js.len() == plan.stages[up].instances.len() && js.len() > 1 {
+                        whole_readers[up].push(g);
+                        waits += 1;
+                        src.push(Source::Whole(up));
+                    } else {
+                        let ids: Vec<usize> = js.iter().map(|&j| offset[up] + j).collect();
+                        for &u in &ids {
+                            uses[u] += 1;
+                        }
+                        waits += ids.len();
+                        src.push(Source::Pieces(ids));
+                    }
+                }
+                waiting.push(AtomicUsize::new(waits));
+                sources.push(src);
+            }
+        }
+        // Readers of each instance as a piece, as one flat array (10⁶ small vectors cost
+        // more than the edges they hold).
+        let mut reader_at = vec![0usize; n + 1];
+        for src in &sources {
+            for s in src {
+                if let Source::Pieces(ids) = s {
+                    for &u in ids {
+                        reader_at[u + 1] += 1;
+                    }
+                }
+            }
+        }
+        for i in 0..n {
+            reader_at[i + 1] += reader_at[i];
+        }
+        let mut fill = reader_at.clone();
+        let mut readers = vec![0usize; reader_at[n]];
+        for (g, src) in sources.iter().enumerate() {
+            for s in src {
+                if let Source::Pieces(ids) = s {
+                    for &u in ids {
+                        readers[fill[u]] = g;
+                        fill[u] += 1;
+                    }
+                }
+            }
+        }
+        let stages = plan
+            .stages
             .iter()
-            .map(|&j| {
-                &results[up][j]
-                    .as_ref()
-                    .expect("upstream level finished")
-                    .frame
+            .zip(whole_readers)
+            .map(|(s, whole_readers)| StageState {
+                remaining: AtomicUsize::new(s.instances.len()),
+                gather: (s.store || !whole_readers.is_empty())
+                    .then(|| Mutex::new(Gather::default())),
+                whole_readers,
+                whole: Mutex::new(None),
+                broken: AtomicBool::new(false),
+                artifacts: Mutex::new(Vec::new()),
+                seconds: Mutex::new(vec![0.0; s.instances.len()]),
+                cached: AtomicUsize::new(0),
             })
             .collect();
-        inputs.push(concat(&frames).with_context(|| {
-            format!("joining the instances of input `{}`", plan.stages[up].name)
-        })?);
+        Run {
+            plan,
+            opts,
+            progress: Progress::new(&plan.name, n, opts.terminal),
+            offset,
+            sources,
+            waiting: waiting,
+            reader_at,
+            readers,
+            frames: (0..n).map(|_| Mutex::new(None)).collect(),
+            uses: uses.into_iter().map(AtomicUsize::new).collect(),
+            poisoned: (0..n).map(|_| AtomicBool::new(false)).collect(),
+            stages,
+            errors: Mutex::new(Vec::new()),
+            skipped: AtomicUsize::new(0),
+        }
     }
-    let input_names: Vec<String> = stage
-        .inputs
-        .iter()
-        .map(|&i| plan.stages[i].name.clone())
-        .collect();
-    let mut axis_names: Vec<String> = Vec::new();
-    for &up in &stage.inputs {
-        for a in &plan.stages[up].axes {
-            if !axis_names.contains(a) {
-                axis_names.push(a.clone());
+
+    /// The stage and index of instance `g`.
+    fn locate(&self, g: usize) -> (usize, usize) {
+        let si = self.offset.partition_point(|&o| o <= g) - 1;
+        (si, g - self.offset[si])
+    }
+
+    /// Runs (or takes from the store) instance `g`, whose inputs are all done, then hands its
+    /// frame to its readers and starts those that have nothing left to wait for.
+    fn instance<'s>(&'s self, scope: &rayon::ScopeFifo<'s>, g: usize) {
+        let (si, ii) = self.locate(g);
+        let stage = &self.plan.stages[si];
+        let inst = &stage.instances[ii];
+        let outcome = if self.poisoned[g].load(Ordering::Acquire) {
+            self.skipped.fetch_add(1, Ordering::Relaxed);
+            None
+        } else {
+            let cached = if self.opts.force.covers(&stage.name) {
+                None
+            } else {
+                self.opts
+                    .store
+                    .as_ref()
+                    .and_then(|s| s.get(&inst.store_key))
+            };
+            match cached {
+                Some(hit) => {
+                    self.progress.tick(true);
+                    Some((hit, true))
+                }
+                None => match self.compute(si, ii, g) {
+                    Ok(res) => {
+                        // Stored as soon as it exists: a run that fails or is killed later
+                        // keeps it.
+                        if let Some(s) = &self.opts.store {
+                            if let Err(e) = s.put(&inst.store_key, stage.kind.name, &res) {
+                                tracing::warn!("not stored ({}): {e:#}", s.root().display());
+                            }
+                        }
+                        self.progress.tick(false);
+                        Some((res, false))
+                    }
+                    Err(e) => {
+                        let err = RunError {
+                            pipeline: self.plan.name.clone(),
+                            stage: stage.name.clone(),
+                            instance: inst.label.clone(),
+                            message: format!("{e:#}"),
+                            unavailable: e.downcast_ref::<crate::kind::Unavailable>().is_some(),
+                        };
+                        self.errors
+                            .lock()
+                            .unwrap_or_else(|e| e.into_inner())
+                            .push((g, err));
+                        None
+                    }
+                },
+            }
+        };
+        self.release_inputs(g);
+        let st = &self.stages[si];
+        match outcome {
+            Some((res, hit)) => {
+                if hit {
+                    st.cached.fetch_add(1, Ordering::Relaxed);
+                }
+                lock(&st.seconds)[ii] = res.seconds;
+                if !res.artifacts.is_empty() {
+                    lock(&st.artifacts).push((ii, res.artifacts));
+                }
+                if self.uses[g].load(Ordering::Acquire) > 0 {
+                    *lock(&self.frames[g]) = Some(res.frame.clone());
+                }
+                if let Some(gather) = &st.gather {
+                    if let Err(e) = lock(gather).push(ii, res.frame) {
+                        self.fail_stage(si, g, e);
+                    }
+                }
+            }
+            None => self.break_stage(si, g),
+        }
+        let stage_done = st.remaining.fetch_sub(1, Ordering::AcqRel) == 1;
+        if stage_done {
+            if let Some(gather) = &st.gather {
+                if !st.broken.load(Ordering::Acquire) {
+                    match lock(gather).finish() {
+                        Ok(f) => *lock(&st.whole) = Some(Arc::new(f)),
+                        Err(e) => self.fail_stage(si, g, e),
+                    }
+                }
+            }
+            let broken = st.broken.load(Ordering::Acquire);
+            for &r in &st.whole_readers {
+                if broken {
+                    self.poisoned[r].store(true, Ordering::Release);
+                }
+                self.arrived(scope, r);
+            }
+        }
+        for &r in &self.readers[self.reader_at[g]..self.reader_at[g + 1]] {
+            self.arrived(scope, r);
+        }
+    }
+
+    /// An instance of stage `si` failed or was not run: its readers are not run either.
+    fn break_stage(&self, si: usize, g: usize) {
+        self.stages[si].broken.store(true, Ordering::Release);
+        for &r in &self.readers[self.reader_at[g]..self.reader_at[g + 1]] {
+            self.poisoned[r].store(true, Ordering::Release);
+        }
+    }
+
+    /// Gathering stage `si`'s frames failed (their columns differ).
+    fn fail_stage(&self, si: usize, g: usize, e: anyhow::Error) {
+        let err = RunError {
+            pipeline: self.plan.name.clone(),
+            stage: self.plan.stages[si].name.clone(),
+            instance: String::new(),
+            message: format!("joining its instances' frames: {e:#}"),
+            unavailable: false,
+        };
+        lock(&self.errors).push((g, err));
+        self.stages[si].broken.store(true, Ordering::Release);
+    }
+
+    /// One input of reader `r` is done; it starts once none is left.
+    fn arrived<'s>(&'s self, scope: &rayon::ScopeFifo<'s>, r: usize) {
+        if self.waiting[r].fetch_sub(1, Ordering::AcqRel) == 1 {
+            scope.spawn_fifo(move |s| self.instance(s, r));
+        }
+    }
+
+    /// Instance `g` has run: the frames it read as pieces lose one reader, and are dropped
+    /// when none is left.
+    fn release_inputs(&self, g: usize) {
+        for src in &self.sources[g] {
+            if let Source::Pieces(ids) = src {
+                for &u in ids {
+                    if self.uses[u].fetch_sub(1, Ordering::AcqRel) == 1 {
+                        *lock(&self.frames[u]) = None;
+                    }
+                }
             }
         }
     }
-    let mut ctx = Ctx {
-        inputs: &inputs,
-        axis_names: &axis_names,
-        input_names: &input_names,
-        rng: rng_from_seed(inst.seed),
-        seed: inst.seed,
-        files: &plan.files,
-        stage: &stage.name,
-        label: &inst.label,
-    };
-    let out = inst.run.run(&mut ctx)?;
-    let frame = with_axis_columns(out.frame, &inst.key)?;
-    Ok(InstanceResult {
-        frame,
-        artifacts: out.artifacts,
-        seconds: t0.elapsed().as_secs_f64(),
-    })
+
+    fn compute(&self, si: usize, ii: usize, g: usize) -> Result<InstanceResult> {
+        let plan = self.plan;
+        let stage = &plan.stages[si];
+        let inst = &stage.instances[ii];
+        let t0 = Instant::now();
+        let mut inputs = Vec::with_capacity(stage.inputs.len());
+        for (k, src) in self.sources[g].iter().enumerate() {
+            let frame = match src {
+                Source::Whole(up) => {
+                    let whole = lock(&self.stages[*up].whole).clone();
+                    (*whole.expect("a whole input is gathered before its readers start")).clone()
+                }
+                Source::Pieces(ids) => {
+                    let frames: Vec<DataFrame> = ids
+                        .iter()
+                        .map(|&u| {
+                            lock(&self.frames[u])
+                                .clone()
+                                .expect("a piece is kept until its readers ran")
+                        })
+                        .collect();
+                    let refs: Vec<&DataFrame> = frames.iter().collect();
+                    concat(&refs).with_context(|| {
+                        format!(
+                            "joining the instances of input `{}`",
+                            plan.stages[stage.inputs[k]].name
+                        )
+                    })?
+                }
+            };
+            inputs.push(frame);
+        }
+        let input_names: Vec<String> = stage
+            .inputs
+            .iter()
+            .map(|&i| plan.stages[i].name.clone())
+            .collect();
+        let mut axis_names: Vec<String> = Vec::new();
+        for &up in &stage.inputs {
+            for a in &plan.stages[up].axes {
+                if !axis_names.contains(a) {
+                    axis_names.push(a.clone());
+                }
+            }
+        }
+        let mut ctx = Ctx {
+            inputs: &inputs,
+            axis_names: &axis_names,
+            input_names: &input_names,
+            rng: rng_from_seed(inst.seed),
+            seed: inst.seed,
+            files: &plan.files,
+            stage: &stage.name,
+            label: &inst.label,
+        };
+        let out = inst.run.run(&mut ctx)?;
+        let frame = with_axis_columns(out.frame, &inst.key)?;
+        Ok(InstanceResult {
+            frame,
+            artifacts: out.artifacts,
+            seconds: t0.elapsed().as_secs_f64(),
+        })
+    }
+}
+
+/// A poisoned lock still holds consistent data here (every critical section is a store).
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 pub use crate::frames::concat;

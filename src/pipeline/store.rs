@@ -12,14 +12,13 @@ use polars::prelude::*;
 use serde_json::json;
 use sha2::{Digest, Sha256};
 
-use super::exec::{concat, InstanceResult, RunOptions};
+use super::exec::{RunOptions, StageOutput};
 use super::plan::{hex, Plan};
 use super::spec::AxisValue;
 
 pub fn write(
     plan: &Plan,
-    results: &[Vec<Option<InstanceResult>>],
-    cached: &[Vec<bool>],
+    results: &[StageOutput],
     opts: &RunOptions,
     wall: f64,
 ) -> Result<PathBuf> {
@@ -45,7 +44,7 @@ pub fn write(
         .out_dir
         .join(format!(".{name}.partial-{}", std::process::id()));
     fs::create_dir_all(&staging)?;
-    let outcome = write_all(plan, results, cached, opts, wall, &staging);
+    let outcome = write_all(plan, results, opts, wall, &staging);
     if let Err(e) = outcome {
         let _ = fs::remove_dir_all(&staging);
         return Err(e);
@@ -252,8 +251,7 @@ fn recover(out: &Path, name: &str, final_dir: &Path) -> Result<()> {
 
 fn write_all(
     plan: &Plan,
-    results: &[Vec<Option<InstanceResult>>],
-    cached: &[Vec<bool>],
+    results: &[StageOutput],
     opts: &RunOptions,
     wall: f64,
     dir: &Path,
@@ -262,33 +260,30 @@ fn write_all(
     let mut names = OutputNames::default();
     let mut stages_json = Vec::new();
     for (si, stage) in plan.stages.iter().enumerate() {
-        let res: Vec<&InstanceResult> = results[si]
-            .iter()
-            .map(|r| r.as_ref().expect("every instance ran"))
-            .collect();
+        let res = &results[si];
         // Plots return no frame: their data is their input's.
-        if stage.store && res.iter().any(|r| r.frame.width() > 0) {
-            let frames: Vec<&DataFrame> = res.iter().map(|r| &r.frame).collect();
-            let mut df = concat(&frames)?;
-            let mut csv = Vec::new();
-            CsvWriter::new(&mut csv)
-                .include_header(true)
-                .finish(&mut df)?;
-            outputs.push(put(
+        if let Some(df) = res.frame.as_ref().filter(|f| f.width() > 0) {
+            let mut df = df.clone();
+            outputs.push(put_with(
                 dir,
                 &names.claim(format!("{}.csv", stage.name))?,
-                &csv,
+                |w| Ok(CsvWriter::new(w).include_header(true).finish(&mut df)?),
             )?);
-            let mut pq = Vec::new();
-            ParquetWriter::new(&mut pq).finish(&mut df)?;
-            outputs.push(put(
+            outputs.push(put_with(
                 dir,
                 &names.claim(format!("{}.parquet", stage.name))?,
-                &pq,
+                |w| {
+                    ParquetWriter::new(w).finish(&mut df)?;
+                    Ok(())
+                },
             )?);
         }
-        for (inst, r) in stage.instances.iter().zip(&res) {
-            for a in &r.artifacts {
+        let mut artifacts: Vec<&(usize, Vec<crate::kind::Artifact>)> =
+            res.artifacts.iter().collect();
+        artifacts.sort_by_key(|(i, _)| *i);
+        for (ii, arts) in artifacts {
+            let inst = &stage.instances[*ii];
+            for a in arts {
                 let name = if stage.instances.len() == 1 {
                     format!("{}.{}", stage.name, a.ext)
                 } else {
@@ -297,8 +292,8 @@ fn write_all(
                 outputs.push(put(dir, &names.claim(name)?, &a.bytes)?);
             }
         }
-        let secs: Vec<f64> = res.iter().map(|r| r.seconds).collect();
-        let hits = cached[si].iter().filter(|c| **c).count();
+        let secs = &res.seconds;
+        let hits = res.cached;
         stages_json.push(json!({
             "name": stage.name,
             "kind": stage.kind.name,
@@ -311,7 +306,6 @@ fn write_all(
             "instances": stage.instances.len(),
             "seconds_total": secs.iter().sum::<f64>(),
             "seconds_max": secs.iter().copied().fold(0.0, f64::max),
-            "seeds": stage.instances.iter().map(|i| json!({"instance": i.label, "seed": format!("{:032x}", i.seed), "key": i.store_key})).collect::<Vec<_>>(),
         }));
     }
     let axes: serde_json::Map<String, serde_json::Value> = plan
@@ -341,30 +335,127 @@ fn write_all(
         "axes": axes,
         "jobs": opts.jobs,
         "wall_seconds": wall,
-        "stages": stages_json,
         "outputs": outputs,
         "warning": "seeded runs reproduce research; never use them to release real private data",
     });
-    put(
-        dir,
-        &names.claim("manifest.json".into())?,
-        serde_json::to_string_pretty(&manifest)?.as_bytes(),
-    )?;
+    let manifest = Manifest {
+        head: &manifest,
+        stages: &stages_json,
+        plan,
+    };
+    put_with(dir, &names.claim("manifest.json".into())?, |w| {
+        Ok(serde_json::to_writer_pretty(w, &manifest)?)
+    })?;
     Ok(())
+}
+
+/// The manifest, streamed: each stage's list of instances (label, seed, store key) is
+/// written straight from the plan. As a JSON tree, a sweep of 10⁶ instances took 2 GB.
+struct Manifest<'a> {
+    head: &'a serde_json::Value,
+    stages: &'a [serde_json::Value],
+    plan: &'a Plan,
+}
+
+impl serde::Serialize for Manifest<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let head = self.head.as_object().expect("an object");
+        let mut m = s.serialize_map(Some(head.len() + 1))?;
+        for (k, v) in head {
+            m.serialize_entry(k, v)?;
+        }
+        m.serialize_entry(
+            "stages",
+            &Each(
+                self.stages
+                    .iter()
+                    .zip(&self.plan.stages)
+                    .map(|(v, st)| StageEntry(v, st)),
+            ),
+        )?;
+        m.end()
+    }
+}
+
+struct StageEntry<'a>(&'a serde_json::Value, &'a super::plan::PlannedStage);
+
+impl serde::Serialize for StageEntry<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let head = self.0.as_object().expect("an object");
+        let mut m = s.serialize_map(Some(head.len() + 1))?;
+        for (k, v) in head {
+            m.serialize_entry(k, v)?;
+        }
+        m.serialize_entry(
+            "seeds",
+            &Each(self.1.instances.iter().map(|i| {
+                json!({"instance": i.label, "seed": format!("{:032x}", i.seed), "key": i.store_key})
+            })),
+        )?;
+        m.end()
+    }
+}
+
+/// A sequence serialized from an iterator, one item at a time.
+struct Each<I>(I);
+
+impl<I, T> serde::Serialize for Each<I>
+where
+    I: Iterator<Item = T> + Clone,
+    T: serde::Serialize,
+{
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(self.0.clone())
+    }
 }
 
 /// Writes one file (temporary name, fsync, rename) and returns its manifest entry.
 fn put(dir: &Path, name: &str, bytes: &[u8]) -> Result<serde_json::Value> {
+    put_with(dir, name, |w| Ok(w.write_all(bytes)?))
+}
+
+/// [`put`] of what `write` writes, streamed to the file (a frame of 10⁶ instances is not
+/// first built as bytes in memory) and hashed on the way.
+fn put_with(
+    dir: &Path,
+    name: &str,
+    write: impl FnOnce(&mut Hashing<std::io::BufWriter<fs::File>>) -> Result<()>,
+) -> Result<serde_json::Value> {
     let tmp = dir.join(format!(".{name}.tmp"));
     let path = dir.join(name);
-    {
-        let mut f =
-            fs::File::create(&tmp).with_context(|| format!("creating {}", tmp.display()))?;
-        f.write_all(bytes)?;
-        f.sync_all()?;
-    }
+    let f = fs::File::create(&tmp).with_context(|| format!("creating {}", tmp.display()))?;
+    let mut w = Hashing {
+        inner: std::io::BufWriter::with_capacity(1 << 20, f),
+        sha: Sha256::new(),
+        bytes: 0,
+    };
+    write(&mut w).with_context(|| format!("writing {}", path.display()))?;
+    w.flush()?;
+    let Hashing { inner, sha, bytes } = w;
+    inner.into_inner().map_err(|e| e.into_error())?.sync_all()?;
     fs::rename(&tmp, &path)?;
-    Ok(json!({"file": name, "bytes": bytes.len(), "sha256": hex(&Sha256::digest(bytes))}))
+    Ok(json!({"file": name, "bytes": bytes, "sha256": hex(&sha.finalize())}))
+}
+
+/// A writer that hashes and counts what passes through it.
+struct Hashing<W> {
+    inner: W,
+    sha: Sha256,
+    bytes: u64,
+}
+
+impl<W: Write> Write for Hashing<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let n = self.inner.write(buf)?;
+        self.sha.update(&buf[..n]);
+        self.bytes += n as u64;
+        Ok(n)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush()
+    }
 }
 
 /// The names given to a results directory's files: no two outputs may share one (nor
