@@ -304,7 +304,7 @@ fn a_dry_run_says_what_would_run_and_why() {
 fn keys_change_with_the_kind_version_and_every_part() {
     use dplab::axis::AxisValue;
     use dplab::pipeline::plan::{store_key, KeyParts};
-    let axes = vec![("eps".to_string(), AxisValue::Num(0.5))];
+    let axes: Vec<(std::sync::Arc<str>, AxisValue)> = vec![("eps".into(), AxisValue::Num(0.5))];
     let up = vec![vec!["ab"]];
     let base = KeyParts {
         kind: "mechanism.noise",
@@ -321,7 +321,7 @@ fn keys_change_with_the_kind_version_and_every_part() {
     let k = store_key(&base);
     assert_eq!(k.len(), 64);
     assert_eq!(k, store_key(&base));
-    let axes2 = vec![("eps".to_string(), AxisValue::Num(1.0))];
+    let axes2: Vec<(std::sync::Arc<str>, AxisValue)> = vec![("eps".into(), AxisValue::Num(1.0))];
     let up2 = vec![vec!["ac"]];
     let files = vec!["f".to_string()];
     let variants = [

@@ -45,8 +45,11 @@ pub struct InstanceStore {
     packed: Arc<RwLock<Option<PackIndex>>>,
 }
 
-/// Entries smaller than this go into packs.
+/// Entries smaller than this, of instances computed faster than [`SLOW`], go into packs.
 pub const SMALL: usize = 64 * 1024;
+/// An instance that took this long is written at once, in a file of its own: a kill never
+/// loses more than [`PACK_WAIT`] of quick instances' work.
+pub const SLOW: f64 = 0.1;
 /// A pack is written when it holds this many bytes…
 pub const PACK_BYTES: usize = 16 << 20;
 /// …or this many entries…
@@ -218,7 +221,7 @@ impl InstanceStore {
         let mut entry = serde_json::to_vec(&meta)?;
         entry.push(b'\n');
         entry.extend_from_slice(&body);
-        if entry.len() < SMALL {
+        if entry.len() < SMALL && result.seconds < SLOW {
             if let Some(k) = key_bytes(key) {
                 let mut p = self.pending.lock().unwrap_or_else(|e| e.into_inner());
                 let off = p.bytes.len() as u64;
@@ -242,9 +245,24 @@ impl InstanceStore {
     }
 
     /// Writes the small entries gathered so far as a pack. A run calls this at its end
-    /// (whether it succeeded or not).
+    /// (whether it succeeded or not), and every so often while it runs ([`Self::flush_old`]).
     pub fn flush(&self) -> Result<()> {
-        let full = std::mem::take(&mut *self.pending.lock().unwrap_or_else(|e| e.into_inner()));
+        self.flush_if(|_| true)
+    }
+
+    /// [`Self::flush`] when the oldest entry waiting has waited [`PACK_WAIT`].
+    pub fn flush_old(&self) -> Result<()> {
+        self.flush_if(|p| p.since.is_some_and(|t| t.elapsed() >= PACK_WAIT))
+    }
+
+    fn flush_if(&self, when: impl Fn(&Pending) -> bool) -> Result<()> {
+        let full = {
+            let mut p = self.pending.lock().unwrap_or_else(|e| e.into_inner());
+            if !when(&p) {
+                return Ok(());
+            }
+            std::mem::take(&mut *p)
+        };
         if full.index.is_empty() {
             return Ok(());
         }

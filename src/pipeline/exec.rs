@@ -173,12 +173,24 @@ pub struct StageOutput {
 }
 
 /// How an instance reads one of its inputs.
-enum Source {
+enum Source<'p> {
     /// Every instance of the upstream stage, in plan order: the stage's gathered frame, ready
     /// when the whole stage is.
     Whole(usize),
-    /// These instances (global ids) of the upstream stage, each kept until its last reader ran.
-    Pieces(Vec<usize>),
+    /// These instances of the upstream stage (indices in it, and the stage's first global
+    /// id), each kept until its last reader ran.
+    Pieces(usize, &'p [usize]),
+}
+
+impl Source<'_> {
+    /// The global ids of the instances read as pieces.
+    fn pieces(&self) -> impl Iterator<Item = usize> + '_ {
+        let (base, js): (usize, &[usize]) = match self {
+            Source::Whole(_) => (0, &[]),
+            Source::Pieces(base, js) => (*base, js),
+        };
+        js.iter().map(move |j| base + j)
+    }
 }
 
 /// Frames of one stage gathered in plan order as instances finish in any order. Finished
@@ -246,15 +258,14 @@ struct Run<'a> {
     opts: &'a RunOptions,
     progress: Progress,
     offset: Vec<usize>,
-    /// For each instance, how it reads each input.
-    sources: Vec<Vec<Source>>,
     /// Inputs (upstream instances, or whole stages) each instance still waits for.
     waiting: Vec<AtomicUsize>,
     /// CSR of the readers that read each instance as a piece: `readers[reader_at[g]..reader_at[g + 1]]`.
     reader_at: Vec<usize>,
     readers: Vec<usize>,
-    /// Each instance's frame while a reader still needs it as a piece.
-    frames: Vec<Mutex<Option<DataFrame>>>,
+    /// Each instance's frame while a reader still needs it as a piece (boxed: most
+    /// instances never hold one, and an empty slot costs 16 bytes instead of 56).
+    frames: Vec<Mutex<Option<Box<DataFrame>>>>,
     /// Readers of each instance's frame that have not run yet.
     uses: Vec<AtomicUsize>,
     /// Whether an input of this instance failed (it is then not run).
@@ -274,13 +285,30 @@ struct Run<'a> {
 pub fn execute(plan: &Plan, opts: &RunOptions) -> Result<PathBuf, RunError> {
     let started = Instant::now();
     let run = Run::new(plan, opts);
-    rayon::scope_fifo(|scope| {
-        for (g, w) in run.waiting.iter().enumerate() {
-            if w.load(Ordering::Relaxed) == 0 {
-                let run = &run;
-                scope.spawn_fifo(move |s| run.instance(s, g));
-            }
+    std::thread::scope(|threads| {
+        // Small store entries wait in memory for a pack; this writes them out when the
+        // oldest has waited long enough, even while no instance finishes.
+        let (stop, stopped) = std::sync::mpsc::channel::<()>();
+        if let Some(store) = &opts.store {
+            threads.spawn(move || {
+                while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) =
+                    stopped.recv_timeout(Duration::from_millis(250))
+                {
+                    if let Err(e) = store.flush_old() {
+                        tracing::warn!("not stored ({}): {e:#}", store.root().display());
+                    }
+                }
+            });
         }
+        rayon::scope_fifo(|scope| {
+            for (g, w) in run.waiting.iter().enumerate() {
+                if w.load(Ordering::Relaxed) == 0 {
+                    let run = &run;
+                    scope.spawn_fifo(move |s| run.instance(s, g));
+                }
+            }
+        });
+        drop(stop);
     });
     run.progress.finish();
     if let Some(s) = &opts.store {
@@ -348,44 +376,32 @@ impl<'a> Run<'a> {
             n += s.instances.len();
         }
         offset.push(n);
-        let mut sources: Vec<Vec<Source>> = Vec::with_capacity(n);
         let mut waiting = Vec::with_capacity(n);
         let mut whole_readers: Vec<Vec<usize>> = vec![Vec::new(); plan.stages.len()];
         let mut uses = vec![0usize; n];
+        // Readers of each instance as a piece, as one flat array (10⁶ small vectors cost
+        // more than the edges they hold): counted, then filled.
+        let mut reader_at = vec![0usize; n + 1];
         for (si, s) in plan.stages.iter().enumerate() {
-            for (ii, inst) in s.instances.iter().enumerate() {
+            for ii in 0..s.instances.len() {
                 let g = offset[si] + ii;
                 let mut waits = 0;
-                let mut src = Vec::with_capacity(s.inputs.len());
-                for (k, &up) in s.inputs.iter().enumerate() {
-                    let js = &inst.inputs[k];
-                    if js.len() == plan.stages[up].instances.len() && js.len() > 1 {
-                        whole_readers[up].push(g);
-                        waits += 1;
-                        src.push(Source::Whole(up));
-                    } else {
-                        let ids: Vec<usize> = js.iter().map(|&j| offset[up] + j).collect();
-                        for &u in &ids {
-                            uses[u] += 1;
+                for src in sources(plan, &offset, si, ii) {
+                    match src {
+                        Source::Whole(up) => {
+                            whole_readers[up].push(g);
+                            waits += 1;
                         }
-                        waits += ids.len();
-                        src.push(Source::Pieces(ids));
+                        p => {
+                            for u in p.pieces() {
+                                uses[u] += 1;
+                                reader_at[u + 1] += 1;
+                                waits += 1;
+                            }
+                        }
                     }
                 }
                 waiting.push(AtomicUsize::new(waits));
-                sources.push(src);
-            }
-        }
-        // Readers of each instance as a piece, as one flat array (10⁶ small vectors cost
-        // more than the edges they hold).
-        let mut reader_at = vec![0usize; n + 1];
-        for src in &sources {
-            for s in src {
-                if let Source::Pieces(ids) = s {
-                    for &u in ids {
-                        reader_at[u + 1] += 1;
-                    }
-                }
             }
         }
         for i in 0..n {
@@ -393,11 +409,11 @@ impl<'a> Run<'a> {
         }
         let mut fill = reader_at.clone();
         let mut readers = vec![0usize; reader_at[n]];
-        for (g, src) in sources.iter().enumerate() {
-            for s in src {
-                if let Source::Pieces(ids) = s {
-                    for &u in ids {
-                        readers[fill[u]] = g;
+        for (si, s) in plan.stages.iter().enumerate() {
+            for ii in 0..s.instances.len() {
+                for src in sources(plan, &offset, si, ii) {
+                    for u in src.pieces() {
+                        readers[fill[u]] = offset[si] + ii;
                         fill[u] += 1;
                     }
                 }
@@ -424,8 +440,7 @@ impl<'a> Run<'a> {
             opts,
             progress: Progress::new(&plan.name, n, opts.terminal),
             offset,
-            sources,
-            waiting: waiting,
+            waiting,
             reader_at,
             readers,
             frames: (0..n).map(|_| Mutex::new(None)).collect(),
@@ -466,7 +481,7 @@ impl<'a> Run<'a> {
                     self.progress.tick(true);
                     Some((hit, true))
                 }
-                None => match self.compute(si, ii, g) {
+                None => match self.compute(si, ii) {
                     Ok(res) => {
                         // Stored as soon as it exists: a run that fails or is killed later
                         // keeps it.
@@ -507,7 +522,7 @@ impl<'a> Run<'a> {
                     lock(&st.artifacts).push((ii, res.artifacts));
                 }
                 if self.uses[g].load(Ordering::Acquire) > 0 {
-                    *lock(&self.frames[g]) = Some(res.frame.clone());
+                    *lock(&self.frames[g]) = Some(Box::new(res.frame.clone()));
                 }
                 if let Some(gather) = &st.gather {
                     if let Err(e) = lock(gather).push(ii, res.frame) {
@@ -571,34 +586,33 @@ impl<'a> Run<'a> {
     /// Instance `g` has run: the frames it read as pieces lose one reader, and are dropped
     /// when none is left.
     fn release_inputs(&self, g: usize) {
-        for src in &self.sources[g] {
-            if let Source::Pieces(ids) = src {
-                for &u in ids {
-                    if self.uses[u].fetch_sub(1, Ordering::AcqRel) == 1 {
-                        *lock(&self.frames[u]) = None;
-                    }
+        let (si, ii) = self.locate(g);
+        for src in sources(self.plan, &self.offset, si, ii) {
+            for u in src.pieces() {
+                if self.uses[u].fetch_sub(1, Ordering::AcqRel) == 1 {
+                    *lock(&self.frames[u]) = None;
                 }
             }
         }
     }
 
-    fn compute(&self, si: usize, ii: usize, g: usize) -> Result<InstanceResult> {
+    fn compute(&self, si: usize, ii: usize) -> Result<InstanceResult> {
         let plan = self.plan;
         let stage = &plan.stages[si];
         let inst = &stage.instances[ii];
         let t0 = Instant::now();
         let mut inputs = Vec::with_capacity(stage.inputs.len());
-        for (k, src) in self.sources[g].iter().enumerate() {
+        for (k, src) in sources(plan, &self.offset, si, ii).enumerate() {
             let frame = match src {
                 Source::Whole(up) => {
-                    let whole = lock(&self.stages[*up].whole).clone();
+                    let whole = lock(&self.stages[up].whole).clone();
                     (*whole.expect("a whole input is gathered before its readers start")).clone()
                 }
-                Source::Pieces(ids) => {
-                    let frames: Vec<DataFrame> = ids
-                        .iter()
-                        .map(|&u| {
-                            lock(&self.frames[u])
+                p => {
+                    let frames: Vec<DataFrame> = p
+                        .pieces()
+                        .map(|u| {
+                            *lock(&self.frames[u])
                                 .clone()
                                 .expect("a piece is kept until its readers ran")
                         })
@@ -647,6 +661,25 @@ impl<'a> Run<'a> {
     }
 }
 
+/// How instance `ii` of stage `si` reads each of its inputs: a whole stage when it reads
+/// every instance of it (more than one), otherwise the instances it reads.
+fn sources<'p>(
+    plan: &'p Plan,
+    offset: &'p [usize],
+    si: usize,
+    ii: usize,
+) -> impl Iterator<Item = Source<'p>> + 'p {
+    let stage = &plan.stages[si];
+    let inst = &stage.instances[ii];
+    stage.inputs.iter().zip(&inst.inputs).map(move |(&up, js)| {
+        if js.len() > 1 && js.len() == plan.stages[up].instances.len() {
+            Source::Whole(up)
+        } else {
+            Source::Pieces(offset[up], js)
+        }
+    })
+}
+
 /// A poisoned lock still holds consistent data here (every critical section is a store).
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
@@ -657,7 +690,7 @@ pub use crate::frames::concat;
 /// Puts one constant column per axis value at the front of the frame (replacing any
 /// column of the same name), so a gathered or stored frame says which instance each row
 /// came from.
-fn with_axis_columns(frame: DataFrame, key: &[(String, AxisValue)]) -> Result<DataFrame> {
+fn with_axis_columns(frame: DataFrame, key: &[(Arc<str>, AxisValue)]) -> Result<DataFrame> {
     if key.is_empty() {
         return Ok(frame);
     }
@@ -665,16 +698,16 @@ fn with_axis_columns(frame: DataFrame, key: &[(String, AxisValue)]) -> Result<Da
     let mut cols: Vec<Column> = key
         .iter()
         .map(|(axis, v)| match v {
-            AxisValue::Num(x) => Column::new_scalar(axis.as_str().into(), Scalar::from(*x), height),
+            AxisValue::Num(x) => Column::new_scalar((&**axis).into(), Scalar::from(*x), height),
             AxisValue::Text(s) => Column::new_scalar(
-                axis.as_str().into(),
+                (&**axis).into(),
                 Scalar::from(PlSmallStr::from(s.as_str())),
                 height,
             ),
         })
         .collect();
     for c in frame.columns() {
-        match key.iter().find(|(a, _)| a.as_str() == c.name().as_str()) {
+        match key.iter().find(|(a, _)| &**a == c.name().as_str()) {
             None => cols.push(c.clone()),
             // A column passed through from an input that already carries this axis holds
             // the same value on every row and is replaced; any other column of that name is

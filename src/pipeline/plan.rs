@@ -62,8 +62,12 @@ pub struct PlannedStage {
     pub instances: Vec<Instance>,
 }
 
+/// An instance's axis values, in the stage's axis order. Axis names are shared by every
+/// instance (a string per instance and axis was a tenth of a 10⁶-instance plan).
+pub type AxisKey = Vec<(Arc<str>, AxisValue)>;
+
 pub struct Instance {
-    pub key: Vec<(String, AxisValue)>,
+    pub key: AxisKey,
     /// Its resolved parameters (`with:` after profile, `--set` and axis values) in canonical
     /// form: keys sorted, numbers in shortest round-trip form.
     pub params: Arc<str>,
@@ -84,7 +88,7 @@ impl Plan {
     }
 }
 
-fn label(key: &[(String, AxisValue)]) -> String {
+fn label(key: &[(Arc<str>, AxisValue)]) -> String {
     key.iter()
         .map(|(a, v)| format!("{a}={v}"))
         .collect::<Vec<_>>()
@@ -654,17 +658,23 @@ fn plan_one(
             .map(|&i| planned[i].as_ref().map_or(0, |p| p.depth + 1))
             .max()
             .unwrap_or(0);
-        // Build each distinct parameter set once; repetitions share it.
+        // Build each distinct parameter set once; repetitions share it. When every axis of
+        // the stage is its own, every instance has a parameter set of its own, and the map
+        // would only cost memory (a tenth of a 10⁶-instance plan).
+        let shared = stage_axes.iter().any(|a| !own.contains(a));
         let mut built: HashMap<Vec<String>, Built> = HashMap::new();
         let mut instances = Vec::new();
         let mut failed = false;
         for key in product(&stage_axes, &value_lists) {
-            let own_key: Vec<String> = key
-                .iter()
-                .filter(|(a, _)| own.contains(a))
-                .map(|(_, v)| v.canonical())
-                .collect();
-            let (run, params) = match built.get(&own_key) {
+            let own_key: Vec<String> = if shared {
+                key.iter()
+                    .filter(|(a, _)| own.contains(&**a))
+                    .map(|(_, v)| v.canonical())
+                    .collect()
+            } else {
+                Vec::new()
+            };
+            let (run, params) = match built.get(&own_key).filter(|_| shared) {
                 Some(r) => r.clone(),
                 None => {
                     let subst = substitute(&with, &key);
@@ -694,7 +704,9 @@ fn plan_one(
                             if failed {
                                 break;
                             }
-                            built.insert(own_key, (r.clone(), params.clone()));
+                            if shared {
+                                built.insert(own_key, (r.clone(), params.clone()));
+                            }
                             (r, params)
                         }
                         Err(pe) => {
@@ -715,7 +727,7 @@ fn plan_one(
                             };
                             let own_label = label(
                                 &key.iter()
-                                    .filter(|(a, _)| own.contains(a))
+                                    .filter(|(a, _)| own.contains(&**a))
                                     .cloned()
                                     .collect::<Vec<_>>(),
                             );
@@ -777,9 +789,13 @@ fn plan_one(
                 .filter(|a| !gathered.contains(*a))
                 .map(String::as_str)
                 .collect();
-            let project = |key: &[(String, AxisValue)]| -> Option<Vec<String>> {
+            let project = |key: &[(Arc<str>, AxisValue)]| -> Option<Vec<String>> {
                 kept.iter()
-                    .map(|a| key.iter().find(|(b, _)| b == a).map(|(_, v)| v.canonical()))
+                    .map(|a| {
+                        key.iter()
+                            .find(|(b, _)| &**b == *a)
+                            .map(|(_, v)| v.canonical())
+                    })
                     .collect()
             };
             let mut by_key: HashMap<Vec<String>, Vec<usize>> = HashMap::new();
@@ -813,21 +829,27 @@ fn plan_one(
                 .collect();
             // Files and sources belong to a parameter set, which repetitions share: each
             // file is hashed once per set, not once per instance.
-            let (file_hashes, sources) = external
-                .entry(Arc::as_ptr(&inst.run) as *const () as usize)
-                .or_insert_with(|| {
-                    let hashes = inst
-                        .run
-                        .files()
-                        .iter()
-                        .map(|(_, rel)| {
-                            input_files
-                                .get(rel)
-                                .map_or_else(String::new, |b| hex(&Sha256::digest(b)))
-                        })
-                        .collect();
-                    (hashes, inst.run.sources())
-                });
+            let none = (Vec::new(), Vec::new());
+            let reads_outside = !inst.run.files().is_empty() || !inst.run.sources().is_empty();
+            let (file_hashes, sources) = if !reads_outside {
+                &none
+            } else {
+                external
+                    .entry(Arc::as_ptr(&inst.run) as *const () as usize)
+                    .or_insert_with(|| {
+                        let hashes = inst
+                            .run
+                            .files()
+                            .iter()
+                            .map(|(_, rel)| {
+                                input_files
+                                    .get(rel)
+                                    .map_or_else(String::new, |b| hex(&Sha256::digest(b)))
+                            })
+                            .collect();
+                        (hashes, inst.run.sources())
+                    })
+            };
             inst.store_key = store_key(&KeyParts {
                 kind: kind.name,
                 version: kind.version,
@@ -1020,7 +1042,7 @@ pub struct KeyParts<'a> {
     pub params: &'a str,
     pub seed: u128,
     /// The axis values, which become columns of its frame.
-    pub axes: &'a [(String, AxisValue)],
+    pub axes: &'a [(Arc<str>, AxisValue)],
     /// The store keys of the upstream instances it reads, per input, in order.
     pub upstream: &'a [Vec<&'a str>],
     /// sha256 of each file its parameters name.
@@ -1135,9 +1157,9 @@ pub fn canonical(v: &Value) -> String {
 }
 
 /// `with` with every `$axis` replaced by this instance's value.
-fn substitute(v: &Value, key: &[(String, AxisValue)]) -> Value {
+fn substitute(v: &Value, key: &[(Arc<str>, AxisValue)]) -> Value {
     match v {
-        Value::String(s) => match axis_ref(s).and_then(|a| key.iter().find(|(k, _)| k == a)) {
+        Value::String(s) => match axis_ref(s).and_then(|a| key.iter().find(|(k, _)| &**k == a)) {
             Some((_, val)) => val.to_yaml(),
             None => v.clone(),
         },
@@ -1154,13 +1176,16 @@ fn substitute(v: &Value, key: &[(String, AxisValue)]) -> Value {
 }
 
 /// The cartesian product of the axes' values, first axis varying slowest.
-fn product(names: &[String], values: &[Vec<AxisValue>]) -> Vec<Vec<(String, AxisValue)>> {
+fn product(names: &[String], values: &[Vec<AxisValue>]) -> Vec<AxisKey> {
     let mut out = vec![Vec::new()];
-    for (name, vals) in names.iter().zip(values) {
+    for (i, (name, vals)) in names.iter().zip(values).enumerate() {
+        let name: Arc<str> = name.as_str().into();
         let mut next = Vec::with_capacity(out.len() * vals.len());
         for prefix in &out {
             for v in vals {
-                let mut k = prefix.clone();
+                let mut k = Vec::with_capacity(names.len());
+                k.extend(prefix.iter().cloned());
+                let _ = i;
                 k.push((name.clone(), v.clone()));
                 next.push(k);
             }

@@ -9,11 +9,12 @@ use sha2::{Digest, Sha256};
 use super::spec::AxisValue;
 
 /// The 128-bit seed of one stage instance.
-pub fn instance_seed(pipeline_seed: u64, stage: &str, key: &[(String, AxisValue)]) -> u128 {
-    let mut pairs: Vec<(&str, String)> = key
-        .iter()
-        .map(|(a, v)| (a.as_str(), v.canonical()))
-        .collect();
+pub fn instance_seed(
+    pipeline_seed: u64,
+    stage: &str,
+    key: &[(std::sync::Arc<str>, AxisValue)],
+) -> u128 {
+    let mut pairs: Vec<(&str, String)> = key.iter().map(|(a, v)| (&**a, v.canonical())).collect();
     pairs.sort();
     let mut h = Sha256::new();
     h.update(b"dplab-instance-seed-v1\0");
@@ -38,13 +39,13 @@ mod tests {
 
     #[test]
     fn seeds_depend_on_values_not_order() {
-        let a = vec![
-            ("eps".to_string(), AxisValue::Num(0.5)),
-            ("rep".to_string(), AxisValue::Num(3.0)),
+        let a: Vec<(std::sync::Arc<str>, AxisValue)> = vec![
+            ("eps".into(), AxisValue::Num(0.5)),
+            ("rep".into(), AxisValue::Num(3.0)),
         ];
-        let b = vec![
-            ("rep".to_string(), AxisValue::Num(3.0)),
-            ("eps".to_string(), AxisValue::Num(0.5)),
+        let b: Vec<(std::sync::Arc<str>, AxisValue)> = vec![
+            ("rep".into(), AxisValue::Num(3.0)),
+            ("eps".into(), AxisValue::Num(0.5)),
         ];
         assert_eq!(instance_seed(1, "s", &a), instance_seed(1, "s", &b));
         assert_ne!(instance_seed(1, "s", &a), instance_seed(2, "s", &a));

@@ -477,7 +477,7 @@ impl OutputNames {
 /// (`a b` → `a%20b`, `a_b` stays), not even on a case-insensitive file system (`A` →
 /// `%41`, `a` stays; stage names are unique ignoring case). A name too long for a file
 /// system ends in a hash of the full one instead.
-pub fn instance_file(stage: &str, key: &[(String, AxisValue)], ext: &str) -> String {
+pub fn instance_file(stage: &str, key: &[(std::sync::Arc<str>, AxisValue)], ext: &str) -> String {
     let label = key
         .iter()
         .map(|(a, v)| format!("{}={}", encode(a), encode(&v.canonical())))
@@ -536,10 +536,10 @@ fn git_commit(dir: &Path) -> Option<String> {
 mod tests {
     use super::*;
 
-    fn key(pairs: &[(&str, AxisValue)]) -> Vec<(String, AxisValue)> {
+    fn key(pairs: &[(&str, AxisValue)]) -> Vec<(std::sync::Arc<str>, AxisValue)> {
         pairs
             .iter()
-            .map(|(a, v)| (a.to_string(), v.clone()))
+            .map(|(a, v)| ((*a).into(), v.clone()))
             .collect()
     }
 
