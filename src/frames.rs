@@ -61,7 +61,7 @@ pub fn encode(df: &DataFrame) -> Option<Vec<u8>> {
                     byte = 0;
                 }
             }
-            if h % 8 != 0 {
+            if !h.is_multiple_of(8) {
                 out.push(byte);
             }
         }

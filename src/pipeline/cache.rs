@@ -62,7 +62,7 @@ type PackIndex = HashMap<[u8; 32], (Arc<PathBuf>, u64, u64)>;
 #[derive(Default)]
 struct Pending {
     bytes: Vec<u8>,
-    index: Vec<([u8; 32], u64, u64)>,
+    index: Vec<PackRecord>,
     since: Option<Instant>,
 }
 
@@ -269,7 +269,7 @@ impl InstanceStore {
         self.write_pack(&full.bytes, &full.index)
     }
 
-    fn write_pack(&self, bytes: &[u8], index: &[([u8; 32], u64, u64)]) -> Result<()> {
+    fn write_pack(&self, bytes: &[u8], index: &[PackRecord]) -> Result<()> {
         let name = format!("{}-{}", std::process::id(), unique_suffix());
         let dir = self.root.join("packs");
         let pack = dir.join(format!("{name}.pack"));
@@ -349,6 +349,9 @@ fn unique_suffix() -> String {
 
 const IDX_MAGIC: &[u8; 4] = b"DPI1";
 
+/// One entry of a pack's index: key, offset in the pack, length.
+type PackRecord = ([u8; 32], u64, u64);
+
 /// A 64-hex-digit key as its 32 bytes.
 fn key_bytes(key: &str) -> Option<[u8; 32]> {
     if key.len() != 64 {
@@ -362,7 +365,7 @@ fn key_bytes(key: &str) -> Option<[u8; 32]> {
 }
 
 /// Every pack with an index that reads whole: (pack, its entries).
-fn read_packs(root: &Path) -> Vec<(PathBuf, Vec<([u8; 32], u64, u64)>)> {
+fn read_packs(root: &Path) -> Vec<(PathBuf, Vec<PackRecord>)> {
     let mut out = Vec::new();
     let Ok(dir) = fs::read_dir(root.join("packs")) else {
         return out;
@@ -384,7 +387,7 @@ fn read_packs(root: &Path) -> Vec<(PathBuf, Vec<([u8; 32], u64, u64)>)> {
         if body.len() % 48 != 0 {
             continue;
         }
-        let entries: Vec<([u8; 32], u64, u64)> = body
+        let entries: Vec<PackRecord> = body
             .chunks_exact(48)
             .map(|c| {
                 (
