@@ -235,20 +235,16 @@ enum Refusal {
 }
 
 impl Refusal {
-    /// `locate` names the file and line declaring a kind's version; `upstream_hint` lists, for
-    /// a frame, the stages of its pipeline that have no golden frame of their own.
-    fn message(&self, locate: &dyn Fn(&str) -> String, upstream_hint: &str) -> String {
+    /// One line naming the frame, the kind and where its version is declared (`locate`).
+    fn line(&self, locate: &dyn Fn(&str) -> String) -> String {
         match self {
             Refusal::NotBumped {
                 frame,
                 kind,
                 version,
             } => format!(
-                "golden frame {frame} changed, but its kind `{kind}` is still version {version} \
-                 (as in tests/golden/VERSIONS): bump `version` of kind `{kind}` in {} and rerun \
-                 make golden; otherwise stores keep serving the old code's results as `{kind}`'s \
-                 output. The bump is required even when only the frame's pipeline file or inputs \
-                 changed (it costs stores one recomputation of `{kind}`).{upstream_hint}",
+                "{frame} changed, but kind `{kind}` is still version {version}: bump `version` \
+                 of `{kind}` in {}",
                 locate(kind)
             ),
             Refusal::WentDown {
@@ -257,9 +253,9 @@ impl Refusal {
                 locked,
                 now,
             } => format!(
-                "golden frame {frame}: the version of kind `{kind}` went down from {locked} (in \
-                 tests/golden/VERSIONS) to {now}: versions only go up, since stores may hold \
-                 results of every version below {locked}; set it above {locked} in {}",
+                "{frame}: the version of kind `{kind}` went down from {locked} to {now}: versions \
+                 only go up (stores may hold results of every version up to {locked}); set it \
+                 above {locked} in {}",
                 locate(kind)
             ),
         }
@@ -270,6 +266,52 @@ impl Refusal {
             Refusal::NotBumped { frame, .. } | Refusal::WentDown { frame, .. } => frame,
         }
     }
+}
+
+/// Everything `make golden` says when it refuses: one line per frame, why a bump is needed, and
+/// per pipeline its stages without a golden frame (`hidden`: pipeline → `stage (kind, where)`).
+fn refusal_report(
+    refusals: &[Refusal],
+    locate: &dyn Fn(&str) -> String,
+    hidden: &dyn Fn(&str) -> Vec<String>,
+) -> String {
+    let mut s = String::from(
+        "make golden refused; tests/golden and tests/golden/VERSIONS are unchanged.\n\n",
+    );
+    for r in refusals {
+        s.push_str(&format!("  {}\n", r.line(locate)));
+    }
+    if refusals
+        .iter()
+        .any(|r| matches!(r, Refusal::NotBumped { .. }))
+    {
+        s.push_str(
+            "\nThen rerun make golden. The instance store keys results by kind version: without \
+             the bump, stores keep serving the old code's results as these kinds' output. The \
+             rule is per frame, so a frame that changed only through its pipeline file or an \
+             upstream stage needs its kind bumped too (a harmless recomputation).\n",
+        );
+        let pipelines: BTreeSet<&str> = refusals
+            .iter()
+            .map(|r| r.frame().split_once('/').map_or(r.frame(), |(p, _)| p))
+            .collect();
+        let mut first = true;
+        for p in pipelines {
+            let h = hidden(p);
+            if h.is_empty() {
+                continue;
+            }
+            if first {
+                s.push_str(
+                    "\nStages without a golden frame, whose changes show only in the frames that \
+                     read them (bump the kind of any whose output changed):\n",
+                );
+                first = false;
+            }
+            s.push_str(&format!("  {p}: {}\n", h.join(", ")));
+        }
+    }
+    s
 }
 
 /// What `make golden` does with the fresh run's frames, given the lock: the new lock and what
@@ -481,18 +523,26 @@ fn read_manifest(dir: &Path) -> Result<BTreeMap<String, (String, u32, bool)>, St
 
 /// Update mode: checks the fresh run in `run` against `golden` and its lock, then (only when
 /// nothing is refused) brings `golden` and the lock up to date. Returns what it did, one line
-/// per frame written or removed; `Err` holds every message.
-fn update(run: &Path, golden: &Path, lock_path: &Path) -> Result<Vec<String>, Vec<String>> {
+/// per frame written, removed or relocked; `Err` is the whole report.
+fn update(run: &Path, golden: &Path, lock_path: &Path) -> Result<Vec<String>, String> {
+    let stopped = |errors: Vec<String>| {
+        format!(
+            "make golden stopped; tests/golden and its lock are unchanged:\n\n{}\n",
+            errors.join("\n")
+        )
+    };
     let committed: BTreeMap<String, PathBuf> = frames_under(golden);
     let lock = match fs::read_to_string(lock_path) {
-        Ok(t) => parse_lock(&t).map_err(|e| vec![format!("{}: {e}", lock_path.display())])?,
+        Ok(t) => {
+            parse_lock(&t).map_err(|e| stopped(vec![format!("{}: {e}", lock_path.display())]))?
+        }
         Err(_) if committed.is_empty() => Lock::new(),
         Err(e) => {
-            return Err(vec![format!(
+            return Err(stopped(vec![format!(
                 "{}: {e}: without the lock the golden frames' versions cannot be checked. \
                  Restore it (git checkout {0}); to start a new lock on purpose, create it empty",
                 lock_path.display()
-            )])
+            )]))
         }
     };
     // The committed frames must be the locked ones: they are what the run is compared with.
@@ -527,7 +577,7 @@ fn update(run: &Path, golden: &Path, lock_path: &Path) -> Result<Vec<String>, Ve
         errors.push(format!("{}: no frames (did the run fail?)", run.display()));
     }
     if !errors.is_empty() {
-        return Err(errors);
+        return Err(stopped(errors));
     }
     let mut fresh = BTreeMap::new();
     for (frame, path) in &run_frames {
@@ -566,17 +616,12 @@ fn update(run: &Path, golden: &Path, lock_path: &Path) -> Result<Vec<String>, Ve
         );
     }
     if !errors.is_empty() {
-        return Err(errors);
+        return Err(stopped(errors));
     }
     let committed_set: BTreeSet<String> = committed.keys().cloned().collect();
     let up = decide(&lock, &fresh, &committed_set).map_err(|refusals| {
-        refusals
-            .iter()
-            .map(|r| {
-                let pipeline = r.frame().split_once('/').expect("a frame name").0;
-                r.message(&locate, &upstream_hint(&manifests[pipeline]))
-            })
-            .collect::<Vec<_>>()
+        let hidden = |p: &str| manifests.get(p).map(hidden_stages).unwrap_or_default();
+        refusal_report(&refusals, &locate, &hidden)
     })?;
     // Apply: files first, the lock last (a failure in between leaves a lock that normal mode
     // finds out of date).
@@ -625,23 +670,13 @@ fn update(run: &Path, golden: &Path, lock_path: &Path) -> Result<Vec<String>, Ve
     Ok(done)
 }
 
-/// For a refused frame: the stages of its pipeline without a golden frame (`store: false`), whose
-/// changes show only in the frames that read them.
-fn upstream_hint(manifest: &BTreeMap<String, (String, u32, bool)>) -> String {
-    let hidden: Vec<String> = manifest
+/// The stages of a pipeline that keep no golden frame (`store: false`), as `stage (kind, where)`.
+fn hidden_stages(manifest: &BTreeMap<String, (String, u32, bool)>) -> Vec<String> {
+    manifest
         .iter()
         .filter(|(_, (_, _, stored))| !stored)
         .map(|(name, (kind, _, _))| format!("{name} (`{kind}`, {})", locate(kind)))
-        .collect();
-    if hidden.is_empty() {
-        String::new()
-    } else {
-        format!(
-            " Stages of this pipeline without a golden frame, whose changes show only in the \
-             frames that read them (bump the kind of any whose output changed): {}.",
-            hidden.join(", ")
-        )
-    }
+        .collect()
 }
 
 /// `cargo test`: checks `tests/golden` against its lock. `make golden`: first updates both from
@@ -665,10 +700,7 @@ fn golden_frames_match_their_lock() {
                     println!("  {line}");
                 }
             }
-            Err(errors) => panic!(
-                "\nmake golden refused; tests/golden and tests/golden/VERSIONS are unchanged:\n\n{}\n",
-                errors.join("\n\n")
-            ),
+            Err(report) => panic!("\n{report}"),
         }
     }
     let errors = check_dir(&golden, &lock_path);
@@ -733,12 +765,17 @@ mod logic {
                 version: 3
             }]
         );
-        let m = r[0].message(&|_| "src/stages/aggregate.rs:30".into(), "");
-        assert!(m.contains(F) && m.contains("`aggregate.summary`"), "{m}");
+        let m = refusal_report(&r, &|_| "src/stages/aggregate.rs:30".into(), &|p| {
+            assert_eq!(p, "p");
+            vec!["data (`load.sample`, src/stages/smooth.rs:27)".into()]
+        });
+        assert!(m.contains(&format!("{F} changed")), "{m}");
         assert!(
-            m.contains("bump `version`") && m.contains("src/stages/aggregate.rs:30"),
+            m.contains("kind `aggregate.summary` is still version 3"),
             "{m}"
         );
+        assert!(m.contains("bump `version` of `aggregate.summary` in src/stages/aggregate.rs:30"));
+        assert!(m.contains("  p: data (`load.sample`"), "{m}");
     }
 
     #[test]
@@ -965,7 +1002,9 @@ mod logic {
         fs::write(golden.join("p/summary.csv"), "a,b_seconds\n1,0.1\n").unwrap();
         fs::write(golden.join("p/old.csv"), "a\n1\n").unwrap();
         // A committed golden frame but no lock: refused.
-        assert!(update(&run, &golden, &lock_path).unwrap_err()[0].contains("create it empty"));
+        assert!(update(&run, &golden, &lock_path)
+            .unwrap_err()
+            .contains("create it empty"));
         // An empty lock starts one: the frame equal but for wall times keeps its bytes.
         fs::write(&lock_path, "").unwrap();
         let done = update(&run, &golden, &lock_path).unwrap();
@@ -983,11 +1022,11 @@ mod logic {
         fs::write(run.join("p/summary.csv"), "a,b_seconds\n2,0.2\n").unwrap();
         let e = update(&run, &golden, &lock_path).unwrap_err();
         assert!(
-            e[0].contains("p/summary.csv changed") && e[0].contains(kind),
-            "{e:?}"
+            e.contains("p/summary.csv changed") && e.contains(kind),
+            "{e}"
         );
-        assert!(e[0].contains("src/stages/aggregate.rs:"), "{e:?}");
-        assert!(e[0].contains("data (`load.sample`"), "{e:?}");
+        assert!(e.contains("src/stages/aggregate.rs:"), "{e}");
+        assert!(e.contains("data (`load.sample`"), "{e}");
         assert_eq!(fs::read_to_string(&lock_path).unwrap(), locked);
         assert_eq!(
             fs::read_to_string(golden.join("p/summary.csv")).unwrap(),
@@ -996,12 +1035,12 @@ mod logic {
         // A golden frame edited by hand is refused before anything is compared.
         fs::write(golden.join("p/summary.csv"), "a,b_seconds\n1,0.3\n").unwrap();
         let e = update(&run, &golden, &lock_path).unwrap_err();
-        assert!(e[0].contains("git checkout"), "{e:?}");
+        assert!(e.contains("git checkout"), "{e}");
         fs::write(golden.join("p/summary.csv"), "a,b_seconds\n1,0.1\n").unwrap();
         // A manifest from another build (its version is not this build's) is refused.
         fs::write(run.join("p/manifest.json"), manifest(v + 1)).unwrap();
         let e = update(&run, &golden, &lock_path).unwrap_err();
-        assert!(e[0].contains("another build"), "{e:?}");
+        assert!(e.contains("another build"), "{e}");
         // With the version raised the change is accepted. This build's registry cannot be
         // raised here, so the lock is lowered instead, which is the same decision.
         fs::write(run.join("p/manifest.json"), manifest(v)).unwrap();
