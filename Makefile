@@ -25,8 +25,9 @@ test: build
 	$(DPLAB) compare target/ci-results tests/golden $(if $(DPLAB_DATA_MIRROR),,--allow-missing)
 
 ## Regenerate tests/golden/ (only the CSV frames are kept) and its lock tests/golden/VERSIONS.
-## Refuses (and changes nothing) when a frame changed while its kind's `version` did not rise;
-## frames equal for `dplab compare` (e.g. only wall times differ) keep their committed bytes.
+## Refuses (and changes nothing) when a frame changed while its stage's store keys did not (a
+## kind's output changed without a `version` bump: stores would serve it stale); frames equal for
+## `dplab compare` (e.g. only wall times differ) keep their committed bytes.
 ## See tests/golden_versions.rs. Review the diff before committing.
 golden: build
 	rm -rf target/golden

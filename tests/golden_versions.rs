@@ -1,26 +1,37 @@
-//! The lock of the golden frames, `tests/golden/VERSIONS`: which kind, at which `version`, made
-//! each golden CSV, and the file's sha256. One line per frame:
+//! The lock of the golden frames, `tests/golden/VERSIONS`: for each golden CSV, the kind and
+//! `version` of its stage, a digest of its stage's instance store keys, and the file's sha256.
+//! One line per frame:
 //!
 //! ```text
-//! <pipeline>/<stage>.csv <kind> <version> <sha256 of tests/golden/<pipeline>/<stage>.csv>
+//! <pipeline>/<stage>.csv <kind> <version> <keys> <sha256 of tests/golden/<pipeline>/<stage>.csv>
 //! ```
 //!
-//! The instance store keys results by kind version, so a kind whose output changes while its
-//! version does not would have stored results of the old code served as its output. The lock
-//! makes that change impossible to commit unnoticed:
+//! `<keys>` is the sha256 (64 hex digits) of the stage's instance store keys as its run's
+//! `manifest.json` lists them (`stages[].seeds[].key`, in manifest order), joined by `\n` with no
+//! trailing newline.
+//!
+//! The danger is a stale instance store: the store reuses an instance whose key is unchanged, and
+//! a key covers the kind and its version, the stage's and its inputs' names, the canonical
+//! parameters, the seed, the axis values, the upstream instances' keys, file hashes and dataset
+//! checksums, but not the kind's code. So a frame whose output changed while its stage's keys did
+//! not is exactly a result a store would serve stale: some kind's code (the stage's own, or an
+//! upstream one) changed what it outputs without a `version` bump. The lock makes that change
+//! impossible to commit unnoticed:
 //!
 //! - **Update mode** (`make golden`, which sets `DPLAB_GOLDEN_UPDATE` to the fresh `--profile ci`
 //!   run in `target/golden`): each frame of the run is compared with its committed golden frame
 //!   the way `dplab compare` does (so wall times in `*_seconds` cells and differences within the
-//!   default tolerance do not count). A frame that changed is accepted only when the
-//!   `kind_version` its run's manifest records is greater than the lock's; otherwise nothing is
-//!   written and the message names the frame, the kind and the file that declares its version.
-//!   Versions never go down. New frames are added, frames the run no longer makes are removed,
+//!   default tolerance do not count). A frame that changed is refused when its keys digest is the
+//!   lock's; one whose keys changed (its kind's or an upstream kind's version rose, or its
+//!   parameters, inputs or files changed) is accepted. Versions never go down. When anything is
+//!   refused nothing is written and the message names each frame, its kind and the file:line of
+//!   its `version`. Otherwise new frames are added, frames the run no longer makes are removed,
 //!   unchanged frames keep their committed bytes, and the lock is rewritten.
 //! - **Normal mode** (`cargo test`, hence `make test`): cheap, reads only `tests/golden` and the
-//!   registry. Every golden CSV has a lock line with its sha256 (else it was edited outside
-//!   `make golden`), every lock line's version is its kind's current version (else a kind was
-//!   bumped and `make golden` not run), and no lock line names a frame that does not exist.
+//!   registry (so it cannot check keys). Every golden CSV has a lock line with its sha256 (else
+//!   it was edited outside `make golden`), every lock line's version is its kind's current
+//!   version (else a kind was bumped and `make golden` not run), and no lock line names a frame
+//!   that does not exist.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
@@ -37,13 +48,26 @@ const RTOL: f64 = 1e-9;
 const ATOL: f64 = 1e-12;
 
 const LOCK_HEADER: &str = "\
-# The golden frames and the kind versions that made them (see README, \"The instance store\"):
-# <pipeline>/<stage>.csv <kind> <version> <sha256 of the file>
+# The golden frames and what made them (see README, \"The instance store\"):
+# <pipeline>/<stage>.csv <kind> <version> <keys> <sha256 of the file>
+# <keys>: sha256 of the stage's instance store keys, as its run's manifest.json lists them
+# (stages[].seeds[].key, in manifest order), joined by newlines (no trailing newline).
+# make golden refuses a changed frame whose <keys> did not change: a store would serve it stale.
 # Written by `make golden`, checked by `cargo test --test golden_versions`. Do not edit by hand.
 ";
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The `<keys>` of a lock line: sha256 of a stage's instance store keys joined by `\n`.
+fn keys_digest<S: AsRef<str>>(keys: &[S]) -> String {
+    let joined: Vec<&str> = keys.iter().map(AsRef::as_ref).collect();
+    hex(&Sha256::digest(joined.join("\n").as_bytes()))
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -53,6 +77,8 @@ fn root() -> PathBuf {
 struct Entry {
     kind: String,
     version: u32,
+    /// [`keys_digest`] of the stage's instance store keys.
+    keys: String,
     sha256: String,
 }
 
@@ -83,9 +109,9 @@ fn parse_lock(text: &str) -> Result<Lock, String> {
         }
         let at = |m: String| format!("line {}: {m}", i + 1);
         let f: Vec<&str> = line.split_whitespace().collect();
-        let [frame, kind, version, sha256] = f[..] else {
+        let [frame, kind, version, keys, sha256] = f[..] else {
             return Err(at(format!(
-                "expected `<pipeline>/<stage>.csv <kind> <version> <sha256>`, got `{line}`"
+                "expected `<pipeline>/<stage>.csv <kind> <version> <keys> <sha256>`, got `{line}`"
             )));
         };
         if !is_frame(frame) {
@@ -94,12 +120,15 @@ fn parse_lock(text: &str) -> Result<Lock, String> {
         let version: u32 = version
             .parse()
             .map_err(|_| at(format!("version `{version}` is not an integer")))?;
-        if !is_sha256(sha256) {
-            return Err(at(format!("`{sha256}` is not a lowercase hex sha256")));
+        for h in [keys, sha256] {
+            if !is_sha256(h) {
+                return Err(at(format!("`{h}` is not a lowercase hex sha256")));
+            }
         }
         let entry = Entry {
             kind: kind.to_string(),
             version,
+            keys: keys.to_string(),
             sha256: sha256.to_string(),
         };
         if lock.insert(frame.to_string(), entry).is_some() {
@@ -112,11 +141,13 @@ fn parse_lock(text: &str) -> Result<Lock, String> {
 fn format_lock(lock: &Lock) -> String {
     let mut s = LOCK_HEADER.to_string();
     for (frame, e) in lock {
-        s.push_str(&format!("{frame} {} {} {}\n", e.kind, e.version, e.sha256));
+        s.push_str(&format!(
+            "{frame} {} {} {} {}\n",
+            e.kind, e.version, e.keys, e.sha256
+        ));
     }
     s
 }
-
 // ---------------------------------------------------------------------------------------------
 // Normal mode.
 
@@ -133,12 +164,12 @@ fn check(
         match lock.get(frame) {
             None => errors.push(format!(
                 "tests/golden/{frame}: golden frame edited outside make golden (it has no line \
-                 in tests/golden/VERSIONS): run make golden, which checks kind versions"
+                 in tests/golden/VERSIONS): remove it, or run make golden"
             )),
             Some(e) if &e.sha256 != sha => errors.push(format!(
                 "tests/golden/{frame}: golden frame edited outside make golden (sha256 {sha}, \
                  tests/golden/VERSIONS says {}): restore it (git checkout) or run make golden, \
-                 which checks that kind `{}`'s version was raised",
+                 which checks that its output changed only under new store keys (kind `{}`)",
                 e.sha256, e.kind
             )),
             Some(_) => {}
@@ -193,6 +224,8 @@ struct Fresh {
     kind: String,
     /// `kind_version` in the run's manifest.
     version: u32,
+    /// [`keys_digest`] of its stage's `seeds[].key` in the run's manifest.
+    keys: String,
     sha256: String,
     /// The sha256 of the committed golden file when that file holds the same frame: identical
     /// bytes, or equal for `dplab compare` (only wall times, or numbers within the tolerance,
@@ -219,8 +252,9 @@ struct Update {
 /// Why `make golden` refuses a frame.
 #[derive(Debug, PartialEq, Eq)]
 enum Refusal {
-    /// The frame changed and its kind's version did not rise.
-    NotBumped {
+    /// The frame changed while its stage's store keys did not: a store holding the old results
+    /// would serve them.
+    SameKeys {
         frame: String,
         kind: String,
         version: u32,
@@ -238,13 +272,12 @@ impl Refusal {
     /// One line naming the frame, the kind and where its version is declared (`locate`).
     fn line(&self, locate: &dyn Fn(&str) -> String) -> String {
         match self {
-            Refusal::NotBumped {
+            Refusal::SameKeys {
                 frame,
                 kind,
                 version,
             } => format!(
-                "{frame} changed, but kind `{kind}` is still version {version}: bump `version` \
-                 of `{kind}` in {}",
+                "{frame} changed, its store keys did not: kind `{kind}`, version {version} in {}",
                 locate(kind)
             ),
             Refusal::WentDown {
@@ -263,13 +296,13 @@ impl Refusal {
 
     fn frame(&self) -> &str {
         match self {
-            Refusal::NotBumped { frame, .. } | Refusal::WentDown { frame, .. } => frame,
+            Refusal::SameKeys { frame, .. } | Refusal::WentDown { frame, .. } => frame,
         }
     }
 }
 
-/// Everything `make golden` says when it refuses: one line per frame, why a bump is needed, and
-/// per pipeline its stages without a golden frame (`hidden`: pipeline → `stage (kind, where)`).
+/// Everything `make golden` says when it refuses: one line per frame, why, and per pipeline its
+/// stages without a golden frame (`hidden`: pipeline → `stage (kind, where)`).
 fn refusal_report(
     refusals: &[Refusal],
     locate: &dyn Fn(&str) -> String,
@@ -283,13 +316,17 @@ fn refusal_report(
     }
     if refusals
         .iter()
-        .any(|r| matches!(r, Refusal::NotBumped { .. }))
+        .any(|r| matches!(r, Refusal::SameKeys { .. }))
     {
         s.push_str(
-            "\nThen rerun make golden. The instance store keys results by kind version: without \
-             the bump, stores keep serving the old code's results as these kinds' output. The \
-             rule is per frame, so a frame that changed only through its pipeline file or an \
-             upstream stage needs its kind bumped too (a harmless recomputation).\n",
+            "\nThese frames have the store keys of their locked versions (same kind versions, \
+             parameters, seeds, inputs and upstream keys) but other output: a kind's code \
+             changed what it outputs without a version bump, and a store holding the old \
+             results would keep serving them under these keys. The kind whose code changed is \
+             the frame's own or one upstream of it: raise `version` of each kind whose output \
+             changed, where named. A raised version changes the keys of its stages and of every \
+             stage downstream, so frames that changed only through it need no bump of their \
+             own. Then rerun make golden.\n",
         );
         let pipelines: BTreeSet<&str> = refusals
             .iter()
@@ -304,7 +341,7 @@ fn refusal_report(
             if first {
                 s.push_str(
                     "\nStages without a golden frame, whose changes show only in the frames that \
-                     read them (bump the kind of any whose output changed):\n",
+                     read them (their kinds may be the ones to bump):\n",
                 );
                 first = false;
             }
@@ -338,8 +375,8 @@ fn decide(
                 });
                 continue;
             }
-            if !unchanged && f.version == old.version {
-                refusals.push(Refusal::NotBumped {
+            if !unchanged && f.keys == old.keys {
+                refusals.push(Refusal::SameKeys {
                     frame: frame.clone(),
                     kind: f.kind.clone(),
                     version: f.version,
@@ -347,8 +384,8 @@ fn decide(
                 continue;
             }
         }
-        // Unchanged, or changed with a raised version, or new (no line, or the stage now has
-        // another kind: its instances have other store keys).
+        // Unchanged, or changed under new keys, or new (no line, or the stage now has another
+        // kind: its instances have other store keys).
         let (action, sha256) = match &f.same_as_committed {
             Some(sha) => (Action::Keep, sha.clone()),
             None => (Action::Write, f.sha256.clone()),
@@ -359,6 +396,7 @@ fn decide(
             Entry {
                 kind: f.kind.clone(),
                 version: f.version,
+                keys: f.keys.clone(),
                 sha256,
             },
         );
@@ -382,10 +420,7 @@ fn decide(
 
 fn sha256_file(path: &Path) -> String {
     let bytes = fs::read(path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
-    Sha256::digest(&bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    hex(&Sha256::digest(&bytes))
 }
 
 fn visible(name: &str) -> bool {
@@ -491,9 +526,19 @@ fn check_dir(golden: &Path, lock_path: &Path) -> Vec<String> {
     check(&lock, &golden, &registry_version, &locate)
 }
 
-/// A results directory's manifest, as much of it as the lock needs: stage → (kind, version,
-/// stored).
-fn read_manifest(dir: &Path) -> Result<BTreeMap<String, (String, u32, bool)>, String> {
+/// What the lock needs of one stage in a run's manifest.
+#[derive(Clone, Debug)]
+struct StageInfo {
+    kind: String,
+    version: u32,
+    /// Whether it writes a frame (`store: false` in the pipeline file: no).
+    stored: bool,
+    /// [`keys_digest`] of its `seeds[].key`.
+    keys: String,
+}
+
+/// A results directory's manifest, as much of it as the lock needs: stage → what made it.
+fn read_manifest(dir: &Path) -> Result<BTreeMap<String, StageInfo>, String> {
     let path = dir.join("manifest.json");
     let text = fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
     let v: serde_json::Value =
@@ -508,15 +553,30 @@ fn read_manifest(dir: &Path) -> Result<BTreeMap<String, (String, u32, bool)>, St
         let version = s["kind_version"]
             .as_u64()
             .and_then(|v| u32::try_from(v).ok());
-        let (Some(name), Some(kind), Some(version)) = (name, kind, version) else {
+        let keys: Option<Vec<&str>> = s["seeds"].as_array().and_then(|seeds| {
+            seeds
+                .iter()
+                .map(|i| i["key"].as_str().filter(|k| is_sha256(k)))
+                .collect()
+        });
+        let (Some(name), Some(kind), Some(version), Some(keys)) = (name, kind, version, keys)
+        else {
             return Err(format!(
-                "{}: a stage without `name`, `kind` or `kind_version` ({s}): written by an older \
-                 dplab? rerun make golden",
+                "{}: a stage without `name`, `kind`, `kind_version` or a sha256 `key` for each \
+                 of its `seeds` ({s}): written by an older dplab? rerun make golden",
                 path.display()
             ));
         };
         let stored = s["stored"].as_bool().unwrap_or(true);
-        out.insert(name.to_string(), (kind.to_string(), version, stored));
+        out.insert(
+            name.to_string(),
+            StageInfo {
+                kind: kind.to_string(),
+                version,
+                stored,
+                keys: keys_digest(&keys),
+            },
+        );
     }
     Ok(out)
 }
@@ -539,8 +599,9 @@ fn update(run: &Path, golden: &Path, lock_path: &Path) -> Result<Vec<String>, St
         Err(_) if committed.is_empty() => Lock::new(),
         Err(e) => {
             return Err(stopped(vec![format!(
-                "{}: {e}: without the lock the golden frames' versions cannot be checked. \
-                 Restore it (git checkout {0}); to start a new lock on purpose, create it empty",
+                "{}: {e}: without the lock the golden frames cannot be checked against a stale \
+                 store. Restore it (git checkout {0}); to start a new lock on purpose, create it \
+                 empty",
                 lock_path.display()
             )]))
         }
@@ -559,7 +620,7 @@ fn update(run: &Path, golden: &Path, lock_path: &Path) -> Result<Vec<String>, St
             )),
         }
     }
-    // The fresh frames, with their kinds from the manifests.
+    // The fresh frames, with their kinds and keys from the manifests.
     let run_frames = frames_under(run);
     let mut manifests = BTreeMap::new();
     for frame in run_frames.keys() {
@@ -583,19 +644,21 @@ fn update(run: &Path, golden: &Path, lock_path: &Path) -> Result<Vec<String>, St
     for (frame, path) in &run_frames {
         let (pipeline, file) = frame.split_once('/').expect("a frame name");
         let stage = file.strip_suffix(".csv").expect("a .csv name");
-        let Some((kind, version, _)) = manifests[pipeline].get(stage) else {
+        let Some(info) = manifests[pipeline].get(stage) else {
             errors.push(format!(
                 "{}: no stage `{stage}` in its manifest.json",
                 path.display()
             ));
             continue;
         };
-        if registry_version(kind) != Some(*version) {
+        if registry_version(&info.kind) != Some(info.version) {
             errors.push(format!(
-                "{}: kind `{kind}` version {version} in the manifest, {:?} in this build: \
-                 {} was made by another build; rerun make golden",
+                "{}: kind `{}` version {} in the manifest, {:?} in this build: {} was made by \
+                 another build; rerun make golden",
                 path.display(),
-                registry_version(kind),
+                info.kind,
+                info.version,
+                registry_version(&info.kind),
                 run.display()
             ));
             continue;
@@ -608,8 +671,9 @@ fn update(run: &Path, golden: &Path, lock_path: &Path) -> Result<Vec<String>, St
         fresh.insert(
             frame.clone(),
             Fresh {
-                kind: kind.clone(),
-                version: *version,
+                kind: info.kind.clone(),
+                version: info.version,
+                keys: info.keys.clone(),
                 sha256,
                 same_as_committed,
             },
@@ -628,14 +692,28 @@ fn update(run: &Path, golden: &Path, lock_path: &Path) -> Result<Vec<String>, St
     let mut done = Vec::new();
     for (frame, action) in &up.actions {
         let dest = golden.join(frame);
+        let why = |e: &Entry| match lock.get(frame) {
+            Some(old) if old.version != e.version => {
+                format!("`{}` {} → {}", e.kind, old.version, e.version)
+            }
+            _ => format!(
+                "`{}` still {}; new keys from upstream versions or parameters",
+                e.kind, e.version
+            ),
+        };
         match action {
             Action::Keep => {
                 let e = &up.lock[frame];
-                if let Some(old) = lock.get(frame).filter(|old| old.version != e.version) {
-                    done.push(format!(
-                        "kept {frame} (unchanged; `{}` {} → {})",
-                        e.kind, old.version, e.version
-                    ));
+                match lock.get(frame) {
+                    None => done.push(format!("locked {frame} (unchanged, had no line)")),
+                    Some(old) if old.kind != e.kind => done.push(format!(
+                        "relocked {frame} (unchanged; stage's kind was `{}`, now `{}`)",
+                        old.kind, e.kind
+                    )),
+                    Some(old) if old.keys != e.keys => {
+                        done.push(format!("relocked {frame} (unchanged; {})", why(e)))
+                    }
+                    Some(_) => {}
                 }
             }
             Action::Write => {
@@ -645,7 +723,7 @@ fn update(run: &Path, golden: &Path, lock_path: &Path) -> Result<Vec<String>, St
                     Some(old) if old.kind != e.kind => {
                         format!("new: stage's kind was `{}`", old.kind)
                     }
-                    Some(old) => format!("changed: `{}` {} → {}", e.kind, old.version, e.version),
+                    Some(_) => format!("changed; {}", why(&e)),
                 };
                 fs::create_dir_all(dest.parent().expect("a pipeline directory"))
                     .and_then(|_| fs::copy(&run_frames[frame], &dest))
@@ -671,16 +749,17 @@ fn update(run: &Path, golden: &Path, lock_path: &Path) -> Result<Vec<String>, St
 }
 
 /// The stages of a pipeline that keep no golden frame (`store: false`), as `stage (kind, where)`.
-fn hidden_stages(manifest: &BTreeMap<String, (String, u32, bool)>) -> Vec<String> {
+fn hidden_stages(manifest: &BTreeMap<String, StageInfo>) -> Vec<String> {
     manifest
         .iter()
-        .filter(|(_, (_, _, stored))| !stored)
-        .map(|(name, (kind, _, _))| format!("{name} (`{kind}`, {})", locate(kind)))
+        .filter(|(_, s)| !s.stored)
+        .map(|(name, s)| format!("{name} (`{}`, {})", s.kind, locate(&s.kind)))
         .collect()
 }
 
 /// `cargo test`: checks `tests/golden` against its lock. `make golden`: first updates both from
-/// the fresh run named by `DPLAB_GOLDEN_UPDATE`, refusing frames changed without a version bump.
+/// the fresh run named by `DPLAB_GOLDEN_UPDATE`, refusing frames changed under unchanged store
+/// keys.
 #[test]
 fn golden_frames_match_their_lock() {
     let golden = root().join("tests/golden");
@@ -717,18 +796,21 @@ mod logic {
         c.to_string().repeat(64)
     }
 
-    fn entry(kind: &str, version: u32, s: char) -> Entry {
+    /// A lock line; `k` stands for its keys digest, `s` for its file's sha256.
+    fn entry(kind: &str, version: u32, k: char, s: char) -> Entry {
         Entry {
             kind: kind.into(),
             version,
+            keys: sha(k),
             sha256: sha(s),
         }
     }
 
-    fn fresh(kind: &str, version: u32, s: char, same_as_committed: Option<char>) -> Fresh {
+    fn fresh(kind: &str, version: u32, k: char, s: char, same_as_committed: Option<char>) -> Fresh {
         Fresh {
             kind: kind.into(),
             version,
+            keys: sha(k),
             sha256: sha(s),
             same_as_committed: same_as_committed.map(sha),
         }
@@ -749,17 +831,28 @@ mod logic {
     const F: &str = "p/summary.csv";
 
     #[test]
-    fn a_changed_frame_whose_version_did_not_rise_is_refused() {
-        let lock = one(F, entry("aggregate.summary", 3, 'a'));
+    fn the_keys_digest_is_sha256_of_the_keys_joined_by_newlines() {
+        let (a, b) = (sha('a'), sha('b'));
+        assert_eq!(
+            keys_digest(&[&a, &b]),
+            hex(&Sha256::digest(format!("{a}\n{b}").as_bytes()))
+        );
+        assert_ne!(keys_digest(&[&a, &b]), keys_digest(&[&b, &a]));
+        assert!(is_sha256(&keys_digest::<&str>(&[])));
+    }
+
+    #[test]
+    fn a_changed_frame_under_the_same_keys_is_refused() {
+        let lock = one(F, entry("aggregate.summary", 3, 'k', 'a'));
         let r = decide(
             &lock,
-            &run(F, fresh("aggregate.summary", 3, 'b', None)),
+            &run(F, fresh("aggregate.summary", 3, 'k', 'b', None)),
             &committed(&[F]),
         )
         .unwrap_err();
         assert_eq!(
             r,
-            vec![Refusal::NotBumped {
+            vec![Refusal::SameKeys {
                 frame: F.into(),
                 kind: "aggregate.summary".into(),
                 version: 3
@@ -769,48 +862,63 @@ mod logic {
             assert_eq!(p, "p");
             vec!["data (`load.sample`, src/stages/smooth.rs:27)".into()]
         });
-        assert!(m.contains(&format!("{F} changed")), "{m}");
         assert!(
-            m.contains("kind `aggregate.summary` is still version 3"),
+            m.contains(&format!(
+                "{F} changed, its store keys did not: kind `aggregate.summary`, version 3 in \
+                 src/stages/aggregate.rs:30"
+            )),
             "{m}"
         );
-        assert!(m.contains("bump `version` of `aggregate.summary` in src/stages/aggregate.rs:30"));
+        assert!(
+            m.contains("changed what it outputs without a version bump"),
+            "{m}"
+        );
         assert!(m.contains("  p: data (`load.sample`"), "{m}");
     }
 
     #[test]
-    fn a_changed_frame_with_a_raised_version_is_written() {
-        let lock = one(F, entry("aggregate.summary", 1, 'a'));
+    fn a_changed_frame_under_new_keys_is_written() {
+        // Its own kind's version rose...
+        let lock = one(F, entry("aggregate.summary", 1, 'k', 'a'));
         let up = decide(
             &lock,
-            &run(F, fresh("aggregate.summary", 2, 'b', None)),
+            &run(F, fresh("aggregate.summary", 2, 'l', 'b', None)),
             &committed(&[F]),
         )
         .unwrap();
         assert_eq!(up.actions[F], Action::Write);
-        assert_eq!(up.lock, one(F, entry("aggregate.summary", 2, 'b')));
+        assert_eq!(up.lock, one(F, entry("aggregate.summary", 2, 'l', 'b')));
+        // ... or only its keys changed (an upstream kind's version, or its parameters).
+        let up = decide(
+            &lock,
+            &run(F, fresh("aggregate.summary", 1, 'l', 'b', None)),
+            &committed(&[F]),
+        )
+        .unwrap();
+        assert_eq!(up.actions[F], Action::Write);
+        assert_eq!(up.lock, one(F, entry("aggregate.summary", 1, 'l', 'b')));
     }
 
     #[test]
     fn an_unchanged_frame_with_a_raised_version_is_kept_and_relocked() {
-        let lock = one(F, entry("report.table", 1, 'a'));
+        let lock = one(F, entry("report.table", 1, 'k', 'a'));
         let up = decide(
             &lock,
-            &run(F, fresh("report.table", 4, 'a', Some('a'))),
+            &run(F, fresh("report.table", 4, 'l', 'a', Some('a'))),
             &committed(&[F]),
         )
         .unwrap();
         assert_eq!(up.actions[F], Action::Keep);
-        assert_eq!(up.lock, one(F, entry("report.table", 4, 'a')));
+        assert_eq!(up.lock, one(F, entry("report.table", 4, 'l', 'a')));
     }
 
     #[test]
     fn a_frame_equal_but_for_wall_times_is_unchanged_and_keeps_its_bytes() {
         // Other bytes (measured seconds), but `dplab compare` finds it equal to the golden one.
-        let lock = one(F, entry("aggregate.summary", 1, 'a'));
+        let lock = one(F, entry("aggregate.summary", 1, 'k', 'a'));
         let up = decide(
             &lock,
-            &run(F, fresh("aggregate.summary", 1, 'b', Some('a'))),
+            &run(F, fresh("aggregate.summary", 1, 'k', 'b', Some('a'))),
             &committed(&[F]),
         )
         .unwrap();
@@ -820,10 +928,10 @@ mod logic {
 
     #[test]
     fn a_version_that_went_down_is_refused_even_for_an_unchanged_frame() {
-        let lock = one(F, entry("aggregate.summary", 2, 'a'));
+        let lock = one(F, entry("aggregate.summary", 2, 'k', 'a'));
         let r = decide(
             &lock,
-            &run(F, fresh("aggregate.summary", 1, 'a', Some('a'))),
+            &run(F, fresh("aggregate.summary", 1, 'l', 'a', Some('a'))),
             &committed(&[F]),
         )
         .unwrap_err();
@@ -840,15 +948,18 @@ mod logic {
     #[test]
     fn new_frames_are_added_and_vanished_ones_removed() {
         let lock = Lock::from([
-            ("p/old.csv".to_string(), entry("report.table", 1, 'a')),
-            ("gone/t.csv".to_string(), entry("report.table", 1, 'c')),
+            ("p/old.csv".to_string(), entry("report.table", 1, 'k', 'a')),
+            ("gone/t.csv".to_string(), entry("report.table", 1, 'k', 'c')),
         ]);
         let fresh = BTreeMap::from([
             (
                 "p/old.csv".to_string(),
-                fresh("report.table", 1, 'a', Some('a')),
+                fresh("report.table", 1, 'k', 'a', Some('a')),
             ),
-            ("p/new.csv".to_string(), fresh("frame.stack", 1, 'b', None)),
+            (
+                "p/new.csv".to_string(),
+                fresh("frame.stack", 1, 'l', 'b', None),
+            ),
         ]);
         let up = decide(&lock, &fresh, &committed(&["p/old.csv", "gone/t.csv"])).unwrap();
         assert_eq!(up.actions["p/new.csv"], Action::Write);
@@ -862,25 +973,25 @@ mod logic {
 
     #[test]
     fn a_stage_that_changed_kind_is_a_new_frame() {
-        let lock = one(F, entry("aggregate.summary", 5, 'a'));
+        let lock = one(F, entry("aggregate.summary", 5, 'k', 'a'));
         let up = decide(
             &lock,
-            &run(F, fresh("frame.stack", 1, 'b', None)),
+            &run(F, fresh("frame.stack", 1, 'l', 'b', None)),
             &committed(&[F]),
         )
         .unwrap();
-        assert_eq!(up.lock, one(F, entry("frame.stack", 1, 'b')));
+        assert_eq!(up.lock, one(F, entry("frame.stack", 1, 'l', 'b')));
     }
 
     #[test]
     fn every_refusal_is_reported_at_once() {
         let lock = Lock::from([
-            ("p/a.csv".to_string(), entry("k.one", 1, 'a')),
-            ("p/b.csv".to_string(), entry("k.two", 1, 'a')),
+            ("p/a.csv".to_string(), entry("k.one", 1, 'k', 'a')),
+            ("p/b.csv".to_string(), entry("k.two", 1, 'l', 'a')),
         ]);
         let fresh = BTreeMap::from([
-            ("p/a.csv".to_string(), fresh("k.one", 1, 'b', None)),
-            ("p/b.csv".to_string(), fresh("k.two", 1, 'c', None)),
+            ("p/a.csv".to_string(), fresh("k.one", 1, 'k', 'b', None)),
+            ("p/b.csv".to_string(), fresh("k.two", 1, 'l', 'c', None)),
         ]);
         let r = decide(&lock, &fresh, &committed(&["p/a.csv", "p/b.csv"])).unwrap_err();
         assert_eq!(r.len(), 2);
@@ -889,17 +1000,21 @@ mod logic {
     #[test]
     fn the_lock_reads_what_it_writes_and_refuses_malformed_lines() {
         let lock = Lock::from([
-            ("p/a.csv".to_string(), entry("k.one", 1, 'a')),
-            ("q/b.csv".to_string(), entry("k.two", 12, 'f')),
+            ("p/a.csv".to_string(), entry("k.one", 1, 'e', 'a')),
+            ("q/b.csv".to_string(), entry("k.two", 12, 'd', 'f')),
         ]);
-        assert_eq!(parse_lock(&format_lock(&lock)).unwrap(), lock);
-        let good = format!("p/a.csv k 1 {}", sha('a'));
+        let text = format_lock(&lock);
+        assert_eq!(parse_lock(&text).unwrap(), lock);
+        assert!(text.contains(&format!("p/a.csv k.one 1 {} {}\n", sha('e'), sha('a'))));
+        let good = format!("p/a.csv k 1 {} {}", sha('e'), sha('a'));
+        assert!(parse_lock(&good).is_ok());
         for bad in [
-            "p/a.csv k 1".to_string(),
-            format!("p/a.csv k one {}", sha('a')),
-            format!("p/a.csv k 1 {}", "A".repeat(64)),
-            format!("a.csv k 1 {}", sha('a')),
-            format!("p/a.txt k 1 {}", sha('a')),
+            format!("p/a.csv k 1 {}", sha('a')),
+            format!("p/a.csv k one {} {}", sha('e'), sha('a')),
+            format!("p/a.csv k 1 {} {}", sha('e'), "A".repeat(64)),
+            format!("p/a.csv k 1 {} {}", "e".repeat(63), sha('a')),
+            format!("a.csv k 1 {} {}", sha('e'), sha('a')),
+            format!("p/a.txt k 1 {} {}", sha('e'), sha('a')),
             format!("{good}\n{good}"),
         ] {
             assert!(parse_lock(&bad).is_err(), "{bad}");
@@ -909,9 +1024,9 @@ mod logic {
     #[test]
     fn normal_mode_names_edited_frames_bumped_kinds_and_stale_lines() {
         let lock = Lock::from([
-            ("p/a.csv".to_string(), entry("k.one", 1, 'a')),
-            ("p/b.csv".to_string(), entry("k.two", 1, 'b')),
-            ("p/gone.csv".to_string(), entry("k.one", 1, 'c')),
+            ("p/a.csv".to_string(), entry("k.one", 1, 'k', 'a')),
+            ("p/b.csv".to_string(), entry("k.two", 1, 'k', 'b')),
+            ("p/gone.csv".to_string(), entry("k.one", 1, 'k', 'c')),
         ]);
         let golden = BTreeMap::from([
             ("p/a.csv".to_string(), sha('e')),
@@ -942,13 +1057,13 @@ mod logic {
         assert!(all.contains("stale line for p/gone.csv"), "{all}");
         // All in order: nothing to say.
         let golden = BTreeMap::from([("p/a.csv".to_string(), sha('a'))]);
-        let lock = one("p/a.csv", entry("k.one", 1, 'a'));
+        let lock = one("p/a.csv", entry("k.one", 1, 'k', 'a'));
         assert!(check(&lock, &golden, &versions, &|_| String::new()).is_empty());
         // A kind removed, a version lowered.
-        let lock = one("p/a.csv", entry("k.gone", 1, 'a'));
+        let lock = one("p/a.csv", entry("k.gone", 1, 'k', 'a'));
         let e = check(&lock, &golden, &versions, &|_| String::new());
         assert!(e[0].contains("`k.gone` no longer exists"), "{e:?}");
-        let lock = one("p/a.csv", entry("k.one", 3, 'a'));
+        let lock = one("p/a.csv", entry("k.one", 3, 'k', 'a'));
         let e = check(&lock, &golden, &versions, &|_| String::new());
         assert!(e[0].contains("went down"), "{e:?}");
     }
@@ -979,8 +1094,8 @@ mod logic {
         assert!(!same_frame(&rows, &golden));
     }
 
-    /// The whole of update mode on a made-up run: refused without touching anything, then
-    /// accepted once the version in the manifest rises; normal mode agrees afterwards.
+    /// The whole of update mode on a made-up run: refused without touching anything while the
+    /// store keys stay, accepted once they change; normal mode agrees afterwards.
     #[test]
     fn update_mode_writes_nothing_when_it_refuses() {
         let tmp = tempfile::tempdir().unwrap();
@@ -988,16 +1103,23 @@ mod logic {
         let lock_path = golden.join("VERSIONS");
         let kind = "aggregate.summary";
         let v = registry_version(kind).unwrap();
-        let manifest = |version: u32| {
+        let manifest = |version: u32, keys: &[String]| {
+            let seeds: Vec<_> = keys
+                .iter()
+                .map(|k| serde_json::json!({"instance": "", "seed": "0", "key": k}))
+                .collect();
             serde_json::json!({"stages": [
-                {"name": "summary", "kind": kind, "kind_version": version, "stored": true},
-                {"name": "data", "kind": "load.sample", "kind_version": 1, "stored": false},
+                {"name": "data", "kind": "load.sample", "kind_version": 1, "stored": false,
+                 "seeds": [{"instance": "", "seed": "0", "key": sha('d')}]},
+                {"name": "summary", "kind": kind, "kind_version": version, "stored": true,
+                 "seeds": seeds},
             ]})
             .to_string()
         };
+        let (keys, other_keys) = ([sha('1'), sha('2')], [sha('1'), sha('3')]);
         fs::create_dir_all(run.join("p")).unwrap();
         fs::create_dir_all(golden.join("p")).unwrap();
-        fs::write(run.join("p/manifest.json"), manifest(v)).unwrap();
+        fs::write(run.join("p/manifest.json"), manifest(v, &keys)).unwrap();
         fs::write(run.join("p/summary.csv"), "a,b_seconds\n1,0.2\n").unwrap();
         fs::write(golden.join("p/summary.csv"), "a,b_seconds\n1,0.1\n").unwrap();
         fs::write(golden.join("p/old.csv"), "a\n1\n").unwrap();
@@ -1008,21 +1130,27 @@ mod logic {
         // An empty lock starts one: the frame equal but for wall times keeps its bytes.
         fs::write(&lock_path, "").unwrap();
         let done = update(&run, &golden, &lock_path).unwrap();
-        assert_eq!(done, vec!["removed p/old.csv"]);
+        assert_eq!(
+            done,
+            vec![
+                "removed p/old.csv",
+                "locked p/summary.csv (unchanged, had no line)"
+            ]
+        );
         assert_eq!(
             fs::read_to_string(golden.join("p/summary.csv")).unwrap(),
             "a,b_seconds\n1,0.1\n"
         );
         let locked = fs::read_to_string(&lock_path).unwrap();
         assert!(
-            locked.contains(&format!("p/summary.csv {kind} {v} ")),
+            locked.contains(&format!("p/summary.csv {kind} {v} {} ", keys_digest(&keys))),
             "{locked}"
         );
-        // The output changes, the version does not: refused, nothing written.
+        // The output changes, the keys do not: refused, nothing written.
         fs::write(run.join("p/summary.csv"), "a,b_seconds\n2,0.2\n").unwrap();
         let e = update(&run, &golden, &lock_path).unwrap_err();
         assert!(
-            e.contains("p/summary.csv changed") && e.contains(kind),
+            e.contains("p/summary.csv changed, its store keys did not") && e.contains(kind),
             "{e}"
         );
         assert!(e.contains("src/stages/aggregate.rs:"), "{e}");
@@ -1038,29 +1166,37 @@ mod logic {
         assert!(e.contains("git checkout"), "{e}");
         fs::write(golden.join("p/summary.csv"), "a,b_seconds\n1,0.1\n").unwrap();
         // A manifest from another build (its version is not this build's) is refused.
-        fs::write(run.join("p/manifest.json"), manifest(v + 1)).unwrap();
+        fs::write(run.join("p/manifest.json"), manifest(v + 1, &other_keys)).unwrap();
         let e = update(&run, &golden, &lock_path).unwrap_err();
         assert!(e.contains("another build"), "{e}");
-        // With the version raised the change is accepted. This build's registry cannot be
-        // raised here, so the lock is lowered instead, which is the same decision.
-        fs::write(run.join("p/manifest.json"), manifest(v)).unwrap();
+        // A manifest without keys (an older dplab) is refused.
         fs::write(
-            &lock_path,
-            locked.replace(&format!(" {v} "), &format!(" {} ", v - 1)),
+            run.join("p/manifest.json"),
+            manifest(v, &keys).replace("\"key\"", "\"k\""),
         )
         .unwrap();
+        let e = update(&run, &golden, &lock_path).unwrap_err();
+        assert!(e.contains("a sha256 `key`"), "{e}");
+        // Under new keys (here: an upstream version or the parameters changed, the kind's own
+        // version did not) the change is accepted.
+        fs::write(run.join("p/manifest.json"), manifest(v, &other_keys)).unwrap();
         let done = update(&run, &golden, &lock_path).unwrap();
         assert_eq!(
             done,
             vec![format!(
-                "written p/summary.csv (changed: `{kind}` {} → {v})",
-                v - 1
+                "written p/summary.csv (changed; `{kind}` still {v}; new keys from upstream \
+                 versions or parameters)"
             )]
         );
         assert_eq!(
             fs::read_to_string(golden.join("p/summary.csv")).unwrap(),
             "a,b_seconds\n2,0.2\n"
         );
+        assert!(fs::read_to_string(&lock_path)
+            .unwrap()
+            .contains(&keys_digest(&other_keys)));
         assert!(check_dir(&golden, &lock_path).is_empty());
+        // Rerun on the same run: nothing to do.
+        assert!(update(&run, &golden, &lock_path).unwrap().is_empty());
     }
 }
