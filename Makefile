@@ -24,12 +24,15 @@ test: build
 	$(DPLAB) run pipelines/ --profile ci --out target/ci-results --jobs $(JOBS) --skip-unavailable --store target/ci-store
 	$(DPLAB) compare target/ci-results tests/golden $(if $(DPLAB_DATA_MIRROR),,--allow-missing)
 
-## Regenerate tests/golden/ (only the CSV frames are kept). Review the diff before committing.
+## Regenerate tests/golden/ (only the CSV frames are kept) and its lock tests/golden/VERSIONS.
+## Refuses (and changes nothing) when a frame changed while its stage's store keys did not (a
+## kind's output changed without a `version` bump: stores would serve it stale); frames equal for
+## `dplab compare` (e.g. only wall times differ) keep their committed bytes.
+## See tests/golden_versions.rs. Review the diff before committing.
 golden: build
-	rm -rf tests/golden target/golden
+	rm -rf target/golden
 	$(DPLAB) run pipelines/ --profile ci --out target/golden --jobs $(JOBS) --no-store
-	mkdir -p tests/golden
-	cd target/golden && find . -name '*.csv' ! -path '*/.*' | while read f; do mkdir -p ../../tests/golden/$$(dirname $$f); cp $$f ../../tests/golden/$$f; done
+	DPLAB_GOLDEN_UPDATE=$(abspath target/golden) $(CARGO) test --release --locked --test golden_versions -- --nocapture
 
 ## Criterion benchmarks: samplers, exponential mechanism, Blahut–Arimoto sweeps, Algorithm 1 of Wu–He–Xia,
 ## the trigonometric mechanism's LP and its kernel queries.

@@ -273,10 +273,12 @@ pub fn distinct<T: std::fmt::Display>(name: &str, items: &[T]) -> Result<(), Par
 /// A registered stage kind.
 pub struct KindInfo {
     pub name: &'static str,
-    /// The implementation's version. Instances in the store are keyed by it: raise it in the
-    /// same commit as any change to what the kind outputs for the same parameters, seed and
-    /// inputs, so that no stored result of the old code is ever reused (`make test` fails when a
-    /// golden frame changes while the versions of its pipeline's kinds did not).
+    /// The implementation's version, part of the store key of every instance of the kind and,
+    /// through upstream keys, of every instance downstream of it: raise it in the same commit as
+    /// any change to what the kind outputs for the same parameters, seed and inputs, so that no
+    /// stored result of the old code is ever reused. `make golden` refuses a golden frame that
+    /// changed while its stage's store keys did not (the lock `tests/golden/VERSIONS` records a
+    /// digest of them), and `cargo test` fails while a raised version is not yet in that lock.
     pub version: u32,
     pub summary: &'static str,
     pub params: &'static [ParamDoc],
