@@ -205,6 +205,34 @@ fn a_failed_run_keeps_what_finished() {
     );
 }
 
+/// A failure early in one branch does not stop the other: its stages, deeper in the graph than
+/// the failed one, still run and are stored, and the error names the failed instance.
+#[test]
+fn stages_that_do_not_depend_on_a_failed_one_finish_and_are_stored() {
+    let env = Env::new();
+    // `bad` reads a column that does not exist, `after_bad` cannot run, and the branch
+    // `noisy → summary → figure`, deeper in the graph than `bad`, depends on neither.
+    let broken = PIPELINE.replace(
+        "  figure:\n",
+        "  bad:\n    kind: aggregate.summary\n    input: counts\n    with: {values: [nope]}\n  after_bad:\n    kind: aggregate.summary\n    input: bad\n    with: {values: [mean]}\n  figure:\n",
+    );
+    let o = env.run(&broken, "a", &[]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let err = text(&o);
+    assert!(
+        err.contains("stage `bad`") && err.contains("nope") && err.contains("1 not run"),
+        "{err}"
+    );
+    // Everything of the other branch is in the store: the repaired pipeline (without `bad`)
+    // computes nothing.
+    let o = env.run(PIPELINE, "a", &[]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert_eq!(
+        run_counts(&env.results("a")),
+        pairs(&[("counts", 0), ("noisy", 0), ("summary", 0), ("figure", 0)])
+    );
+}
+
 #[test]
 fn runs_sharing_one_store_at_once_agree() {
     let env = Env::new();
