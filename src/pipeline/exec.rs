@@ -2,7 +2,8 @@
 //! writes the results atomically. Instances never share a generator and results are
 //! assembled in plan order, so the output does not depend on `--jobs` or on scheduling.
 
-use std::collections::BTreeMap;
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BinaryHeap};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -225,13 +226,20 @@ impl Gather {
     }
 
     /// The concatenation of every frame pushed, in order (the same frame `concat` of all of
-    /// them gives: one chunk per column).
+    /// them gives: one chunk per column). The blocks are moved into the result before it is
+    /// rechunked one column at a time, so the stage's frame is in memory about once, not twice.
     fn finish(&mut self) -> Result<DataFrame> {
-        let mut all: Vec<&DataFrame> = self.blocks.iter().collect();
-        all.extend(self.part.iter());
-        let out = concat(&all)?;
-        self.blocks.clear();
-        self.part.clear();
+        let mut rest = std::mem::take(&mut self.blocks)
+            .into_iter()
+            .chain(std::mem::take(&mut self.part));
+        let Some(mut out) = rest.next() else {
+            return Ok(DataFrame::empty());
+        };
+        for f in rest {
+            out.vstack_mut_owned(f)
+                .map_err(|e| anyhow::anyhow!("instance frames have different columns: {e}"))?;
+        }
+        out.rechunk_mut();
         Ok(out)
     }
 }
@@ -273,6 +281,13 @@ struct Run<'a> {
     stages: Vec<StageState>,
     errors: Mutex<Vec<(usize, RunError)>>,
     skipped: AtomicUsize,
+    /// Instances whose inputs are all done, first in plan order first (so stages are
+    /// gathered with few frames waiting for an earlier one).
+    ready: Mutex<BinaryHeap<Reverse<usize>>>,
+    /// Instances handed to the pool and not finished: at most [`Run::in_flight`], so a stage
+    /// of 10⁶ ready instances is 10⁶ numbers in `ready`, not 10⁶ queued jobs.
+    active: AtomicUsize,
+    in_flight: usize,
 }
 
 /// Runs every instance and writes `out_dir/<pipeline>/`. Returns the results directory.
@@ -301,16 +316,38 @@ pub fn execute(plan: &Plan, opts: &RunOptions) -> Result<PathBuf, RunError> {
             });
         }
         rayon::scope_fifo(|scope| {
-            for (g, w) in run.waiting.iter().enumerate() {
-                if w.load(Ordering::Relaxed) == 0 {
-                    let run = &run;
-                    scope.spawn_fifo(move |s| run.instance(s, g));
+            {
+                let mut ready = lock(&run.ready);
+                for (g, w) in run.waiting.iter().enumerate() {
+                    if w.load(Ordering::Relaxed) == 0 {
+                        ready.push(Reverse(g));
+                    }
                 }
             }
+            run.pump(scope);
         });
         drop(stop);
     });
     run.progress.finish();
+    let unfinished: usize = run
+        .stages
+        .iter()
+        .map(|s| s.remaining.load(Ordering::Acquire))
+        .sum();
+    if unfinished > 0 {
+        lock(&run.errors).push((
+            usize::MAX,
+            RunError {
+                pipeline: plan.name.clone(),
+                stage: String::new(),
+                instance: String::new(),
+                message: format!(
+                    "{unfinished} instances never started (a scheduler bug: please report it)"
+                ),
+                unavailable: false,
+            },
+        ));
+    }
     if let Some(s) = &opts.store {
         if let Err(e) = s.flush() {
             tracing::warn!("not stored ({}): {e:#}", s.root().display());
@@ -449,6 +486,9 @@ impl<'a> Run<'a> {
             stages,
             errors: Mutex::new(Vec::new()),
             skipped: AtomicUsize::new(0),
+            ready: Mutex::new(BinaryHeap::new()),
+            active: AtomicUsize::new(0),
+            in_flight: 2 * rayon::current_num_threads().max(1),
         }
     }
 
@@ -576,10 +616,37 @@ impl<'a> Run<'a> {
         self.stages[si].broken.store(true, Ordering::Release);
     }
 
-    /// One input of reader `r` is done; it starts once none is left.
+    /// One input of reader `r` is done; it is ready once none is left.
     fn arrived<'s>(&'s self, scope: &rayon::ScopeFifo<'s>, r: usize) {
         if self.waiting[r].fetch_sub(1, Ordering::AcqRel) == 1 {
-            scope.spawn_fifo(move |s| self.instance(s, r));
+            lock(&self.ready).push(Reverse(r));
+            self.pump(scope);
+        }
+    }
+
+    /// Hands ready instances to the pool while fewer than `in_flight` are there. Called when
+    /// an instance becomes ready and when one finishes, so none is left waiting: whichever of
+    /// the two comes second sees both the free slot and the ready instance.
+    fn pump<'s>(&'s self, scope: &rayon::ScopeFifo<'s>) {
+        loop {
+            if self.active.fetch_add(1, Ordering::AcqRel) >= self.in_flight {
+                self.active.fetch_sub(1, Ordering::AcqRel);
+                return;
+            }
+            let Some(Reverse(g)) = lock(&self.ready).pop() else {
+                self.active.fetch_sub(1, Ordering::AcqRel);
+                // An instance made ready while this held a slot may have found no slot free:
+                // look again now that it is free.
+                if lock(&self.ready).is_empty() {
+                    return;
+                }
+                continue;
+            };
+            scope.spawn_fifo(move |s| {
+                self.instance(s, g);
+                self.active.fetch_sub(1, Ordering::AcqRel);
+                self.pump(s);
+            });
         }
     }
 
