@@ -280,6 +280,13 @@ pub struct KindInfo {
     /// changed while its stage's store keys did not (the lock `tests/golden/VERSIONS` records a
     /// digest of them), and `cargo test` fails while a raised version is not yet in that lock.
     pub version: u32,
+    /// Whether its instances draw randomness (`ctx.rng`, `ctx.seed`, `ctx.substream`). A kind
+    /// that does not gets seed 0 whatever the pipeline's seed, so its output cannot depend on
+    /// it, and the seed drops out of its store keys: the same deterministic work in two
+    /// pipelines of different seeds (the true query answers of h14-table3.2 and 3.3) is one
+    /// entry. Declaring `false` for a kind that does draw makes its repetitions identical,
+    /// which its golden frames show.
+    pub random: bool,
     pub summary: &'static str,
     pub params: &'static [ParamDoc],
     pub gather: Gather,

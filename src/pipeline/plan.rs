@@ -762,7 +762,12 @@ fn plan_one(
                     }
                 }
             };
-            let seed = instance_seed(raw.seed, name, &key);
+            // A kind that draws no randomness gets seed 0 (see `KindInfo::random`).
+            let seed = if kind.random {
+                instance_seed(raw.seed, name, &key)
+            } else {
+                0
+            };
             instances.push(Instance {
                 label: label(&key),
                 key,

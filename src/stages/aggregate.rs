@@ -16,6 +16,7 @@ pub fn kinds() -> Vec<KindInfo> {
         KindInfo {
             name: "aggregate.improvement",
             version: 1,
+            random: false,
             summary: "How much smaller `ours` is than `baseline` over the rows (e.g. leakage or distortion of two mechanisms): mean of (b − o)/b per row, and (Σb − Σo)/Σb. One row, with n.",
             params: &[
                 ParamDoc { name: "ours", ty: "string", default: None, meaning: "column of the improved mechanism" },
@@ -28,6 +29,7 @@ pub fn kinds() -> Vec<KindInfo> {
         KindInfo {
         name: "aggregate.summary",
         version: 1,
+        random: false,
         summary: "Per group and value column: n, mean, std, standard error, confidence interval of the mean (Student t), min, max and quantiles. One row per (group, value), long format.",
         params: &[
             ParamDoc { name: "values", ty: "list of strings", default: None, meaning: "numeric columns to summarise" },
@@ -181,6 +183,7 @@ pub fn fit_kinds() -> Vec<KindInfo> {
     vec![KindInfo {
         name: "aggregate.loglog_fit",
         version: 1,
+        random: false,
         summary: "Least-squares slope of log y on log x per group (a convergence rate), with a t-interval, beside a predicted slope. `output: slopes` gives one row per group; `lines` gives every input row with the fitted and the predicted line (anchored at the fit's centre) for plotting.",
         params: &[
             ParamDoc { name: "x", ty: "string", default: None, meaning: "column of x (> 0)" },

@@ -18,6 +18,7 @@ pub fn kinds() -> Vec<KindInfo> {
         KindInfo {
             name: "mechanism.rate_distortion",
             version: 1,
+            random: false,
             summary: "The channel minimising I(X; X̂) + λ·E[d] by Blahut–Arimoto exactly as Wu et al. 2020 Algorithm 1 (uniform start, stop when the MI changes by less than T). One row: mi (bits), distortion, epsilon (nats, Algorithm 3), iterations.",
             params: &[
                 ParamDoc { name: "lambda", ty: "number > 0", default: None, meaning: "the Lagrange multiplier λ" },
@@ -31,6 +32,7 @@ pub fn kinds() -> Vec<KindInfo> {
         KindInfo {
             name: "mechanism.symmetric_channel",
             version: 1,
+            random: false,
             summary: "The symmetric channel (k-ary randomized response: q(x|x) = 1 − D, D/(m−1) elsewhere) at a given distortion, ε or MI; with a second input, at each row's value of `column`. Adds sym_distortion, sym_mi (bits), sym_epsilon (nats).",
             params: &[
                 ParamDoc { name: "at", ty: "distortion | epsilon | mi", default: None, meaning: "which quantity fixes the channel" },

@@ -18,6 +18,7 @@ pub fn kinds() -> Vec<KindInfo> {
         KindInfo {
             name: "load.dataset",
             version: 1,
+            random: false,
             summary: "A registered public dataset (see `dplab data list`), checked against its sha256, read into typed columns; missing markers become nulls.",
             params: &[
                 ParamDoc { name: "dataset", ty: "string", default: None, meaning: "registered name, e.g. adult, census-kdd, movielens-100k" },
@@ -32,6 +33,7 @@ pub fn kinds() -> Vec<KindInfo> {
         KindInfo {
             name: "normalise",
             version: 1,
+            random: false,
             summary: "Keeps numeric columns (or `columns`), drops named columns, sparse columns, rows with missing values and constant columns, then min–max scales each column to `range`. Writes <stage>.md saying what was dropped and why.",
             params: &[
                 ParamDoc { name: "columns", ty: "list of strings", default: Some("every numeric column"), meaning: "the columns to consider (must be numeric)" },
@@ -47,6 +49,7 @@ pub fn kinds() -> Vec<KindInfo> {
         KindInfo {
             name: "frame.shape",
             version: 1,
+            random: false,
             summary: "One row per input: its number of rows n and columns d, and the column names; an input with no columns is reported as `no data`.",
             params: &[
                 ParamDoc { name: "source", ty: "map stage → label", default: Some("stage names"), meaning: "the label of each input in the `source` column" },

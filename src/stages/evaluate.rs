@@ -21,6 +21,7 @@ pub fn kinds() -> Vec<KindInfo> {
         KindInfo {
             name: "evaluate.selection",
             version: 1,
+            random: true,
             summary: "Expected utility and Pr[not optimal] of a `mechanism.select` output: exact, and Monte-Carlo with confidence intervals.",
             params: &[ParamDoc { name: "level", ty: "number in (0, 1)", default: Some("0.95"), meaning: "confidence level of the intervals" }],
             gather: Gather::Nothing,
@@ -29,6 +30,7 @@ pub fn kinds() -> Vec<KindInfo> {
         KindInfo {
             name: "evaluate.utility_tail",
             version: 1,
+            random: true,
             summary: "Pr[u(output) ≤ c] of a `mechanism.select` output against the bound (|R|/|R_OPT|)·exp(ε(c − OPT)/2Δu) of Thm 3.11 (|R_OPT| = 1: Corollary 3.12), at c = OPT − (2Δu/ε)(ln(|R|/|R_OPT|) + t) for each t, or at given thresholds c.",
             params: &[
                 ParamDoc { name: "epsilon", ty: "number > 0", default: None, meaning: "the ε the selection ran with" },
@@ -44,6 +46,7 @@ pub fn kinds() -> Vec<KindInfo> {
         KindInfo {
             name: "evaluate.tv_distance",
             version: 1,
+            random: true,
             summary: "Total-variation distance between the output distributions of two `mechanism.select` stages on the same candidates: exact; the first's Monte-Carlo frequencies against the second's exact distribution, with a 95% basic-bootstrap interval (clamped at 0); and the mean and 95% quantile of that statistic when the two distributions are equal (simulated), since a Monte-Carlo TV is biased upwards.",
             params: &[ParamDoc { name: "null_replicates", ty: "integer ≥ 10", default: Some("400"), meaning: "multinomial samples for the null distribution and for the bootstrap" }],
             gather: Gather::Nothing,
@@ -52,6 +55,7 @@ pub fn kinds() -> Vec<KindInfo> {
         KindInfo {
             name: "evaluate.privacy_loss",
             version: 1,
+            random: true,
             summary: "The largest |ln Pr[M(x) = r] − ln Pr[M(y) = r]| over neighbouring utility vectors y of the input utilities x (|u(x,r) − u(y,r)| ≤ Δu): every worst-case neighbour (one candidate up by Δu, the rest down, and the reverse) and random ones.",
             params: &[
                 ParamDoc { name: "method", ty: "as in mechanism.select", default: None, meaning: "the selection mechanism" },

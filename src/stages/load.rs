@@ -19,6 +19,7 @@ pub fn kinds() -> Vec<KindInfo> {
         KindInfo {
             name: "load.table",
             version: 1,
+            random: false,
             summary: "A table written inline (`columns`) or read from a CSV file (`path`).",
             params: &[
                 ParamDoc { name: "columns", ty: "map of column → list", default: Some("—"), meaning: "inline columns of equal length; numbers or strings (a `$axis` may stand for a value)" },
@@ -30,6 +31,7 @@ pub fn kinds() -> Vec<KindInfo> {
         KindInfo {
             name: "load.grid",
             version: 1,
+            random: false,
             summary: "One column holding a grid fixed in advance (e.g. the candidate prices of an auction).",
             params: &[
                 ParamDoc { name: "column", ty: "string", default: None, meaning: "name of the column" },
@@ -41,6 +43,7 @@ pub fn kinds() -> Vec<KindInfo> {
         KindInfo {
             name: "load.distribution",
             version: 1,
+            random: false,
             summary: "A discrete distribution p(x): printed (checked to be non-negative and to sum to 1), or counted from a column of its input (and jointly with a second column).",
             params: &[
                 ParamDoc { name: "probabilities", ty: "list of numbers", default: Some("—"), meaning: "p(x) in the order of `labels` (a printed distribution); or give `column`" },

@@ -53,6 +53,7 @@ pub fn kinds() -> Vec<KindInfo> {
         KindInfo {
             name: "near_optimal.rate",
             version: 1,
+            random: true,
             summary: "Algorithm 1 of Wu–He–Xia 2017 over a grid of δ and ε for one neighbour set V: per (δ, ε) the steps n to convergence, E|X| (closed form with the geometric tail), the staircase and Laplace E|X|, rate = E|X|(e^ε − 1)/(Δf e^(ε/2)) and the tail's probability. The sets I_i are built once and shared by every δ.",
             params: &[
                 SET_DOC,
@@ -66,6 +67,7 @@ pub fn kinds() -> Vec<KindInfo> {
         KindInfo {
             name: "near_optimal.convergence",
             version: 1,
+            random: true,
             summary: "Steps to convergence (Definition 2) of the sets R_i for one V over a grid of δ, with touching intervals merged (closed sets) and kept separate, beside the step predicted by the widest-gap formula; a_n, the largest number of intervals in one R_i (the paper's N) and their total.",
             params: &[
                 SET_DOC,
@@ -78,6 +80,7 @@ pub fn kinds() -> Vec<KindInfo> {
         KindInfo {
             name: "near_optimal.density",
             version: 1,
+            random: true,
             summary: "The noise densities of the Laplace mechanism (b = Δf/ε), the optimal staircase mechanism and Algorithm 1 for one (V, δ, ε) on [−range, range]; step densities are given at their breakpoints (left and right values), so lines draw them exactly. Columns: mechanism, panel (the mechanism and its E|X|), r, density, level (Algorithm 1; −1 otherwise).",
             params: &[
                 SET_DOC,
@@ -92,6 +95,7 @@ pub fn kinds() -> Vec<KindInfo> {
         KindInfo {
             name: "near_optimal.sample_mean",
             version: 1,
+            random: true,
             summary: "Algorithm 2's Monte-Carlo E|X| with a normal confidence interval against Algorithm 1's closed form, for both readings of its geometric variable (trials to the first success, j ≥ 1; failures before it, j ≥ 0).",
             params: &[
                 SET_DOC,
@@ -106,6 +110,7 @@ pub fn kinds() -> Vec<KindInfo> {
         KindInfo {
             name: "near_optimal.privacy",
             version: 1,
+            random: true,
             summary: "Measured privacy loss of Algorithm 1 for one (V, δ, ε), in exact arithmetic: the largest |level(r) − level(r − v)| over outputs r (random, and every boundary of the R_i with its neighbours) and shifts v ∈ ±V (its endpoints and random points), i.e. max |ln p(r)/p(r − v)|/ε; and ∫p through the partition of [0, a_n + Δf] by the R_i (checked for gaps and overlaps).",
             params: &[
                 SET_DOC,
@@ -121,6 +126,7 @@ pub fn kinds() -> Vec<KindInfo> {
         KindInfo {
             name: "near_optimal.best_delta",
             version: 1,
+            random: true,
             summary: "From a `near_optimal.rate` frame gathered over V: per set and ε, the δ of the grid with the smallest rate (the paper's δ* of problem (9), on the grid), that rate, and the share of the δ grid where rate < 1.",
             params: &[],
             gather: Gather::All,
@@ -129,6 +135,7 @@ pub fn kinds() -> Vec<KindInfo> {
         KindInfo {
             name: "near_optimal.trend",
             version: 1,
+            random: true,
             summary: "Whether rate moves with μ(V) or Δf as the paper concludes, measured on a `near_optimal.rate` frame gathered over V: sets sharing the other quantity are ordered by the varied one, and the ordering of their rates is checked at every (δ, ε) and, per ε, for the best δ of each set.",
             params: &[
                 ParamDoc { name: "vary", ty: "measure | sensitivity", default: None, meaning: "the quantity that orders the sets (the other one is held fixed)" },

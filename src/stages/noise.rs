@@ -26,6 +26,7 @@ pub fn kinds() -> Vec<KindInfo> {
         KindInfo {
             name: "mechanism.noise",
             version: 1,
+            random: true,
             summary: "Adds Laplace, Gaussian or geometric noise to a numeric column, `samples` times per row.",
             params: &[
                 ParamDoc { name: "column", ty: "string", default: None, meaning: "the numeric column f(x) to perturb" },
@@ -42,6 +43,7 @@ pub fn kinds() -> Vec<KindInfo> {
         KindInfo {
             name: "query.revenue",
             version: 1,
+            random: false,
             summary: "Revenue of posting each price to a set of bidders: price × #{bids ≥ price} (Dwork & Roth Example 3.5).",
             params: &[
                 ParamDoc { name: "price", ty: "string", default: Some("price"), meaning: "column of prices in the first input" },
@@ -54,6 +56,7 @@ pub fn kinds() -> Vec<KindInfo> {
         KindInfo {
             name: "query.argmax",
             version: 1,
+            random: false,
             summary: "The row with the largest value of a column (ties: the first), e.g. the optimal price.",
             params: &[ParamDoc { name: "column", ty: "string", default: None, meaning: "the column to maximise" }],
             gather: Gather::Nothing,

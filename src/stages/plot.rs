@@ -16,6 +16,7 @@ pub fn kinds() -> Vec<KindInfo> {
         KindInfo {
             name: "plot.lines",
             version: 1,
+            random: false,
             summary: "Lines (optionally with confidence bands) of y against x, one series per value of `series` and/or per y column, one panel per value of `facet`; log axes; labelled reference lines.",
             params: &[
                 ParamDoc { name: "x", ty: "string", default: None, meaning: "column on the x axis" },
@@ -41,6 +42,7 @@ pub fn kinds() -> Vec<KindInfo> {
         KindInfo {
             name: "plot.histogram",
             version: 1,
+            random: false,
             summary: "Histograms (as step outlines, so several series stay readable) of a numeric column, one per value of `series`, one panel per value of `facet`; counts or densities.",
             params: &[
                 ParamDoc { name: "column", ty: "string", default: None, meaning: "the numeric column to bin" },
@@ -60,6 +62,7 @@ pub fn kinds() -> Vec<KindInfo> {
         KindInfo {
             name: "plot.heatmap",
             version: 1,
+            random: false,
             summary: "A heatmap of z over (x, y) with a colour bar shared by all panels; optional contour line z = level.",
             params: &[
                 ParamDoc { name: "x", ty: "string", default: None, meaning: "column on the x axis" },

@@ -16,6 +16,7 @@ pub fn kinds() -> Vec<KindInfo> {
     vec![KindInfo {
         name: "report.table",
         version: 1,
+        random: false,
         summary: "A table (frame + Markdown): chosen columns of its input, optionally joined with the paper's printed numbers (columns paper_<c> and diff_<c> = ours − paper).",
         params: &[
             ParamDoc { name: "title", ty: "string", default: None, meaning: "heading of the Markdown table" },

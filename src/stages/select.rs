@@ -23,6 +23,7 @@ pub fn kinds() -> Vec<KindInfo> {
     vec![KindInfo {
         name: "mechanism.select",
         version: 1,
+        random: true,
         summary: "Private selection of a candidate by its utility: exponential mechanism, Report Noisy Max (Laplace), Report One-Sided Noisy Arg-Max (exponential noise), Gumbel-max. Outputs, per candidate: method, candidate, utility, probability (exact; empty when unknown), count and frequency of the Monte-Carlo draws.",
         params: SELECT_PARAMS,
         gather: Gather::Nothing,

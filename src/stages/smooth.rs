@@ -25,6 +25,7 @@ pub fn kinds() -> Vec<KindInfo> {
         KindInfo {
             name: "load.sample",
             version: 1,
+            random: true,
             summary: "n points in [−1, 1]^d, each coordinate 2·B − 1 with B ~ Beta(a, b) independently: a smooth density for rate experiments. Columns x1 … xd.",
             params: &[
                 ParamDoc { name: "n", ty: "integer ≥ 1", default: None, meaning: "number of points" },
@@ -37,6 +38,7 @@ pub fn kinds() -> Vec<KindInfo> {
         KindInfo {
             name: "query.smooth",
             version: 1,
+            random: false,
             summary: "Answers of random Gaussian-kernel-mixture queries (Huang 2014 eq. 2.1) on a point set (weighted by `weight` when present), for every σ at once. Output: sigma, query, answer.",
             params: QUERY_PARAMS,
             gather: Gather::Nothing,
@@ -45,6 +47,7 @@ pub fn kinds() -> Vec<KindInfo> {
         KindInfo {
             name: "evaluate.smooth_queries",
             version: 1,
+            random: false,
             summary: "Worst-case and mean absolute and relative error of a synthetic database (first input) on the queries, against their answers on the original data (second input: query.smooth). One row; the synthesis_* columns of the first input are carried along.",
             params: &[
                 ParamDoc { name: "queries", ty: "{count, per_query, seed}", default: None, meaning: "the same query family as the query.smooth stage that made the second input" },
@@ -353,6 +356,7 @@ pub fn verdict_kind() -> KindInfo {
     KindInfo {
         name: "report.verdict",
         version: 1,
+        random: false,
         summary: "A paper's table cell by cell beside our private runs, partial-noise runs and a no-noise floor, with a verdict per cell by a stated rule (within our 95% interval; explained by a stated cause; unexplained). Input: aggregate.summary rows with a variant column. Output `cells` (one row per paper cell, Markdown in the paper's layout) or `long` (for plot.lines).",
         params: &[
             ParamDoc { name: "title", ty: "string", default: None, meaning: "heading of the Markdown table" },

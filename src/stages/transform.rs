@@ -12,6 +12,7 @@ pub fn kinds() -> Vec<KindInfo> {
     vec![KindInfo {
         name: "frame.stack",
         version: 1,
+        random: false,
         summary: "Stacks its inputs' rows into one frame: the union of their columns (missing cells empty), optional per-input renames, and a `source` column naming the input each row came from.",
         params: &[
             ParamDoc { name: "rename", ty: "map stage → {old: new}", default: Some("{}"), meaning: "column renames applied to one input before stacking" },

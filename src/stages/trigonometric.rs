@@ -73,6 +73,7 @@ pub fn kinds() -> Vec<KindInfo> {
     vec![KindInfo {
         name: "mechanism.trigonometric",
         version: 1,
+        random: true,
         summary: "Synthetic database for smooth queries by the trigonometric mechanism (Huang 2014): mechanisms I/II on the full grid (Algorithms 4/5) or the improved I/II (Algorithms 9/10). Output: `weight` + the data columns + `synthesis_*` diagnostics.",
         params: &[
             ParamDoc { name: "variant", ty: "full | improved | grid_floor", default: Some("improved"), meaning: "Algorithms 4/5 (every basis function, the whole grid A^d; small d) or 9/10 (R bases, C ellipsoid points); grid_floor: the data snapped to A^d (N of the schedule) with count weights — no noise, not private: the floor the grid alone sets" },
