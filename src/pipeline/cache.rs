@@ -71,7 +71,6 @@ struct Meta {
     /// The format of an entry; entries of another format are misses.
     format: u32,
     kind: String,
-    seconds: f64,
     /// Bytes of the frame (0: a frame with no columns, of `height` rows).
     frame: usize,
     /// How the frame is written: [`crate::frames::encode`], or Parquet for column types
@@ -176,7 +175,9 @@ impl InstanceStore {
         Some(InstanceResult {
             frame,
             artifacts,
-            seconds: meta.seconds,
+            // Not stored: an entry's bytes depend on its key alone (compute times differ
+            // from run to run), and taking it from the store took no compute time.
+            seconds: 0.0,
         })
     }
 
@@ -207,7 +208,6 @@ impl InstanceStore {
         let meta = Meta {
             format: FORMAT,
             kind: kind.to_string(),
-            seconds: result.seconds,
             frame: frame_len,
             parquet,
             height: result.frame.height(),

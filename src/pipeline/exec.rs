@@ -126,7 +126,7 @@ impl Progress {
 pub struct InstanceResult {
     pub frame: DataFrame,
     pub artifacts: Vec<Artifact>,
-    /// Compute time (of the run that computed it, when it came from the store).
+    /// Compute time in this run (0 when it came from the store).
     pub seconds: f64,
 }
 
