@@ -14,6 +14,22 @@ use dplab::{data, limits, stages};
 #[global_allocator]
 static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+/// The instance store keeps its packs open while a run reads them: the soft limit on open
+/// files (often 1024) is raised to the hard one, as build tools do.
+fn raise_open_file_limit() {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit/setrlimit read and write the struct we own.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) == 0 && lim.rlim_cur < lim.rlim_max {
+            lim.rlim_cur = lim.rlim_max;
+            libc::setrlimit(libc::RLIMIT_NOFILE, &lim);
+        }
+    }
+}
+
 /// A line on stdout. When the reader has gone (`dplab list | head -1`), dplab ends quietly
 /// with exit 0, as ripgrep does, instead of panicking on the broken pipe.
 macro_rules! out {
@@ -379,6 +395,7 @@ enum GraphFormat {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    raise_open_file_limit();
     let default = if cli.quiet {
         "warn"
     } else {
