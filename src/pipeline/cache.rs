@@ -40,8 +40,11 @@ pub struct InstanceStore {
     root: PathBuf,
     /// Small entries not yet written.
     pending: Arc<Mutex<Pending>>,
-    /// The packs' indexes, read at the first lookup and extended by the packs this process
-    /// writes (so the next pipeline of a run finds them): key → (pack, offset, length).
+    /// Every entry's location: the packs' indexes and the names of the entry files, read at
+    /// the first lookup (so a miss costs no system call: a cold run of 10⁶ instances spent 3 s
+    /// failing to open files) and extended by what this process writes (so the next pipeline
+    /// of a run finds it). An entry another process stores later is not seen: its instance
+    /// runs again, with the same result.
     packed: Arc<RwLock<Option<PackIndex>>>,
 }
 
@@ -57,7 +60,8 @@ pub const PACK_ENTRIES: usize = 16384;
 /// …or when its oldest entry has waited this long.
 pub const PACK_WAIT: Duration = Duration::from_secs(2);
 
-type PackIndex = HashMap<[u8; 32], (Arc<Pack>, u64, u64)>;
+/// Where each stored key is: in a pack (pack, offset, length), or `None`: in its own file.
+type PackIndex = HashMap<[u8; 32], Option<(Arc<Pack>, u64, u64)>>;
 
 /// A pack, opened at its first read and kept open (a warm run of 10⁶ instances opened its
 /// packs 10⁶ times).
@@ -121,11 +125,11 @@ impl InstanceStore {
 
     /// Whether an entry for `key` exists (without reading it).
     pub fn contains(&self, key: &str) -> bool {
-        key_bytes(key).is_some_and(|k| self.in_pack(&k).is_some()) || self.entry(key).is_file()
+        key_bytes(key).is_some_and(|k| self.locate(&k).is_some())
     }
 
-    /// Where a pack holds `key`, reading the packs' indexes at the first call.
-    fn in_pack(&self, key: &[u8; 32]) -> Option<(Arc<Pack>, u64, u64)> {
+    /// Where `key` is stored, if anywhere, reading the store's indexes at the first call.
+    fn locate(&self, key: &[u8; 32]) -> Option<Option<(Arc<Pack>, u64, u64)>> {
         {
             let r = self.packed.read().unwrap_or_else(|e| e.into_inner());
             if let Some(map) = r.as_ref() {
@@ -135,10 +139,15 @@ impl InstanceStore {
         let mut w = self.packed.write().unwrap_or_else(|e| e.into_inner());
         let map = w.get_or_insert_with(|| {
             let mut map = PackIndex::new();
+            for e in self.entries().into_iter().filter(|e| !e.packed) {
+                if let Some(k) = key_bytes(&e.key) {
+                    map.insert(k, None);
+                }
+            }
             for (pack, entries) in read_packs(&self.root) {
                 let pack = Pack::new(pack);
                 for (k, off, len) in entries {
-                    map.insert(k, (pack.clone(), off, len));
+                    map.insert(k, Some((pack.clone(), off, len)));
                 }
             }
             map
@@ -148,7 +157,7 @@ impl InstanceStore {
 
     /// The bytes of `key`'s entry, from a pack or its own file.
     fn read(&self, key: &str) -> Option<Vec<u8>> {
-        if let Some((pack, off, len)) = key_bytes(key).and_then(|k| self.in_pack(&k)) {
+        if let Some((pack, off, len)) = self.locate(&key_bytes(key)?)? {
             use std::os::unix::fs::FileExt;
             let f = pack
                 .file
@@ -260,7 +269,17 @@ impl InstanceStore {
         }
         let final_path = self.entry(key);
         self.place(&entry, &final_path)
-            .with_context(|| format!("storing {}", final_path.display()))
+            .with_context(|| format!("storing {}", final_path.display()))?;
+        if let (Some(k), Some(map)) = (
+            key_bytes(key),
+            self.packed
+                .write()
+                .unwrap_or_else(|e| e.into_inner())
+                .as_mut(),
+        ) {
+            map.entry(k).or_insert(None);
+        }
+        Ok(())
     }
 
     /// Writes the small entries gathered so far as a pack. A run calls this at its end
@@ -302,7 +321,7 @@ impl InstanceStore {
         {
             let pack = Pack::new(pack.clone());
             for (k, off, len) in index {
-                map.insert(*k, (pack.clone(), *off, *len));
+                map.insert(*k, Some((pack.clone(), *off, *len)));
             }
         }
         let mut idx = Vec::with_capacity(4 + index.len() * 48);
