@@ -130,14 +130,17 @@ pub fn decode(bytes: &[u8]) -> Result<DataFrame> {
                     h.checked_mul(W)
                         .ok_or_else(|| anyhow::anyhow!("overflow"))?,
                 )?;
-                let vals: Vec<Option<$t>> = (0..h)
-                    .map(|i| {
-                        ok(i).then(|| {
-                            <$t>::from_le_bytes(b[i * W..(i + 1) * W].try_into().expect("width"))
-                        })
-                    })
-                    .collect();
-                Column::new(name.into(), vals)
+                let at = |i: usize| {
+                    <$t>::from_le_bytes(b[i * W..(i + 1) * W].try_into().expect("width"))
+                };
+                // Without nulls, no validity mask: the frame a run computed has none either.
+                if valid.is_none() {
+                    let vals: Vec<$t> = (0..h).map(at).collect();
+                    Column::new(name.into(), vals)
+                } else {
+                    let vals: Vec<Option<$t>> = (0..h).map(|i| ok(i).then(|| at(i))).collect();
+                    Column::new(name.into(), vals)
+                }
             }};
         }
         let col = match tag {
