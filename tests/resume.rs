@@ -24,7 +24,7 @@
 //! landed.
 
 mod common;
-use common::{text, write};
+use common::{manifest_counts, text, write};
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
@@ -220,22 +220,6 @@ fn manifest_keys(results: &Path) -> Keys {
                 s["name"].as_str().unwrap().to_string(),
                 keys.map(|i| i["key"].as_str().unwrap().to_string())
                     .collect(),
-            )
-        })
-        .collect()
-}
-
-/// Per stage: (instances run, instances from the store).
-fn manifest_counts(results: &Path) -> Vec<(String, u64, u64)> {
-    manifest(results)["stages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| {
-            (
-                s["name"].as_str().unwrap().to_string(),
-                s["instances_run"].as_u64().unwrap(),
-                s["instances_cached"].as_u64().unwrap(),
             )
         })
         .collect()

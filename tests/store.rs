@@ -3,7 +3,7 @@
 //! `--no-store`, a killed run, and two runs sharing one store at once.
 
 mod common;
-use common::text;
+use common::{manifest_counts as counts, text};
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Output;
@@ -75,24 +75,6 @@ impl Env {
     fn results(&self, out: &str) -> PathBuf {
         self.dir.path().join(out).join("cached")
     }
-}
-
-/// Per stage: (instances run, instances from the store).
-fn counts(results: &Path) -> Vec<(String, u64, u64)> {
-    let m: serde_json::Value =
-        serde_json::from_slice(&fs::read(results.join("manifest.json")).unwrap()).unwrap();
-    m["stages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| {
-            (
-                s["name"].as_str().unwrap().to_string(),
-                s["instances_run"].as_u64().unwrap(),
-                s["instances_cached"].as_u64().unwrap(),
-            )
-        })
-        .collect()
 }
 
 fn run_counts(results: &Path) -> Vec<(String, u64)> {

@@ -38,3 +38,23 @@ pub fn text(o: &std::process::Output) -> String {
         String::from_utf8_lossy(&o.stderr)
     )
 }
+
+/// Per stage of a results directory's manifest: (name, instances run, instances from the
+/// store).
+#[allow(dead_code)] // only the store tests read these counts
+pub fn manifest_counts(results: &std::path::Path) -> Vec<(String, u64, u64)> {
+    let m: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(results.join("manifest.json")).unwrap()).unwrap();
+    m["stages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            (
+                s["name"].as_str().unwrap().to_string(),
+                s["instances_run"].as_u64().unwrap(),
+                s["instances_cached"].as_u64().unwrap(),
+            )
+        })
+        .collect()
+}
