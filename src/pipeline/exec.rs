@@ -258,6 +258,10 @@ struct StageState {
     artifacts: Mutex<Vec<(usize, Vec<Artifact>)>>,
     seconds: Mutex<Vec<f64>>,
     cached: AtomicUsize,
+    /// What every instance's `Ctx` says of the inputs: their stage names, and the axes the
+    /// engine put on them (the same for every instance of the stage, so worked out once).
+    input_names: Vec<String>,
+    axis_names: Vec<String>,
 }
 
 /// The run's shared state: every instance has a global id (`offset[stage] + index`).
@@ -470,6 +474,22 @@ impl<'a> Run<'a> {
                 artifacts: Mutex::new(Vec::new()),
                 seconds: Mutex::new(vec![0.0; s.instances.len()]),
                 cached: AtomicUsize::new(0),
+                input_names: s
+                    .inputs
+                    .iter()
+                    .map(|&i| plan.stages[i].name.clone())
+                    .collect(),
+                axis_names: {
+                    let mut names: Vec<String> = Vec::new();
+                    for &up in &s.inputs {
+                        for a in &plan.stages[up].axes {
+                            if !names.contains(a) {
+                                names.push(a.clone());
+                            }
+                        }
+                    }
+                    names
+                },
             })
             .collect();
         Run {
@@ -695,23 +715,11 @@ impl<'a> Run<'a> {
             };
             inputs.push(frame);
         }
-        let input_names: Vec<String> = stage
-            .inputs
-            .iter()
-            .map(|&i| plan.stages[i].name.clone())
-            .collect();
-        let mut axis_names: Vec<String> = Vec::new();
-        for &up in &stage.inputs {
-            for a in &plan.stages[up].axes {
-                if !axis_names.contains(a) {
-                    axis_names.push(a.clone());
-                }
-            }
-        }
+        let st = &self.stages[si];
         let mut ctx = Ctx {
             inputs: &inputs,
-            axis_names: &axis_names,
-            input_names: &input_names,
+            axis_names: &st.axis_names,
+            input_names: &st.input_names,
             rng: rng_from_seed(inst.seed),
             seed: inst.seed,
             files: &plan.files,
