@@ -60,8 +60,9 @@ pub const PACK_ENTRIES: usize = 16384;
 /// …or when its oldest entry has waited this long.
 pub const PACK_WAIT: Duration = Duration::from_secs(2);
 
-/// Where each stored key is: in a pack (pack, offset, length), or `None`: in its own file.
-type PackIndex = HashMap<[u8; 32], Option<(Arc<Pack>, u64, u64)>>;
+/// Where a stored key is: in a pack (pack, offset, length), or `None`: in its own file.
+type Location = Option<(Arc<Pack>, u64, u64)>;
+type PackIndex = HashMap<[u8; 32], Location>;
 
 /// A pack, opened at its first read and kept open (a warm run of 10⁶ instances opened its
 /// packs 10⁶ times).
@@ -84,6 +85,15 @@ struct Pending {
     bytes: Vec<u8>,
     index: Vec<PackRecord>,
     since: Option<Instant>,
+}
+
+impl Pending {
+    /// Whether these entries should be written as a pack now.
+    fn due(&self) -> bool {
+        self.bytes.len() >= PACK_BYTES
+            || self.index.len() >= PACK_ENTRIES
+            || self.since.is_some_and(|t| t.elapsed() >= PACK_WAIT)
+    }
 }
 
 #[derive(Serialize, Deserialize)]
@@ -129,7 +139,7 @@ impl InstanceStore {
     }
 
     /// Where `key` is stored, if anywhere, reading the store's indexes at the first call.
-    fn locate(&self, key: &[u8; 32]) -> Option<Option<(Arc<Pack>, u64, u64)>> {
+    fn locate(&self, key: &[u8; 32]) -> Option<Location> {
         {
             let r = self.packed.read().unwrap_or_else(|e| e.into_inner());
             if let Some(map) = r.as_ref() {
@@ -251,35 +261,38 @@ impl InstanceStore {
         entry.extend_from_slice(&body);
         if entry.len() < SMALL && result.seconds < SLOW {
             if let Some(k) = key_bytes(key) {
-                let mut p = self.pending.lock().unwrap_or_else(|e| e.into_inner());
-                let off = p.bytes.len() as u64;
-                p.bytes.extend_from_slice(&entry);
-                p.index.push((k, off, entry.len() as u64));
-                let since = *p.since.get_or_insert_with(Instant::now);
-                if p.bytes.len() >= PACK_BYTES
-                    || p.index.len() >= PACK_ENTRIES
-                    || since.elapsed() >= PACK_WAIT
                 {
-                    let full = std::mem::take(&mut *p);
-                    drop(p);
-                    return self.write_pack(&full.bytes, &full.index);
+                    let mut p = self.pending.lock().unwrap_or_else(|e| e.into_inner());
+                    let off = p.bytes.len() as u64;
+                    p.bytes.extend_from_slice(&entry);
+                    p.index.push((k, off, entry.len() as u64));
+                    p.since.get_or_insert_with(Instant::now);
                 }
-                return Ok(());
+                return self.flush_if(Pending::due);
             }
         }
         let final_path = self.entry(key);
         self.place(&entry, &final_path)
             .with_context(|| format!("storing {}", final_path.display()))?;
-        if let (Some(k), Some(map)) = (
-            key_bytes(key),
-            self.packed
-                .write()
-                .unwrap_or_else(|e| e.into_inner())
-                .as_mut(),
-        ) {
-            map.entry(k).or_insert(None);
+        if let Some(k) = key_bytes(key) {
+            self.remember([(k, None)]);
         }
         Ok(())
+    }
+
+    /// Adds what this process stored to the index, once the index has been read (before,
+    /// reading it finds them on disk).
+    fn remember(&self, located: impl IntoIterator<Item = ([u8; 32], Location)>) {
+        if let Some(map) = self
+            .packed
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_mut()
+        {
+            for (k, at) in located {
+                map.insert(k, at);
+            }
+        }
     }
 
     /// Writes the small entries gathered so far as a pack. A run calls this at its end
@@ -288,9 +301,9 @@ impl InstanceStore {
         self.flush_if(|_| true)
     }
 
-    /// [`Self::flush`] when the oldest entry waiting has waited [`PACK_WAIT`].
+    /// [`Self::flush`] when the entries waiting are due for a pack ([`Pending::due`]).
     pub fn flush_old(&self) -> Result<()> {
-        self.flush_if(|p| p.since.is_some_and(|t| t.elapsed() >= PACK_WAIT))
+        self.flush_if(Pending::due)
     }
 
     fn flush_if(&self, when: impl Fn(&Pending) -> bool) -> Result<()> {
@@ -313,17 +326,12 @@ impl InstanceStore {
         let pack = dir.join(format!("{name}.pack"));
         self.place(bytes, &pack)
             .with_context(|| format!("storing {}", pack.display()))?;
-        if let Some(map) = self
-            .packed
-            .write()
-            .unwrap_or_else(|e| e.into_inner())
-            .as_mut()
-        {
-            let pack = Pack::new(pack.clone());
-            for (k, off, len) in index {
-                map.insert(*k, Some((pack.clone(), *off, *len)));
-            }
-        }
+        let pack = Pack::new(pack);
+        self.remember(
+            index
+                .iter()
+                .map(|(k, off, len)| (*k, Some((pack.clone(), *off, *len)))),
+        );
         let mut idx = Vec::with_capacity(4 + index.len() * 48);
         idx.extend_from_slice(IDX_MAGIC);
         for (k, off, len) in index {
