@@ -390,12 +390,22 @@ impl serde::Serialize for StageEntry<'_> {
         }
         m.serialize_entry(
             "seeds",
-            &Each(self.1.instances.iter().map(|i| {
-                json!({"instance": i.label, "seed": format!("{:032x}", i.seed), "key": i.store_key})
+            &Each(self.1.instances.iter().map(|i| Seed {
+                instance: &i.label,
+                seed: format!("{:032x}", i.seed),
+                key: &i.store_key,
             })),
         )?;
         m.end()
     }
+}
+
+/// One instance in the manifest.
+#[derive(serde::Serialize)]
+struct Seed<'a> {
+    instance: &'a str,
+    seed: String,
+    key: &'a str,
 }
 
 /// A sequence serialized from an iterator, one item at a time.
