@@ -7,14 +7,20 @@ JOBS ?= 2
 MIRROR ?= $(wildcard ../shared/datasets)
 export DPLAB_DATA_MIRROR ?= $(if $(MIRROR),$(abspath $(MIRROR)),)
 
-.PHONY: build run-all test golden bench lint fuzz clean
+.PHONY: build run-all report test browser-test golden bench lint fuzz clean
 
 build:
 	$(CARGO) build --release --locked
 
-## Reproduce every experiment: writes results/<pipeline>/.
+## Reproduce every experiment: writes results/<pipeline>/, then results/index.html (the report,
+## also when a pipeline failed: it shows what there is; the exit status is the run's).
 run-all: build
-	$(DPLAB) run pipelines/ --out results --skip-unavailable
+	status=0; $(DPLAB) run pipelines/ --out results --skip-unavailable || status=$$?; \
+	$(DPLAB) report results --pipelines pipelines/ && exit $$status
+
+## results/index.html from what results/ holds now.
+report: build
+	$(DPLAB) report results --pipelines pipelines/
 
 ## Unit and integration tests, then every pipeline under --profile ci compared with tests/golden/.
 ## Every run here uses a fresh instance store, so nothing passes because of stored work.
@@ -23,6 +29,14 @@ test: build
 	DPLAB_STORE=$(abspath target/test-store) $(CARGO) test --release --locked
 	$(DPLAB) run pipelines/ --profile ci --out target/ci-results --jobs $(JOBS) --skip-unavailable --store target/ci-store
 	$(DPLAB) compare target/ci-results tests/golden $(if $(DPLAB_DATA_MIRROR),,--allow-missing)
+	tests/browser/run.sh target/ci-results pipelines
+
+## The report in a real browser: Debian's Chromium (installed with apt-get when missing, as root),
+## headless, on target/ci-results (made by `make test`; run that first). Fails if an experiment has
+## no section, a figure does not load, the page logs an error or its counts differ from the
+## frames. Screenshots: target/report-screenshot.png and target/report-screenshot-full.png.
+browser-test: build
+	tests/browser/run.sh target/ci-results pipelines
 
 ## Regenerate tests/golden/ (only the CSV frames are kept) and its lock tests/golden/VERSIONS.
 ## Refuses (and changes nothing) when a frame changed while its stage's store keys did not (a
@@ -66,4 +80,4 @@ lint:
 	$(CARGO) clippy --all-targets --locked -- -D warnings
 
 clean:
-	rm -rf target/ci-results target/golden
+	rm -rf target/ci-results target/golden target/browser-test

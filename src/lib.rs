@@ -13,6 +13,7 @@ pub mod mech;
 pub mod pipeline;
 pub mod plot;
 pub mod regular;
+pub mod report;
 pub mod stages;
 pub mod text;
 pub mod yaml;

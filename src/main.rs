@@ -214,6 +214,24 @@ or wrong, 2 bad input."
         #[arg(long, value_name = "DIR", global = true)]
         store: Option<PathBuf>,
     },
+    /// Write RESULTS_DIR/index.html: one page with every experiment, the paper's numbers beside
+    /// ours and where they differ.
+    #[command(
+        after_help = "Examples:\n  dplab report results --pipelines pipelines/\n  dplab report target/ci-results\n\n\
+The page is self-contained and works offline from the file system (figures are referenced by\n\
+relative paths). With --pipelines, experiments without results are listed too: as \"data not\n\
+available\" with the command that gets the data, or as \"not run\".\n\
+Exit codes: 0 written, 1 written but the results are damaged (listed on the page and here), 2 bad input."
+    )]
+    Report {
+        /// A results root (the --out of `dplab run`).
+        results: PathBuf,
+        /// Pipeline files or directories: every experiment they define gets a section.
+        #[arg(long, value_name = "PATH")]
+        pipelines: Vec<PathBuf>,
+        #[command(flatten)]
+        loc: DataLoc,
+    },
     /// Compare two results directories frame by frame (columns, keys, values within tolerance).
     #[command(
         after_help = "Examples:\n  dplab compare results/dr-pumpkin tests/golden/dr-pumpkin\n  \
@@ -420,7 +438,10 @@ fn main() -> ExitCode {
     STATUS_IS_VERDICT.store(
         matches!(
             cli.command,
-            Command::Run { .. } | Command::Validate { .. } | Command::Compare { .. }
+            Command::Run { .. }
+                | Command::Validate { .. }
+                | Command::Compare { .. }
+                | Command::Report { .. }
         ),
         Ordering::Relaxed,
     );
@@ -459,6 +480,14 @@ fn main() -> ExitCode {
             data_cmd(action)
         }
         Command::Validate { paths, common } => validate(&paths, &common),
+        Command::Report {
+            results,
+            pipelines,
+            loc,
+        } => {
+            loc.install();
+            report_cmd(&results, &pipelines)
+        }
         Command::List { kind } => list(kind.as_deref()),
         Command::Graph {
             path,
@@ -941,6 +970,101 @@ fn compare_cmd(a: &Path, b: &Path, tol: compare::Tolerance, allow_missing: bool)
         );
         ExitCode::SUCCESS
     }
+}
+
+/// `dplab report RESULTS [--pipelines …]`.
+fn report_cmd(results: &Path, pipelines: &[PathBuf]) -> ExitCode {
+    let files = if pipelines.is_empty() {
+        Vec::new()
+    } else {
+        match pipeline_files(pipelines) {
+            Ok(f) => f,
+            Err(e) => {
+                errln!("error: {e}");
+                return ExitCode::from(2);
+            }
+        }
+    };
+    let mut expected = Vec::new();
+    for f in &files {
+        match spec::load(f) {
+            Ok(s) => expected.push(dplab::report::Expected {
+                file: f.clone(),
+                missing_data: missing_datasets(&s.raw),
+                name: s.raw.name,
+                title: s.raw.title,
+                paper: s.raw.source.paper,
+                item: s.raw.source.item,
+                description: s.raw.description,
+            }),
+            Err(e) => {
+                errln!("error: {e}");
+                return ExitCode::from(2);
+            }
+        }
+    }
+    match dplab::report::write(results, &expected) {
+        Ok(w) => {
+            let s = &w.summary;
+            out!(
+                "wrote {}: {} experiments ({} with results, {} without data, {} not run, {} damaged); {} printed numbers compared: {} agree, {} differ ({} explained)",
+                w.path.display(),
+                s.experiments,
+                s.with_results,
+                s.unavailable,
+                s.not_run,
+                s.damaged,
+                s.compared,
+                s.agree,
+                s.differ,
+                s.explained
+            );
+            for p in &w.problems {
+                errln!("error: {p}");
+            }
+            if w.problems.is_empty() {
+                ExitCode::SUCCESS
+            } else {
+                errln!(
+                    "{} problem(s) in {} (shown on the page too)",
+                    w.problems.len(),
+                    results.display()
+                );
+                ExitCode::from(1)
+            }
+        }
+        Err(e) => {
+            errln!("error: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// The datasets a pipeline loads that are neither in the cache nor in the mirror.
+fn missing_datasets(raw: &spec::RawPipeline) -> Vec<String> {
+    let Ok(reg) = data::Registry::current() else {
+        return Vec::new();
+    };
+    let loc = data::Locations::current();
+    let mut out: Vec<String> = Vec::new();
+    for st in raw.stages.values().filter(|s| s.kind == "load.dataset") {
+        let name = st
+            .with
+            .as_ref()
+            .and_then(|w| w.get("dataset"))
+            .and_then(|d| d.as_str());
+        let Some(name) = name else { continue };
+        let missing = data::status(reg, loc, Some(name)).iter().any(|f| {
+            !matches!(
+                f.state,
+                data::FileState::Cached(_) | data::FileState::Mirrored(_)
+            )
+        });
+        if missing && !out.iter().any(|o| o == name) {
+            out.push(name.to_string());
+        }
+    }
+    out
 }
 
 /// `dplab data …`.

@@ -9,22 +9,25 @@ use indexmap::IndexMap;
 use polars::prelude::*;
 use serde::Deserialize;
 
-use super::frame::{column, read_csv, str_col};
+use super::frame::{column, str_col};
 use super::{build, Artifact, Ctx, Gather, KindInfo, Output, ParamDoc, ParamError, Stage};
 
 pub fn kinds() -> Vec<KindInfo> {
     vec![KindInfo {
         name: "report.table",
-        version: 1,
+        version: 2,
         random: false,
-        summary: "A table (frame + Markdown): chosen columns of its input, optionally joined with the paper's printed numbers (columns paper_<c> and diff_<c> = ours − paper).",
+        summary: "A table (frame + Markdown + a layout for the HTML report): chosen columns of its input, optionally joined with the paper's printed numbers (columns paper_<c>, diff_<c> = ours − paper and verdict_<c>: agrees within the paper's printed precision, within CI when the printed value meets our interval, else differs).",
         params: &[
             ParamDoc { name: "title", ty: "string", default: None, meaning: "heading of the Markdown table" },
             ParamDoc { name: "columns", ty: "list of strings", default: Some("all"), meaning: "columns to show, in order" },
+            ParamDoc { name: "headers", ty: "map column → text", default: Some("{}"), meaning: "human column headers (e.g. lambda: λ, distortion: D); a compared column c shows as `H (ours)`, `H (paper)`, `Δ H`, `verdict`" },
             ParamDoc { name: "digits", ty: "integer", default: Some("4"), meaning: "significant digits in the Markdown" },
-            ParamDoc { name: "paper", ty: "path", default: Some("—"), meaning: "CSV of the paper's numbers, relative to the pipeline file" },
+            ParamDoc { name: "paper", ty: "path", default: Some("—"), meaning: "CSV of the paper's numbers, relative to the pipeline file; a value stands for ± half a unit of its last printed digit" },
             ParamDoc { name: "join", ty: "list of strings", default: Some("[]"), meaning: "key columns shared by our table and the paper's" },
             ParamDoc { name: "compare", ty: "map ours → paper column", default: Some("{}"), meaning: "which of our columns the paper's columns correspond to" },
+            ParamDoc { name: "ci", ty: "map ours → [lo, hi]", default: Some("{}"), meaning: "columns holding our 95% interval of a stochastic value: the paper's value meeting it is `within CI`" },
+            ParamDoc { name: "explain", ty: "list of {where, column, text}", default: Some("[]"), meaning: "one-line explanations of known differences: `where` maps key columns to values, `column` (optional) names the compared column; shown in column `explanation` of the rows that differ" },
             ParamDoc { name: "notes", ty: "string", default: Some("—"), meaning: "text printed under the table (how to read it, deviations)" },
         ],
         gather: Gather::All,
@@ -38,6 +41,8 @@ struct Table {
     title: String,
     #[serde(default)]
     columns: Option<Vec<String>>,
+    #[serde(default)]
+    headers: IndexMap<String, String>,
     #[serde(default = "digits")]
     digits: usize,
     #[serde(default)]
@@ -47,12 +52,32 @@ struct Table {
     #[serde(default)]
     compare: IndexMap<String, String>,
     #[serde(default)]
+    ci: IndexMap<String, [String; 2]>,
+    #[serde(default)]
+    explain: Vec<Explain>,
+    #[serde(default)]
     notes: Option<String>,
+}
+
+/// A known difference and its one-line reason.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Explain {
+    #[serde(rename = "where", default)]
+    at: IndexMap<String, serde_yaml_ng::Value>,
+    #[serde(default)]
+    column: Option<String>,
+    text: String,
 }
 
 fn digits() -> usize {
     4
 }
+
+/// The verdicts a compared cell can get, as written in `verdict_<c>`.
+pub const AGREES: &str = "agrees";
+pub const WITHIN_CI: &str = "within CI";
+pub const DIFFERS: &str = "differs";
 
 impl Stage for Table {
     fn validate(&self) -> Result<(), ParamError> {
@@ -72,6 +97,53 @@ impl Stage for Table {
                 "with `paper`, give `join` (key columns) and `compare` (ours → paper columns)",
             ));
         }
+        if self.paper.is_none() && (!self.ci.is_empty() || !self.explain.is_empty()) {
+            return Err(ParamError::at(
+                if self.ci.is_empty() { "explain" } else { "ci" },
+                "`ci` and `explain` judge comparisons with the paper: give `paper` too",
+            ));
+        }
+        for ours in self.ci.keys() {
+            if !self.compare.contains_key(ours) {
+                return Err(ParamError::at(
+                    &format!("ci.{ours}"),
+                    format!("`{ours}` is not compared with the paper (not a key of `compare`)"),
+                ));
+            }
+        }
+        for (i, e) in self.explain.iter().enumerate() {
+            if e.text.trim().is_empty() || e.text.contains('\n') {
+                return Err(ParamError::at(
+                    &format!("explain.{i}.text"),
+                    "an explanation is one non-empty line",
+                ));
+            }
+            if let Some(c) = &e.column {
+                if !self.compare.contains_key(c) {
+                    return Err(ParamError::at(
+                        &format!("explain.{i}.column"),
+                        format!("`{c}` is not compared with the paper (not a key of `compare`)"),
+                    ));
+                }
+            }
+            for (k, v) in &e.at {
+                if !self.join.contains(k) {
+                    return Err(ParamError::at(
+                        &format!("explain.{i}.where.{k}"),
+                        format!(
+                            "`{k}` is not a key column (give one of `join`: {:?})",
+                            self.join
+                        ),
+                    ));
+                }
+                if key_text(v).is_none() {
+                    return Err(ParamError::at(
+                        &format!("explain.{i}.where.{k}"),
+                        "a key value is a number or a string",
+                    ));
+                }
+            }
+        }
         Ok(())
     }
 
@@ -88,8 +160,33 @@ impl Stage for Table {
             }
             df = df.select(cols.iter().map(|s| s.as_str()))?;
         }
+        let mut layout = Layout {
+            title: self.title.clone(),
+            notes: self.notes.clone(),
+            digits: self.digits,
+            columns: Vec::new(),
+        };
+        let header = |c: &str| {
+            self.headers
+                .get(c)
+                .cloned()
+                .unwrap_or_else(|| c.to_string())
+        };
+        for name in df.get_column_names() {
+            let name = name.to_string();
+            let role = if self.join.contains(&name) {
+                "key"
+            } else {
+                "value"
+            };
+            layout.columns.push(LayoutColumn {
+                header: header(&name),
+                role,
+                name,
+            });
+        }
         if let Some(paper) = &self.paper {
-            let pdf = read_csv(ctx.file(paper)?).map_err(|e| {
+            let printed = Printed::read(ctx.file(paper)?).map_err(|e| {
                 anyhow::anyhow!("reading the paper's table {}: {e}", paper.display())
             })?;
             let ours_keys: Vec<Vec<String>> = self
@@ -97,50 +194,219 @@ impl Stage for Table {
                 .iter()
                 .map(|k| str_col(&df, k))
                 .collect::<Result<_>>()?;
-            let paper_keys: Vec<Vec<String>> = self
+            let paper_keys: Vec<&[String]> = self
                 .join
                 .iter()
-                .map(|k| str_col(&pdf, k))
+                .map(|k| printed.column(k))
                 .collect::<Result<_>>()?;
-            for (ours, theirs) in &self.compare {
-                // Our cell may be empty (e.g. a dataset not on this machine): no difference then.
-                let mine = super::frame::f64_col_or_nan(&df, ours)?;
-                // The paper may print a number on some rows only.
-                let printed = super::frame::f64_col_or_nan(&pdf, theirs)?;
-                let mut pv = Vec::with_capacity(df.height());
-                for row in 0..df.height() {
-                    let hit = (0..pdf.height()).find(|&pr| {
+            let hits: Vec<Option<usize>> = (0..df.height())
+                .map(|row| {
+                    (0..printed.rows).find(|&pr| {
                         ours_keys
                             .iter()
                             .zip(&paper_keys)
                             .all(|(a, b)| same_key(&a[row], &b[pr]))
+                    })
+                })
+                .collect();
+            let mut explanations: Vec<Option<String>> = vec![None; df.height()];
+            for (ours, theirs) in &self.compare {
+                // Our cell may be empty (e.g. a dataset not on this machine): no difference then.
+                let mine = super::frame::f64_col_or_nan(&df, ours)?;
+                let interval = match self.ci.get(ours) {
+                    Some([lo, hi]) => Some((
+                        super::frame::f64_col_or_nan(&df, lo)?,
+                        super::frame::f64_col_or_nan(&df, hi)?,
+                    )),
+                    None => None,
+                };
+                // The paper may print a number on some rows only.
+                let texts = printed.column(theirs)?;
+                let mut pv = Vec::with_capacity(df.height());
+                let mut diff = Vec::with_capacity(df.height());
+                let mut verdict = Vec::with_capacity(df.height());
+                for (row, hit) in hits.iter().enumerate() {
+                    let cell = hit.and_then(|pr| printed_value(&texts[pr]));
+                    let m = mine[row];
+                    let judged = cell.filter(|_| m.is_finite());
+                    pv.push(cell.map(|(v, _)| v));
+                    diff.push(judged.map(|(v, _)| m - v));
+                    let v = judged.map(|(v, half)| {
+                        let ci = interval.as_ref().map(|(lo, hi)| (lo[row], hi[row]));
+                        judge(m, v, half, ci)
                     });
-                    pv.push(hit.map(|pr| printed[pr]).filter(|v| v.is_finite()));
+                    if v == Some(DIFFERS) && explanations[row].is_none() {
+                        explanations[row] = self.explanation(&df, row, ours)?;
+                    }
+                    verdict.push(v);
                 }
-                let diff: Vec<Option<f64>> = pv
-                    .iter()
-                    .zip(&mine)
-                    .map(|(p, m)| p.filter(|_| m.is_finite()).map(|p| m - p))
-                    .collect();
                 df.with_column(Column::new(format!("paper_{ours}").into(), pv))?;
                 df.with_column(Column::new(format!("diff_{ours}").into(), diff))?;
+                df.with_column(Column::new(format!("verdict_{ours}").into(), verdict))?;
+                let h = header(ours);
+                let at = layout
+                    .columns
+                    .iter()
+                    .position(|c| &c.name == ours)
+                    .ok_or_else(|| anyhow::anyhow!("`{ours}` is not among the table's columns"))?;
+                layout.columns[at].header = format!("{h} (ours)");
+                layout.columns[at].role = "ours";
+                layout.columns.splice(
+                    at + 1..at + 1,
+                    [
+                        LayoutColumn {
+                            name: format!("paper_{ours}"),
+                            header: format!("{h} (paper)"),
+                            role: "paper",
+                        },
+                        LayoutColumn {
+                            name: format!("diff_{ours}"),
+                            header: format!("Δ {h}"),
+                            role: "diff",
+                        },
+                        LayoutColumn {
+                            name: format!("verdict_{ours}"),
+                            header: "verdict".into(),
+                            role: "verdict",
+                        },
+                    ],
+                );
+            }
+            if explanations.iter().any(Option::is_some) {
+                df.with_column(Column::new("explanation".into(), explanations))?;
+                layout.columns.push(LayoutColumn {
+                    name: "explanation".into(),
+                    header: "why it differs".into(),
+                    role: "explanation",
+                });
             }
         }
-        let md = markdown(
-            &df,
-            &self.title,
-            self.digits,
-            self.notes.as_deref(),
-            ctx.stage,
-        )?;
+        let md = markdown(&df, &layout, ctx.stage)?;
+        let json = serde_json::to_vec_pretty(&layout)?;
         Ok(Output {
             frame: df,
-            artifacts: vec![Artifact {
-                ext: "md",
-                bytes: md.into_bytes(),
-            }],
+            artifacts: vec![
+                Artifact {
+                    ext: "md",
+                    bytes: md.into_bytes(),
+                },
+                Artifact {
+                    ext: "json",
+                    bytes: json,
+                },
+            ],
         })
     }
+}
+
+impl Table {
+    /// The first explanation whose `where` matches the row and whose column (if named) is `ours`.
+    fn explanation(&self, df: &DataFrame, row: usize, ours: &str) -> Result<Option<String>> {
+        for e in &self.explain {
+            if e.column.as_deref().is_some_and(|c| c != ours) {
+                continue;
+            }
+            let mut all = true;
+            for (k, v) in &e.at {
+                let cell = str_col(df, k)?;
+                all &= key_text(v).is_some_and(|t| same_key(&cell[row], &t));
+            }
+            if all {
+                return Ok(Some(e.text.trim().to_string()));
+            }
+        }
+        Ok(None)
+    }
+}
+
+/// A key value written in YAML, as text.
+fn key_text(v: &serde_yaml_ng::Value) -> Option<String> {
+    match v {
+        serde_yaml_ng::Value::String(s) => Some(s.clone()),
+        serde_yaml_ng::Value::Number(n) => Some(n.to_string()),
+        serde_yaml_ng::Value::Bool(b) => Some(b.to_string()),
+        _ => None,
+    }
+}
+
+/// The verdict on our value `ours` against the paper's printed `paper`, which stands for
+/// [paper − half, paper + half]: agrees when ours rounds to what was printed; within CI when
+/// that printed interval meets our 95% interval `ci`; else differs.
+pub fn judge(ours: f64, paper: f64, half: f64, ci: Option<(f64, f64)>) -> &'static str {
+    // Rounding of the printed text itself (0.1 is not exact in binary) must not decide.
+    let slack = half * 1e-9 + f64::EPSILON * paper.abs().max(ours.abs());
+    if (ours - paper).abs() <= half + slack {
+        return AGREES;
+    }
+    if let Some((lo, hi)) = ci.filter(|(lo, hi)| lo.is_finite() && hi.is_finite() && lo <= hi) {
+        if paper - half <= hi + slack && paper + half >= lo - slack {
+            return WITHIN_CI;
+        }
+    }
+    DIFFERS
+}
+
+/// A printed number and half a unit of its last printed digit: `0.509` → (0.509, 0.0005),
+/// `100000` → (100000, 0.5), `1.5e-3` → (0.0015, 0.00005). Empty text or `NA` is no number.
+pub fn printed_value(text: &str) -> Option<(f64, f64)> {
+    let t = text.trim();
+    let v: f64 = t.parse().ok().filter(|v: &f64| v.is_finite())?;
+    let (mantissa, exp) = match t.find(['e', 'E']) {
+        Some(i) => (&t[..i], t[i + 1..].parse::<i32>().ok()?),
+        None => (t, 0),
+    };
+    let decimals = mantissa.find('.').map_or(0, |i| mantissa.len() - i - 1) as i32;
+    Some((v, 0.5 * 10f64.powi(exp - decimals)))
+}
+
+/// The paper's CSV as text, so each value keeps the precision it was printed with.
+struct Printed {
+    names: Vec<String>,
+    cells: Vec<Vec<String>>,
+    rows: usize,
+}
+
+impl Printed {
+    fn read(bytes: &[u8]) -> Result<Printed> {
+        let mut r = csv::ReaderBuilder::new()
+            .has_headers(true)
+            .from_reader(bytes);
+        let names: Vec<String> = r.headers()?.iter().map(|h| h.trim().to_string()).collect();
+        let mut cells = vec![Vec::new(); names.len()];
+        let mut rows = 0;
+        for rec in r.records() {
+            let rec = rec?;
+            for (i, col) in cells.iter_mut().enumerate() {
+                col.push(rec.get(i).unwrap_or("").to_string());
+            }
+            rows += 1;
+        }
+        Ok(Printed { names, cells, rows })
+    }
+
+    fn column(&self, name: &str) -> Result<&[String]> {
+        let i = self.names.iter().position(|n| n == name).ok_or_else(|| {
+            anyhow::anyhow!("no column `{name}` (it has {})", self.names.join(", "))
+        })?;
+        Ok(&self.cells[i])
+    }
+}
+
+/// How the HTML report shows the table: headers, column roles, digits, notes.
+#[derive(serde::Serialize)]
+struct Layout {
+    title: String,
+    notes: Option<String>,
+    digits: usize,
+    columns: Vec<LayoutColumn>,
+}
+
+#[derive(serde::Serialize)]
+struct LayoutColumn {
+    name: String,
+    header: String,
+    /// key | value | ours | paper | diff | verdict | explanation
+    role: &'static str,
 }
 
 /// Keys match as text, or as numbers when both parse (so `0.5` matches `0.50`).
@@ -149,78 +415,137 @@ fn same_key(a: &str, b: &str) -> bool {
         || matches!((a.parse::<f64>(), b.parse::<f64>()), (Ok(x), Ok(y)) if (x - y).abs() <= 1e-9 * x.abs().max(1.0))
 }
 
-fn fmt_num(x: f64, digits: usize) -> String {
-    if x.is_nan() {
-        return "—".into();
-    }
-    // Counts and sizes read as integers, not as 1993.00.
-    if x.fract() == 0.0 && x.abs() < 1e15 {
-        return format!("{x:.0}");
-    }
-    if x == 0.0 || (x.abs() >= 1e-3 && x.abs() < 1e6) {
-        let mag = if x == 0.0 {
-            0
-        } else {
-            x.abs().log10().floor() as i32
-        };
-        let decimals = (digits as i32 - 1 - mag).clamp(0, 17) as usize;
-        format!("{x:.decimals$}")
-    } else {
-        format!("{x:.*e}", digits.saturating_sub(1))
-    }
+/// A column's numbers in one format: integers when every value is whole, else `digits`
+/// significant digits, in scientific notation for the whole column when its magnitudes need it
+/// (one format per column, not 0.001 above 1e-4).
+pub fn format_column(values: &[Option<f64>], digits: usize) -> Vec<String> {
+    let finite: Vec<f64> = values
+        .iter()
+        .flatten()
+        .copied()
+        .filter(|x| x.is_finite())
+        .collect();
+    let whole = finite.iter().all(|x| x.fract() == 0.0 && x.abs() < 1e15);
+    let nonzero = finite.iter().filter(|x| **x != 0.0).map(|x| x.abs());
+    let (lo, hi) = nonzero.fold((f64::INFINITY, 0f64), |(lo, hi), x| (lo.min(x), hi.max(x)));
+    let scientific = !whole && (hi >= 1e6 || (lo.is_finite() && lo < 1e-3));
+    values
+        .iter()
+        .map(|v| match v {
+            None => "—".to_string(),
+            Some(x) if x.is_nan() => "—".to_string(),
+            Some(x) if x.is_infinite() => if *x > 0.0 { "∞" } else { "−∞" }.to_string(),
+            // Zero (and −0) reads as 0 in every format of the column.
+            Some(x) if *x == 0.0 => "0".to_string(),
+            Some(x) if whole => format!("{x:.0}"),
+            Some(x) if scientific => format!("{x:.*e}", digits.saturating_sub(1)),
+            Some(x) => {
+                let mag = if *x == 0.0 {
+                    0
+                } else {
+                    x.abs().log10().floor() as i32
+                };
+                let decimals = (digits as i32 - 1 - mag).clamp(0, 17) as usize;
+                format!("{x:.decimals$}")
+            }
+        })
+        .collect()
 }
 
-fn markdown(
-    df: &DataFrame,
-    title: &str,
-    digits: usize,
-    notes: Option<&str>,
-    stage: &str,
-) -> Result<String> {
-    let mut s = format!("## {title}\n\n");
-    let names: Vec<String> = df
-        .get_column_names()
-        .iter()
-        .map(|n| n.to_string())
-        .collect();
-    writeln!(s, "| {} |", names.join(" | "))?;
-    writeln!(
-        s,
-        "|{}|",
-        names.iter().map(|_| "---").collect::<Vec<_>>().join("|")
-    )?;
-    let cols: Vec<Vec<String>> = df
-        .columns()
+fn markdown(df: &DataFrame, layout: &Layout, stage: &str) -> Result<String> {
+    let mut s = format!("## {}\n\n", layout.title);
+    let cells: Vec<Vec<String>> = layout
+        .columns
         .iter()
         .map(|c| -> Result<Vec<String>> {
-            if c.dtype().is_float() {
-                let v = c.cast(&DataType::Float64)?;
-                Ok(v.f64()?
-                    .iter()
-                    .map(|x| x.map_or("—".to_string(), |x| fmt_num(x, digits)))
-                    .collect())
+            let col = column(df, &c.name)?;
+            if col.dtype().is_float() || col.dtype().is_integer() {
+                let v = col.cast(&DataType::Float64)?;
+                let v: Vec<Option<f64>> = v.f64()?.iter().collect();
+                let mut out = format_column(&v, layout.digits);
+                if c.role == "diff" {
+                    for (t, x) in out.iter_mut().zip(&v) {
+                        if x.is_some_and(|x| x > 0.0) {
+                            t.insert(0, '+');
+                        }
+                    }
+                }
+                Ok(out)
             } else {
-                let v = c.cast(&DataType::String)?;
+                let v = col.cast(&DataType::String)?;
                 Ok(v.str()?
                     .iter()
-                    .map(|x| x.unwrap_or("—").to_string())
+                    .map(|x| x.unwrap_or("—").replace('|', "\\|"))
                     .collect())
             }
         })
         .collect::<Result<_>>()?;
+    let headers: Vec<String> = layout
+        .columns
+        .iter()
+        .map(|c| c.header.replace('|', "\\|"))
+        .collect();
+    writeln!(s, "| {} |", headers.join(" | "))?;
+    writeln!(
+        s,
+        "|{}|",
+        headers.iter().map(|_| "---").collect::<Vec<_>>().join("|")
+    )?;
     for r in 0..df.height() {
         writeln!(
             s,
             "| {} |",
-            cols.iter()
+            cells
+                .iter()
                 .map(|c| c[r].as_str())
                 .collect::<Vec<_>>()
                 .join(" | ")
         )?;
     }
-    if let Some(n) = notes {
+    if let Some(n) = &layout.notes {
         write!(s, "\n{}\n", n.trim())?;
     }
     writeln!(s, "\n_Stage `{stage}`; full precision in `{stage}.csv`._")?;
     Ok(s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn printed_precision_is_half_a_unit_of_the_last_digit() {
+        assert_eq!(printed_value("0.509"), Some((0.509, 0.0005)));
+        assert_eq!(printed_value("100000"), Some((100000.0, 0.5)));
+        let (v, h) = printed_value("1.5e-3").unwrap();
+        assert!((v - 0.0015).abs() < 1e-18 && (h - 0.00005).abs() < 1e-18);
+        assert_eq!(printed_value(""), None);
+        assert_eq!(printed_value("NA"), None);
+        assert_eq!(printed_value("inf"), None);
+    }
+
+    #[test]
+    fn verdicts_follow_the_printed_precision_and_our_interval() {
+        // 0.5086 rounds to the printed 0.509 (3 decimals): agrees.
+        assert_eq!(judge(0.50859, 0.509, 0.0005, None), AGREES);
+        // 0.7947 is not 0.78 ± 0.005.
+        assert_eq!(judge(0.7947, 0.78, 0.005, None), DIFFERS);
+        // Printed 0.05 ± 0.0005 meets our interval [0.0502, 0.06]: within CI.
+        assert_eq!(judge(0.055, 0.05, 0.0005, Some((0.0502, 0.06))), WITHIN_CI);
+        assert_eq!(judge(0.055, 0.04, 0.0005, Some((0.0502, 0.06))), DIFFERS);
+        // A broken interval judges nothing.
+        assert_eq!(judge(0.055, 0.05, 0.0005, Some((f64::NAN, 0.06))), DIFFERS);
+        // The binary value of the printed text does not decide the boundary.
+        assert_eq!(judge(0.1235, 0.123, 0.0005, None), AGREES);
+    }
+
+    #[test]
+    fn a_column_has_one_number_format() {
+        let col = format_column(&[Some(2.0), Some(0.50858), None], 4);
+        assert_eq!(col, ["2.000", "0.5086", "—"]);
+        let whole = format_column(&[Some(1993.0), Some(100000.0)], 4);
+        assert_eq!(whole, ["1993", "100000"]);
+        let small = format_column(&[Some(0.001), Some(0.00012345), Some(-0.0)], 3);
+        assert_eq!(small, ["1.00e-3", "1.23e-4", "0"]);
+    }
 }
