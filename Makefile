@@ -38,7 +38,8 @@ test: build
 browser-test: build
 	tests/browser/run.sh target/ci-results pipelines
 
-## Regenerate tests/golden/ (only the CSV frames are kept) and its lock tests/golden/VERSIONS.
+## Regenerate tests/golden/ (the CSV frames, and per pipeline a short manifest.json with the run's
+## profile and axes for `dplab compare`) and its lock tests/golden/VERSIONS.
 ## Refuses (and changes nothing) when a frame changed while its stage's store keys did not (a
 ## kind's output changed without a `version` bump: stores would serve it stale); frames equal for
 ## `dplab compare` (e.g. only wall times differ) keep their committed bytes.

@@ -916,7 +916,44 @@ fn compare_cmd(a: &Path, b: &Path, tol: compare::Tolerance, allow_missing: bool)
             .map(|n| (a.join(&n), b.join(&n), n))
             .collect()
     };
-    let mut mismatch = false;
+    // Different profiles first: then the frames are not expected to match at all.
+    let mut profiles: Vec<(String, String, String)> = Vec::new();
+    for (da, db, name) in &pairs {
+        if let (Some(ma), Some(mb)) = (compare::made(da), compare::made(db)) {
+            if ma.profile != mb.profile {
+                profiles.push((name.clone(), ma.profile_name(), mb.profile_name()));
+            }
+        }
+    }
+    let all_alike = profiles
+        .windows(2)
+        .all(|w| (&w[0].1, &w[0].2) == (&w[1].1, &w[1].2));
+    if let (Some((_, pa, pb)), true) = (profiles.first(), all_alike) {
+        let which = if profiles.len() == 1 && profiles[0].0.is_empty() {
+            String::new()
+        } else {
+            format!(
+                " ({} pipeline{}: {})",
+                profiles.len(),
+                if profiles.len() == 1 { "" } else { "s" },
+                profiles
+                    .iter()
+                    .map(|p| p.0.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        };
+        out!(
+            "DIFFERENT PROFILES: A ({}) was made with {pa}, B ({}) with {pb}{which}; their frames are not expected to match",
+            a.display(),
+            b.display()
+        );
+    } else {
+        for (name, pa, pb) in &profiles {
+            out!("DIFFERENT PROFILES: {name}: A was made with {pa}, B with {pb}; its frames are not expected to match");
+        }
+    }
+    let mut mismatch = !profiles.is_empty();
     let (mut frames, mut cells, mut timings) = (0, 0, 0);
     for (da, db, name) in pairs {
         if !da.is_dir() && db.is_dir() && allow_missing {
@@ -961,7 +998,16 @@ fn compare_cmd(a: &Path, b: &Path, tol: compare::Tolerance, allow_missing: bool)
         }
     }
     if mismatch {
-        out!("MISMATCH (rtol {}, atol {})", tol.rtol(), tol.atol());
+        out!(
+            "MISMATCH (rtol {}, atol {}){}",
+            tol.rtol(),
+            tol.atol(),
+            if profiles.is_empty() {
+                ""
+            } else {
+                "; the directories were made with different profiles (see the first line)"
+            }
+        );
         ExitCode::from(1)
     } else {
         out!(

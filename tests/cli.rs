@@ -497,3 +497,67 @@ stages:
     let svg = String::from_utf8(read(&out.join("logzero"), "figure.svg")).unwrap();
     assert!(svg.starts_with("<svg") && svg.contains("</svg>"));
 }
+
+/// `dplab report` on real results (ci runs of dr-pumpkin and w20-movielens), an experiment whose
+/// data is missing, then damage: exit 1 with the damage named, the page still written.
+#[test]
+fn report_writes_the_page_and_names_damage() {
+    let dir = TempDir::new().unwrap();
+    let out = dir.path().join("res");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut pipelines = Vec::new();
+    for p in [
+        "pipelines/dwork-roth/dr-pumpkin.yaml",
+        "pipelines/wu2020/w20-movielens.yaml",
+    ] {
+        pipelines.push(root.join(p));
+    }
+    dplab()
+        .args(["run", "--profile", "ci", "-q", "--out"])
+        .arg(&out)
+        .args(&pipelines)
+        .assert()
+        .success();
+    let report = |extra: &[&std::ffi::OsStr]| {
+        dplab()
+            .arg("report")
+            .arg(&out)
+            .args(extra)
+            .env("DPLAB_DATA_MIRROR", dir.path().join("no-mirror"))
+            .env("DPLAB_DATA_DIR", dir.path().join("no-cache"))
+            .output()
+            .unwrap()
+    };
+    let o = report(&[]);
+    assert!(o.status.success(), "{}", common::text(&o));
+    let html = fs::read_to_string(out.join("index.html")).unwrap();
+    assert!(html.contains(r#"id="exp-dr-pumpkin""#) && html.contains(r#"id="exp-w20-movielens""#));
+    assert!(
+        common::text(&o).contains("2 experiments (2 with results"),
+        "{}",
+        common::text(&o)
+    );
+    // With the pipelines named, one whose dataset is not on this machine says how to get it.
+    let adult = root.join("pipelines/wu2020/w20-adult.yaml");
+    let o = report(&["--pipelines".as_ref(), adult.as_os_str()]);
+    assert!(o.status.success(), "{}", common::text(&o));
+    let html = fs::read_to_string(out.join("index.html")).unwrap();
+    assert!(
+        html.contains("data not available") && html.contains("dplab data fetch adult"),
+        "{html}"
+    );
+    // A figure changed after the run: named, exit 1, the page still there.
+    let svg = out.join("dr-pumpkin/figure.svg");
+    let mut bytes = fs::read(&svg).unwrap();
+    bytes[0] ^= 1;
+    fs::write(&svg, bytes).unwrap();
+    let o = report(&[]);
+    assert_eq!(o.status.code(), Some(1), "{}", common::text(&o));
+    assert!(
+        common::text(&o).contains("figure.svg")
+            && common::text(&o).contains("changed after the run")
+    );
+    // Not a directory: bad input.
+    let o = dplab().arg("report").arg(&svg).output().unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", common::text(&o));
+}

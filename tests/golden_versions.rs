@@ -741,6 +741,32 @@ fn update(run: &Path, golden: &Path, lock_path: &Path) -> Result<Vec<String>, St
             }
         }
     }
+    // Beside the frames, what `dplab compare` needs of the run that made them: its profile and
+    // axes (a row is keyed by its axis values; different profiles are said first).
+    for pipeline in manifests.keys() {
+        let dir = golden.join(pipeline);
+        if !frames_under(golden)
+            .keys()
+            .any(|f| f.starts_with(&format!("{pipeline}/")))
+        {
+            continue;
+        }
+        let src = run.join(pipeline).join("manifest.json");
+        let v: serde_json::Value = fs::read_to_string(&src)
+            .map_err(|e| e.to_string())
+            .and_then(|t| serde_json::from_str(&t).map_err(|e| e.to_string()))
+            .unwrap_or_else(|e| panic!("reading {}: {e}", src.display()));
+        let short = serde_json::json!({
+            "written_by": "make golden: the profile and axes of the run that made these frames, for dplab compare",
+            "pipeline": {"name": pipeline},
+            "profile": v["profile"],
+            "axes": v["axes"],
+        });
+        let mut bytes = serde_json::to_vec_pretty(&short).expect("JSON");
+        bytes.push(b'\n');
+        fs::write(dir.join("manifest.json"), bytes)
+            .unwrap_or_else(|err| panic!("writing {}: {err}", dir.display()));
+    }
     let tmp = lock_path.with_extension("tmp");
     fs::write(&tmp, format_lock(&up.lock))
         .and_then(|_| fs::rename(&tmp, lock_path))

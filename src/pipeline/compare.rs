@@ -65,6 +65,38 @@ impl Tolerance {
     }
 }
 
+/// How a results directory was made, as its `manifest.json` says (a golden directory keeps a
+/// short one with these fields).
+#[derive(Debug, Clone, PartialEq, Default, serde::Deserialize)]
+#[serde(default)]
+pub struct Made {
+    /// `--profile`; `None` for the pipeline's full settings.
+    pub profile: Option<String>,
+    /// The axes, by name: their columns identify a row as much as its text cells do.
+    pub axes: indexmap::IndexMap<String, serde_json::Value>,
+}
+
+impl Made {
+    /// The profile as a person reads it.
+    pub fn profile_name(&self) -> String {
+        match &self.profile {
+            Some(p) => format!("profile `{p}`"),
+            None => "no profile (full settings)".into(),
+        }
+    }
+}
+
+/// What the manifest of `dir` says, if it has a readable one.
+pub fn made(dir: &Path) -> Option<Made> {
+    let path = dir.join("manifest.json");
+    let (f, meta) = crate::regular::open_regular(&path).ok()?;
+    if !meta.is_file() {
+        return None;
+    }
+    use std::io::Read as _;
+    serde_json::from_reader(std::io::BufReader::new(f.take(MAX_FRAME_BYTES))).ok()
+}
+
 /// The outcome: `report` is empty when everything matches.
 pub struct Comparison {
     pub frames: usize,
@@ -99,12 +131,19 @@ pub fn compare_dirs(a: &Path, b: &Path, tol: Tolerance) -> Result<Comparison> {
         writeln!(report, "{only}: only in {}", b.display())?;
     }
     let (mut cells, mut timings) = (0, 0);
+    // Axis columns are keys whatever their type; `rep` is the axis `repeat` adds.
+    let mut axes: BTreeSet<String> = [a, b]
+        .iter()
+        .filter_map(|d| made(d))
+        .flat_map(|m| m.axes.into_keys())
+        .collect();
+    axes.insert("rep".into());
     let both: Vec<&String> = fa.intersection(&fb).collect();
     for name in &both {
         let ta = read_frame(&a.join(name))?;
         let tb = read_frame(&b.join(name))?;
         let (c, t) = match (ta, tb) {
-            (Ok(ta), Ok(tb)) => compare_tables(name, &ta, &tb, tol, &mut report),
+            (Ok(ta), Ok(tb)) => compare_tables(name, &ta, &tb, tol, &axes, &mut report),
             (ra, rb) => {
                 for (side, r) in [("A", ra), ("B", rb)] {
                     if let Err(m) = r {
@@ -282,12 +321,58 @@ fn show(cell: &str) -> String {
     }
 }
 
-/// Compares two tables; returns (cells compared, wall-time cells skipped).
+/// The columns that identify a row: the axes', and those holding only text (neither
+/// integers nor floats) on both sides.
+fn key_columns(a: &Table, b: &Table, axes: &BTreeSet<String>) -> Vec<usize> {
+    (0..a.header.len())
+        .filter(|&c| {
+            axes.contains(&a.header[c])
+                || [a, b].iter().all(|t| {
+                    t.rows.iter().all(|r| {
+                        r.cells
+                            .get(c)
+                            .is_some_and(|v| !v.is_empty() && classify(v) == Value::Text)
+                    })
+                })
+        })
+        .collect()
+}
+
+/// A row's key as people read it: `eps=0.5, c=3, source=…`.
+fn key_text(header: &[String], cols: &[usize], row: &[String]) -> String {
+    cols.iter()
+        .filter_map(|&c| Some(format!("{}={}", header.get(c)?, show(row.get(c)?))))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Rows by key; `None` when two rows share a key (the key does not identify rows).
+fn by_key<'t>(
+    t: &'t Table,
+    cols: &[usize],
+) -> Option<std::collections::HashMap<Vec<&'t str>, usize>> {
+    let mut m = std::collections::HashMap::new();
+    for (i, r) in t.rows.iter().enumerate() {
+        let k: Vec<&str> = cols
+            .iter()
+            .map(|&c| r.cells.get(c).map_or("", String::as_str))
+            .collect();
+        if m.insert(k, i).is_some() {
+            return None;
+        }
+    }
+    Some(m)
+}
+
+/// Compares two tables; returns (cells compared, wall-time cells skipped). Rows are paired in
+/// order when both have as many; otherwise by key (the axis columns and text columns), the
+/// rows present in both are compared and the missing and extra keys listed.
 fn compare_tables(
     name: &str,
     a: &Table,
     b: &Table,
     tol: Tolerance,
+    axes: &BTreeSet<String>,
     report: &mut String,
 ) -> (usize, usize) {
     if a.header != b.header {
@@ -333,33 +418,93 @@ fn compare_tables(
             ragged - MAX_LISTED
         );
     }
-    if a.rows.len() != b.rows.len() {
+    let keys = key_columns(a, b, axes);
+    let pairs: Vec<(usize, usize)> = if a.rows.len() == b.rows.len() {
+        (0..a.rows.len()).map(|r| (r, r)).collect()
+    } else {
+        let key_names: Vec<&str> = keys.iter().map(|&c| a.header[c].as_str()).collect();
+        let (Some(ka), Some(kb)) = (
+            by_key(a, &keys).filter(|_| !keys.is_empty()),
+            by_key(b, &keys).filter(|_| !keys.is_empty()),
+        ) else {
+            let _ = writeln!(
+                report,
+                "{name}: {} rows in A, {} in B (rows not compared: {})",
+                a.rows.len(),
+                b.rows.len(),
+                if keys.is_empty() {
+                    "no axis or text columns identify them".to_string()
+                } else {
+                    format!(
+                        "the key columns {} do not identify them",
+                        key_names.join(", ")
+                    )
+                }
+            );
+            return (0, 0);
+        };
+        let mut pairs: Vec<(usize, usize)> = ka
+            .iter()
+            .filter_map(|(k, &ia)| kb.get(k).map(|&ib| (ia, ib)))
+            .collect();
+        pairs.sort_unstable();
         let _ = writeln!(
             report,
-            "{name}: {} rows in A, {} in B",
+            "{name}: {} rows in A, {} in B; the {} rows present in both are compared (key: {})",
             a.rows.len(),
-            b.rows.len()
+            b.rows.len(),
+            pairs.len(),
+            key_names.join(", ")
         );
-        return (0, 0);
-    }
+        let only = |t: &Table,
+                    mine: &std::collections::HashMap<Vec<&str>, usize>,
+                    theirs: &std::collections::HashMap<Vec<&str>, usize>| {
+            let mut rows: Vec<usize> = mine
+                .iter()
+                .filter(|(k, _)| !theirs.contains_key(*k))
+                .map(|(_, &i)| i)
+                .collect();
+            rows.sort_unstable();
+            rows.into_iter()
+                .map(|i| key_text(&t.header, &keys, &t.rows[i].cells))
+                .collect::<Vec<_>>()
+        };
+        for (what, list) in [
+            ("missing from A (only in B)", only(b, &kb, &ka)),
+            ("extra in A (not in B)", only(a, &ka, &kb)),
+        ] {
+            for k in list.iter().take(MAX_LISTED) {
+                let _ = writeln!(report, "{name}: row {what}: {k}");
+            }
+            if list.len() > MAX_LISTED {
+                let _ = writeln!(
+                    report,
+                    "{name}: … and {} more rows {what}",
+                    list.len() - MAX_LISTED
+                );
+            }
+        }
+        pairs
+    };
     let value_col = a.header.iter().position(|h| h == "value");
     let mut listed = 0;
     let mut bad = 0;
     let mut cells = 0;
     let mut timings = 0;
-    for (r, (ra, rb)) in a.rows.iter().zip(&b.rows).enumerate() {
-        let (ra, rb) = (&ra.cells, &rb.cells);
+    for (ia, ib) in pairs {
+        let (ra, rb) = (&a.rows[ia].cells, &b.rows[ib].cells);
         let timing_row = value_col.is_some_and(|c| {
             ra.get(c)
                 .is_some_and(|v| is_timing(v) && rb.get(c) == Some(v))
         });
-        // Row context: the key-like cells (text, integers) of A's row.
+        // Row context: the key columns, then the other key-like cells (text, integers) of A's row.
         let context = || {
             a.header
                 .iter()
                 .zip(ra)
-                .filter(|(_, v)| is_key(v))
-                .map(|(h, v)| format!("{h}={}", show(v)))
+                .enumerate()
+                .filter(|(c, (_, v))| keys.contains(c) || is_key(v))
+                .map(|(_, (h, v))| format!("{h}={}", show(v)))
                 .collect::<Vec<_>>()
                 .join(", ")
         };
@@ -388,7 +533,7 @@ fn compare_tables(
                 let _ = writeln!(
                     report,
                     "{name}: row {} [{}] column `{}`: A = {}, B = {}{diff}",
-                    r + 1,
+                    ia + 1,
                     context(),
                     a.header.get(c).map_or("?", |s| s.as_str()),
                     show(va),
@@ -672,6 +817,54 @@ mod tests {
     }
 
     #[test]
+    fn rows_are_matched_by_axis_and_text_keys_when_counts_differ() {
+        let dir = tempfile::tempdir().unwrap();
+        let (da, db) = (dir.path().join("a"), dir.path().join("b"));
+        std::fs::create_dir_all(&da).unwrap();
+        std::fs::create_dir_all(&db).unwrap();
+        let manifest = |p: Option<&str>| {
+            serde_json::json!({"profile": p, "axes": {"eps": ["0.5", "1"], "c": ["1", "3"]}})
+                .to_string()
+        };
+        std::fs::write(da.join("manifest.json"), manifest(None)).unwrap();
+        std::fs::write(db.join("manifest.json"), manifest(Some("ci"))).unwrap();
+        std::fs::write(
+            da.join("t.csv"),
+            "eps,c,source,p\n0.5,1.0,x,0.25\n0.5,3.0,x,0.5\n1.0,3.0,x,0.75\n",
+        )
+        .unwrap();
+        std::fs::write(
+            db.join("t.csv"),
+            "eps,c,source,p\n0.5,3.0,x,0.5\n1.0,3.0,x,0.7\n2.0,1.0,x,0.1\n2.0,3.0,x,0.2\n",
+        )
+        .unwrap();
+        let c = compare_dirs(&da, &db, tol(1e-9, 0.0)).unwrap();
+        let r = &c.report;
+        assert!(r.contains("3 rows in A, 4 in B; the 2 rows present in both are compared (key: eps, c, source)"), "{r}");
+        assert!(
+            r.contains("row missing from A (only in B): eps=2.0, c=1.0, source=x"),
+            "{r}"
+        );
+        assert!(
+            r.contains("row missing from A (only in B): eps=2.0, c=3.0, source=x"),
+            "{r}"
+        );
+        assert!(
+            r.contains("row extra in A (not in B): eps=0.5, c=1.0, source=x"),
+            "{r}"
+        );
+        // The differing cell names its row by the axis values too.
+        assert!(
+            r.contains("[eps=1.0, c=3.0, source=x] column `p`: A = 0.75, B = 0.7"),
+            "{r}"
+        );
+        assert_eq!(c.cells, 8);
+        let (ma, mb) = (made(&da).unwrap(), made(&db).unwrap());
+        assert_eq!(ma.profile_name(), "no profile (full settings)");
+        assert_eq!(mb.profile_name(), "profile `ci`");
+    }
+
+    #[test]
     fn different_row_counts_are_mismatches() {
         let c = compare_texts(b"k,p\n1,0.5\n2,0.25\n", b"k,p\n1,0.5\n", tol(1.0, 1.0));
         assert!(c.report.contains("2 rows in A, 1 in B"), "{}", c.report);
@@ -708,7 +901,10 @@ mod tests {
             ],
         );
         let mut report = String::new();
-        assert_eq!(compare_tables("x", &a, &b, t, &mut report), (3, 3));
+        assert_eq!(
+            compare_tables("x", &a, &b, t, &Default::default(), &mut report),
+            (3, 3)
+        );
         assert!(report.is_empty(), "{report}");
         let c = table(
             &header,
@@ -717,12 +913,12 @@ mod tests {
                 &["synthesis_seconds", "2.0", "3.0"],
             ],
         );
-        compare_tables("x", &a, &c, t, &mut report);
+        compare_tables("x", &a, &c, t, &Default::default(), &mut report);
         assert!(report.contains("`mean`"), "{report}");
         // A ragged timing row does not crash the `value` lookup.
         let d = table(&header, &[&["error", "0.5", "1.0"], &[]]);
         let mut report = String::new();
-        compare_tables("x", &a, &d, t, &mut report);
+        compare_tables("x", &a, &d, t, &Default::default(), &mut report);
         assert!(report.contains("B row 2"), "{report}");
     }
 }

@@ -193,6 +193,33 @@ pub(super) fn render(fig: &LineFigure) -> Result<String, PlotError> {
     Ok(svg)
 }
 
+/// The palette slot (colour and marker) of each series name, in order: the slot a hash of the
+/// name picks, or the next free one when an earlier name holds it. A series keeps its colour
+/// when other series are added or removed (unless they took its slot first), instead of
+/// taking the colour of its position in the legend.
+pub(super) fn colour_slots(names: &[&str]) -> Vec<usize> {
+    use sha2::{Digest, Sha256};
+    let n = PALETTE.len();
+    let mut taken = vec![false; n];
+    names
+        .iter()
+        .enumerate()
+        .map(|(i, name)| {
+            let start = usize::from(Sha256::digest(name.as_bytes())[0]) % n;
+            // More series than colours: the slots repeat, as the legend's markers tell apart.
+            if i >= n {
+                return start;
+            }
+            let slot = (0..n)
+                .map(|k| (start + k) % n)
+                .find(|&k| !taken[k])
+                .unwrap_or(start);
+            taken[slot] = true;
+            slot
+        })
+        .collect()
+}
+
 /// Renders with the legend at `place`; also returns the fraction of the data
 /// (by sampled drawing weight) an inside legend covers.
 fn render_with(fig: &LineFigure, place: Place) -> Result<(String, f64), PlotError> {
@@ -212,7 +239,13 @@ fn render_with(fig: &LineFigure, place: Place) -> Result<(String, f64), PlotErro
             }
         }
     }
-    let idx_of = |name: &str| names.iter().position(|n| *n == name).unwrap_or(0);
+    let slots = colour_slots(&names);
+    let idx_of = |name: &str| {
+        names
+            .iter()
+            .position(|n| *n == name)
+            .map_or(0, |i| slots[i])
+    };
 
     let mut prepared: Vec<Vec<Prepared>> = Vec::new();
     let mut xr: Vec<Range1> = Vec::new();

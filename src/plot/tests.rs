@@ -462,3 +462,49 @@ fn write_samples() {
         std::fs::write(format!("{dir}/{name}.svg"), svg).unwrap();
     }
 }
+
+#[test]
+fn a_series_keeps_its_colour_when_others_come_and_go() {
+    use super::lines::colour_slots;
+    let names = [
+        "thesis",
+        "grid floor (no noise)",
+        "ours, PCA noise of §3.1 (default)",
+        "exact basis answers",
+        "no noise (exact all)",
+        "exponential mechanism",
+        "Report Noisy Max (Laplace)",
+    ];
+    // Each name alone gets the slot its hash picks.
+    let preferred: Vec<usize> = names.iter().map(|n| colour_slots(&[n])[0]).collect();
+    let slots = colour_slots(&names);
+    // Distinct colours while there are enough: a taken slot passes to the next free one.
+    let mut seen = slots.clone();
+    seen.sort_unstable();
+    seen.dedup();
+    assert_eq!(seen.len(), names.len(), "{slots:?}");
+    // Dropping or adding any series leaves every series whose slot no earlier series holds
+    // its colour: the colour is the name's, not the legend position's.
+    for drop in 0..names.len() {
+        let rest: Vec<&str> = names
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| *i != drop)
+            .map(|(_, n)| *n)
+            .collect();
+        let rs = colour_slots(&rest);
+        for (j, (name, slot)) in rest.iter().zip(&rs).enumerate() {
+            let uncontested = !rs[..j].contains(&colour_slots(&[name])[0]);
+            if uncontested {
+                let i = names.iter().position(|n| n == name).unwrap();
+                assert_eq!(
+                    *slot, preferred[i],
+                    "{name} changed colour when {} was dropped",
+                    names[drop]
+                );
+            }
+        }
+    }
+    // The first series is not always the first colour.
+    assert!(preferred.iter().any(|&p| p != 0));
+}

@@ -818,7 +818,6 @@ fn count(
             .filter_map(|k| frame.col(k))
             .collect(),
     };
-    let explanation = frame.col("explanation").or_else(|| frame.col("cause"));
     for (vi, vname) in frame.names.iter().enumerate() {
         let ours = if vname == "verdict" {
             None
@@ -826,6 +825,11 @@ fn count(
             Some(o)
         } else {
             continue;
+        };
+        // `report.table` explains cell by cell (why_<c>), `report.verdict` row by row (cause).
+        let explanation = match ours {
+            Some(o) => frame.col(&format!("why_{o}")),
+            None => frame.col("cause"),
         };
         for row in &frame.rows {
             let word = row.get(vi).map_or("", String::as_str);

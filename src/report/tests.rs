@@ -64,9 +64,9 @@ const LAYOUT: &str = r#"{"title": "Table 1 beside ours", "notes": "*read* me", "
   {"name": "paper_d", "header": "D (paper)", "role": "paper"},
   {"name": "diff_d", "header": "Δ D", "role": "diff"},
   {"name": "verdict_d", "header": "verdict", "role": "verdict"},
-  {"name": "explanation", "header": "why it differs", "role": "explanation"}]}"#;
+  {"name": "why_d", "header": "why D differs", "role": "explanation"}]}"#;
 
-const TABLE: &str = "lambda,d,paper_d,diff_d,verdict_d,explanation\n\
+const TABLE: &str = "lambda,d,paper_d,diff_d,verdict_d,why_d\n\
 0.5,0.5086,0.509,-0.0004,agrees,\n\
 1.0,0.7947,0.78,0.0147,differs,the paper's channel sits at its rounded MI\n\
 2.0,0.1,,,,\n";

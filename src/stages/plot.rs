@@ -15,7 +15,7 @@ pub fn kinds() -> Vec<KindInfo> {
     vec![
         KindInfo {
             name: "plot.lines",
-            version: 1,
+            version: 2,
             random: false,
             summary: "Lines (optionally with confidence bands) of y against x, one series per value of `series` and/or per y column, one panel per value of `facet`; log axes; labelled reference lines.",
             params: &[

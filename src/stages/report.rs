@@ -27,7 +27,7 @@ pub fn kinds() -> Vec<KindInfo> {
             ParamDoc { name: "join", ty: "list of strings", default: Some("[]"), meaning: "key columns shared by our table and the paper's" },
             ParamDoc { name: "compare", ty: "map ours → paper column", default: Some("{}"), meaning: "which of our columns the paper's columns correspond to" },
             ParamDoc { name: "ci", ty: "map ours → [lo, hi]", default: Some("{}"), meaning: "columns holding our 95% interval of a stochastic value: the paper's value meeting it is `within CI`" },
-            ParamDoc { name: "explain", ty: "list of {where, column, text}", default: Some("[]"), meaning: "one-line explanations of known differences: `where` maps key columns to values, `column` (optional) names the compared column; shown in column `explanation` of the rows that differ" },
+            ParamDoc { name: "explain", ty: "list of {where, column, text}", default: Some("[]"), meaning: "one-line explanations of known differences: `where` maps key columns to values, `column` (optional) names the compared column; the first that matches a cell that differs goes into its column why_<c>" },
             ParamDoc { name: "notes", ty: "string", default: Some("—"), meaning: "text printed under the table (how to read it, deviations)" },
         ],
         gather: Gather::All,
@@ -209,7 +209,6 @@ impl Stage for Table {
                     })
                 })
                 .collect();
-            let mut explanations: Vec<Option<String>> = vec![None; df.height()];
             for (ours, theirs) in &self.compare {
                 // Our cell may be empty (e.g. a dataset not on this machine): no difference then.
                 let mine = super::frame::f64_col_or_nan(&df, ours)?;
@@ -225,6 +224,7 @@ impl Stage for Table {
                 let mut pv = Vec::with_capacity(df.height());
                 let mut diff = Vec::with_capacity(df.height());
                 let mut verdict = Vec::with_capacity(df.height());
+                let mut why: Vec<Option<String>> = vec![None; df.height()];
                 for (row, hit) in hits.iter().enumerate() {
                     let cell = hit.and_then(|pr| printed_value(&texts[pr]));
                     let m = mine[row];
@@ -235,14 +235,18 @@ impl Stage for Table {
                         let ci = interval.as_ref().map(|(lo, hi)| (lo[row], hi[row]));
                         judge(m, v, half, ci)
                     });
-                    if v == Some(DIFFERS) && explanations[row].is_none() {
-                        explanations[row] = self.explanation(&df, row, ours)?;
+                    if v == Some(DIFFERS) {
+                        why[row] = self.explanation(&df, row, ours)?;
                     }
                     verdict.push(v);
                 }
                 df.with_column(Column::new(format!("paper_{ours}").into(), pv))?;
                 df.with_column(Column::new(format!("diff_{ours}").into(), diff))?;
                 df.with_column(Column::new(format!("verdict_{ours}").into(), verdict))?;
+                let explained = why.iter().any(Option::is_some);
+                if explained {
+                    df.with_column(Column::new(format!("why_{ours}").into(), why))?;
+                }
                 let h = header(ours);
                 let at = layout
                     .columns
@@ -271,14 +275,16 @@ impl Stage for Table {
                         },
                     ],
                 );
-            }
-            if explanations.iter().any(Option::is_some) {
-                df.with_column(Column::new("explanation".into(), explanations))?;
-                layout.columns.push(LayoutColumn {
-                    name: "explanation".into(),
-                    header: "why it differs".into(),
-                    role: "explanation",
-                });
+                if explained {
+                    layout.columns.insert(
+                        at + 4,
+                        LayoutColumn {
+                            name: format!("why_{ours}"),
+                            header: format!("why {h} differs"),
+                            role: "explanation",
+                        },
+                    );
+                }
             }
         }
         let md = markdown(&df, &layout, ctx.stage)?;
