@@ -156,6 +156,15 @@ Exit codes: 0 success, 1 a run failed, 2 bad input.\n\n{WARNING}"))]
         /// Skip (with a warning, exit 0) pipelines whose dataset files are not on this machine.
         #[arg(long)]
         skip_unavailable: bool,
+        /// Run only a share of the instances, into the store, and write no results: `I/N`
+        /// (shard I of N, from 0), `auto` (a Slurm array task's SLURM_ARRAY_TASK_ID and
+        /// SLURM_ARRAY_TASK_COUNT) or `auto/N` (index from SLURM_ARRAY_TASK_ID or
+        /// JOB_COMPLETION_INDEX). Once every shard is done, a run without --shard on the same
+        /// store runs only the stages that gather, and writes the results. Every shard and
+        /// that run must be given the same pipelines, in the same order, with the same
+        /// --profile and --set.
+        #[arg(long, value_name = "SPEC", conflicts_with_all = ["dry_run", "no_store"])]
+        shard: Option<String>,
         #[command(flatten)]
         loc: DataLoc,
         #[command(flatten)]
@@ -432,6 +441,7 @@ fn main() -> ExitCode {
             out,
             fail_fast,
             skip_unavailable,
+            shard,
             loc,
             store,
         } => {
@@ -439,7 +449,7 @@ fn main() -> ExitCode {
             run(
                 &paths,
                 &common,
-                (jobs, &store),
+                (jobs, &store, shard.as_deref()),
                 &out,
                 (fail_fast, skip_unavailable),
                 cli.quiet,
@@ -601,7 +611,7 @@ fn validate(paths: &[PathBuf], common: &Common) -> ExitCode {
 fn run(
     paths: &[PathBuf],
     common: &Common,
-    (jobs, store): (Option<usize>, &StoreArgs),
+    (jobs, store, shard): (Option<usize>, &StoreArgs, Option<&str>),
     out: &Path,
     (fail_fast, skip_unavailable): (bool, bool),
     quiet: bool,
@@ -640,9 +650,22 @@ fn run(
             ExitCode::SUCCESS
         };
     }
-    if let Err(e) = check_outputs(&files, out) {
-        errln!("error: {e}");
-        return ExitCode::from(2);
+    let shard = match shard
+        .map(|s| dplab::pipeline::shard::Shard::parse(s, |v| std::env::var(v).ok()))
+        .transpose()
+    {
+        Ok(s) => s,
+        Err(e) => {
+            errln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    // A shard writes no results directory, so it has none to check.
+    if shard.is_none() {
+        if let Err(e) = check_outputs(&files, out) {
+            errln!("error: {e}");
+            return ExitCode::from(2);
+        }
     }
     let pool = match rayon::ThreadPoolBuilder::new().num_threads(threads).build() {
         Ok(p) => p,
@@ -662,6 +685,8 @@ fn run(
     let mut input_failures = Vec::new();
     let mut run_failures = Vec::new();
     let mut skipped = Vec::new();
+    // Units dealt to shards so far: the round-robin continues across pipelines.
+    let mut dealt = 0;
     for f in &files {
         let t0 = std::time::Instant::now();
         let outcome = match load_plan(f, common) {
@@ -670,28 +695,39 @@ fn run(
                 input_failures.push(f.display().to_string());
                 false
             }
-            Ok(p) => match pool.install(|| exec::execute(&p, &opts)) {
-                Ok(dir) => {
-                    tracing::info!(
-                        "{}: {} instances in {:.2} s → {}",
-                        p.name,
-                        p.instance_count(),
-                        t0.elapsed().as_secs_f64(),
-                        dir.display()
-                    );
-                    true
+            Ok(p) => {
+                let done = match shard {
+                    Some(sh) => {
+                        let (owners, next) = dplab::pipeline::shard::owners(&p, sh.count, dealt);
+                        dealt = next;
+                        pool.install(|| exec::execute_shard(&p, &opts, sh, &owners)).map(|r| {
+                            format!(
+                                "shard {sh}: owns {} instances ({} already stored); computed {} ({} of them shared with other shards), loaded {} from the store",
+                                r.owned, r.owned_stored, r.computed, r.shared_computed, r.loaded
+                            )
+                        })
+                    }
+                    None => pool
+                        .install(|| exec::execute(&p, &opts))
+                        .map(|dir| format!("{} instances → {}", p.instance_count(), dir.display())),
+                };
+                match done {
+                    Ok(what) => {
+                        tracing::info!("{}: {what} in {:.2} s", p.name, t0.elapsed().as_secs_f64());
+                        true
+                    }
+                    Err(e) if e.unavailable && skip_unavailable => {
+                        tracing::warn!("skipped {}: {}", p.name, e.message);
+                        skipped.push(format!("{} ({})", f.display(), e.message));
+                        true
+                    }
+                    Err(e) => {
+                        errln!("error: {e}");
+                        run_failures.push(format!("{} ({e})", f.display()));
+                        false
+                    }
                 }
-                Err(e) if e.unavailable && skip_unavailable => {
-                    tracing::warn!("skipped {}: {}", p.name, e.message);
-                    skipped.push(format!("{} ({})", f.display(), e.message));
-                    true
-                }
-                Err(e) => {
-                    errln!("error: {e}");
-                    run_failures.push(format!("{} ({e})", f.display()));
-                    false
-                }
-            },
+            }
         };
         if !outcome && fail_fast {
             break;

@@ -11,5 +11,6 @@ pub mod graph;
 pub mod locate;
 pub mod plan;
 pub mod seed;
+pub mod shard;
 pub mod spec;
 pub mod store;
