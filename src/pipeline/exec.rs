@@ -680,7 +680,7 @@ impl<'a> Run<'a> {
                         RunError {
                             pipeline: self.plan.name.clone(),
                             stage: stage.name.clone(),
-                            instance: inst.label.clone(),
+                            instance: inst.label(),
                             message: "its store entry disappeared while this shard ran (a concurrent `dplab store gc`?): run the shard again".into(),
                             unavailable: false,
                         },
@@ -703,7 +703,7 @@ impl<'a> Run<'a> {
                         let err = RunError {
                             pipeline: self.plan.name.clone(),
                             stage: stage.name.clone(),
-                            instance: inst.label.clone(),
+                            instance: inst.label(),
                             message: format!("{e:#}"),
                             unavailable: e.downcast_ref::<crate::kind::Unavailable>().is_some(),
                         };
@@ -873,9 +873,9 @@ impl<'a> Run<'a> {
             seed: inst.seed,
             files: &plan.files,
             stage: &stage.name,
-            label: &inst.label,
+            label: &inst.label(),
         };
-        let out = inst.run.run(&mut ctx)?;
+        let out = stage.build(inst)?.run(&mut ctx)?;
         let frame = with_axis_columns(out.frame, &inst.key)?;
         Ok(InstanceResult {
             frame,
@@ -895,13 +895,17 @@ fn sources<'p>(
 ) -> impl Iterator<Item = Source<'p>> + 'p {
     let stage = &plan.stages[si];
     let inst = &stage.instances[ii];
-    stage.inputs.iter().zip(&inst.inputs).map(move |(&up, js)| {
-        if js.len() > 1 && js.len() == plan.stages[up].instances.len() {
-            Source::Whole(up)
-        } else {
-            Source::Pieces(offset[up], js)
-        }
-    })
+    stage
+        .inputs
+        .iter()
+        .zip(inst.inputs.iter())
+        .map(move |(&up, js)| {
+            if js.len() > 1 && js.len() == plan.stages[up].instances.len() {
+                Source::Whole(up)
+            } else {
+                Source::Pieces(offset[up], js)
+            }
+        })
 }
 
 /// A poisoned lock still holds consistent data here (every critical section is a store).

@@ -9,6 +9,7 @@ use indexmap::IndexMap;
 use serde_yaml_ng::{Mapping, Value};
 use sha2::{Digest, Sha256};
 
+use super::cache::Key;
 use super::files::{self, InputFiles};
 use super::seed::instance_seed;
 use super::spec::{
@@ -59,27 +60,59 @@ pub struct PlannedStage {
     pub gathered: Vec<String>,
     /// Length of the longest input chain above this stage.
     pub depth: usize,
+    /// `with:` after profile and `--set`, each `$axis` still in it.
+    pub with: Value,
     pub instances: Vec<Instance>,
+}
+
+impl PlannedStage {
+    /// An instance's parameters: `with:` with its axis values put in.
+    pub fn params(&self, inst: &Instance) -> Value {
+        substitute(&self.with, &inst.key)
+    }
+
+    /// An instance's parameters in canonical form (see [`canonical`]): what its store key
+    /// hashes.
+    pub fn canonical_params(&self, inst: &Instance) -> String {
+        canonical(&self.params(inst))
+    }
+
+    /// An instance's runner: its parameters parsed and checked (planning checked them
+    /// already, so this fails only if the kind's checks are not deterministic).
+    pub fn build(&self, inst: &Instance) -> anyhow::Result<Box<dyn StageRun>> {
+        (self.kind.build)(&self.params(inst)).map_err(|e| {
+            anyhow::anyhow!(
+                "its parameters no longer pass their checks at {}: {}",
+                e.path.join("."),
+                e.message
+            )
+        })
+    }
 }
 
 /// An instance's axis values, in the stage's axis order. Axis names are shared by every
 /// instance (a string per instance and axis was a tenth of a 10⁶-instance plan).
 pub type AxisKey = Vec<(Arc<str>, AxisValue)>;
 
+/// One instance of a stage: only what differs from its stage's other instances. Its
+/// parameters, runner and label are worked out from these when needed
+/// ([`PlannedStage::params`], [`PlannedStage::build`], [`Instance::label`]): a plan of 10⁶
+/// instances that kept them took 0.6 GB.
 pub struct Instance {
     pub key: AxisKey,
-    /// Its resolved parameters (`with:` after profile, `--set` and axis values) in canonical
-    /// form: keys sorted, numbers in shortest round-trip form.
-    pub params: Arc<str>,
-    /// Its key in the instance store (hex sha256, see [`store_key`]); set once its inputs'
-    /// keys are known.
-    pub store_key: String,
-    /// `eps=0.5, rep=3`, or empty for a stage without axes.
-    pub label: String,
+    /// Its key in the instance store (see [`store_key`]).
+    pub store_key: Key,
     pub seed: u128,
-    pub run: Arc<dyn StageRun>,
-    /// Per input: the indices of the upstream instances this instance reads.
-    pub inputs: Vec<Vec<usize>>,
+    /// Per input: the indices of the upstream instances this instance reads (shared by
+    /// consecutive instances that read the same ones).
+    pub inputs: Arc<[Box<[usize]>]>,
+}
+
+impl Instance {
+    /// `eps=0.5, rep=3`, or empty for a stage without axes.
+    pub fn label(&self) -> String {
+        label(&self.key)
+    }
 }
 
 impl Plan {
@@ -658,14 +691,48 @@ fn plan_one(
             .map(|&i| planned[i].as_ref().map_or(0, |p| p.depth + 1))
             .max()
             .unwrap_or(0);
-        // Build each distinct parameter set once; repetitions share it. When every axis of
-        // the stage is its own, every instance has a parameter set of its own, and the map
-        // would only cost memory (a tenth of a 10⁶-instance plan).
+        // Wiring: each instance reads the upstream instances that agree with it on the axes
+        // it keeps. Upstream instances are indexed once by their values on those axes, so
+        // wiring is linear in the instance count (a scan per instance was quadratic: a
+        // 10⁶-instance sweep never finished planning).
+        let input_idx = inputs[si].clone();
+        let wiring: Vec<(Vec<&str>, ByAxes)> = input_idx
+            .iter()
+            .map(|&ii| {
+                let up = planned[ii].as_ref().expect("inputs planned first");
+                let kept: Vec<&str> = up
+                    .axes
+                    .iter()
+                    .filter(|a| !gathered.contains(*a))
+                    .map(String::as_str)
+                    .collect();
+                let mut by_key: HashMap<Vec<String>, Vec<usize>> = HashMap::new();
+                for (j, u) in up.instances.iter().enumerate() {
+                    if let Some(k) = project(&kept, &u.key) {
+                        by_key.entry(k).or_default().push(j);
+                    }
+                }
+                (kept, by_key)
+            })
+            .collect();
+        let input_names: Vec<&str> = input_idx
+            .iter()
+            .map(|&ii| planned[ii].as_ref().map_or("", |p| p.name.as_str()))
+            .collect();
+        // Each distinct parameter set is built (checked) once, and its files hashed once;
+        // repetitions share it. When every axis of the stage is its own, every instance has a
+        // parameter set of its own, and the map would only cost memory. Instances keep none
+        // of it: their parameters are the stage's `with:` with their axis values put in
+        // (`PlannedStage::params`), built again when they run (a built parameter set and its
+        // canonical text per instance were a third of a 10⁶-instance plan).
         let shared = stage_axes.iter().any(|a| !own.contains(a));
         let mut built: HashMap<Vec<String>, Built> = HashMap::new();
-        let mut instances = Vec::new();
+        let mut file_hash: HashMap<PathBuf, String> = HashMap::new();
+        let keys = product(&stage_axes, &value_lists);
+        let mut instances = Vec::with_capacity(keys.len());
+        let mut last_inputs: Option<Arc<[Box<[usize]>]>> = None;
         let mut failed = false;
-        for key in product(&stage_axes, &value_lists) {
+        for key in keys {
             let own_key: Vec<String> = if shared {
                 key.iter()
                     .filter(|(a, _)| own.contains(&**a))
@@ -674,14 +741,14 @@ fn plan_one(
             } else {
                 Vec::new()
             };
-            let (run, params) = match built.get(&own_key).filter(|_| shared) {
-                Some(r) => r.clone(),
+            let fresh;
+            let set: &Built = match built.get(&own_key).filter(|_| shared) {
+                Some(b) => b,
                 None => {
                     let subst = substitute(&with, &key);
-                    let params: Arc<str> = canonical(&subst).into();
+                    let params = canonical(&subst);
                     match (kind.build)(&subst) {
                         Ok(r) => {
-                            let r: Arc<dyn StageRun> = Arc::from(r);
                             for (param, rel) in r.files() {
                                 if let Err(msg) =
                                     input_files.add(&base_dir(spec), rel, &ov.allow_read)
@@ -704,10 +771,31 @@ fn plan_one(
                             if failed {
                                 break;
                             }
+                            let files = r
+                                .files()
+                                .iter()
+                                .map(|(_, rel)| {
+                                    file_hash
+                                        .entry(rel.to_path_buf())
+                                        .or_insert_with(|| {
+                                            input_files.get(rel).map_or_else(String::new, |b| {
+                                                hex(&Sha256::digest(b))
+                                            })
+                                        })
+                                        .clone()
+                                })
+                                .collect();
+                            let b = Built {
+                                params,
+                                files,
+                                sources: r.sources(),
+                            };
                             if shared {
-                                built.insert(own_key, (r.clone(), params.clone()));
+                                built.entry(own_key).or_insert(b)
+                            } else {
+                                fresh = b;
+                                &fresh
                             }
-                            (r, params)
                         }
                         Err(pe) => {
                             let sub = pe.path.join(".");
@@ -762,111 +850,56 @@ fn plan_one(
                     }
                 }
             };
+            let reads: Vec<Box<[usize]>> = wiring
+                .iter()
+                .map(|(kept, by_key)| {
+                    project(kept, &key)
+                        .and_then(|k| by_key.get(&k))
+                        .map_or_else(Box::default, |js| js.clone().into_boxed_slice())
+                })
+                .collect();
+            // Consecutive instances mostly read the same upstream instances (every
+            // repetition the same dataset): they share one list.
+            let reads: Arc<[Box<[usize]>]> = match &last_inputs {
+                Some(l) if **l == *reads => l.clone(),
+                _ => reads.into(),
+            };
+            last_inputs = Some(reads.clone());
+            let upstream: Vec<Vec<Key>> = input_idx
+                .iter()
+                .zip(reads.iter())
+                .map(|(&ii, js)| {
+                    let up = planned[ii].as_ref().expect("inputs planned first");
+                    js.iter().map(|&j| up.instances[j].store_key).collect()
+                })
+                .collect();
             // A kind that draws no randomness gets seed 0 (see `KindInfo::random`).
             let seed = if kind.random {
                 instance_seed(raw.seed, name, &key)
             } else {
                 0
             };
-            instances.push(Instance {
-                label: label(&key),
-                key,
-                params,
-                store_key: String::new(),
-                seed,
-                run,
-                inputs: Vec::new(),
-            });
-        }
-        if failed {
-            continue;
-        }
-        // Wire each instance to the upstream instances that agree on the shared axes: the
-        // upstream instances are indexed once by their values on the axes this stage keeps,
-        // so wiring is linear in the instance count (a scan per instance was quadratic: a
-        // 10⁶-instance sweep never finished planning).
-        let input_idx = inputs[si].clone();
-        for &ii in &input_idx {
-            let up = planned[ii].as_ref().expect("inputs planned first");
-            let kept: Vec<&str> = up
-                .axes
-                .iter()
-                .filter(|a| !gathered.contains(*a))
-                .map(String::as_str)
-                .collect();
-            let project = |key: &[(Arc<str>, AxisValue)]| -> Option<Vec<String>> {
-                kept.iter()
-                    .map(|a| {
-                        key.iter()
-                            .find(|(b, _)| &**b == *a)
-                            .map(|(_, v)| v.canonical())
-                    })
-                    .collect()
-            };
-            let mut by_key: HashMap<Vec<String>, Vec<usize>> = HashMap::new();
-            for (j, u) in up.instances.iter().enumerate() {
-                if let Some(k) = project(&u.key) {
-                    by_key.entry(k).or_default().push(j);
-                }
-            }
-            for inst in &mut instances {
-                let matching = project(&inst.key)
-                    .and_then(|k| by_key.get(&k).cloned())
-                    .unwrap_or_default();
-                inst.inputs.push(matching);
-            }
-        }
-        let input_names: Vec<&str> = input_idx
-            .iter()
-            .map(|&ii| planned[ii].as_ref().map_or("", |p| p.name.as_str()))
-            .collect();
-        let mut external: HashMap<usize, (Vec<String>, Vec<String>)> = HashMap::new();
-        for inst in &mut instances {
-            let upstream: Vec<Vec<&str>> = input_idx
-                .iter()
-                .zip(&inst.inputs)
-                .map(|(&ii, js)| {
-                    let up = planned[ii].as_ref().expect("inputs planned first");
-                    js.iter()
-                        .map(|&j| up.instances[j].store_key.as_str())
-                        .collect()
-                })
-                .collect();
-            // Files and sources belong to a parameter set, which repetitions share: each
-            // file is hashed once per set, not once per instance.
-            let none = (Vec::new(), Vec::new());
-            let reads_outside = !inst.run.files().is_empty() || !inst.run.sources().is_empty();
-            let (file_hashes, sources) = if !reads_outside {
-                &none
-            } else {
-                external
-                    .entry(Arc::as_ptr(&inst.run) as *const () as usize)
-                    .or_insert_with(|| {
-                        let hashes = inst
-                            .run
-                            .files()
-                            .iter()
-                            .map(|(_, rel)| {
-                                input_files
-                                    .get(rel)
-                                    .map_or_else(String::new, |b| hex(&Sha256::digest(b)))
-                            })
-                            .collect();
-                        (hashes, inst.run.sources())
-                    })
-            };
-            inst.store_key = store_key(&KeyParts {
+            let store_key = store_key(&KeyParts {
                 kind: kind.name,
                 version: kind.version,
                 stage: name,
                 inputs: &input_names,
-                params: &inst.params,
-                seed: inst.seed,
-                axes: &inst.key,
+                params: &set.params,
+                seed,
+                axes: &key,
                 upstream: &upstream,
-                files: file_hashes,
-                sources,
+                files: &set.files,
+                sources: &set.sources,
             });
+            instances.push(Instance {
+                key,
+                store_key,
+                seed,
+                inputs: reads,
+            });
+        }
+        if failed {
+            continue;
         }
         planned[si] = Some(PlannedStage {
             name: name.to_string(),
@@ -876,6 +909,7 @@ fn plan_one(
             axes: stage_axes,
             gathered: gathered.into_iter().collect(),
             depth,
+            with,
             instances,
         });
     }
@@ -1040,8 +1074,27 @@ fn axis_ref(s: &str) -> Option<&str> {
     (!name.is_empty() && name.chars().all(|c| c.is_alphanumeric() || c == '_')).then_some(name)
 }
 
-/// A built parameter set: the kind's runner and the canonical parameters.
-type Built = (Arc<dyn StageRun>, Arc<str>);
+/// What the store key needs of a parameter set: its canonical text, the sha256 of each file
+/// it names, and its sources (see [`crate::kind::Stage::sources`]).
+struct Built {
+    params: String,
+    files: Vec<String>,
+    sources: Vec<String>,
+}
+
+/// Upstream instances (indices) by their values on the axes a reader keeps.
+type ByAxes = HashMap<Vec<String>, Vec<usize>>;
+
+/// An instance's values on the axes `kept`, as text (`None` if it lacks one).
+fn project(kept: &[&str], key: &[(Arc<str>, AxisValue)]) -> Option<Vec<String>> {
+    kept.iter()
+        .map(|a| {
+            key.iter()
+                .find(|(b, _)| &**b == *a)
+                .map(|(_, v)| v.canonical())
+        })
+        .collect()
+}
 
 /// Everything an instance's output is a function of.
 #[derive(Clone, Copy)]
@@ -1057,7 +1110,7 @@ pub struct KeyParts<'a> {
     /// The axis values, which become columns of its frame.
     pub axes: &'a [(Arc<str>, AxisValue)],
     /// The store keys of the upstream instances it reads, per input, in order.
-    pub upstream: &'a [Vec<&'a str>],
+    pub upstream: &'a [Vec<Key>],
     /// sha256 of each file its parameters name.
     pub files: &'a [String],
     /// See [`crate::kind::Stage::sources`].
@@ -1065,9 +1118,9 @@ pub struct KeyParts<'a> {
 }
 
 /// The store key of an instance: sha256 over a length-prefixed encoding of its [`KeyParts`]
-/// (prefixes, so no two different part lists encode alike), as 64 hex digits. The pipeline's
-/// name is not part of it: identical work in two pipelines is one entry.
-pub fn store_key(p: &KeyParts) -> String {
+/// (prefixes, so no two different part lists encode alike). The pipeline's name is not part
+/// of it: identical work in two pipelines is one entry.
+pub fn store_key(p: &KeyParts) -> Key {
     let mut h = Sha256::new();
     let mut put = |tag: &str, bytes: &[u8]| {
         h.update(tag.as_bytes());
@@ -1090,7 +1143,9 @@ pub fn store_key(p: &KeyParts) -> String {
     for (k, keys) in p.upstream.iter().enumerate() {
         put("upstream", &(k as u64).to_le_bytes());
         for key in keys {
-            put("key", key.as_bytes());
+            // As hex digits: the encoding keys had when they were strings, so stores and
+            // the golden lock stay valid.
+            put("key", &key.hex_digits());
         }
     }
     for f in p.files {
@@ -1099,7 +1154,7 @@ pub fn store_key(p: &KeyParts) -> String {
     for s in p.sources {
         put("source", s.as_bytes());
     }
-    hex(&h.finalize())
+    Key(h.finalize().into())
 }
 
 /// `v` as canonical text: mappings with keys sorted, integers as digits, other numbers in
