@@ -355,8 +355,11 @@ struct Common {
     /// Apply the named profile of each pipeline (e.g. `ci`: smaller grids).
     #[arg(short, long)]
     profile: Option<String>,
-    /// Override an axis: AXIS=VALUES with VALUES in YAML, e.g. eps=[0.1,1] or eps={from: 0.1, to: 1, step: 0.1}.
-    #[arg(long = "set", value_name = "AXIS=VALUES")]
+    /// Override, after the profile: an axis (AXIS=VALUES, VALUES in YAML: eps=[0.1,1] or
+    /// eps={from: 0.1, to: 1, step: 0.1}), any stage parameter (STAGE.PARAM=VALUE, a YAML
+    /// value; nested keys with dots: noisy.samples=500, table.labels.eps=ε), or the seed
+    /// (seed=N). Repeatable.
+    #[arg(long = "set", value_name = "KEY=VALUE")]
     set: Vec<String>,
     /// Let pipelines read files under DIR too (by default a pipeline reads only inside its own directory).
     #[arg(long, value_name = "DIR")]

@@ -356,6 +356,10 @@ fn plan_one(
             }
         }
     }
+    // `--set`: `seed=N`, `STAGE.PARAM[.KEY…]=VALUE` (any `with:` parameter, a YAML value),
+    // or `AXIS=VALUES`. Applied after the profile, so the command line wins.
+    let mut seed = raw.seed;
+    let mut param_sets: Vec<ParamSet> = Vec::new();
     for s in &ov.set {
         if errors.len() >= MAX_ERRORS {
             break;
@@ -368,15 +372,79 @@ fn plan_one(
         };
         let Some((name, values)) = s.split_once('=') else {
             errors.push(cmdline(
-                "expected AXIS=VALUES, e.g. --set eps=[0.1,1]".into(),
+                "expected AXIS=VALUES (--set 'eps=[0.1, 1]'), STAGE.PARAM=VALUE (--set noisy.samples=500) or seed=N".into(),
             ));
             continue;
         };
+        let name = name.trim();
+        if let Some((stage, path)) = name.split_once('.') {
+            let Some(st) = raw.stages.get(stage) else {
+                let hint = suggest(stage, raw.stages.keys().map(String::as_str))
+                    .map(|s| format!("; did you mean `{s}`?"))
+                    .unwrap_or_default();
+                errors.push(cmdline(format!(
+                    "no stage `{stage}` in this pipeline{hint}"
+                )));
+                continue;
+            };
+            let path: Vec<String> = path.split('.').map(str::to_string).collect();
+            if path.iter().any(String::is_empty) {
+                errors.push(cmdline(format!(
+                    "`{name}` has an empty key: give STAGE.PARAM or STAGE.PARAM.KEY"
+                )));
+                continue;
+            }
+            if let Some(kind) = registry.iter().find(|k| k.name == st.kind) {
+                if !kind.params.iter().any(|p| p.name == path[0]) {
+                    let names: Vec<&str> = kind.params.iter().map(|p| p.name).collect();
+                    let hint = match suggest(&path[0], names.iter().copied()) {
+                        Some(s) => format!("; did you mean `{stage}.{s}`?"),
+                        None => String::new(),
+                    };
+                    errors.push(cmdline(format!(
+                        "stage `{stage}` ({}) has no parameter `{}`{hint} (its parameters: {}; `dplab list {}` describes them)",
+                        kind.name,
+                        path[0],
+                        names.join(", "),
+                        kind.name
+                    )));
+                    continue;
+                }
+            }
+            match serde_yaml_ng::from_str::<Value>(values) {
+                Ok(value) => param_sets.push(ParamSet {
+                    arg: s.clone(),
+                    stage: stage.to_string(),
+                    path,
+                    value,
+                }),
+                Err(e) => errors.push(cmdline(format!("the value is not YAML: {e}"))),
+            }
+            continue;
+        }
+        if name == "seed" && !raw.axes.contains_key(name) {
+            match values.trim().parse::<u64>() {
+                Ok(n) => seed = n,
+                Err(_) => errors.push(cmdline(format!(
+                    "the seed `{}` is not a whole number from 0 to {}",
+                    values.trim(),
+                    u64::MAX
+                ))),
+            }
+            continue;
+        }
         if !axes.contains_key(name) && !raw.axes.contains_key(name) {
-            let hint = suggest(name, raw.axes.keys().map(String::as_str))
+            let candidates = raw
+                .axes
+                .keys()
+                .map(String::as_str)
+                .chain(std::iter::once("seed"));
+            let hint = suggest(name, candidates)
                 .map(|s| format!("; did you mean `{s}`?"))
                 .unwrap_or_default();
-            errors.push(cmdline(format!("no axis `{name}` in this pipeline{hint}")));
+            errors.push(cmdline(format!(
+                "no axis `{name}` in this pipeline{hint} (for a stage's parameter give STAGE.PARAM=VALUE)"
+            )));
             continue;
         }
         match serde_yaml_ng::from_str::<Value>(values)
@@ -481,6 +549,19 @@ fn plan_one(
             for (k, v) in extra {
                 wmap.insert(k.clone(), v.clone());
                 from_profile.push(k.as_str().unwrap_or("?").to_string());
+            }
+        }
+        // Parameters `--set` sets (after the profile): an error in one names the argument.
+        let mut from_set: Vec<(String, &str)> = Vec::new();
+        for ps in param_sets.iter().filter(|p| p.stage == name) {
+            match ps.apply(wmap) {
+                Ok(()) => from_set.push((ps.path[0].clone(), &ps.arg)),
+                Err(msg) => errors.push(SpecError {
+                    file: spec.path.clone(),
+                    pos: None,
+                    message: format!("--set {}: {msg}", ps.arg),
+                    hint: None,
+                }),
             }
         }
         // Axes referenced as `$name`.
@@ -824,10 +905,24 @@ fn plan_one(
                             } else {
                                 format!(" (at {own_label})")
                             };
-                            let mut e = spec.err(
-                                &path,
-                                format!("stage `{name}` ({}){at}: {}", kind.name, pe.message),
-                            );
+                            let set_arg = top
+                                .as_ref()
+                                .and_then(|k| from_set.iter().rev().find(|(p, _)| p == k));
+                            let mut e = match set_arg {
+                                Some((_, arg)) => SpecError {
+                                    file: spec.path.clone(),
+                                    pos: None,
+                                    message: format!(
+                                        "--set {arg}: stage `{name}` ({}){at}: {}",
+                                        kind.name, pe.message
+                                    ),
+                                    hint: None,
+                                },
+                                None => spec.err(
+                                    &path,
+                                    format!("stage `{name}` ({}){at}: {}", kind.name, pe.message),
+                                ),
+                            };
                             let about_value = !pe.message.starts_with("unknown key");
                             if let Some((_, axis)) =
                                 refs.iter().find(|(p, _)| *p == sub && about_value)
@@ -875,7 +970,7 @@ fn plan_one(
                 .collect();
             // A kind that draws no randomness gets seed 0 (see `KindInfo::random`).
             let seed = if kind.random {
-                instance_seed(raw.seed, name, &key)
+                instance_seed(seed, name, &key)
             } else {
                 0
             };
@@ -931,7 +1026,7 @@ fn plan_one(
         title: raw.title.clone(),
         source: raw.source.clone(),
         description: raw.description.clone(),
-        seed: raw.seed,
+        seed,
         profile: ov.profile.clone(),
         axes,
         stages: stages_out,
@@ -1080,6 +1175,57 @@ struct Built {
     params: String,
     files: Vec<String>,
     sources: Vec<String>,
+}
+
+/// `--set STAGE.PARAM[.KEY…]=VALUE`.
+struct ParamSet {
+    arg: String,
+    stage: String,
+    path: Vec<String>,
+    value: Value,
+}
+
+impl ParamSet {
+    /// Puts the value at its path in a stage's `with:`, making mappings on the way.
+    fn apply(&self, with: &mut Mapping) -> Result<(), String> {
+        let (last, parents) = self.path.split_last().expect("a path has a key");
+        let mut at = with;
+        for (i, k) in parents.iter().enumerate() {
+            let slot = at
+                .entry(Value::String(k.clone()))
+                .or_insert_with(|| Value::Mapping(Mapping::new()));
+            if slot.is_null() {
+                *slot = Value::Mapping(Mapping::new());
+            }
+            at = match slot {
+                Value::Mapping(m) => m,
+                other => {
+                    return Err(format!(
+                        "`{}.{}` is {}, not a mapping: it has no key `{}`",
+                        self.stage,
+                        self.path[..=i].join("."),
+                        describe(other),
+                        self.path[i + 1]
+                    ))
+                }
+            };
+        }
+        at.insert(Value::String(last.clone()), self.value.clone());
+        Ok(())
+    }
+}
+
+/// What kind of YAML value `v` is, for messages.
+fn describe(v: &Value) -> String {
+    match v {
+        Value::Null => "null".into(),
+        Value::Bool(b) => format!("the boolean {b}"),
+        Value::Number(n) => format!("the number {n}"),
+        Value::String(s) => format!("the string {s:?}"),
+        Value::Sequence(_) => "a list".into(),
+        Value::Mapping(_) => "a mapping".into(),
+        Value::Tagged(_) => "a tagged value".into(),
+    }
 }
 
 /// Upstream instances (indices) by their values on the axes a reader keeps.
