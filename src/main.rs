@@ -186,6 +186,19 @@ Exit codes: 0 success, 1 a run failed, 2 bad input.\n\n{WARNING}"))]
         /// Show only this kind.
         kind: Option<String>,
     },
+    /// Print a pipeline as it will run: profile and --set applied, as a pipeline file that
+    /// runs the same instances with the same seeds (or, with --instances, every instance).
+    #[command(
+        after_help = "Examples:\n  dplab show dr-pumpkin.yaml --profile ci --set eps=[1,2]\n  dplab show dr-pumpkin.yaml --instances | less"
+    )]
+    Show {
+        path: PathBuf,
+        /// List every instance (axis values, seed, store key) instead.
+        #[arg(long)]
+        instances: bool,
+        #[command(flatten)]
+        common: Common,
+    },
     /// Print a pipeline's stage DAG as Graphviz DOT or Mermaid.
     #[command(
         after_help = "Examples:\n  dplab graph dr-pumpkin.yaml | dot -Tsvg > dag.svg\n  dplab graph dr-pumpkin.yaml --format mermaid"
@@ -473,6 +486,30 @@ fn main() -> ExitCode {
         }
         Command::Validate { paths, common } => validate(&paths, &common),
         Command::List { kind } => list(kind.as_deref()),
+        Command::Show {
+            path,
+            instances,
+            common,
+        } => match load_plan(&path, &common) {
+            Ok(p) if instances => {
+                let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+                match dplab::pipeline::show::instances(&p, &mut out)
+                    .and_then(|()| std::io::Write::flush(&mut out))
+                {
+                    // A closed pipe (`| head`) is the reader's choice, not an error.
+                    Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+                        errln!("error: writing the instances: {e}");
+                        ExitCode::from(1)
+                    }
+                    _ => ExitCode::SUCCESS,
+                }
+            }
+            Ok(p) => {
+                out_raw!("{}", dplab::pipeline::show::composed(&p));
+                ExitCode::SUCCESS
+            }
+            Err(errs) => report_spec_errors(&errs),
+        },
         Command::Graph {
             path,
             format,

@@ -62,6 +62,8 @@ pub struct PlannedStage {
     pub depth: usize,
     /// `with:` after profile and `--set`, each `$axis` still in it.
     pub with: Value,
+    /// Its own `repeat:` (after the profile), if any.
+    pub repeat: Option<u64>,
     pub instances: Vec<Instance>,
 }
 
@@ -1005,6 +1007,7 @@ fn plan_one(
             gathered: gathered.into_iter().collect(),
             depth,
             with,
+            repeat,
             instances,
         });
     }
