@@ -199,6 +199,17 @@ Exit codes: 0 success, 1 a run failed, 2 bad input.\n\n{WARNING}"))]
         #[command(flatten)]
         common: Common,
     },
+    /// Print a shell completion script (generated from these definitions).
+    #[command(
+        after_help = "Examples:\n  dplab completions bash > ~/.local/share/bash-completion/completions/dplab\n  dplab completions zsh > ~/.zfunc/_dplab   # with fpath+=(~/.zfunc) before compinit\n  dplab completions fish > ~/.config/fish/completions/dplab.fish"
+    )]
+    Completions { shell: clap_complete::Shell },
+    /// Print the manual page (roff), or write one page per command into DIR.
+    #[command(after_help = "Examples:\n  dplab man | man -l -\n  dplab man target/man")]
+    Man {
+        /// Write dplab.1 and dplab-<command>.1 here instead (created if missing).
+        dir: Option<PathBuf>,
+    },
     /// Print a pipeline's stage DAG as Graphviz DOT or Mermaid.
     #[command(
         after_help = "Examples:\n  dplab graph dr-pumpkin.yaml | dot -Tsvg > dag.svg\n  dplab graph dr-pumpkin.yaml --format mermaid"
@@ -418,6 +429,36 @@ enum GraphFormat {
     Mermaid,
 }
 
+/// `dplab man`: the top page to stdout, or every page into `dir`.
+fn man(dir: Option<&Path>) -> ExitCode {
+    let cmd = <Cli as clap::CommandFactory>::command();
+    let Some(dir) = dir else {
+        let mut out = Vec::new();
+        if let Err(e) = clap_mangen::Man::new(cmd).render(&mut out) {
+            errln!("error: rendering the manual page: {e}");
+            return ExitCode::from(1);
+        }
+        out_raw!("{}", String::from_utf8_lossy(&out));
+        return ExitCode::SUCCESS;
+    };
+    let written = std::fs::create_dir_all(dir)
+        .map_err(|e| anyhow::anyhow!("cannot create {}: {e}", dir.display()))
+        .and_then(|()| {
+            clap_mangen::generate_to(cmd, dir)
+                .map_err(|e| anyhow::anyhow!("writing pages into {}: {e}", dir.display()))
+        });
+    match written {
+        Ok(()) => {
+            out!("manual pages written to {}", dir.display());
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            errln!("error: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     raise_open_file_limit();
@@ -486,6 +527,12 @@ fn main() -> ExitCode {
         }
         Command::Validate { paths, common } => validate(&paths, &common),
         Command::List { kind } => list(kind.as_deref()),
+        Command::Completions { shell } => {
+            let mut cmd = <Cli as clap::CommandFactory>::command();
+            clap_complete::generate(shell, &mut cmd, "dplab", &mut std::io::stdout());
+            ExitCode::SUCCESS
+        }
+        Command::Man { dir } => man(dir.as_deref()),
         Command::Show {
             path,
             instances,

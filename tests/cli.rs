@@ -553,3 +553,42 @@ stages:
     let svg = String::from_utf8(read(&out.join("logzero"), "figure.svg")).unwrap();
     assert!(svg.starts_with("<svg") && svg.contains("</svg>"));
 }
+
+/// Completions and manual pages come from the command definitions, so they know every
+/// command and flag (`show`, `--shard`) without being written by hand.
+#[test]
+fn completions_and_manual_pages_are_generated() {
+    let dir = TempDir::new().unwrap();
+    for shell in ["bash", "zsh", "fish"] {
+        let o = dplab().args(["completions", shell]).output().unwrap();
+        assert!(o.status.success(), "{shell}");
+        let script = String::from_utf8(o.stdout).unwrap();
+        assert!(
+            script.contains("show") && script.contains("shard"),
+            "{shell}: {script}"
+        );
+        if shell == "bash" {
+            let f = write(dir.path(), "dplab.bash", &script);
+            let check = std::process::Command::new("bash")
+                .arg("-n")
+                .arg(&f)
+                .output()
+                .unwrap();
+            assert!(check.status.success(), "bash -n: {check:?}");
+        }
+    }
+    dplab()
+        .args(["completions", "tcsh"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("possible values: bash"));
+    dplab()
+        .arg("man")
+        .assert()
+        .success()
+        .stdout(predicate::str::contains(".TH dplab 1"));
+    let pages = dir.path().join("man");
+    dplab().arg("man").arg(&pages).assert().success();
+    let run = fs::read_to_string(pages.join("dplab-run.1")).unwrap();
+    assert!(run.contains("shard"), "{run}");
+}
