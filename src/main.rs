@@ -482,6 +482,10 @@ fn main() -> ExitCode {
         .with_writer(std::io::stderr)
         .with_target(false)
         .without_time()
+        // On a failed write (stderr piped into `head`, which exited) tracing-subscriber would
+        // say so with `eprintln!`, which panics on that same closed stderr: the run died
+        // (exit 101) and lost its work. Logs nobody reads are dropped instead.
+        .log_internal_errors(false)
         .init();
     STATUS_IS_VERDICT.store(
         matches!(

@@ -691,6 +691,13 @@ impl<'a> Run<'a> {
             };
             match cached {
                 Some(hit) => {
+                    tracing::debug!(
+                        "{} {} {{{}}}: from the store ({})",
+                        self.plan.name,
+                        stage.name,
+                        inst.label(),
+                        inst.store_key
+                    );
                     self.progress.tick(true);
                     Some((hit, true))
                 }
@@ -707,8 +714,24 @@ impl<'a> Run<'a> {
                     ));
                     None
                 }
-                None => match self.compute(si, ii) {
+                None => match {
+                    tracing::trace!(
+                        "{} {} {{{}}}: starts",
+                        self.plan.name,
+                        stage.name,
+                        inst.label()
+                    );
+                    self.compute(si, ii)
+                } {
                     Ok(res) => {
+                        tracing::debug!(
+                            "{} {} {{{}}}: computed in {:.3} s ({} rows)",
+                            self.plan.name,
+                            stage.name,
+                            inst.label(),
+                            res.seconds,
+                            res.frame.height()
+                        );
                         // Stored as soon as it exists: a run that fails or is killed later
                         // keeps it.
                         if let Some(s) = &self.opts.store {
