@@ -714,15 +714,7 @@ impl<'a> Run<'a> {
                     ));
                     None
                 }
-                None => match {
-                    tracing::trace!(
-                        "{} {} {{{}}}: starts",
-                        self.plan.name,
-                        stage.name,
-                        inst.label()
-                    );
-                    self.compute(si, ii)
-                } {
+                None => match self.compute(si, ii) {
                     Ok(res) => {
                         tracing::debug!(
                             "{} {} {{{}}}: computed in {:.3} s ({} rows)",
@@ -887,6 +879,7 @@ impl<'a> Run<'a> {
         let plan = self.plan;
         let stage = &plan.stages[si];
         let inst = &stage.instances[ii];
+        tracing::trace!("{} {} {{{}}}: starts", plan.name, stage.name, inst.label());
         let t0 = Instant::now();
         let mut inputs = Vec::with_capacity(stage.inputs.len());
         for (k, src) in sources(plan, &self.offset, si, ii).enumerate() {
