@@ -156,6 +156,15 @@ Exit codes: 0 success, 1 a run failed, 2 bad input.\n\n{WARNING}"))]
         /// Skip (with a warning, exit 0) pipelines whose dataset files are not on this machine.
         #[arg(long)]
         skip_unavailable: bool,
+        /// Run only a share of the instances, into the store, and write no results: `I/N`
+        /// (shard I of N, from 0), `auto` (a Slurm array task's SLURM_ARRAY_TASK_ID and
+        /// SLURM_ARRAY_TASK_COUNT) or `auto/N` (index from SLURM_ARRAY_TASK_ID or
+        /// JOB_COMPLETION_INDEX). Once every shard is done, a run without --shard on the same
+        /// store runs only the stages that gather, and writes the results. Every shard and
+        /// that run must be given the same pipelines, in the same order, with the same
+        /// --profile and --set.
+        #[arg(long, value_name = "SPEC", conflicts_with_all = ["dry_run", "no_store"])]
+        shard: Option<String>,
         #[command(flatten)]
         loc: DataLoc,
         #[command(flatten)]
@@ -176,6 +185,30 @@ Exit codes: 0 success, 1 a run failed, 2 bad input.\n\n{WARNING}"))]
     List {
         /// Show only this kind.
         kind: Option<String>,
+    },
+    /// Print a pipeline as it will run: profile and --set applied, as a pipeline file that
+    /// runs the same instances with the same seeds (or, with --instances, every instance).
+    #[command(
+        after_help = "Examples:\n  dplab show dr-pumpkin.yaml --profile ci --set eps=[1,2]\n  dplab show dr-pumpkin.yaml --instances | less"
+    )]
+    Show {
+        path: PathBuf,
+        /// List every instance (axis values, seed, store key) instead.
+        #[arg(long)]
+        instances: bool,
+        #[command(flatten)]
+        common: Common,
+    },
+    /// Print a shell completion script (generated from these definitions).
+    #[command(
+        after_help = "Examples:\n  dplab completions bash > ~/.local/share/bash-completion/completions/dplab\n  dplab completions zsh > ~/.zfunc/_dplab   # with fpath+=(~/.zfunc) before compinit\n  dplab completions fish > ~/.config/fish/completions/dplab.fish"
+    )]
+    Completions { shell: clap_complete::Shell },
+    /// Print the manual page (roff), or write one page per command into DIR.
+    #[command(after_help = "Examples:\n  dplab man | man -l -\n  dplab man target/man")]
+    Man {
+        /// Write dplab.1 and dplab-<command>.1 here instead (created if missing).
+        dir: Option<PathBuf>,
     },
     /// Print a pipeline's stage DAG as Graphviz DOT or Mermaid.
     #[command(
@@ -364,8 +397,11 @@ struct Common {
     /// Apply the named profile of each pipeline (e.g. `ci`: smaller grids).
     #[arg(short, long)]
     profile: Option<String>,
-    /// Override an axis: AXIS=VALUES with VALUES in YAML, e.g. eps=[0.1,1] or eps={from: 0.1, to: 1, step: 0.1}.
-    #[arg(long = "set", value_name = "AXIS=VALUES")]
+    /// Override, after the profile: an axis (AXIS=VALUES, VALUES in YAML: eps=[0.1,1] or
+    /// eps={from: 0.1, to: 1, step: 0.1}), any stage parameter (STAGE.PARAM=VALUE, a YAML
+    /// value; nested keys with dots: noisy.samples=500, table.labels.eps=ε), or the seed
+    /// (seed=N). Repeatable.
+    #[arg(long = "set", value_name = "KEY=VALUE")]
     set: Vec<String>,
     /// Let pipelines read files under DIR too (by default a pipeline reads only inside its own directory).
     #[arg(long, value_name = "DIR")]
@@ -411,6 +447,36 @@ enum GraphFormat {
     Mermaid,
 }
 
+/// `dplab man`: the top page to stdout, or every page into `dir`.
+fn man(dir: Option<&Path>) -> ExitCode {
+    let cmd = <Cli as clap::CommandFactory>::command();
+    let Some(dir) = dir else {
+        let mut out = Vec::new();
+        if let Err(e) = clap_mangen::Man::new(cmd).render(&mut out) {
+            errln!("error: rendering the manual page: {e}");
+            return ExitCode::from(1);
+        }
+        out_raw!("{}", String::from_utf8_lossy(&out));
+        return ExitCode::SUCCESS;
+    };
+    let written = std::fs::create_dir_all(dir)
+        .map_err(|e| anyhow::anyhow!("cannot create {}: {e}", dir.display()))
+        .and_then(|()| {
+            clap_mangen::generate_to(cmd, dir)
+                .map_err(|e| anyhow::anyhow!("writing pages into {}: {e}", dir.display()))
+        });
+    match written {
+        Ok(()) => {
+            out!("manual pages written to {}", dir.display());
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            errln!("error: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     raise_open_file_limit();
@@ -434,6 +500,10 @@ fn main() -> ExitCode {
         .with_writer(std::io::stderr)
         .with_target(false)
         .without_time()
+        // On a failed write (stderr piped into `head`, which exited) tracing-subscriber would
+        // say so with `eprintln!`, which panics on that same closed stderr: the run died
+        // (exit 101) and lost its work. Logs nobody reads are dropped instead.
+        .log_internal_errors(false)
         .init();
     STATUS_IS_VERDICT.store(
         matches!(
@@ -453,6 +523,7 @@ fn main() -> ExitCode {
             out,
             fail_fast,
             skip_unavailable,
+            shard,
             loc,
             store,
         } => {
@@ -460,7 +531,7 @@ fn main() -> ExitCode {
             run(
                 &paths,
                 &common,
-                (jobs, &store),
+                (jobs, &store, shard.as_deref()),
                 &out,
                 (fail_fast, skip_unavailable),
                 cli.quiet,
@@ -489,6 +560,36 @@ fn main() -> ExitCode {
             report_cmd(&results, &pipelines)
         }
         Command::List { kind } => list(kind.as_deref()),
+        Command::Completions { shell } => {
+            let mut cmd = <Cli as clap::CommandFactory>::command();
+            clap_complete::generate(shell, &mut cmd, "dplab", &mut std::io::stdout());
+            ExitCode::SUCCESS
+        }
+        Command::Man { dir } => man(dir.as_deref()),
+        Command::Show {
+            path,
+            instances,
+            common,
+        } => match load_plan(&path, &common) {
+            Ok(p) if instances => {
+                let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+                match dplab::pipeline::show::instances(&p, &mut out)
+                    .and_then(|()| std::io::Write::flush(&mut out))
+                {
+                    // A closed pipe (`| head`) is the reader's choice, not an error.
+                    Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+                        errln!("error: writing the instances: {e}");
+                        ExitCode::from(1)
+                    }
+                    _ => ExitCode::SUCCESS,
+                }
+            }
+            Ok(p) => {
+                out_raw!("{}", dplab::pipeline::show::composed(&p));
+                ExitCode::SUCCESS
+            }
+            Err(errs) => report_spec_errors(&errs),
+        },
         Command::Graph {
             path,
             format,
@@ -630,7 +731,7 @@ fn validate(paths: &[PathBuf], common: &Common) -> ExitCode {
 fn run(
     paths: &[PathBuf],
     common: &Common,
-    (jobs, store): (Option<usize>, &StoreArgs),
+    (jobs, store, shard): (Option<usize>, &StoreArgs, Option<&str>),
     out: &Path,
     (fail_fast, skip_unavailable): (bool, bool),
     quiet: bool,
@@ -669,9 +770,22 @@ fn run(
             ExitCode::SUCCESS
         };
     }
-    if let Err(e) = check_outputs(&files, out) {
-        errln!("error: {e}");
-        return ExitCode::from(2);
+    let shard = match shard
+        .map(|s| dplab::pipeline::shard::Shard::parse(s, |v| std::env::var(v).ok()))
+        .transpose()
+    {
+        Ok(s) => s,
+        Err(e) => {
+            errln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    // A shard writes no results directory, so it has none to check.
+    if shard.is_none() {
+        if let Err(e) = check_outputs(&files, out) {
+            errln!("error: {e}");
+            return ExitCode::from(2);
+        }
     }
     let pool = match rayon::ThreadPoolBuilder::new().num_threads(threads).build() {
         Ok(p) => p,
@@ -691,6 +805,8 @@ fn run(
     let mut input_failures = Vec::new();
     let mut run_failures = Vec::new();
     let mut skipped = Vec::new();
+    // Units dealt to shards so far: the round-robin continues across pipelines.
+    let mut dealt = 0;
     for f in &files {
         let t0 = std::time::Instant::now();
         let outcome = match load_plan(f, common) {
@@ -699,28 +815,39 @@ fn run(
                 input_failures.push(f.display().to_string());
                 false
             }
-            Ok(p) => match pool.install(|| exec::execute(&p, &opts)) {
-                Ok(dir) => {
-                    tracing::info!(
-                        "{}: {} instances in {:.2} s → {}",
-                        p.name,
-                        p.instance_count(),
-                        t0.elapsed().as_secs_f64(),
-                        dir.display()
-                    );
-                    true
+            Ok(p) => {
+                let done = match shard {
+                    Some(sh) => {
+                        let (owners, next) = dplab::pipeline::shard::owners(&p, sh.count, dealt);
+                        dealt = next;
+                        pool.install(|| exec::execute_shard(&p, &opts, sh, &owners)).map(|r| {
+                            format!(
+                                "shard {sh}: owns {} instances ({} already stored); computed {} ({} of them shared with other shards), loaded {} from the store",
+                                r.owned, r.owned_stored, r.computed, r.shared_computed, r.loaded
+                            )
+                        })
+                    }
+                    None => pool
+                        .install(|| exec::execute(&p, &opts))
+                        .map(|dir| format!("{} instances → {}", p.instance_count(), dir.display())),
+                };
+                match done {
+                    Ok(what) => {
+                        tracing::info!("{}: {what} in {:.2} s", p.name, t0.elapsed().as_secs_f64());
+                        true
+                    }
+                    Err(e) if e.unavailable && skip_unavailable => {
+                        tracing::warn!("skipped {}: {}", p.name, e.message);
+                        skipped.push(format!("{} ({})", f.display(), e.message));
+                        true
+                    }
+                    Err(e) => {
+                        errln!("error: {e}");
+                        run_failures.push(format!("{} ({e})", f.display()));
+                        false
+                    }
                 }
-                Err(e) if e.unavailable && skip_unavailable => {
-                    tracing::warn!("skipped {}: {}", p.name, e.message);
-                    skipped.push(format!("{} ({})", f.display(), e.message));
-                    true
-                }
-                Err(e) => {
-                    errln!("error: {e}");
-                    run_failures.push(format!("{} ({e})", f.display()));
-                    false
-                }
-            },
+            }
         };
         if !outcome && fail_fast {
             break;

@@ -15,6 +15,7 @@ use polars::prelude::*;
 
 use super::cache::InstanceStore;
 use super::plan::Plan;
+use super::shard::Shard;
 use super::spec::AxisValue;
 use super::store;
 use crate::kind::{rng_from_seed, Artifact, Ctx};
@@ -292,6 +293,10 @@ struct Run<'a> {
     /// of 10⁶ ready instances is 10⁶ numbers in `ready`, not 10⁶ queued jobs.
     active: AtomicUsize,
     in_flight: usize,
+    /// In a shard: the instances taken from the store without their inputs (see [`Need`]).
+    load_only: Option<Vec<bool>>,
+    /// The first failure to store an entry.
+    store_error: Mutex<Option<String>>,
 }
 
 /// Runs every instance and writes `out_dir/<pipeline>/`. Returns the results directory.
@@ -303,18 +308,156 @@ struct Run<'a> {
 /// everything that does not depend on it still runs and is stored; the error names it.
 pub fn execute(plan: &Plan, opts: &RunOptions) -> Result<PathBuf, RunError> {
     let started = Instant::now();
-    let run = Run::new(plan, opts);
+    let run = drive(plan, opts, None)?;
+    let fail = |message: String| RunError {
+        pipeline: plan.name.clone(),
+        stage: String::new(),
+        instance: String::new(),
+        message,
+        unavailable: false,
+    };
+    let mut outputs = Vec::with_capacity(plan.stages.len());
+    for (si, st) in run.stages.into_iter().enumerate() {
+        let frame = if plan.stages[si].store {
+            st.whole
+                .into_inner()
+                .unwrap_or_else(|e| e.into_inner())
+                .map(|f| Arc::try_unwrap(f).unwrap_or_else(|f| (*f).clone()))
+        } else {
+            None
+        };
+        outputs.push(StageOutput {
+            frame,
+            artifacts: st.artifacts.into_inner().unwrap_or_else(|e| e.into_inner()),
+            seconds: st.seconds.into_inner().unwrap_or_else(|e| e.into_inner()),
+            cached: st.cached.into_inner(),
+        });
+    }
+    let dir = store::write(plan, &outputs, opts, started.elapsed().as_secs_f64())
+        .map_err(|e| fail(format!("writing results: {e:#}")))?;
+    if let Some(s) = &opts.store {
+        if let Err(e) = super::dryrun::record(plan, s) {
+            tracing::warn!("could not record this run for --dry-run: {e:#}");
+        }
+    }
+    Ok(dir)
+}
+
+/// What one shard did with a pipeline.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct ShardReport {
+    /// Instances this shard owns (its share), and how many of them were in the store
+    /// already (from an earlier or concurrent run: not run again).
+    pub owned: usize,
+    pub owned_stored: usize,
+    /// Instances computed: owned, and shared ones (read by several shards) that were missing.
+    pub computed: usize,
+    pub shared_computed: usize,
+    /// Instances read from the store as inputs of those computed.
+    pub loaded: usize,
+}
+
+/// Runs shard `shard`'s share of `plan` into the store (`owners` from
+/// [`super::shard::owners`]) and writes no results directory: only the instances it owns that
+/// are missing from the store (or forced), and what they read that is missing too, run;
+/// what they read that is stored is loaded.
+pub fn execute_shard(
+    plan: &Plan,
+    opts: &RunOptions,
+    shard: Shard,
+    owners: &[u32],
+) -> Result<ShardReport, RunError> {
+    let store = opts.store.as_ref().ok_or_else(|| RunError {
+        pipeline: plan.name.clone(),
+        stage: String::new(),
+        instance: String::new(),
+        message: "a shard needs the instance store (it is where its work goes)".into(),
+        unavailable: false,
+    })?;
+    let mut stage_of = Vec::with_capacity(owners.len());
+    let mut offset = Vec::with_capacity(plan.stages.len());
+    for (si, s) in plan.stages.iter().enumerate() {
+        offset.push(stage_of.len());
+        stage_of.extend(std::iter::repeat_n(si, s.instances.len()));
+    }
+    let missing = |g: usize| {
+        let si = stage_of[g];
+        opts.force.covers(&plan.stages[si].name)
+            || !store.contains(&plan.stages[si].instances[g - offset[si]].store_key)
+    };
+    let n = owners.len();
+    let mut need = Need {
+        need: vec![false; n],
+        load: vec![false; n],
+    };
+    let mut report = ShardReport::default();
+    let mut stack = Vec::new();
+    for (g, &o) in owners.iter().enumerate() {
+        if o as usize != shard.index {
+            continue;
+        }
+        report.owned += 1;
+        if missing(g) {
+            stack.push(g);
+        } else {
+            report.owned_stored += 1;
+        }
+    }
+    while let Some(g) = stack.pop() {
+        if need.need[g] {
+            continue;
+        }
+        need.need[g] = true;
+        if owners[g] as usize != shard.index && !missing(g) {
+            need.load[g] = true;
+            report.loaded += 1;
+            continue;
+        }
+        if owners[g] == super::shard::SHARED {
+            report.shared_computed += 1;
+        }
+        let si = stage_of[g];
+        for src in sources(plan, &offset, si, g - offset[si]) {
+            stack.extend(src.pieces());
+        }
+    }
+    let run = drive(plan, opts, Some(need))?;
+    let cached: usize = run
+        .stages
+        .iter()
+        .map(|s| s.cached.load(Ordering::Relaxed))
+        .sum();
+    report.computed = run.progress.done.load(Ordering::Relaxed) - cached;
+    Ok(report)
+}
+
+/// Which instances a shard's run touches: `need` (run them, or load them from the store),
+/// and of those, `load`: taken from the store only (their own inputs are not needed).
+struct Need {
+    need: Vec<bool>,
+    load: Vec<bool>,
+}
+
+/// Runs the instances (all, or those `need` names), flushes the store, and returns the run's
+/// state, or the first failure (plan order) with counts of the others.
+fn drive<'a>(
+    plan: &'a Plan,
+    opts: &'a RunOptions,
+    need: Option<Need>,
+) -> Result<Run<'a>, RunError> {
+    let run = Run::new(plan, opts, need);
     std::thread::scope(|threads| {
         // Small store entries wait in memory for a pack; this writes them out when the
         // oldest has waited long enough, even while no instance finishes.
         let (stop, stopped) = std::sync::mpsc::channel::<()>();
         if let Some(store) = &opts.store {
+            let run = &run;
             threads.spawn(move || {
                 while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) =
                     stopped.recv_timeout(Duration::from_millis(250))
                 {
                     if let Err(e) = store.flush_old() {
-                        tracing::warn!("not stored ({}): {e:#}", store.root().display());
+                        run.not_stored(store, e);
                     }
                 }
             });
@@ -354,10 +497,26 @@ pub fn execute(plan: &Plan, opts: &RunOptions) -> Result<PathBuf, RunError> {
     }
     if let Some(s) = &opts.store {
         if let Err(e) = s.flush() {
-            tracing::warn!("not stored ({}): {e:#}", s.root().display());
+            run.not_stored(s, e);
         }
     }
-    let mut errors = run.errors.into_inner().unwrap_or_else(|e| e.into_inner());
+    // A shard's only output is what it stores: work it could not store is a failure.
+    if let Some(first) = lock(&run.store_error)
+        .take()
+        .filter(|_| run.load_only.is_some())
+    {
+        lock(&run.errors).push((
+            usize::MAX,
+            RunError {
+                pipeline: plan.name.clone(),
+                stage: String::new(),
+                instance: String::new(),
+                message: format!("this shard's work could not all be stored, so the run that gathers would compute it again: {first}"),
+                unavailable: false,
+            },
+        ));
+    }
+    let mut errors = std::mem::take(&mut *lock(&run.errors));
     if !errors.is_empty() {
         errors.sort_by_key(|(g, _)| *g);
         let failed = errors.len();
@@ -374,42 +533,13 @@ pub fn execute(plan: &Plan, opts: &RunOptions) -> Result<PathBuf, RunError> {
         }
         return Err(first);
     }
-    let fail = |message: String| RunError {
-        pipeline: plan.name.clone(),
-        stage: String::new(),
-        instance: String::new(),
-        message,
-        unavailable: false,
-    };
-    let mut outputs = Vec::with_capacity(plan.stages.len());
-    for (si, st) in run.stages.into_iter().enumerate() {
-        let frame = if plan.stages[si].store {
-            st.whole
-                .into_inner()
-                .unwrap_or_else(|e| e.into_inner())
-                .map(|f| Arc::try_unwrap(f).unwrap_or_else(|f| (*f).clone()))
-        } else {
-            None
-        };
-        outputs.push(StageOutput {
-            frame,
-            artifacts: st.artifacts.into_inner().unwrap_or_else(|e| e.into_inner()),
-            seconds: st.seconds.into_inner().unwrap_or_else(|e| e.into_inner()),
-            cached: st.cached.into_inner(),
-        });
-    }
-    let dir = store::write(plan, &outputs, opts, started.elapsed().as_secs_f64())
-        .map_err(|e| fail(format!("writing results: {e:#}")))?;
-    if let Some(s) = &opts.store {
-        if let Err(e) = super::dryrun::record(plan, s) {
-            tracing::warn!("could not record this run for --dry-run: {e:#}");
-        }
-    }
-    Ok(dir)
+    Ok(run)
 }
 
 impl<'a> Run<'a> {
-    fn new(plan: &'a Plan, opts: &'a RunOptions) -> Self {
+    fn new(plan: &'a Plan, opts: &'a RunOptions, need: Option<Need>) -> Self {
+        let needed = |g: usize| need.as_ref().is_none_or(|n| n.need[g]);
+        let load_only = |g: usize| need.as_ref().is_some_and(|n| n.load[g]);
         let mut offset = Vec::with_capacity(plan.stages.len() + 1);
         let mut n = 0;
         for s in &plan.stages {
@@ -423,9 +553,18 @@ impl<'a> Run<'a> {
         // Readers of each instance as a piece, as one flat array (10⁶ small vectors cost
         // more than the edges they hold): counted, then filled.
         let mut reader_at = vec![0usize; n + 1];
+        let mut remaining = vec![0usize; plan.stages.len()];
         for (si, s) in plan.stages.iter().enumerate() {
             for ii in 0..s.instances.len() {
                 let g = offset[si] + ii;
+                if !needed(g) || load_only(g) {
+                    // Never run (`ready` takes only instances with nothing to wait for), or
+                    // taken from the store without reading its inputs.
+                    waiting.push(AtomicUsize::new(usize::from(!needed(g))));
+                    remaining[si] += usize::from(needed(g));
+                    continue;
+                }
+                remaining[si] += 1;
                 let mut waits = 0;
                 for src in sources(plan, &offset, si, ii) {
                     match src {
@@ -452,6 +591,10 @@ impl<'a> Run<'a> {
         let mut readers = vec![0usize; reader_at[n]];
         for (si, s) in plan.stages.iter().enumerate() {
             for ii in 0..s.instances.len() {
+                let g = offset[si] + ii;
+                if !needed(g) || load_only(g) {
+                    continue;
+                }
                 for src in sources(plan, &offset, si, ii) {
                     for u in src.pieces() {
                         readers[fill[u]] = offset[si] + ii;
@@ -460,13 +603,16 @@ impl<'a> Run<'a> {
                 }
             }
         }
+        // A shard writes no results, and no stage of a shard is read whole (those gather).
+        let results = need.is_none();
         let stages = plan
             .stages
             .iter()
             .zip(whole_readers)
-            .map(|(s, whole_readers)| StageState {
-                remaining: AtomicUsize::new(s.instances.len()),
-                gather: (s.store || !whole_readers.is_empty())
+            .zip(remaining)
+            .map(|((s, whole_readers), remaining)| StageState {
+                remaining: AtomicUsize::new(remaining),
+                gather: (results && (s.store || !whole_readers.is_empty()))
                     .then(|| Mutex::new(Gather::default())),
                 whole_readers,
                 whole: Mutex::new(None),
@@ -495,7 +641,12 @@ impl<'a> Run<'a> {
         Run {
             plan,
             opts,
-            progress: Progress::new(&plan.name, n, opts.terminal),
+            progress: Progress::new(
+                &plan.name,
+                need.as_ref()
+                    .map_or(n, |x| x.need.iter().filter(|&&b| b).count()),
+                opts.terminal,
+            ),
             offset,
             waiting,
             reader_at,
@@ -509,6 +660,8 @@ impl<'a> Run<'a> {
             ready: Mutex::new(BinaryHeap::new()),
             active: AtomicUsize::new(0),
             in_flight: 2 * rayon::current_num_threads().max(1),
+            load_only: need.map(|n| n.load),
+            store_error: Mutex::new(None),
         }
     }
 
@@ -538,16 +691,44 @@ impl<'a> Run<'a> {
             };
             match cached {
                 Some(hit) => {
+                    tracing::debug!(
+                        "{} {} {{{}}}: from the store ({})",
+                        self.plan.name,
+                        stage.name,
+                        inst.label(),
+                        inst.store_key
+                    );
                     self.progress.tick(true);
                     Some((hit, true))
                 }
+                None if self.load_only.as_ref().is_some_and(|l| l[g]) => {
+                    lock(&self.errors).push((
+                        g,
+                        RunError {
+                            pipeline: self.plan.name.clone(),
+                            stage: stage.name.clone(),
+                            instance: inst.label(),
+                            message: "its store entry disappeared while this shard ran (a concurrent `dplab store gc`?): run the shard again".into(),
+                            unavailable: false,
+                        },
+                    ));
+                    None
+                }
                 None => match self.compute(si, ii) {
                     Ok(res) => {
+                        tracing::debug!(
+                            "{} {} {{{}}}: computed in {:.3} s ({} rows)",
+                            self.plan.name,
+                            stage.name,
+                            inst.label(),
+                            res.seconds,
+                            res.frame.height()
+                        );
                         // Stored as soon as it exists: a run that fails or is killed later
                         // keeps it.
                         if let Some(s) = &self.opts.store {
                             if let Err(e) = s.put(&inst.store_key, stage.kind.name, &res) {
-                                tracing::warn!("not stored ({}): {e:#}", s.root().display());
+                                self.not_stored(s, e);
                             }
                         }
                         self.progress.tick(false);
@@ -557,7 +738,7 @@ impl<'a> Run<'a> {
                         let err = RunError {
                             pipeline: self.plan.name.clone(),
                             stage: stage.name.clone(),
-                            instance: inst.label.clone(),
+                            instance: inst.label(),
                             message: format!("{e:#}"),
                             unavailable: e.downcast_ref::<crate::kind::Unavailable>().is_some(),
                         };
@@ -613,6 +794,14 @@ impl<'a> Run<'a> {
         for &r in &self.readers[self.reader_at[g]..self.reader_at[g + 1]] {
             self.arrived(scope, r);
         }
+    }
+
+    /// Writing to the store failed: a warning (the results are still written), remembered
+    /// for a shard, whose only output the store is.
+    fn not_stored(&self, store: &InstanceStore, e: anyhow::Error) {
+        let msg = format!("not stored ({}): {e:#}", store.root().display());
+        tracing::warn!("{msg}");
+        lock(&self.store_error).get_or_insert(msg);
     }
 
     /// An instance of stage `si` failed or was not run: its readers are not run either.
@@ -673,6 +862,9 @@ impl<'a> Run<'a> {
     /// Instance `g` has run: the frames it read as pieces lose one reader, and are dropped
     /// when none is left.
     fn release_inputs(&self, g: usize) {
+        if self.load_only.as_ref().is_some_and(|l| l[g]) {
+            return;
+        }
         let (si, ii) = self.locate(g);
         for src in sources(self.plan, &self.offset, si, ii) {
             for u in src.pieces() {
@@ -687,6 +879,7 @@ impl<'a> Run<'a> {
         let plan = self.plan;
         let stage = &plan.stages[si];
         let inst = &stage.instances[ii];
+        tracing::trace!("{} {} {{{}}}: starts", plan.name, stage.name, inst.label());
         let t0 = Instant::now();
         let mut inputs = Vec::with_capacity(stage.inputs.len());
         for (k, src) in sources(plan, &self.offset, si, ii).enumerate() {
@@ -724,9 +917,9 @@ impl<'a> Run<'a> {
             seed: inst.seed,
             files: &plan.files,
             stage: &stage.name,
-            label: &inst.label,
+            label: &inst.label(),
         };
-        let out = inst.run.run(&mut ctx)?;
+        let out = stage.build(inst)?.run(&mut ctx)?;
         let frame = with_axis_columns(out.frame, &inst.key)?;
         Ok(InstanceResult {
             frame,
@@ -746,13 +939,17 @@ fn sources<'p>(
 ) -> impl Iterator<Item = Source<'p>> + 'p {
     let stage = &plan.stages[si];
     let inst = &stage.instances[ii];
-    stage.inputs.iter().zip(&inst.inputs).map(move |(&up, js)| {
-        if js.len() > 1 && js.len() == plan.stages[up].instances.len() {
-            Source::Whole(up)
-        } else {
-            Source::Pieces(offset[up], js)
-        }
-    })
+    stage
+        .inputs
+        .iter()
+        .zip(inst.inputs.iter())
+        .map(move |(&up, js)| {
+            if js.len() > 1 && js.len() == plan.stages[up].instances.len() {
+                Source::Whole(up)
+            } else {
+                Source::Pieces(offset[up], js)
+            }
+        })
 }
 
 /// A poisoned lock still holds consistent data here (every critical section is a store).

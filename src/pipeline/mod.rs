@@ -11,5 +11,7 @@ pub mod graph;
 pub mod locate;
 pub mod plan;
 pub mod seed;
+pub mod shard;
+pub mod show;
 pub mod spec;
 pub mod store;
