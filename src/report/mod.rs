@@ -703,10 +703,10 @@ fn view_with_layout(frame: &Csv, l: &Layout) -> Result<View, String> {
         else {
             continue;
         };
-        for r in 0..frame.rows.len() {
-            let class = cols[vk][r].class;
+        let classes: Vec<&'static str> = cols[vk].iter().map(|c| c.class).collect();
+        for (cell, class) in cols[k].iter_mut().zip(classes) {
             if class != "v-none" {
-                cols[k][r].class = class;
+                cell.class = class;
             }
         }
     }
