@@ -35,6 +35,7 @@
 
 mod heatmap;
 mod lines;
+pub mod mathtext;
 mod scale;
 
 use plotters::prelude::*;
@@ -142,9 +143,9 @@ pub struct LineFigure {
     pub height: u32,
 }
 
-/// Renders a line figure to an SVG document.
+/// Renders a line figure to an SVG document (`^` and `_` in its texts as in [`mathtext`]).
 pub fn render_lines(fig: &LineFigure) -> Result<String, PlotError> {
-    lines::render(fig)
+    lines::render(fig).map(|svg| mathtext::svg(&svg))
 }
 
 /// One facet of a heatmap: values on a rectilinear grid.
@@ -180,9 +181,9 @@ pub struct HeatmapFigure {
     pub height: u32,
 }
 
-/// Renders a heatmap figure to an SVG document.
+/// Renders a heatmap figure to an SVG document (`^` and `_` in its texts as in [`mathtext`]).
 pub fn render_heatmap(fig: &HeatmapFigure) -> Result<String, PlotError> {
-    heatmap::render(fig)
+    heatmap::render(fig).map(|svg| mathtext::svg(&svg))
 }
 
 // ---------------------------------------------------------------------------

@@ -15,7 +15,7 @@ pub fn kinds() -> Vec<KindInfo> {
     vec![
         KindInfo {
             name: "plot.lines",
-            version: 2,
+            version: 3,
             random: false,
             summary: "Lines (optionally with confidence bands) of y against x, one series per value of `series` and/or per y column, one panel per value of `facet`; log axes; labelled reference lines.",
             params: &[
@@ -41,7 +41,7 @@ pub fn kinds() -> Vec<KindInfo> {
         },
         KindInfo {
             name: "plot.histogram",
-            version: 1,
+            version: 2,
             random: false,
             summary: "Histograms (as step outlines, so several series stay readable) of a numeric column, one per value of `series`, one panel per value of `facet`; counts or densities.",
             params: &[
@@ -61,7 +61,7 @@ pub fn kinds() -> Vec<KindInfo> {
         },
         KindInfo {
             name: "plot.heatmap",
-            version: 1,
+            version: 2,
             random: false,
             summary: "A heatmap of z over (x, y) with a colour bar shared by all panels; optional contour line z = level.",
             params: &[
@@ -239,7 +239,7 @@ impl Stage for Lines {
         let mut panels = Vec::new();
         for (fkey, frows) in group_rows(df, &facet_keys)? {
             let title = match (&self.facet, fkey.first()) {
-                (Some(f), Some(v)) => format!("{} = {}", label(f), label(v)),
+                (Some(f), Some(v)) => facet_title(f, self.labels.get(f), v, &label(v)),
                 _ => String::new(),
             };
             let mut groups: IndexMap<String, Vec<usize>> = IndexMap::new();
@@ -611,4 +611,40 @@ fn frame_rows(
         .map(|c| super::frame::take_rows(c, rows))
         .collect::<Result<Vec<_>>>()?;
     Ok(polars::prelude::DataFrame::new(rows.len(), cols)?)
+}
+
+/// A panel's title in `plot.lines`: `σ = 2` when the facet column has a label (`labels:
+/// {sigma: σ}`) or the value is a number (which needs its name); else the value alone, since a
+/// bare column name (`value = worst absolute error`, `panel = CRM · …`) is not for readers.
+fn facet_title(column: &str, column_label: Option<&String>, raw: &str, shown: &str) -> String {
+    match column_label {
+        Some(c) => format!("{c} = {shown}"),
+        None if raw.trim().parse::<f64>().is_ok() => format!("{column} = {shown}"),
+        None => shown.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::facet_title;
+
+    #[test]
+    fn panel_titles_show_no_bare_column_names() {
+        let sigma = "σ".to_string();
+        assert_eq!(facet_title("sigma", Some(&sigma), "2.0", "2.0"), "σ = 2.0");
+        assert_eq!(facet_title("d", None, "1", "1"), "d = 1");
+        assert_eq!(
+            facet_title("value", None, "max_abs_error", "worst absolute error"),
+            "worst absolute error"
+        );
+        assert_eq!(
+            facet_title(
+                "panel",
+                None,
+                "CRM · max_abs_error",
+                "CRM: worst absolute error"
+            ),
+            "CRM: worst absolute error"
+        );
+    }
 }
