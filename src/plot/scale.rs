@@ -216,19 +216,24 @@ fn log_ticks(lo: f64, hi: f64, target: usize) -> (Vec<(f64, String)>, Vec<f64>) 
     if ndec >= 3 {
         // Whole decades; thin them out when there are too many to label.
         let stride = ndec.div_ceil(target).max(1) as i64;
-        let mut major = Vec::new();
+        let mut decades = Vec::new();
         let mut minor = Vec::new();
         for d in d0..=d1 {
             if d.rem_euclid(stride) == 0 {
-                major.push((d as f64, decade_label(d)));
+                decades.push(d);
             } else {
                 minor.push(d as f64);
             }
         }
-        if major.len() < 2 {
-            major = (d0..=d1).map(|d| (d as f64, decade_label(d))).collect();
+        if decades.len() < 2 {
+            decades = (d0..=d1).collect();
             minor.clear();
         }
+        let major: Vec<(f64, String)> = decades
+            .iter()
+            .map(|&d| d as f64)
+            .zip(decade_labels(&decades))
+            .collect();
         if stride == 1 && ndec <= 8 {
             for d in (lo.floor() as i64)..=d1 {
                 for m in 2..=9 {
@@ -264,8 +269,13 @@ fn log_ticks(lo: f64, hi: f64, target: usize) -> (Vec<(f64, String)>, Vec<f64>) 
         return (major.into_iter().zip(labels).collect(), minor);
     }
     if ndec == 2 {
+        let decades: Vec<i64> = (d0..=d1).collect();
         return (
-            (d0..=d1).map(|d| (d as f64, decade_label(d))).collect(),
+            decades
+                .iter()
+                .map(|&d| d as f64)
+                .zip(decade_labels(&decades))
+                .collect(),
             minor,
         );
     }
@@ -280,11 +290,16 @@ fn log_ticks(lo: f64, hi: f64, target: usize) -> (Vec<(f64, String)>, Vec<f64>) 
     )
 }
 
+/// Tick labels of a log axis in one format: plain numbers when every tick reads well so
+/// (10⁻³ … 10⁴), else every one as ×10ⁿ — never 0.001 beside 10⁻⁴ on one axis.
 fn format_log_values(vals: &[f64]) -> Vec<String> {
+    let plain = vals
+        .iter()
+        .all(|v| (-3..=4).contains(&(v.log10().floor() as i64)));
     vals.iter()
         .map(|v| {
             let e = v.log10().floor() as i64;
-            if (-3..=4).contains(&e) {
+            if plain {
                 trim_float(&format!("{:.*}", (-e).max(0) as usize + 1, v))
             } else {
                 let m = v / 10f64.powi(e as i32);
@@ -299,14 +314,21 @@ fn format_log_values(vals: &[f64]) -> Vec<String> {
         .collect()
 }
 
-fn decade_label(d: i64) -> String {
-    if (0..=4).contains(&d) {
-        format!("{}", 10i64.pow(d as u32))
-    } else if (-3..0).contains(&d) {
-        format!("{:.*}", (-d) as usize, 10f64.powi(d as i32))
-    } else {
-        format!("10{}", superscript(d))
-    }
+/// Labels of decade ticks in one format: plain (0.001 … 10000) when all are in that range,
+/// else all as powers of ten (10⁻⁴ … 10²), so one axis never mixes 0.001 and 10⁻⁴.
+fn decade_labels(ds: &[i64]) -> Vec<String> {
+    let plain = ds.iter().all(|d| (-3..=4).contains(d));
+    ds.iter()
+        .map(|&d| {
+            if !plain {
+                format!("10{}", superscript(d))
+            } else if d >= 0 {
+                format!("{}", 10i64.pow(d as u32))
+            } else {
+                format!("{:.*}", (-d) as usize, 10f64.powi(d as i32))
+            }
+        })
+        .collect()
 }
 
 fn superscript(e: i64) -> String {
@@ -403,6 +425,28 @@ mod tests {
         assert_eq!(labels, ["0.001", "0.01", "0.1", "1", "10", "100"]);
         let b = Axis::new(true, -9.0, -5.0, 8);
         assert_eq!(b.ticks[0].1, "10⁻⁹");
+    }
+
+    #[test]
+    fn one_axis_has_one_tick_format() {
+        // 10⁻⁵ … 10⁻¹: not "0.1, 0.01, 0.001, 10⁻⁴, 10⁻⁵".
+        let a = Axis::new(true, -5.0, -1.0, 8);
+        let labels: Vec<&str> = a.ticks.iter().map(|(_, s)| s.as_str()).collect();
+        assert_eq!(labels, ["10⁻⁵", "10⁻⁴", "10⁻³", "10⁻²", "10⁻¹"]);
+        // 1 … 10⁵: not "10000, 10⁵".
+        let b = Axis::new(true, 0.0, 5.0, 8);
+        let labels: Vec<&str> = b.ticks.iter().map(|(_, s)| s.as_str()).collect();
+        assert_eq!(labels, ["10⁰", "10¹", "10²", "10³", "10⁴", "10⁵"]);
+        // 1-2-5 ticks from 2·10⁴ to 2·10⁵: every one as a power of ten, not 20000 beside 10⁵.
+        let c = Axis::new(true, 4.2, 5.5, 6);
+        let labels: Vec<&str> = c.ticks.iter().map(|(_, s)| s.as_str()).collect();
+        assert!(labels.len() >= 3, "{labels:?}");
+        assert!(
+            labels
+                .iter()
+                .all(|l| l.contains("10⁴") || l.contains("10⁵")),
+            "{labels:?}"
+        );
     }
 
     #[test]
