@@ -391,9 +391,24 @@ fn render_with(fig: &LineFigure, place: Place) -> Result<(String, f64), PlotErro
         for (pi, panel) in fig.panels.iter().enumerate() {
             let (c, r) = ((pi % cols) as i32, (pi / cols) as i32);
             let (cx, cy) = (ylab_w + c * pw, grid_top + r * ph);
+            // A panel's own y label sits left of its tick labels, in a strip of its own.
+            let own = if panel.y_label.is_empty() {
+                0
+            } else {
+                PANEL_YLAB_W
+            };
+            if own > 0 {
+                root.draw(&Text::new(
+                    panel.y_label.clone(),
+                    (cx + 2, cy + ptitle_h + (ph - ptitle_h) / 2 - 10),
+                    text_style(TICK_PX + 1.0, INK, HPos::Center, VPos::Top)
+                        .transform(FontTransform::Rotate270),
+                ))
+                .map_err(draw_err)?;
+            }
             let cell = root
                 .clone()
-                .shrink((cx, cy + ptitle_h), (pw, ph - ptitle_h));
+                .shrink((cx + own, cy + ptitle_h), (pw - own, ph - ptitle_h));
 
             let (y_lo, y_hi) = if free_y {
                 yr[pi].unwrap_or(y_all)

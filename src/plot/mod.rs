@@ -125,6 +125,9 @@ pub struct Panel {
     /// Labelled horizontal reference lines, e.g. `("OPT = 3.01", 3.01)`;
     /// drawn grey dashed and listed in the legend.
     pub hlines: Vec<(String, f64)>,
+    /// This panel's own y label (panels that show different measures); empty: the figure's
+    /// `y_label` alone.
+    pub y_label: String,
 }
 
 /// A faceted line figure.
@@ -188,6 +191,9 @@ pub fn render_heatmap(fig: &HeatmapFigure) -> Result<String, PlotError> {
 
 // ---------------------------------------------------------------------------
 // Shared helpers.
+
+/// Width of the strip left of a panel that holds its own y label.
+const PANEL_YLAB_W: i32 = 20;
 
 /// Smallest panel we can lay out without labels colliding.
 const MIN_PANEL: u32 = 160;

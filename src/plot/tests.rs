@@ -45,6 +45,7 @@ pub(crate) fn sample_lines() -> LineFigure {
             ),
         ],
         hlines: vec![("OPT = 0.05".into(), 0.05)],
+        y_label: String::new(),
     };
     LineFigure {
         title: "Mean estimation error vs privacy budget".into(),
@@ -305,6 +306,7 @@ fn degenerate_but_valid_inputs_render() {
                 },
             ],
             hlines: vec![],
+            y_label: String::new(),
         }],
         columns: 5,
         width: 400,
@@ -411,6 +413,7 @@ fn write_samples() {
                 })
                 .collect(),
             hlines: vec![("threshold".into(), 3.0), ("OPT = 3.01".into(), 50.0)],
+            y_label: String::new(),
         }],
         columns: 0,
         width: 640,
@@ -435,6 +438,7 @@ fn write_samples() {
                     style: LineStyle::Solid,
                 }],
                 hlines: vec![],
+                y_label: String::new(),
             })
             .collect(),
         columns: 0,
@@ -507,4 +511,44 @@ fn a_series_keeps_its_colour_when_others_come_and_go() {
     }
     // The first series is not always the first colour.
     assert!(preferred.iter().any(|&p| p != 0));
+}
+
+#[test]
+fn panels_of_different_measures_carry_their_own_y_labels() {
+    let panel = |title: &str, y_label: &str, scale: f64| Panel {
+        title: title.into(),
+        series: vec![Series {
+            name: "σ = 2".into(),
+            x: vec![0.0, 1.0, 7.0],
+            y: vec![0.15 * scale, 0.08 * scale, 0.1 * scale],
+            band: None,
+            style: LineStyle::Solid,
+        }],
+        hlines: vec![],
+        y_label: y_label.into(),
+    };
+    let fig = LineFigure {
+        title: "CSN vs κ".into(),
+        x_label: "κ".into(),
+        y_label: "mean of 10 runs".into(),
+        log_x: false,
+        log_y: false,
+        panels: vec![
+            panel("worst absolute error", "absolute error", 1.0),
+            panel("synthesis time", "seconds", 100.0),
+        ],
+        columns: 2,
+        width: 420,
+        height: 320,
+    };
+    let svg = render_lines(&fig).unwrap();
+    // Each panel's label, rotated like the figure's, and the figure's shared one.
+    for label in ["absolute error", "seconds", "mean of 10 runs"] {
+        // plotters writes a text's content on a line of its own.
+        let at = svg
+            .find(&format!("\n{label}\n</text>"))
+            .unwrap_or_else(|| panic!("no {label}"));
+        let open = svg[..at].rfind("<text").unwrap();
+        assert!(svg[open..at].contains("rotate(270"), "{}", &svg[open..at]);
+    }
 }

@@ -15,7 +15,7 @@ pub fn kinds() -> Vec<KindInfo> {
     vec![
         KindInfo {
             name: "plot.lines",
-            version: 4,
+            version: 5,
             random: false,
             summary: "Lines (optionally with confidence bands) of y against x, one series per value of `series` and/or per y column, one panel per value of `facet`; log axes; labelled reference lines.",
             params: &[
@@ -26,6 +26,7 @@ pub fn kinds() -> Vec<KindInfo> {
                 ParamDoc { name: "series", ty: "string", default: Some("—"), meaning: "column whose values split the rows into series" },
                 ParamDoc { name: "facet", ty: "string", default: Some("—"), meaning: "column whose values split the rows into panels" },
                 ParamDoc { name: "labels", ty: "map", default: Some("{}"), meaning: "display names for columns and series values" },
+                ParamDoc { name: "y_labels", ty: "map facet value → text", default: Some("{}"), meaning: "a y label per panel, for panels that show different measures (with units)" },
                 ParamDoc { name: "style", ty: "map series → solid|dashed|markers|line_markers", default: Some("{}"), meaning: "line style per series name (after `labels`)" },
                 ParamDoc { name: "hlines", ty: "list of {label, y}", default: Some("[]"), meaning: "horizontal reference lines" },
                 ParamDoc { name: "reference", ty: "{column, label}", default: Some("—"), meaning: "one dashed reference curve (e.g. a bound) from a column, drawn once per panel whatever the series" },
@@ -140,6 +141,8 @@ struct Lines {
     #[serde(default)]
     labels: IndexMap<String, String>,
     #[serde(default)]
+    y_labels: IndexMap<String, String>,
+    #[serde(default)]
     style: IndexMap<String, StyleName>,
     #[serde(default)]
     hlines: Vec<HLine>,
@@ -203,6 +206,12 @@ impl Stage for Lines {
         }
         if self.lo.is_some() != self.hi.is_some() {
             return Err(ParamError::at("lo", "bands need both `lo` and `hi`"));
+        }
+        if !self.y_labels.is_empty() && self.facet.is_none() {
+            return Err(ParamError::at(
+                "y_labels",
+                "`y_labels` names panels by their `facet` value: give `facet` too (or use `y_label`)",
+            ));
         }
         Ok(())
     }
@@ -318,10 +327,16 @@ impl Stage for Lines {
                     });
                 }
             }
+            let y_label = fkey
+                .first()
+                .and_then(|v| self.y_labels.get(v))
+                .cloned()
+                .unwrap_or_default();
             panels.push(Panel {
                 title,
                 series,
                 hlines: self.hlines.iter().map(|h| (h.label.clone(), h.y)).collect(),
+                y_label,
             });
         }
         let fig = LineFigure {
@@ -572,6 +587,7 @@ impl Stage for Histogram {
                 title,
                 series,
                 hlines: Vec::new(),
+                y_label: String::new(),
             });
         }
         let fig = LineFigure {
