@@ -192,6 +192,7 @@ pub fn fit_kinds() -> Vec<KindInfo> {
             ParamDoc { name: "predicted", ty: "string", default: Some("—"), meaning: "column holding each group's predicted slope" },
             ParamDoc { name: "output", ty: "slopes | lines", default: Some("slopes"), meaning: "one row per group, or per input row" },
             ParamDoc { name: "level", ty: "number in (0, 1)", default: Some("0.95"), meaning: "confidence level of the slope interval" },
+            ParamDoc { name: "keep", ty: "list of strings", default: Some("[]"), meaning: "with `output: lines`, numeric input columns carried to each row (e.g. ci_lo, ci_hi, for bands around the measured points)" },
         ],
         gather: Gather::All,
         build: build::<LogLogFit>,
@@ -219,12 +220,21 @@ struct LogLogFit {
     output: FitOutput,
     #[serde(default = "level")]
     level: f64,
+    #[serde(default)]
+    keep: Vec<String>,
 }
 
 impl Stage for LogLogFit {
     fn validate(&self) -> Result<(), ParamError> {
         super::distinct("by", &self.by)?;
+        super::distinct("keep", &self.keep)?;
         super::check_level(self.level)?;
+        if !self.keep.is_empty() && self.output != FitOutput::Lines {
+            return Err(ParamError::at(
+                "keep",
+                "`keep` carries input columns to each row: it needs `output: lines`",
+            ));
+        }
         Ok(())
     }
 
@@ -245,6 +255,12 @@ impl Stage for LogLogFit {
                 y[i]
             );
         }
+        let kept: Vec<Vec<f64>> = self
+            .keep
+            .iter()
+            .map(|c| f64_col(df, c))
+            .collect::<Result<_>>()?;
+        let mut kept_out: Vec<Vec<f64>> = vec![Vec::new(); kept.len()];
         let groups = group_rows(df, &self.by)?;
         let mut fb = FrameBuilder::new();
         let mut keys: Vec<Vec<String>> = vec![Vec::new(); self.by.len()];
@@ -295,6 +311,9 @@ impl Stage for LogLogFit {
                 for (c, v) in cols.iter_mut().zip(row) {
                     c.push(v);
                 }
+                for (out, col) in kept_out.iter_mut().zip(&kept) {
+                    out.push(col[r]);
+                }
             }
         }
         fb = fb.keys(&self.by, keys);
@@ -314,6 +333,9 @@ impl Stage for LogLogFit {
             0
         };
         for (name, col) in names.iter().zip(cols).skip(skip) {
+            fb = fb.f64(name, col);
+        }
+        for (name, col) in self.keep.iter().zip(kept_out) {
             fb = fb.f64(name, col);
         }
         Ok(fb.build()?.into())
