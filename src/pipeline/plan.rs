@@ -397,10 +397,11 @@ fn plan_one(
         if errors.len() >= MAX_ERRORS {
             break;
         }
+        let shown = brief_to(s, 200);
         let cmdline = |msg: String| SpecError {
             file: spec.path.clone(),
             pos: None,
-            message: format!("--set {s}: {msg}"),
+            message: format!("--set {shown}: {msg}"),
             hint: None,
         };
         let Some((name, values)) = s.split_once('=') else {
@@ -421,6 +422,15 @@ fn plan_one(
                 continue;
             };
             let path: Vec<String> = path.split('.').map(str::to_string).collect();
+            // Each key is a level of nested mappings that planning walks recursively.
+            const MAX_DEPTH: usize = 16;
+            if path.len() > MAX_DEPTH {
+                errors.push(cmdline(format!(
+                    "it nests {} keys deep: give at most {MAX_DEPTH} (STAGE.PARAM.KEY…)",
+                    path.len()
+                )));
+                continue;
+            }
             if path.iter().any(String::is_empty) {
                 errors.push(cmdline(format!(
                     "`{name}` has an empty key: give STAGE.PARAM or STAGE.PARAM.KEY"
@@ -599,7 +609,7 @@ fn plan_one(
                 Err(msg) => errors.push(SpecError {
                     file: spec.path.clone(),
                     pos: None,
-                    message: format!("--set {}: {msg}", ps.arg),
+                    message: format!("--set {}: {msg}", brief_to(&ps.arg, 200)),
                     hint: None,
                 }),
             }
@@ -953,8 +963,10 @@ fn plan_one(
                                     file: spec.path.clone(),
                                     pos: None,
                                     message: format!(
-                                        "--set {arg}: stage `{name}` ({}){at}: {}",
-                                        kind.name, pe.message
+                                        "--set {}: stage `{name}` ({}){at}: {}",
+                                        brief_to(arg, 200),
+                                        kind.name,
+                                        pe.message
                                     ),
                                     hint: None,
                                 },
@@ -1259,8 +1271,12 @@ impl ParamSet {
 
 /// `text` cut to a length a log line can hold.
 fn brief(text: &str) -> String {
-    const MAX: usize = 40;
-    match text.char_indices().nth(MAX) {
+    brief_to(text, 40)
+}
+
+/// `text` cut to `max` characters, with `…` when cut.
+fn brief_to(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
         Some((at, _)) => format!("{}…", &text[..at]),
         None => text.to_string(),
     }
