@@ -714,11 +714,16 @@ fn array_tasks(id: &str, array: &str) -> Option<Vec<u32>> {
     Some(tasks)
 }
 
+/// What `--wait` calls a task that left the queue without running or ending: Slurm drops a
+/// pending array task that is cancelled, with no record.
+const VANISHED: &str = "VANISHED";
+
 /// Whether a job in this state will change no more.
 fn ended(state: &str) -> bool {
     matches!(
         state,
-        "COMPLETED"
+        VANISHED
+            | "COMPLETED"
             | "FAILED"
             | "CANCELLED"
             | "TIMEOUT"
@@ -770,6 +775,7 @@ fn wait(job: &Job, array: &str, merge: &str, poll: Duration) -> ExitCode {
             }
         };
         let (mut merge_listed, mut shards_live) = (false, false);
+        let mut listed = std::collections::HashSet::new();
         for row in rows {
             if row.id == merge {
                 merge_listed = true;
@@ -777,8 +783,15 @@ fn wait(job: &Job, array: &str, merge: &str, poll: Duration) -> ExitCode {
             } else if let Some(tasks) = array_tasks(&row.id, array) {
                 shards_live |= !ended(&row.state);
                 for t in tasks {
+                    listed.insert(t);
                     shards.insert(t, row.state.clone());
                 }
+            }
+        }
+        // A task cancelled while pending leaves no record: it just stops being listed.
+        for (t, state) in shards.iter_mut() {
+            if !listed.contains(t) && !ended(state) {
+                *state = VANISHED.to_string();
             }
         }
         let mut counts: BTreeMap<&str, u32> = BTreeMap::new();
@@ -842,6 +855,9 @@ fn outcome(
                 return None;
             }
             let how = match (code, state) {
+                (None, VANISHED) => {
+                    "left the queue without running (cancelled while pending?)".to_string()
+                }
                 (Some(c), "") => format!("exit code {c}"),
                 (Some(c), s) => format!("{s}, exit code {c}"),
                 (None, "") => "no record: it did not finish".to_string(),
