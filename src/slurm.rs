@@ -890,3 +890,73 @@ What they finished is in the store: submit the same command again and only the m
     );
     ExitCode::from(1)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn array_rows_name_their_tasks() {
+        assert_eq!(array_tasks("7_3", "7"), Some(vec![3]));
+        assert_eq!(array_tasks("7_[0-2,5%2]", "7"), Some(vec![0, 1, 2, 5]));
+        assert_eq!(array_tasks("7", "7"), None);
+        assert_eq!(array_tasks("70_1", "7"), None);
+        assert_eq!(array_tasks("8_1", "7"), None);
+        assert_eq!(array_tasks("7_x", "7"), None);
+    }
+
+    #[test]
+    fn sbatch_words_are_plain_quoted_or_refused() {
+        assert_eq!(sbatch_word("x", "--qos=long").unwrap(), "--qos=long");
+        assert_eq!(
+            sbatch_word("x", "--comment=a b").unwrap(),
+            "\"--comment=a b\""
+        );
+        for bad in [
+            "--c=a\"b", "--c=a'b", "--c=a\\b", "--c=a#b", "--c=a\tb", "", "--time=",
+        ] {
+            assert!(sbatch_word("x", bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn options_dplab_sets_itself_are_refused_others_pass() {
+        for own in [
+            "--array=1",
+            "--arr=1",
+            "-a",
+            "-a1",
+            "--dependency=x",
+            "--output=x",
+            "--ou=x",
+            "-o",
+            "-e",
+            "--error=x",
+            "--parsable",
+            "--wait",
+            "-W",
+            "--kill-on-invalid-dep=no",
+        ] {
+            assert!(refuse_own_option(own).is_err(), "{own}");
+        }
+        for fine in [
+            "--qos=long",
+            "--account=x",
+            "--exclusive",
+            "--wait-all-nodes=1",
+            "--open-mode=append",
+            "-A",
+            "-p",
+            "--hold",
+        ] {
+            assert!(refuse_own_option(fine).is_ok(), "{fine}");
+        }
+        assert!(refuse_own_option("qos=long").is_err());
+    }
+
+    #[test]
+    fn comments_cannot_be_left() {
+        assert_eq!(comment("a\nb\r"), "a\\nb\\r");
+        assert_eq!(comment("plain $(x)"), "plain $(x)");
+    }
+}
