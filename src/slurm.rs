@@ -584,10 +584,8 @@ fn shards_script(job: &Job) -> String {
         job,
         &format!("dplab sharded run, the shards: array task i of {n} runs its 1/{n} share of the instances into the store."),
     );
-    s += &format!(
-        "# Submit by hand: A=$(sbatch --parsable shards.sbatch), then the merge:\n\
-#   sbatch --dependency=afterok:$A --kill-on-invalid-dep=yes merge.sbatch\n"
-    );
+    s += "# Submit by hand: A=$(sbatch --parsable shards.sbatch), then the merge:\n\
+#   sbatch --dependency=afterok:$A --kill-on-invalid-dep=yes merge.sbatch\n";
     s += &sbatch_lines(job, "dplab-shards", &job.shards_log);
     s += &format!("#SBATCH --array=0-{}\n\n", n - 1);
     s += &format!(
@@ -747,7 +745,8 @@ fn recorded(dir: &Path, name: &str) -> Option<i32> {
 /// `--wait`: looks at the queue every `poll` until the merge job and every shard have ended,
 /// then says how they went (exit 0, 1 or [`SHARD_FAILED`]).
 fn wait(job: &Job, array: &str, merge: &str, poll: Duration) -> ExitCode {
-    errln!(
+    // Progress is logged (hidden by -q); the outcome is printed.
+    tracing::info!(
         "waiting for jobs {array} and {merge} (squeue every {} s; interrupting stops the waiting, not the jobs)",
         poll.as_secs_f64()
     );
@@ -815,7 +814,7 @@ fn wait(job: &Job, array: &str, merge: &str, poll: Duration) -> ExitCode {
             }
         );
         if now != last {
-            errln!("{now}");
+            tracing::info!("{now}");
             last = now;
         }
         // A merge waiting on a dependency that can no longer be met has ended in all but name

@@ -20,10 +20,12 @@ ROOT=$(pwd)
 DPLAB=$ROOT/target/release/dplab
 T0=$(date +%s)
 
+PASSED=0
 fail() {
   echo "test-slurm: FAILED: $*" >&2
   exit 1
 }
+ok() { PASSED=$((PASSED + 1)); } # one more check passed
 step() { echo "test-slurm [$(($(date +%s) - T0)) s]: $*"; }
 
 [ -x "$DPLAB" ] || fail "$DPLAB is missing: run \`make build\` first"
@@ -71,6 +73,7 @@ cleanup() {
   fi
   if [ -n "${KEEP:-}" ]; then echo "kept $T"; else rm -rf "$T"; fi
   echo "test-slurm: $([ $rc -eq 0 ] && echo passed || echo FAILED) in $(($(date +%s) - T0)) s"
+  echo "test-slurm: $PASSED passed, $([ $rc -eq 0 ] && echo 0 || echo 1) failed"
   exit $rc
 }
 trap cleanup EXIT
@@ -152,6 +155,7 @@ slurm() { # store out extra...: dplab slurm of the pipelines into store and out
 identical() { # results: the frames equal the local run's, value for value
   "$DPLAB" compare "$1" "$W/local" --rtol 0 --atol 0 >"$W/compare.txt" ||
     fail "$1 differs from the local run: $(head -n 20 "$W/compare.txt")"
+  ok
   step "$(tail -n 1 "$W/compare.txt")"
 }
 
@@ -161,6 +165,7 @@ identical "$W/sharded"
 logs1=$(ls -d "$W"/store1/slurm/*/logs)
 [ "$(ls "$logs1" | grep -c '^shard-')" = 4 ] || fail "expected 4 shard logs in $logs1: $(ls "$logs1")"
 grep -q 'shard 3/4: owns' "$logs1"/shard-*_3.out || fail "shard 3 did not run its share: $(cat "$logs1"/shard-*_3.out)"
+ok
 
 # --- 4. A cancelled shard, and the same command again ----------------------------------------
 # One task at a time (--cpus-per-task = every CPU of the node), so that while the first runs the
@@ -185,10 +190,13 @@ rc=0
 wait "$waiter" || rc=$?
 cat "$W/first.out"
 [ $rc = 3 ] || fail "after cancelling $cancelled, dplab slurm --wait exited with $rc (3: a shard failed)"
+ok
 # A pending task that is cancelled leaves the queue without a record of its own.
 grep -q "shard 3: left the queue without running" "$W/first.out" ||
   fail "the report does not name shard 3 as cancelled"
+ok
 [ ! -e "$W/resumed" ] || fail "the merge ran although a shard was cancelled"
+ok
 logs2=$(ls -d "$W"/store2/slurm/*/logs)
 # A shard logs per pipeline: "shard I/N: owns X instances (Y already stored); computed C
 # (S of them shared with other shards), loaded L from the store". Summed over its pipelines:
@@ -213,16 +221,19 @@ for i in 0 1 2; do
   read -r owns stored computed _ <<<"$(counts "$(ls "$logs3"/shard-*_$i.out)")"
   [ "$owns" -gt 0 ] && [ "$owns" = "$stored" ] && [ "$computed" = 0 ] ||
     fail "shard $i, whose share was stored, ran again: owns $owns, $stored of them stored, computed $computed"
+  ok
 done
 read -r owns stored again shared <<<"$(counts "$(ls "$logs3"/shard-*_3.out)")"
 [ "$stored" = 0 ] || fail "shard 3 was cancelled before it started, yet $stored of its instances were stored"
 [ "$owns" -gt 0 ] && [ "$again" = $((owns + shared)) ] ||
   fail "shard 3 should compute its $owns instances and the $shared shared ones it lacked, computed $again"
+ok
 # The merges computed only what gathers: the same per stage as in the uninterrupted run.
 for m in "$W"/sharded/*/manifest.json; do
   p=$(basename "$(dirname "$m")")
   a=$(grep -o '"instances_run": *[0-9]*' "$m" | tr -dc '0-9\n' | paste -sd,)
   b=$(grep -o '"instances_run": *[0-9]*' "$W/resumed/$p/manifest.json" | tr -dc '0-9\n' | paste -sd,)
   [ -n "$a" ] && [ "$a" = "$b" ] || fail "$p: the merges ran different instances per stage ($a vs $b)"
+  ok
 done
 step "resubmitted: shards 0-2 computed nothing, shard 3 computed its $owns instances (+$shared shared); the merges ran the same gathers"
