@@ -310,8 +310,6 @@ give --dry-run to write the scripts only",
         utf8(&absolute(&data.cache)?, "the data cache")?,
     ]);
 
-    // The logs' paths stand on #SBATCH lines: checked before anything is created.
-    sbatch_word("the store", &store.replace('%', "%%"))?;
     let written = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
     let dir = run_dir(Path::new(&store), &written)?;
     Ok(Job {
@@ -345,6 +343,12 @@ fn store_dir(given: Option<&Path>) -> Result<String, String> {
         })
         .unwrap_or_else(|| PathBuf::from(".dplab/store"));
     let shown = root.display().to_string();
+    // The logs' paths, under the store, stand on #SBATCH lines: checked before anything is
+    // created, and again once links are resolved.
+    let on_sbatch_line = |p: &Path| -> Result<(), String> {
+        sbatch_word("the store", &utf8(p, "the store")?.replace('%', "%%")).map(|_| ())
+    };
+    on_sbatch_line(&absolute(&root)?)?;
     if root.exists() && !root.is_dir() {
         return Err(format!("the store {shown} exists and is not a directory"));
     }
@@ -353,6 +357,7 @@ fn store_dir(given: Option<&Path>) -> Result<String, String> {
     let root = root
         .canonicalize()
         .map_err(|e| format!("the store {shown}: {e}"))?;
+    on_sbatch_line(&root)?;
     let probe = root.join(format!(".dplab-slurm-probe-{}", std::process::id()));
     std::fs::write(&probe, b"")
         .map_err(|e| format!("the store {} is not writable: {e}", root.display()))?;

@@ -485,6 +485,14 @@ fn bad_input_is_refused_before_anything_is_submitted() {
         &["--shards", "2"],
         "cannot create the store directory",
     );
+    let hash = site.path().join("st#ore");
+    refused(
+        &site,
+        site.slurm_in(&hash),
+        &["--shards", "2"],
+        "cannot carry reliably",
+    );
+    assert!(!hash.exists(), "a store sbatch cannot name was created");
     // A results directory that is not dplab's to replace.
     common::write(site.path(), "results/onslurm/notes.txt", "mine");
     refused(&site, s(), &["--shards", "2"], "onslurm");
