@@ -82,7 +82,10 @@ impl Site {
         )
         .unwrap();
         let mut c = Command::cargo_bin("dplab").unwrap();
+        // Data locations of the site's own, not the environment's.
         c.env_remove("DPLAB_STORE")
+            .env_remove("DPLAB_DATA_MIRROR")
+            .env("DPLAB_DATA_DIR", self.path().join("cache"))
             .env("PATH", path)
             .env("FAKE_SLURM", self.path().join("fake"))
             .arg("slurm")
@@ -204,6 +207,8 @@ fn dry_run_writes_scripts_that_name_everything_and_submits_nothing() {
         .args(["--partition", "debug", "--time", "0:10:00", "--mem", "1G"])
         .args(["--account", "lab", "--sbatch-arg=--qos=low"])
         .args(["--sbatch-arg", "--comment=two words"])
+        .arg("--mirror")
+        .arg(site.path().join("mirror"))
         .output()
         .unwrap();
     assert_eq!(code(&o), 0, "{}", text(&o));
@@ -285,12 +290,9 @@ fn dry_run_writes_scripts_that_name_everything_and_submits_nothing() {
 
     let shard_argv = script_argv(&shards, &[("SLURM_ARRAY_TASK_ID", "1")], site.path());
     let (p, s) = (pipeline.to_str().unwrap(), store.to_str().unwrap());
-    let data = |argv: &[String]| {
-        let i = argv.iter().position(|a| a == "--data-dir").unwrap();
-        argv[i + 1].clone()
-    };
-    let cache = data(&shard_argv);
-    assert!(Path::new(&cache).is_absolute(), "{cache}");
+    let mirror = site.path().join("mirror");
+    let cache = site.path().join("cache");
+    let (mirror, cache) = (mirror.to_str().unwrap(), cache.to_str().unwrap());
     assert_eq!(
         shard_argv,
         [
@@ -306,8 +308,10 @@ fn dry_run_writes_scripts_that_name_everything_and_submits_nothing() {
             "ci",
             "--set",
             "eps=[0.5, 1]",
+            "--mirror",
+            mirror,
             "--data-dir",
-            &cache
+            cache
         ]
     );
     // The exit code is recorded for --wait, per array task.
@@ -332,8 +336,10 @@ fn dry_run_writes_scripts_that_name_everything_and_submits_nothing() {
             "ci",
             "--set",
             "eps=[0.5, 1]",
+            "--mirror",
+            mirror,
             "--data-dir",
-            &cache
+            cache
         ]
     );
     assert_eq!(fs::read_to_string(dir.join("status/merge")).unwrap(), "0\n");
