@@ -188,6 +188,30 @@ Exit codes: 0 success, 1 a run failed, 2 bad input.\n\n{WARNING}"))]
         /// Show only this kind.
         kind: Option<String>,
     },
+    /// Print a pipeline as it will run: profile and --set applied, as a pipeline file that
+    /// runs the same instances with the same seeds (or, with --instances, every instance).
+    #[command(
+        after_help = "Examples:\n  dplab show dr-pumpkin.yaml --profile ci --set eps=[1,2]\n  dplab show dr-pumpkin.yaml --instances | less"
+    )]
+    Show {
+        path: PathBuf,
+        /// List every instance (axis values, seed, store key) instead.
+        #[arg(long)]
+        instances: bool,
+        #[command(flatten)]
+        common: Common,
+    },
+    /// Print a shell completion script (generated from these definitions).
+    #[command(
+        after_help = "Examples:\n  dplab completions bash > ~/.local/share/bash-completion/completions/dplab\n  dplab completions zsh > ~/.zfunc/_dplab   # with fpath+=(~/.zfunc) before compinit\n  dplab completions fish > ~/.config/fish/completions/dplab.fish"
+    )]
+    Completions { shell: clap_complete::Shell },
+    /// Print the manual page (roff), or write one page per command into DIR.
+    #[command(after_help = "Examples:\n  dplab man | man -l -\n  dplab man target/man")]
+    Man {
+        /// Write dplab.1 and dplab-<command>.1 here instead (created if missing).
+        dir: Option<PathBuf>,
+    },
     /// Print a pipeline's stage DAG as Graphviz DOT or Mermaid.
     #[command(
         after_help = "Examples:\n  dplab graph dr-pumpkin.yaml | dot -Tsvg > dag.svg\n  dplab graph dr-pumpkin.yaml --format mermaid"
@@ -361,8 +385,11 @@ struct Common {
     /// Apply the named profile of each pipeline (e.g. `ci`: smaller grids).
     #[arg(short, long)]
     profile: Option<String>,
-    /// Override an axis: AXIS=VALUES with VALUES in YAML, e.g. eps=[0.1,1] or eps={from: 0.1, to: 1, step: 0.1}.
-    #[arg(long = "set", value_name = "AXIS=VALUES")]
+    /// Override, after the profile: an axis (AXIS=VALUES, VALUES in YAML: eps=[0.1,1] or
+    /// eps={from: 0.1, to: 1, step: 0.1}), any stage parameter (STAGE.PARAM=VALUE, a YAML
+    /// value; nested keys with dots: noisy.samples=500, table.labels.eps=ε), or the seed
+    /// (seed=N). Repeatable.
+    #[arg(long = "set", value_name = "KEY=VALUE")]
     set: Vec<String>,
     /// Let pipelines read files under DIR too (by default a pipeline reads only inside its own directory).
     #[arg(long, value_name = "DIR")]
@@ -408,6 +435,36 @@ enum GraphFormat {
     Mermaid,
 }
 
+/// `dplab man`: the top page to stdout, or every page into `dir`.
+fn man(dir: Option<&Path>) -> ExitCode {
+    let cmd = <Cli as clap::CommandFactory>::command();
+    let Some(dir) = dir else {
+        let mut out = Vec::new();
+        if let Err(e) = clap_mangen::Man::new(cmd).render(&mut out) {
+            errln!("error: rendering the manual page: {e}");
+            return ExitCode::from(1);
+        }
+        out_raw!("{}", String::from_utf8_lossy(&out));
+        return ExitCode::SUCCESS;
+    };
+    let written = std::fs::create_dir_all(dir)
+        .map_err(|e| anyhow::anyhow!("cannot create {}: {e}", dir.display()))
+        .and_then(|()| {
+            clap_mangen::generate_to(cmd, dir)
+                .map_err(|e| anyhow::anyhow!("writing pages into {}: {e}", dir.display()))
+        });
+    match written {
+        Ok(()) => {
+            out!("manual pages written to {}", dir.display());
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            errln!("error: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     raise_open_file_limit();
@@ -431,6 +488,10 @@ fn main() -> ExitCode {
         .with_writer(std::io::stderr)
         .with_target(false)
         .without_time()
+        // On a failed write (stderr piped into `head`, which exited) tracing-subscriber would
+        // say so with `eprintln!`, which panics on that same closed stderr: the run died
+        // (exit 101) and lost its work. Logs nobody reads are dropped instead.
+        .log_internal_errors(false)
         .init();
     STATUS_IS_VERDICT.store(
         matches!(
@@ -480,6 +541,36 @@ fn main() -> ExitCode {
         Command::Validate { paths, common } => validate(&paths, &common),
         Command::Slurm(args) => slurm::main(args),
         Command::List { kind } => list(kind.as_deref()),
+        Command::Completions { shell } => {
+            let mut cmd = <Cli as clap::CommandFactory>::command();
+            clap_complete::generate(shell, &mut cmd, "dplab", &mut std::io::stdout());
+            ExitCode::SUCCESS
+        }
+        Command::Man { dir } => man(dir.as_deref()),
+        Command::Show {
+            path,
+            instances,
+            common,
+        } => match load_plan(&path, &common) {
+            Ok(p) if instances => {
+                let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+                match dplab::pipeline::show::instances(&p, &mut out)
+                    .and_then(|()| std::io::Write::flush(&mut out))
+                {
+                    // A closed pipe (`| head`) is the reader's choice, not an error.
+                    Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+                        errln!("error: writing the instances: {e}");
+                        ExitCode::from(1)
+                    }
+                    _ => ExitCode::SUCCESS,
+                }
+            }
+            Ok(p) => {
+                out_raw!("{}", dplab::pipeline::show::composed(&p));
+                ExitCode::SUCCESS
+            }
+            Err(errs) => report_spec_errors(&errs),
+        },
         Command::Graph {
             path,
             format,

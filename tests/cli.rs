@@ -223,6 +223,62 @@ fn unknown_profile_and_set() {
         .stderr(predicate::str::contains("epsilon = 0 is invalid"));
 }
 
+/// `--set STAGE.PARAM=VALUE` and `--set seed=N`: refused with the argument, the value and
+/// what is valid; applied after the profile; changing the results exactly as an edit would.
+#[test]
+fn set_overrides_any_parameter_and_the_seed() {
+    let dir = TempDir::new().unwrap();
+    let with_fast = format!("{GOOD}  fast:\n    with: {{noisy: {{samples: 50}}}}\n");
+    let p = write(dir.path(), "good.yaml", &with_fast);
+    for (arg, says) in [
+        ("noisy.sampels=5", "--set noisy.sampels=5: stage `noisy` (mechanism.noise) has no parameter `sampels`; did you mean `noisy.samples`?"),
+        ("nosy.samples=5", "no stage `nosy` in this pipeline; did you mean `noisy`?"),
+        ("noisy.samples=-3", "--set noisy.samples=-3: stage `noisy` (mechanism.noise)"),
+        ("noisy.epsilon=0", "--set noisy.epsilon=0: stage `noisy` (mechanism.noise): epsilon = 0 is invalid"),
+        ("noisy.column.x=1", "`noisy.column` is the string \"utility\", not a mapping"),
+        ("noisy.=1", "has an empty key"),
+        ("seed=-1", "the seed `-1` is not a whole number from 0 to 18446744073709551615"),
+        ("sed=1", "did you mean `seed`?"),
+        ("noisy.samples=[1", "the value is not YAML"),
+    ] {
+        dplab()
+            .args(["validate", "--set", arg])
+            .arg(&p)
+            .assert()
+            .code(2)
+            .stderr(predicate::str::contains(says));
+    }
+    // The same results as the edited file, with the profile applied first.
+    let edited = write(
+        dir.path(),
+        "edited.yaml",
+        &GOOD
+            .replace("samples: 100000", "samples: 321")
+            .replace("seed: 7", "seed: 8"),
+    );
+    let a = dir.path().join("a");
+    let b = dir.path().join("b");
+    run(&p, &a, &["--set", "noisy.samples=321", "--set", "seed=8"]).success();
+    run(&edited, &b, &[]).success();
+    let csv = |d: &Path| read(&d.join("tiny"), "noisy.csv");
+    assert_eq!(csv(&a), csv(&b));
+    let c = dir.path().join("c");
+    run(
+        &p,
+        &c,
+        &[
+            "--profile",
+            "fast",
+            "--set",
+            "noisy.samples=321",
+            "--set",
+            "seed=8",
+        ],
+    )
+    .success();
+    assert_eq!(csv(&c), csv(&b), "--set applies after the profile");
+}
+
 fn run(p: &Path, out: &Path, extra: &[&str]) -> assert_cmd::assert::Assert {
     dplab()
         .arg("run")
@@ -496,4 +552,43 @@ stages:
     run(&p, &out, &[]).success();
     let svg = String::from_utf8(read(&out.join("logzero"), "figure.svg")).unwrap();
     assert!(svg.starts_with("<svg") && svg.contains("</svg>"));
+}
+
+/// Completions and manual pages come from the command definitions, so they know every
+/// command and flag (`show`, `--shard`) without being written by hand.
+#[test]
+fn completions_and_manual_pages_are_generated() {
+    let dir = TempDir::new().unwrap();
+    for shell in ["bash", "zsh", "fish"] {
+        let o = dplab().args(["completions", shell]).output().unwrap();
+        assert!(o.status.success(), "{shell}");
+        let script = String::from_utf8(o.stdout).unwrap();
+        assert!(
+            script.contains("show") && script.contains("shard"),
+            "{shell}: {script}"
+        );
+        if shell == "bash" {
+            let f = write(dir.path(), "dplab.bash", &script);
+            let check = std::process::Command::new("bash")
+                .arg("-n")
+                .arg(&f)
+                .output()
+                .unwrap();
+            assert!(check.status.success(), "bash -n: {check:?}");
+        }
+    }
+    dplab()
+        .args(["completions", "tcsh"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("possible values: bash"));
+    dplab()
+        .arg("man")
+        .assert()
+        .success()
+        .stdout(predicate::str::contains(".TH dplab 1"));
+    let pages = dir.path().join("man");
+    dplab().arg("man").arg(&pages).assert().success();
+    let run = fs::read_to_string(pages.join("dplab-run.1")).unwrap();
+    assert!(run.contains("shard"), "{run}");
 }

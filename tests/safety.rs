@@ -701,6 +701,29 @@ fn a_flood_of_errors_stops_at_one_hundred() {
     }
 }
 
+/// Logs piped into a reader that leaves (`dplab run -v 2>&1 | head -1`): the run goes on,
+/// exits 0 and writes its results (tracing-subscriber's own complaint about the failed write
+/// used to panic on the same closed stderr, exit 101, losing the run).
+#[test]
+fn a_closed_stderr_does_not_stop_a_run() {
+    let dir = TempDir::new().unwrap();
+    let p = write(dir.path(), "p.yaml", BASE);
+    let out = dir.path().join("o");
+    let o = std::process::Command::new("bash")
+        .arg("-c")
+        .arg(format!(
+            "set -o pipefail; DPLAB_STORE={} {} run -v --out {} {} 2>&1 | head -c 1 >/dev/null",
+            dir.path().join("store").display(),
+            assert_cmd::cargo::cargo_bin("dplab").display(),
+            out.display(),
+            p.display()
+        ))
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(out.read_dir().unwrap().next().is_some(), "no results");
+}
+
 #[test]
 fn a_closed_stdout_ends_quietly_and_colour_stays_off_the_pipe() {
     for args in [vec!["list"], vec!["data", "list"]] {

@@ -351,3 +351,34 @@ fn bad_shard_specs_are_refused_with_the_valid_forms() {
         .unwrap();
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
 }
+
+/// A shard's only output is the store: when it cannot store its work it fails (exit 1), where
+/// a plain run only warns (its results directory still has everything).
+#[test]
+fn a_shard_that_cannot_store_its_work_fails() {
+    let dir = TempDir::new().unwrap();
+    let p = common::write(dir.path(), "sharded.yaml", FIXTURE);
+    let store = dir.path().join("store");
+    fs::create_dir_all(&store).unwrap();
+    // Entries are written under tmp/ and renamed: a file there makes every write fail,
+    // even for root (whom permissions do not stop).
+    fs::write(store.join("tmp"), b"").unwrap();
+    let o = dplab(&store)
+        .args(["--shard", "0/2"])
+        .arg(&p)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(
+        text(&o).contains("this shard's work could not all be stored"),
+        "{}",
+        text(&o)
+    );
+    let o = dplab(&store)
+        .args(["-q", "--out"])
+        .arg(dir.path().join("out"))
+        .arg(&p)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "a plain run only warns: {}", text(&o));
+}

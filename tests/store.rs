@@ -334,7 +334,8 @@ fn keys_change_with_the_kind_version_and_every_part() {
     use dplab::axis::AxisValue;
     use dplab::pipeline::plan::{store_key, KeyParts};
     let axes: Vec<(std::sync::Arc<str>, AxisValue)> = vec![("eps".into(), AxisValue::Num(0.5))];
-    let up = vec![vec!["ab"]];
+    use dplab::pipeline::cache::Key;
+    let up = vec![vec![Key([1; 32])]];
     let base = KeyParts {
         kind: "mechanism.noise",
         version: 1,
@@ -348,10 +349,11 @@ fn keys_change_with_the_kind_version_and_every_part() {
         sources: &[],
     };
     let k = store_key(&base);
-    assert_eq!(k.len(), 64);
+    assert_eq!(k.to_string().len(), 64);
+    assert_eq!(Key::parse(&k.to_string()), Some(k));
     assert_eq!(k, store_key(&base));
     let axes2: Vec<(std::sync::Arc<str>, AxisValue)> = vec![("eps".into(), AxisValue::Num(1.0))];
-    let up2 = vec![vec!["ac"]];
+    let up2 = vec![vec![Key([2; 32])]];
     let files = vec!["f".to_string()];
     let variants = [
         KeyParts { version: 2, ..base },

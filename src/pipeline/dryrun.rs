@@ -35,17 +35,6 @@ fn index_path(store: &InstanceStore, pipeline: &str) -> std::path::PathBuf {
     store.root().join("runs").join(format!("{pipeline}.json"))
 }
 
-fn current(plan: &Plan) -> Index {
-    let mut idx = Index::new();
-    for stage in &plan.stages {
-        let entries = idx.entry(stage.name.clone()).or_default();
-        for inst in &stage.instances {
-            entries.insert(inst.label.clone(), recorded(plan, stage, inst));
-        }
-    }
-    idx
-}
-
 /// Records this plan's instances as the last run of its pipeline (tmp + rename). The record
 /// is streamed from the plan, one instance at a time: as a map in memory, a sweep of 10⁶
 /// instances took a gigabyte.
@@ -62,7 +51,7 @@ pub fn record(plan: &Plan, store: &InstanceStore) -> Result<()> {
     Ok(())
 }
 
-/// [`current`] of a plan, serialized without building it.
+/// A plan's [`Index`], serialized without building it.
 struct Streamed<'a>(&'a Plan);
 
 impl Serialize for Streamed<'_> {
@@ -85,7 +74,7 @@ impl Serialize for StreamedStage<'_> {
             stage
                 .instances
                 .iter()
-                .map(|inst| (&inst.label, recorded(plan, stage, inst))),
+                .map(|inst| (inst.label(), recorded(plan, stage, inst))),
         )
     }
 }
@@ -98,19 +87,19 @@ fn recorded(
     let inputs = stage
         .inputs
         .iter()
-        .zip(&inst.inputs)
+        .zip(inst.inputs.iter())
         .map(|(&up, js)| {
             let mut h = Sha256::new();
-            for &j in js {
-                h.update(plan.stages[up].instances[j].store_key.as_bytes());
+            for &j in js.iter() {
+                h.update(plan.stages[up].instances[j].store_key.hex_digits());
             }
             hex(&h.finalize())
         })
         .collect();
     Recorded {
-        key: inst.store_key.clone(),
+        key: inst.store_key.to_string(),
         version: stage.kind.version,
-        params: inst.params.to_string(),
+        params: stage.canonical_params(inst),
         inputs,
     }
 }
@@ -121,7 +110,6 @@ pub fn explain(plan: &Plan, store: Option<&InstanceStore>, force: &Force) -> Str
         .and_then(|s| fs::read(index_path(s, &plan.name)).ok())
         .and_then(|b| serde_json::from_slice(&b).ok())
         .unwrap_or_default();
-    let now = current(plan);
     let mut out = format!("{} ({}):\n", plan.name, plan.file.display());
     let (mut total_run, mut total_cached) = (0, 0);
     for stage in &plan.stages {
@@ -136,11 +124,10 @@ pub fn explain(plan: &Plan, store: Option<&InstanceStore>, force: &Force) -> Str
             } else if store.is_none() {
                 Some("no store (--no-store)".to_string())
             } else {
-                let before = last.get(&stage.name).and_then(|m| m.get(&inst.label));
-                let after = &now[&stage.name][&inst.label];
+                let before = last.get(&stage.name).and_then(|m| m.get(&inst.label()));
                 Some(match before {
                     None => "new instance".to_string(),
-                    Some(b) => why(b, after, stage, plan),
+                    Some(b) => why(b, &recorded(plan, stage, inst), stage, plan),
                 })
             };
             match reason {

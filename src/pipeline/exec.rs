@@ -295,6 +295,8 @@ struct Run<'a> {
     in_flight: usize,
     /// In a shard: the instances taken from the store without their inputs (see [`Need`]).
     load_only: Option<Vec<bool>>,
+    /// The first failure to store an entry.
+    store_error: Mutex<Option<String>>,
 }
 
 /// Runs every instance and writes `out_dir/<pipeline>/`. Returns the results directory.
@@ -449,12 +451,13 @@ fn drive<'a>(
         // oldest has waited long enough, even while no instance finishes.
         let (stop, stopped) = std::sync::mpsc::channel::<()>();
         if let Some(store) = &opts.store {
+            let run = &run;
             threads.spawn(move || {
                 while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) =
                     stopped.recv_timeout(Duration::from_millis(250))
                 {
                     if let Err(e) = store.flush_old() {
-                        tracing::warn!("not stored ({}): {e:#}", store.root().display());
+                        run.not_stored(store, e);
                     }
                 }
             });
@@ -494,8 +497,24 @@ fn drive<'a>(
     }
     if let Some(s) = &opts.store {
         if let Err(e) = s.flush() {
-            tracing::warn!("not stored ({}): {e:#}", s.root().display());
+            run.not_stored(s, e);
         }
+    }
+    // A shard's only output is what it stores: work it could not store is a failure.
+    if let Some(first) = lock(&run.store_error)
+        .take()
+        .filter(|_| run.load_only.is_some())
+    {
+        lock(&run.errors).push((
+            usize::MAX,
+            RunError {
+                pipeline: plan.name.clone(),
+                stage: String::new(),
+                instance: String::new(),
+                message: format!("this shard's work could not all be stored, so the run that gathers would compute it again: {first}"),
+                unavailable: false,
+            },
+        ));
     }
     let mut errors = std::mem::take(&mut *lock(&run.errors));
     if !errors.is_empty() {
@@ -642,6 +661,7 @@ impl<'a> Run<'a> {
             active: AtomicUsize::new(0),
             in_flight: 2 * rayon::current_num_threads().max(1),
             load_only: need.map(|n| n.load),
+            store_error: Mutex::new(None),
         }
     }
 
@@ -671,6 +691,13 @@ impl<'a> Run<'a> {
             };
             match cached {
                 Some(hit) => {
+                    tracing::debug!(
+                        "{} {} {{{}}}: from the store ({})",
+                        self.plan.name,
+                        stage.name,
+                        inst.label(),
+                        inst.store_key
+                    );
                     self.progress.tick(true);
                     Some((hit, true))
                 }
@@ -680,7 +707,7 @@ impl<'a> Run<'a> {
                         RunError {
                             pipeline: self.plan.name.clone(),
                             stage: stage.name.clone(),
-                            instance: inst.label.clone(),
+                            instance: inst.label(),
                             message: "its store entry disappeared while this shard ran (a concurrent `dplab store gc`?): run the shard again".into(),
                             unavailable: false,
                         },
@@ -689,11 +716,19 @@ impl<'a> Run<'a> {
                 }
                 None => match self.compute(si, ii) {
                     Ok(res) => {
+                        tracing::debug!(
+                            "{} {} {{{}}}: computed in {:.3} s ({} rows)",
+                            self.plan.name,
+                            stage.name,
+                            inst.label(),
+                            res.seconds,
+                            res.frame.height()
+                        );
                         // Stored as soon as it exists: a run that fails or is killed later
                         // keeps it.
                         if let Some(s) = &self.opts.store {
                             if let Err(e) = s.put(&inst.store_key, stage.kind.name, &res) {
-                                tracing::warn!("not stored ({}): {e:#}", s.root().display());
+                                self.not_stored(s, e);
                             }
                         }
                         self.progress.tick(false);
@@ -703,7 +738,7 @@ impl<'a> Run<'a> {
                         let err = RunError {
                             pipeline: self.plan.name.clone(),
                             stage: stage.name.clone(),
-                            instance: inst.label.clone(),
+                            instance: inst.label(),
                             message: format!("{e:#}"),
                             unavailable: e.downcast_ref::<crate::kind::Unavailable>().is_some(),
                         };
@@ -759,6 +794,14 @@ impl<'a> Run<'a> {
         for &r in &self.readers[self.reader_at[g]..self.reader_at[g + 1]] {
             self.arrived(scope, r);
         }
+    }
+
+    /// Writing to the store failed: a warning (the results are still written), remembered
+    /// for a shard, whose only output the store is.
+    fn not_stored(&self, store: &InstanceStore, e: anyhow::Error) {
+        let msg = format!("not stored ({}): {e:#}", store.root().display());
+        tracing::warn!("{msg}");
+        lock(&self.store_error).get_or_insert(msg);
     }
 
     /// An instance of stage `si` failed or was not run: its readers are not run either.
@@ -836,6 +879,7 @@ impl<'a> Run<'a> {
         let plan = self.plan;
         let stage = &plan.stages[si];
         let inst = &stage.instances[ii];
+        tracing::trace!("{} {} {{{}}}: starts", plan.name, stage.name, inst.label());
         let t0 = Instant::now();
         let mut inputs = Vec::with_capacity(stage.inputs.len());
         for (k, src) in sources(plan, &self.offset, si, ii).enumerate() {
@@ -873,9 +917,9 @@ impl<'a> Run<'a> {
             seed: inst.seed,
             files: &plan.files,
             stage: &stage.name,
-            label: &inst.label,
+            label: &inst.label(),
         };
-        let out = inst.run.run(&mut ctx)?;
+        let out = stage.build(inst)?.run(&mut ctx)?;
         let frame = with_axis_columns(out.frame, &inst.key)?;
         Ok(InstanceResult {
             frame,
@@ -895,13 +939,17 @@ fn sources<'p>(
 ) -> impl Iterator<Item = Source<'p>> + 'p {
     let stage = &plan.stages[si];
     let inst = &stage.instances[ii];
-    stage.inputs.iter().zip(&inst.inputs).map(move |(&up, js)| {
-        if js.len() > 1 && js.len() == plan.stages[up].instances.len() {
-            Source::Whole(up)
-        } else {
-            Source::Pieces(offset[up], js)
-        }
-    })
+    stage
+        .inputs
+        .iter()
+        .zip(inst.inputs.iter())
+        .map(move |(&up, js)| {
+            if js.len() > 1 && js.len() == plan.stages[up].instances.len() {
+                Source::Whole(up)
+            } else {
+                Source::Pieces(offset[up], js)
+            }
+        })
 }
 
 /// A poisoned lock still holds consistent data here (every critical section is a store).

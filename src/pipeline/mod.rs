@@ -12,5 +12,6 @@ pub mod locate;
 pub mod plan;
 pub mod seed;
 pub mod shard;
+pub mod show;
 pub mod spec;
 pub mod store;

@@ -9,6 +9,7 @@ use indexmap::IndexMap;
 use serde_yaml_ng::{Mapping, Value};
 use sha2::{Digest, Sha256};
 
+use super::cache::Key;
 use super::files::{self, InputFiles};
 use super::seed::instance_seed;
 use super::spec::{
@@ -59,27 +60,61 @@ pub struct PlannedStage {
     pub gathered: Vec<String>,
     /// Length of the longest input chain above this stage.
     pub depth: usize,
+    /// `with:` after profile and `--set`, each `$axis` still in it.
+    pub with: Value,
+    /// Its own `repeat:` (after the profile), if any.
+    pub repeat: Option<u64>,
     pub instances: Vec<Instance>,
+}
+
+impl PlannedStage {
+    /// An instance's parameters: `with:` with its axis values put in.
+    pub fn params(&self, inst: &Instance) -> Value {
+        substitute(&self.with, &inst.key)
+    }
+
+    /// An instance's parameters in canonical form (see [`canonical`]): what its store key
+    /// hashes.
+    pub fn canonical_params(&self, inst: &Instance) -> String {
+        canonical(&self.params(inst))
+    }
+
+    /// An instance's runner: its parameters parsed and checked (planning checked them
+    /// already, so this fails only if the kind's checks are not deterministic).
+    pub fn build(&self, inst: &Instance) -> anyhow::Result<Box<dyn StageRun>> {
+        (self.kind.build)(&self.params(inst)).map_err(|e| {
+            anyhow::anyhow!(
+                "its parameters no longer pass their checks at {}: {}",
+                e.path.join("."),
+                e.message
+            )
+        })
+    }
 }
 
 /// An instance's axis values, in the stage's axis order. Axis names are shared by every
 /// instance (a string per instance and axis was a tenth of a 10⁶-instance plan).
 pub type AxisKey = Vec<(Arc<str>, AxisValue)>;
 
+/// One instance of a stage: only what differs from its stage's other instances. Its
+/// parameters, runner and label are worked out from these when needed
+/// ([`PlannedStage::params`], [`PlannedStage::build`], [`Instance::label`]): a plan of 10⁶
+/// instances that kept them took 0.6 GB.
 pub struct Instance {
     pub key: AxisKey,
-    /// Its resolved parameters (`with:` after profile, `--set` and axis values) in canonical
-    /// form: keys sorted, numbers in shortest round-trip form.
-    pub params: Arc<str>,
-    /// Its key in the instance store (hex sha256, see [`store_key`]); set once its inputs'
-    /// keys are known.
-    pub store_key: String,
-    /// `eps=0.5, rep=3`, or empty for a stage without axes.
-    pub label: String,
+    /// Its key in the instance store (see [`store_key`]).
+    pub store_key: Key,
     pub seed: u128,
-    pub run: Arc<dyn StageRun>,
-    /// Per input: the indices of the upstream instances this instance reads.
-    pub inputs: Vec<Vec<usize>>,
+    /// Per input: the indices of the upstream instances this instance reads (shared by
+    /// consecutive instances that read the same ones).
+    pub inputs: Arc<[Box<[usize]>]>,
+}
+
+impl Instance {
+    /// `eps=0.5, rep=3`, or empty for a stage without axes.
+    pub fn label(&self) -> String {
+        label(&self.key)
+    }
 }
 
 impl Plan {
@@ -323,6 +358,10 @@ fn plan_one(
             }
         }
     }
+    // `--set`: `seed=N`, `STAGE.PARAM[.KEY…]=VALUE` (any `with:` parameter, a YAML value),
+    // or `AXIS=VALUES`. Applied after the profile, so the command line wins.
+    let mut seed = raw.seed;
+    let mut param_sets: Vec<ParamSet> = Vec::new();
     for s in &ov.set {
         if errors.len() >= MAX_ERRORS {
             break;
@@ -335,15 +374,79 @@ fn plan_one(
         };
         let Some((name, values)) = s.split_once('=') else {
             errors.push(cmdline(
-                "expected AXIS=VALUES, e.g. --set eps=[0.1,1]".into(),
+                "expected AXIS=VALUES (--set 'eps=[0.1, 1]'), STAGE.PARAM=VALUE (--set noisy.samples=500) or seed=N".into(),
             ));
             continue;
         };
+        let name = name.trim();
+        if let Some((stage, path)) = name.split_once('.') {
+            let Some(st) = raw.stages.get(stage) else {
+                let hint = suggest(stage, raw.stages.keys().map(String::as_str))
+                    .map(|s| format!("; did you mean `{s}`?"))
+                    .unwrap_or_default();
+                errors.push(cmdline(format!(
+                    "no stage `{stage}` in this pipeline{hint}"
+                )));
+                continue;
+            };
+            let path: Vec<String> = path.split('.').map(str::to_string).collect();
+            if path.iter().any(String::is_empty) {
+                errors.push(cmdline(format!(
+                    "`{name}` has an empty key: give STAGE.PARAM or STAGE.PARAM.KEY"
+                )));
+                continue;
+            }
+            if let Some(kind) = registry.iter().find(|k| k.name == st.kind) {
+                if !kind.params.iter().any(|p| p.name == path[0]) {
+                    let names: Vec<&str> = kind.params.iter().map(|p| p.name).collect();
+                    let hint = match suggest(&path[0], names.iter().copied()) {
+                        Some(s) => format!("; did you mean `{stage}.{s}`?"),
+                        None => String::new(),
+                    };
+                    errors.push(cmdline(format!(
+                        "stage `{stage}` ({}) has no parameter `{}`{hint} (its parameters: {}; `dplab list {}` describes them)",
+                        kind.name,
+                        path[0],
+                        names.join(", "),
+                        kind.name
+                    )));
+                    continue;
+                }
+            }
+            match serde_yaml_ng::from_str::<Value>(values) {
+                Ok(value) => param_sets.push(ParamSet {
+                    arg: s.clone(),
+                    stage: stage.to_string(),
+                    path,
+                    value,
+                }),
+                Err(e) => errors.push(cmdline(format!("the value is not YAML: {e}"))),
+            }
+            continue;
+        }
+        if name == "seed" && !raw.axes.contains_key(name) {
+            match values.trim().parse::<u64>() {
+                Ok(n) => seed = n,
+                Err(_) => errors.push(cmdline(format!(
+                    "the seed `{}` is not a whole number from 0 to {}",
+                    values.trim(),
+                    u64::MAX
+                ))),
+            }
+            continue;
+        }
         if !axes.contains_key(name) && !raw.axes.contains_key(name) {
-            let hint = suggest(name, raw.axes.keys().map(String::as_str))
+            let candidates = raw
+                .axes
+                .keys()
+                .map(String::as_str)
+                .chain(std::iter::once("seed"));
+            let hint = suggest(name, candidates)
                 .map(|s| format!("; did you mean `{s}`?"))
                 .unwrap_or_default();
-            errors.push(cmdline(format!("no axis `{name}` in this pipeline{hint}")));
+            errors.push(cmdline(format!(
+                "no axis `{name}` in this pipeline{hint} (for a stage's parameter give STAGE.PARAM=VALUE)"
+            )));
             continue;
         }
         match serde_yaml_ng::from_str::<Value>(values)
@@ -448,6 +551,19 @@ fn plan_one(
             for (k, v) in extra {
                 wmap.insert(k.clone(), v.clone());
                 from_profile.push(k.as_str().unwrap_or("?").to_string());
+            }
+        }
+        // Parameters `--set` sets (after the profile): an error in one names the argument.
+        let mut from_set: Vec<(String, &str)> = Vec::new();
+        for ps in param_sets.iter().filter(|p| p.stage == name) {
+            match ps.apply(wmap) {
+                Ok(()) => from_set.push((ps.path[0].clone(), &ps.arg)),
+                Err(msg) => errors.push(SpecError {
+                    file: spec.path.clone(),
+                    pos: None,
+                    message: format!("--set {}: {msg}", ps.arg),
+                    hint: None,
+                }),
             }
         }
         // Axes referenced as `$name`.
@@ -658,14 +774,48 @@ fn plan_one(
             .map(|&i| planned[i].as_ref().map_or(0, |p| p.depth + 1))
             .max()
             .unwrap_or(0);
-        // Build each distinct parameter set once; repetitions share it. When every axis of
-        // the stage is its own, every instance has a parameter set of its own, and the map
-        // would only cost memory (a tenth of a 10⁶-instance plan).
+        // Wiring: each instance reads the upstream instances that agree with it on the axes
+        // it keeps. Upstream instances are indexed once by their values on those axes, so
+        // wiring is linear in the instance count (a scan per instance was quadratic: a
+        // 10⁶-instance sweep never finished planning).
+        let input_idx = inputs[si].clone();
+        let wiring: Vec<(Vec<&str>, ByAxes)> = input_idx
+            .iter()
+            .map(|&ii| {
+                let up = planned[ii].as_ref().expect("inputs planned first");
+                let kept: Vec<&str> = up
+                    .axes
+                    .iter()
+                    .filter(|a| !gathered.contains(*a))
+                    .map(String::as_str)
+                    .collect();
+                let mut by_key: HashMap<Vec<String>, Vec<usize>> = HashMap::new();
+                for (j, u) in up.instances.iter().enumerate() {
+                    if let Some(k) = project(&kept, &u.key) {
+                        by_key.entry(k).or_default().push(j);
+                    }
+                }
+                (kept, by_key)
+            })
+            .collect();
+        let input_names: Vec<&str> = input_idx
+            .iter()
+            .map(|&ii| planned[ii].as_ref().map_or("", |p| p.name.as_str()))
+            .collect();
+        // Each distinct parameter set is built (checked) once, and its files hashed once;
+        // repetitions share it. When every axis of the stage is its own, every instance has a
+        // parameter set of its own, and the map would only cost memory. Instances keep none
+        // of it: their parameters are the stage's `with:` with their axis values put in
+        // (`PlannedStage::params`), built again when they run (a built parameter set and its
+        // canonical text per instance were a third of a 10⁶-instance plan).
         let shared = stage_axes.iter().any(|a| !own.contains(a));
         let mut built: HashMap<Vec<String>, Built> = HashMap::new();
-        let mut instances = Vec::new();
+        let mut file_hash: HashMap<PathBuf, String> = HashMap::new();
+        let keys = product(&stage_axes, &value_lists);
+        let mut instances = Vec::with_capacity(keys.len());
+        let mut last_inputs: Option<Arc<[Box<[usize]>]>> = None;
         let mut failed = false;
-        for key in product(&stage_axes, &value_lists) {
+        for key in keys {
             let own_key: Vec<String> = if shared {
                 key.iter()
                     .filter(|(a, _)| own.contains(&**a))
@@ -674,14 +824,14 @@ fn plan_one(
             } else {
                 Vec::new()
             };
-            let (run, params) = match built.get(&own_key).filter(|_| shared) {
-                Some(r) => r.clone(),
+            let fresh;
+            let set: &Built = match built.get(&own_key).filter(|_| shared) {
+                Some(b) => b,
                 None => {
                     let subst = substitute(&with, &key);
-                    let params: Arc<str> = canonical(&subst).into();
+                    let params = canonical(&subst);
                     match (kind.build)(&subst) {
                         Ok(r) => {
-                            let r: Arc<dyn StageRun> = Arc::from(r);
                             for (param, rel) in r.files() {
                                 if let Err(msg) =
                                     input_files.add(&base_dir(spec), rel, &ov.allow_read)
@@ -704,10 +854,31 @@ fn plan_one(
                             if failed {
                                 break;
                             }
+                            let files = r
+                                .files()
+                                .iter()
+                                .map(|(_, rel)| {
+                                    file_hash
+                                        .entry(rel.to_path_buf())
+                                        .or_insert_with(|| {
+                                            input_files.get(rel).map_or_else(String::new, |b| {
+                                                hex(&Sha256::digest(b))
+                                            })
+                                        })
+                                        .clone()
+                                })
+                                .collect();
+                            let b = Built {
+                                params,
+                                files,
+                                sources: r.sources(),
+                            };
                             if shared {
-                                built.insert(own_key, (r.clone(), params.clone()));
+                                built.entry(own_key).or_insert(b)
+                            } else {
+                                fresh = b;
+                                &fresh
                             }
-                            (r, params)
                         }
                         Err(pe) => {
                             let sub = pe.path.join(".");
@@ -736,10 +907,24 @@ fn plan_one(
                             } else {
                                 format!(" (at {own_label})")
                             };
-                            let mut e = spec.err(
-                                &path,
-                                format!("stage `{name}` ({}){at}: {}", kind.name, pe.message),
-                            );
+                            let set_arg = top
+                                .as_ref()
+                                .and_then(|k| from_set.iter().rev().find(|(p, _)| p == k));
+                            let mut e = match set_arg {
+                                Some((_, arg)) => SpecError {
+                                    file: spec.path.clone(),
+                                    pos: None,
+                                    message: format!(
+                                        "--set {arg}: stage `{name}` ({}){at}: {}",
+                                        kind.name, pe.message
+                                    ),
+                                    hint: None,
+                                },
+                                None => spec.err(
+                                    &path,
+                                    format!("stage `{name}` ({}){at}: {}", kind.name, pe.message),
+                                ),
+                            };
                             let about_value = !pe.message.starts_with("unknown key");
                             if let Some((_, axis)) =
                                 refs.iter().find(|(p, _)| *p == sub && about_value)
@@ -762,111 +947,56 @@ fn plan_one(
                     }
                 }
             };
+            let reads: Vec<Box<[usize]>> = wiring
+                .iter()
+                .map(|(kept, by_key)| {
+                    project(kept, &key)
+                        .and_then(|k| by_key.get(&k))
+                        .map_or_else(Box::default, |js| js.clone().into_boxed_slice())
+                })
+                .collect();
+            // Consecutive instances mostly read the same upstream instances (every
+            // repetition the same dataset): they share one list.
+            let reads: Arc<[Box<[usize]>]> = match &last_inputs {
+                Some(l) if **l == *reads => l.clone(),
+                _ => reads.into(),
+            };
+            last_inputs = Some(reads.clone());
+            let upstream: Vec<Vec<Key>> = input_idx
+                .iter()
+                .zip(reads.iter())
+                .map(|(&ii, js)| {
+                    let up = planned[ii].as_ref().expect("inputs planned first");
+                    js.iter().map(|&j| up.instances[j].store_key).collect()
+                })
+                .collect();
             // A kind that draws no randomness gets seed 0 (see `KindInfo::random`).
             let seed = if kind.random {
-                instance_seed(raw.seed, name, &key)
+                instance_seed(seed, name, &key)
             } else {
                 0
             };
-            instances.push(Instance {
-                label: label(&key),
-                key,
-                params,
-                store_key: String::new(),
-                seed,
-                run,
-                inputs: Vec::new(),
-            });
-        }
-        if failed {
-            continue;
-        }
-        // Wire each instance to the upstream instances that agree on the shared axes: the
-        // upstream instances are indexed once by their values on the axes this stage keeps,
-        // so wiring is linear in the instance count (a scan per instance was quadratic: a
-        // 10⁶-instance sweep never finished planning).
-        let input_idx = inputs[si].clone();
-        for &ii in &input_idx {
-            let up = planned[ii].as_ref().expect("inputs planned first");
-            let kept: Vec<&str> = up
-                .axes
-                .iter()
-                .filter(|a| !gathered.contains(*a))
-                .map(String::as_str)
-                .collect();
-            let project = |key: &[(Arc<str>, AxisValue)]| -> Option<Vec<String>> {
-                kept.iter()
-                    .map(|a| {
-                        key.iter()
-                            .find(|(b, _)| &**b == *a)
-                            .map(|(_, v)| v.canonical())
-                    })
-                    .collect()
-            };
-            let mut by_key: HashMap<Vec<String>, Vec<usize>> = HashMap::new();
-            for (j, u) in up.instances.iter().enumerate() {
-                if let Some(k) = project(&u.key) {
-                    by_key.entry(k).or_default().push(j);
-                }
-            }
-            for inst in &mut instances {
-                let matching = project(&inst.key)
-                    .and_then(|k| by_key.get(&k).cloned())
-                    .unwrap_or_default();
-                inst.inputs.push(matching);
-            }
-        }
-        let input_names: Vec<&str> = input_idx
-            .iter()
-            .map(|&ii| planned[ii].as_ref().map_or("", |p| p.name.as_str()))
-            .collect();
-        let mut external: HashMap<usize, (Vec<String>, Vec<String>)> = HashMap::new();
-        for inst in &mut instances {
-            let upstream: Vec<Vec<&str>> = input_idx
-                .iter()
-                .zip(&inst.inputs)
-                .map(|(&ii, js)| {
-                    let up = planned[ii].as_ref().expect("inputs planned first");
-                    js.iter()
-                        .map(|&j| up.instances[j].store_key.as_str())
-                        .collect()
-                })
-                .collect();
-            // Files and sources belong to a parameter set, which repetitions share: each
-            // file is hashed once per set, not once per instance.
-            let none = (Vec::new(), Vec::new());
-            let reads_outside = !inst.run.files().is_empty() || !inst.run.sources().is_empty();
-            let (file_hashes, sources) = if !reads_outside {
-                &none
-            } else {
-                external
-                    .entry(Arc::as_ptr(&inst.run) as *const () as usize)
-                    .or_insert_with(|| {
-                        let hashes = inst
-                            .run
-                            .files()
-                            .iter()
-                            .map(|(_, rel)| {
-                                input_files
-                                    .get(rel)
-                                    .map_or_else(String::new, |b| hex(&Sha256::digest(b)))
-                            })
-                            .collect();
-                        (hashes, inst.run.sources())
-                    })
-            };
-            inst.store_key = store_key(&KeyParts {
+            let store_key = store_key(&KeyParts {
                 kind: kind.name,
                 version: kind.version,
                 stage: name,
                 inputs: &input_names,
-                params: &inst.params,
-                seed: inst.seed,
-                axes: &inst.key,
+                params: &set.params,
+                seed,
+                axes: &key,
                 upstream: &upstream,
-                files: file_hashes,
-                sources,
+                files: &set.files,
+                sources: &set.sources,
             });
+            instances.push(Instance {
+                key,
+                store_key,
+                seed,
+                inputs: reads,
+            });
+        }
+        if failed {
+            continue;
         }
         planned[si] = Some(PlannedStage {
             name: name.to_string(),
@@ -876,6 +1006,8 @@ fn plan_one(
             axes: stage_axes,
             gathered: gathered.into_iter().collect(),
             depth,
+            with,
+            repeat,
             instances,
         });
     }
@@ -897,7 +1029,7 @@ fn plan_one(
         title: raw.title.clone(),
         source: raw.source.clone(),
         description: raw.description.clone(),
-        seed: raw.seed,
+        seed,
         profile: ov.profile.clone(),
         axes,
         stages: stages_out,
@@ -1040,8 +1172,78 @@ fn axis_ref(s: &str) -> Option<&str> {
     (!name.is_empty() && name.chars().all(|c| c.is_alphanumeric() || c == '_')).then_some(name)
 }
 
-/// A built parameter set: the kind's runner and the canonical parameters.
-type Built = (Arc<dyn StageRun>, Arc<str>);
+/// What the store key needs of a parameter set: its canonical text, the sha256 of each file
+/// it names, and its sources (see [`crate::kind::Stage::sources`]).
+struct Built {
+    params: String,
+    files: Vec<String>,
+    sources: Vec<String>,
+}
+
+/// `--set STAGE.PARAM[.KEY…]=VALUE`.
+struct ParamSet {
+    arg: String,
+    stage: String,
+    path: Vec<String>,
+    value: Value,
+}
+
+impl ParamSet {
+    /// Puts the value at its path in a stage's `with:`, making mappings on the way.
+    fn apply(&self, with: &mut Mapping) -> Result<(), String> {
+        let (last, parents) = self.path.split_last().expect("a path has a key");
+        let mut at = with;
+        for (i, k) in parents.iter().enumerate() {
+            let slot = at
+                .entry(Value::String(k.clone()))
+                .or_insert_with(|| Value::Mapping(Mapping::new()));
+            if slot.is_null() {
+                *slot = Value::Mapping(Mapping::new());
+            }
+            at = match slot {
+                Value::Mapping(m) => m,
+                other => {
+                    return Err(format!(
+                        "`{}.{}` is {}, not a mapping: it has no key `{}`",
+                        self.stage,
+                        self.path[..=i].join("."),
+                        describe(other),
+                        self.path[i + 1]
+                    ))
+                }
+            };
+        }
+        at.insert(Value::String(last.clone()), self.value.clone());
+        Ok(())
+    }
+}
+
+/// What kind of YAML value `v` is, for messages.
+fn describe(v: &Value) -> String {
+    match v {
+        Value::Null => "null".into(),
+        Value::Bool(b) => format!("the boolean {b}"),
+        Value::Number(n) => format!("the number {n}"),
+        Value::String(s) => format!("the string {s:?}"),
+        Value::Sequence(_) => "a list".into(),
+        Value::Mapping(_) => "a mapping".into(),
+        Value::Tagged(_) => "a tagged value".into(),
+    }
+}
+
+/// Upstream instances (indices) by their values on the axes a reader keeps.
+type ByAxes = HashMap<Vec<String>, Vec<usize>>;
+
+/// An instance's values on the axes `kept`, as text (`None` if it lacks one).
+fn project(kept: &[&str], key: &[(Arc<str>, AxisValue)]) -> Option<Vec<String>> {
+    kept.iter()
+        .map(|a| {
+            key.iter()
+                .find(|(b, _)| &**b == *a)
+                .map(|(_, v)| v.canonical())
+        })
+        .collect()
+}
 
 /// Everything an instance's output is a function of.
 #[derive(Clone, Copy)]
@@ -1057,7 +1259,7 @@ pub struct KeyParts<'a> {
     /// The axis values, which become columns of its frame.
     pub axes: &'a [(Arc<str>, AxisValue)],
     /// The store keys of the upstream instances it reads, per input, in order.
-    pub upstream: &'a [Vec<&'a str>],
+    pub upstream: &'a [Vec<Key>],
     /// sha256 of each file its parameters name.
     pub files: &'a [String],
     /// See [`crate::kind::Stage::sources`].
@@ -1065,9 +1267,9 @@ pub struct KeyParts<'a> {
 }
 
 /// The store key of an instance: sha256 over a length-prefixed encoding of its [`KeyParts`]
-/// (prefixes, so no two different part lists encode alike), as 64 hex digits. The pipeline's
-/// name is not part of it: identical work in two pipelines is one entry.
-pub fn store_key(p: &KeyParts) -> String {
+/// (prefixes, so no two different part lists encode alike). The pipeline's name is not part
+/// of it: identical work in two pipelines is one entry.
+pub fn store_key(p: &KeyParts) -> Key {
     let mut h = Sha256::new();
     let mut put = |tag: &str, bytes: &[u8]| {
         h.update(tag.as_bytes());
@@ -1090,7 +1292,9 @@ pub fn store_key(p: &KeyParts) -> String {
     for (k, keys) in p.upstream.iter().enumerate() {
         put("upstream", &(k as u64).to_le_bytes());
         for key in keys {
-            put("key", key.as_bytes());
+            // As hex digits: the encoding keys had when they were strings, so stores and
+            // the golden lock stay valid.
+            put("key", &key.hex_digits());
         }
     }
     for f in p.files {
@@ -1099,7 +1303,7 @@ pub fn store_key(p: &KeyParts) -> String {
     for s in p.sources {
         put("source", s.as_bytes());
     }
-    hex(&h.finalize())
+    Key(h.finalize().into())
 }
 
 /// `v` as canonical text: mappings with keys sorted, integers as digits, other numbers in

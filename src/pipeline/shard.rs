@@ -125,8 +125,8 @@ pub fn owners(plan: &Plan, count: usize, start: usize) -> (Vec<u32>, usize) {
             continue;
         }
         for inst in &s.instances {
-            for (&up, js) in s.inputs.iter().zip(&inst.inputs) {
-                for &j in js {
+            for (&up, js) in s.inputs.iter().zip(inst.inputs.iter()) {
+                for &j in js.iter() {
                     read[offset[up] + j] = true;
                 }
             }
@@ -155,8 +155,8 @@ pub fn owners(plan: &Plan, count: usize, start: usize) -> (Vec<u32>, usize) {
         let s = &plan.stages[si];
         for (ii, inst) in s.instances.iter().enumerate() {
             let o = owner[offset[si] + ii];
-            for (&up, js) in s.inputs.iter().zip(&inst.inputs) {
-                for &j in js {
+            for (&up, js) in s.inputs.iter().zip(inst.inputs.iter()) {
+                for &j in js.iter() {
                     let u = &mut owner[offset[up] + j];
                     *u = if *u == UNSET || *u == o { o } else { SHARED };
                 }

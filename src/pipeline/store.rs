@@ -391,9 +391,9 @@ impl serde::Serialize for StageEntry<'_> {
         m.serialize_entry(
             "seeds",
             &Each(self.1.instances.iter().map(|i| Seed {
-                instance: &i.label,
+                instance: i.label(),
                 seed: format!("{:032x}", i.seed),
-                key: &i.store_key,
+                key: i.store_key.to_string(),
             })),
         )?;
         m.end()
@@ -402,10 +402,10 @@ impl serde::Serialize for StageEntry<'_> {
 
 /// One instance in the manifest.
 #[derive(serde::Serialize)]
-struct Seed<'a> {
-    instance: &'a str,
+struct Seed {
+    instance: String,
     seed: String,
-    key: &'a str,
+    key: String,
 }
 
 /// A sequence serialized from an iterator, one item at a time.

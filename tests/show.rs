@@ -1,0 +1,82 @@
+//! `dplab show`: the composed pipeline is itself a pipeline that plans to the same instances,
+//! seeds and store keys as the original under its profile and `--set`.
+
+mod common;
+use common::{dplab, text};
+use std::fs;
+use std::path::Path;
+
+use tempfile::TempDir;
+
+fn instances(file: &Path, args: &[&str]) -> String {
+    let o = dplab()
+        .args(["show", "--instances"])
+        .args(args)
+        .arg(file)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    String::from_utf8(o.stdout).unwrap()
+}
+
+#[test]
+fn every_composed_pipeline_plans_to_the_same_instances_and_keys() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("pipelines");
+    let dir = TempDir::new().unwrap();
+    let mut checked = 0;
+    for paper in fs::read_dir(&root).unwrap().flatten() {
+        // A copy of the paper's directory: pipelines read files beside them.
+        let copy = dir.path().join(paper.file_name());
+        fs::create_dir_all(&copy).unwrap();
+        for f in fs::read_dir(paper.path()).unwrap().flatten() {
+            fs::copy(f.path(), copy.join(f.file_name())).unwrap();
+        }
+        for f in fs::read_dir(paper.path()).unwrap().flatten() {
+            let p = f.path();
+            if p.extension().is_none_or(|e| e != "yaml") {
+                continue;
+            }
+            for args in [&["--profile", "ci", "--set", "seed=5"][..], &[]] {
+                let o = dplab().arg("show").args(args).arg(&p).output().unwrap();
+                assert!(o.status.success(), "{}: {}", p.display(), text(&o));
+                let composed = copy.join("composed.yaml");
+                fs::write(&composed, &o.stdout).unwrap();
+                assert_eq!(
+                    instances(&composed, &[]),
+                    instances(&p, args),
+                    "{} {args:?}: the composed file plans other instances:\n{}",
+                    p.display(),
+                    String::from_utf8_lossy(&o.stdout)
+                );
+                checked += 1;
+            }
+        }
+    }
+    assert!(checked >= 40, "{checked} pipelines checked");
+}
+
+#[test]
+fn show_applies_set_and_reports_bad_input() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let p = root.join("pipelines/dwork-roth/dr-two-diseases.yaml");
+    let o = dplab()
+        .args(["show", "--set", "noisy_max.samples=77", "--set", "eps=[3]"])
+        .arg(&p)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    let y = String::from_utf8(o.stdout).unwrap();
+    assert!(y.contains("samples: 77"), "{y}");
+    assert!(y.contains("eps:\n  - 3\n"), "{y}");
+    let o = dplab()
+        .args(["show", "--set", "noisy_max.smples=1"])
+        .arg(&p)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        text(&o).contains("did you mean `noisy_max.samples`?"),
+        "{}",
+        text(&o)
+    );
+}
