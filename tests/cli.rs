@@ -248,6 +248,16 @@ fn set_overrides_any_parameter_and_the_seed() {
             .code(2)
             .stderr(predicate::str::contains(says));
     }
+    // A profile replacing what the file sets says so (an edit there would otherwise go
+    // unnoticed under the profile).
+    dplab()
+        .args(["validate", "--profile", "fast"])
+        .arg(&p)
+        .assert()
+        .success()
+        .stderr(predicate::str::contains(
+            "tiny: profile `fast` replaces what the file sets for `noisy.samples` (100000 → 50)",
+        ));
     // The same results as the edited file, with the profile applied first.
     let edited = write(
         dir.path(),
