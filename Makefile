@@ -7,7 +7,7 @@ JOBS ?= 2
 MIRROR ?= $(wildcard ../shared/datasets)
 export DPLAB_DATA_MIRROR ?= $(if $(MIRROR),$(abspath $(MIRROR)),)
 
-.PHONY: build run-all test golden bench lint fuzz clean
+.PHONY: build run-all test test-slurm golden bench lint fuzz clean
 
 build:
 	$(CARGO) build --release --locked
@@ -23,6 +23,13 @@ test: build
 	DPLAB_STORE=$(abspath target/test-store) $(CARGO) test --release --locked
 	$(DPLAB) run pipelines/ --profile ci --out target/ci-results --jobs $(JOBS) --skip-unavailable --store target/ci-store
 	$(DPLAB) compare target/ci-results tests/golden $(if $(DPLAB_DATA_MIRROR),,--allow-missing)
+
+## `dplab slurm --shards 4 --wait` on a real Slurm cluster of this one machine, checked against a
+## local run, then a cancelled shard and a resubmission that runs only what is missing. Installs
+## Debian's slurmctld, slurmd, slurm-client and munge when missing (as root); starts and stops
+## its own daemons. See tests/slurm/run.sh.
+test-slurm: build
+	bash tests/slurm/run.sh
 
 ## Regenerate tests/golden/ (only the CSV frames are kept) and its lock tests/golden/VERSIONS.
 ## Refuses (and changes nothing) when a frame changed while its stage's store keys did not (a
