@@ -7,7 +7,7 @@ JOBS ?= 2
 MIRROR ?= $(wildcard ../shared/datasets)
 export DPLAB_DATA_MIRROR ?= $(if $(MIRROR),$(abspath $(MIRROR)),)
 
-.PHONY: build run-all report test browser-test golden bench lint fuzz clean
+.PHONY: build run-all report test browser-test test-slurm golden bench lint fuzz clean
 
 build:
 	$(CARGO) build --release --locked
@@ -37,6 +37,13 @@ test: build
 ## frames. Screenshots: target/report-screenshot.png and target/report-screenshot-full.png.
 browser-test: build
 	tests/browser/run.sh target/ci-results pipelines
+
+## `dplab slurm --shards 4 --wait` on a real Slurm cluster of this one machine, checked against a
+## local run, then a cancelled shard and a resubmission that runs only what is missing. Installs
+## Debian's slurmctld, slurmd, slurm-client and munge when missing (as root); starts and stops
+## its own daemons. See tests/slurm/run.sh.
+test-slurm: build
+	bash tests/slurm/run.sh
 
 ## Regenerate tests/golden/ (the CSV frames, and per pipeline a short manifest.json with the run's
 ## profile and axes for `dplab compare`) and its lock tests/golden/VERSIONS.

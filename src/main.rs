@@ -33,20 +33,22 @@ fn raise_open_file_limit() {
 /// A line on stdout. When the reader has gone (`dplab list | head -1`), dplab ends quietly
 /// with exit 0, as ripgrep does, instead of panicking on the broken pipe.
 macro_rules! out {
-    ($($arg:tt)*) => { emit(format_args!($($arg)*), true) };
+    ($($arg:tt)*) => { $crate::emit(format_args!($($arg)*), true) };
 }
 /// [`out!`] without the newline.
 macro_rules! out_raw {
-    ($($arg:tt)*) => { emit(format_args!($($arg)*), false) };
+    ($($arg:tt)*) => { $crate::emit(format_args!($($arg)*), false) };
 }
 /// A line on stderr; a closed stderr is ignored (there is nobody left to tell).
 macro_rules! errln {
     ($($arg:tt)*) => {{
         use std::io::Write as _;
-        let line = scrub(&format!($($arg)*)).into_owned();
+        let line = $crate::scrub(&format!($($arg)*)).into_owned();
         let _ = writeln!(std::io::stderr().lock(), "{line}");
     }};
 }
+
+mod slurm;
 
 /// Set once stdout is found closed: later output is dropped.
 static STDOUT_CLOSED: AtomicBool = AtomicBool::new(false);
@@ -265,6 +267,10 @@ Exit codes: 0 written, 1 written but the results are damaged (listed on the page
         #[command(flatten)]
         loc: DataLoc,
     },
+    /// Run pipelines on a Slurm cluster: an array job of N shards fills the store, then a merge
+    /// job writes the results.
+    #[command(after_help = slurm::AFTER_HELP)]
+    Slurm(slurm::SlurmArgs),
     /// Compare two results directories frame by frame (columns, keys, values within tolerance).
     #[command(
         after_help = "Examples:\n  dplab compare results/dr-pumpkin tests/golden/dr-pumpkin\n  \
@@ -512,6 +518,7 @@ fn main() -> ExitCode {
                 | Command::Validate { .. }
                 | Command::Compare { .. }
                 | Command::Report { .. }
+                | Command::Slurm(_)
         ),
         Ordering::Relaxed,
     );
@@ -559,6 +566,7 @@ fn main() -> ExitCode {
             loc.install();
             report_cmd(&results, &pipelines)
         }
+        Command::Slurm(args) => slurm::main(args),
         Command::List { kind } => list(kind.as_deref()),
         Command::Completions { shell } => {
             let mut cmd = <Cli as clap::CommandFactory>::command();

@@ -248,6 +248,26 @@ fn set_overrides_any_parameter_and_the_seed() {
             .code(2)
             .stderr(predicate::str::contains(says));
     }
+    // Nesting is bounded (planning walks it recursively: 60 000 levels overflowed the stack).
+    let deep = format!("counts.columns{}=1", ".a".repeat(60_000));
+    dplab()
+        .args(["validate", "--set", &deep])
+        .arg(&p)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(
+            "it nests 60001 keys deep: give at most 16",
+        ));
+    // A profile replacing what the file sets says so (an edit there would otherwise go
+    // unnoticed under the profile).
+    dplab()
+        .args(["validate", "--profile", "fast"])
+        .arg(&p)
+        .assert()
+        .success()
+        .stderr(predicate::str::contains(
+            "tiny: profile `fast` replaces what the file sets for `noisy.samples` (100000 → 50)",
+        ));
     // The same results as the edited file, with the profile applied first.
     let edited = write(
         dir.path(),

@@ -220,42 +220,56 @@ impl InstanceStore {
 
     /// The stored result of `key`, or `None` when there is none or it does not check out.
     pub fn get(&self, key: &Key) -> Option<InstanceResult> {
-        let bytes = self.read(key)?;
-        let nl = bytes.iter().position(|&b| b == b'\n')?;
-        let meta: Meta = serde_json::from_slice(&bytes[..nl]).ok()?;
-        let body = &bytes[nl + 1..];
-        if meta.format != FORMAT || crate::pipeline::plan::hex(&Sha256::digest(body)) != meta.sha256
-        {
-            return None;
-        }
-        let frame = if meta.frame > 0 && meta.parquet {
-            ParquetReader::new(std::io::Cursor::new(body.get(..meta.frame)?))
-                .read_parallel(ParallelStrategy::None)
-                .finish()
-                .ok()?
-        } else if meta.frame > 0 {
-            crate::frames::decode(body.get(..meta.frame)?).ok()?
-        } else {
-            DataFrame::empty_with_height(meta.height)
-        };
-        let mut at = meta.frame;
-        let mut artifacts = Vec::new();
-        for (ext, len) in &meta.artifacts {
-            artifacts.push(Artifact {
-                ext: static_ext(ext)?,
-                bytes: body.get(at..at + len)?.to_vec(),
-            });
-            at += len;
-        }
-        Some(InstanceResult {
-            frame,
-            artifacts,
-            // Not stored: an entry's bytes depend on its key alone (compute times differ
-            // from run to run), and taking it from the store took no compute time.
-            seconds: 0.0,
-        })
+        decode(&self.read(key)?)
     }
 
+    /// [`Self::get`] of an entry file another process may have written since this one read
+    /// the store's index (a shard looks again before computing what other shards need too).
+    /// Packs are not looked at again: what goes into them took under [`SLOW`] to compute.
+    pub fn get_fresh(&self, key: &Key) -> Option<InstanceResult> {
+        let found = decode(&fs::read(self.entry(key)).ok()?)?;
+        self.remember([(key.0, None)]);
+        Some(found)
+    }
+}
+
+/// An entry's result, or `None` when it does not check out.
+fn decode(bytes: &[u8]) -> Option<InstanceResult> {
+    let nl = bytes.iter().position(|&b| b == b'\n')?;
+    let meta: Meta = serde_json::from_slice(&bytes[..nl]).ok()?;
+    let body = &bytes[nl + 1..];
+    if meta.format != FORMAT || crate::pipeline::plan::hex(&Sha256::digest(body)) != meta.sha256 {
+        return None;
+    }
+    let frame = if meta.frame > 0 && meta.parquet {
+        ParquetReader::new(std::io::Cursor::new(body.get(..meta.frame)?))
+            .read_parallel(ParallelStrategy::None)
+            .finish()
+            .ok()?
+    } else if meta.frame > 0 {
+        crate::frames::decode(body.get(..meta.frame)?).ok()?
+    } else {
+        DataFrame::empty_with_height(meta.height)
+    };
+    let mut at = meta.frame;
+    let mut artifacts = Vec::new();
+    for (ext, len) in &meta.artifacts {
+        artifacts.push(Artifact {
+            ext: static_ext(ext)?,
+            bytes: body.get(at..at + len)?.to_vec(),
+        });
+        at += len;
+    }
+    Some(InstanceResult {
+        frame,
+        artifacts,
+        // Not stored: an entry's bytes depend on its key alone (compute times differ
+        // from run to run), and taking it from the store took no compute time.
+        seconds: 0.0,
+    })
+}
+
+impl InstanceStore {
     /// Stores `result` under `key` (tmp + rename).
     pub fn put(&self, key: &Key, kind: &str, result: &InstanceResult) -> Result<()> {
         let mut body = Vec::new();

@@ -288,7 +288,13 @@ struct Run<'a> {
     skipped: AtomicUsize,
     /// Instances whose inputs are all done, first in plan order first (so stages are
     /// gathered with few frames waiting for an earlier one).
-    ready: Mutex<BinaryHeap<Reverse<usize>>>,
+    ready: Mutex<BinaryHeap<Reverse<(usize, usize)>>>,
+    /// The instance first in line (see [`Run::rank`]): 0, or in a shard an offset that
+    /// differs from shard to shard.
+    shift: usize,
+    /// In a shard: the instances other shards need too, and how many of them it computed.
+    shared: Option<Vec<bool>>,
+    shared_computed: AtomicUsize,
     /// Instances handed to the pool and not finished: at most [`Run::in_flight`], so a stage
     /// of 10⁶ ready instances is 10⁶ numbers in `ready`, not 10⁶ queued jobs.
     active: AtomicUsize,
@@ -389,6 +395,8 @@ pub fn execute_shard(
     let mut need = Need {
         need: vec![false; n],
         load: vec![false; n],
+        shared: owners.iter().map(|&o| o == super::shard::SHARED).collect(),
+        shift: shard.index * n / shard.count,
     };
     let mut report = ShardReport::default();
     let mut stack = Vec::new();
@@ -413,9 +421,6 @@ pub fn execute_shard(
             report.loaded += 1;
             continue;
         }
-        if owners[g] == super::shard::SHARED {
-            report.shared_computed += 1;
-        }
         let si = stage_of[g];
         for src in sources(plan, &offset, si, g - offset[si]) {
             stack.extend(src.pieces());
@@ -428,14 +433,19 @@ pub fn execute_shard(
         .map(|s| s.cached.load(Ordering::Relaxed))
         .sum();
     report.computed = run.progress.done.load(Ordering::Relaxed) - cached;
+    report.shared_computed = run.shared_computed.load(Ordering::Relaxed);
     Ok(report)
 }
 
 /// Which instances a shard's run touches: `need` (run them, or load them from the store),
-/// and of those, `load`: taken from the store only (their own inputs are not needed).
+/// and of those, `load`: taken from the store only (their own inputs are not needed); and
+/// where in plan order it starts ([`Run::rank`]).
 struct Need {
     need: Vec<bool>,
     load: Vec<bool>,
+    /// Instances other shards need too.
+    shared: Vec<bool>,
+    shift: usize,
 }
 
 /// Runs the instances (all, or those `need` names), flushes the store, and returns the run's
@@ -467,7 +477,7 @@ fn drive<'a>(
                 let mut ready = lock(&run.ready);
                 for (g, w) in run.waiting.iter().enumerate() {
                     if w.load(Ordering::Relaxed) == 0 {
-                        ready.push(Reverse(g));
+                        ready.push(Reverse((run.rank(g), g)));
                     }
                 }
             }
@@ -660,9 +670,22 @@ impl<'a> Run<'a> {
             ready: Mutex::new(BinaryHeap::new()),
             active: AtomicUsize::new(0),
             in_flight: 2 * rayon::current_num_threads().max(1),
+            shift: need.as_ref().map_or(0, |x| x.shift),
+            shared_computed: AtomicUsize::new(0),
+            shared: need.as_ref().map(|x| x.shared.clone()),
             load_only: need.map(|n| n.load),
             store_error: Mutex::new(None),
         }
+    }
+
+    /// Where instance `g` stands among those ready: plan order, so stages are gathered with
+    /// few frames waiting for an earlier one. Shards start at different points of it (and
+    /// wrap around): shards running at once then tend to reach the instances several of them
+    /// need (a dataset, a shared solve) at different times, and the later ones find them
+    /// stored (see the look again in [`Run::instance`]) instead of computing them too.
+    fn rank(&self, g: usize) -> usize {
+        let n = self.waiting.len();
+        (g + n - self.shift) % n
     }
 
     /// The stage and index of instance `g`.
@@ -684,10 +707,15 @@ impl<'a> Run<'a> {
             let cached = if self.opts.force.covers(&stage.name) {
                 None
             } else {
-                self.opts
-                    .store
-                    .as_ref()
-                    .and_then(|s| s.get(&inst.store_key))
+                self.opts.store.as_ref().and_then(|s| {
+                    s.get(&inst.store_key).or_else(|| {
+                        // A shard looks again: another shard may have stored it meanwhile.
+                        self.load_only
+                            .is_some()
+                            .then(|| s.get_fresh(&inst.store_key))
+                            .flatten()
+                    })
+                })
             };
             match cached {
                 Some(hit) => {
@@ -730,6 +758,9 @@ impl<'a> Run<'a> {
                             if let Err(e) = s.put(&inst.store_key, stage.kind.name, &res) {
                                 self.not_stored(s, e);
                             }
+                        }
+                        if self.shared.as_ref().is_some_and(|x| x[g]) {
+                            self.shared_computed.fetch_add(1, Ordering::Relaxed);
                         }
                         self.progress.tick(false);
                         Some((res, false))
@@ -828,7 +859,7 @@ impl<'a> Run<'a> {
     /// One input of reader `r` is done; it is ready once none is left.
     fn arrived<'s>(&'s self, scope: &rayon::ScopeFifo<'s>, r: usize) {
         if self.waiting[r].fetch_sub(1, Ordering::AcqRel) == 1 {
-            lock(&self.ready).push(Reverse(r));
+            lock(&self.ready).push(Reverse((self.rank(r), r)));
             self.pump(scope);
         }
     }
@@ -842,7 +873,7 @@ impl<'a> Run<'a> {
                 self.active.fetch_sub(1, Ordering::AcqRel);
                 return;
             }
-            let Some(Reverse(g)) = lock(&self.ready).pop() else {
+            let Some(Reverse((_, g))) = lock(&self.ready).pop() else {
                 self.active.fetch_sub(1, Ordering::AcqRel);
                 // An instance made ready while this held a slot may have found no slot free:
                 // look again now that it is free.

@@ -44,6 +44,9 @@ pub struct Plan {
     pub profile: Option<String>,
     pub axes: IndexMap<String, Vec<AxisValue>>,
     pub stages: Vec<PlannedStage>,
+    /// What the profile in use replaces of the file's axes and parameters: `axis `eps`
+    /// ([…] → […])`, ``noisy.samples` (1000 → 50)`.
+    pub profile_replaces: Vec<String>,
     /// The files the stages' parameters name, read and checked once at planning.
     pub files: InputFiles,
 }
@@ -142,6 +145,24 @@ pub fn plan(
 ) -> Result<Plan, Vec<SpecError>> {
     let limit = crate::limits::get().instances;
     let plan = plan_one(spec, ov, registry, limit, &mut 0).map_err(|e| capped(spec, e))?;
+    if let (Some(p), [first, ..]) = (&ov.profile, plan.profile_replaces.as_slice()) {
+        const SHOWN: usize = 8;
+        let all = &plan.profile_replaces;
+        let more = all.len().saturating_sub(SHOWN);
+        tracing::info!(
+            "{}: profile `{p}` replaces what the file sets for {first}{}{} (`dplab show` prints the pipeline as it runs)",
+            plan.name,
+            all[1..all.len().min(SHOWN)]
+                .iter()
+                .map(|r| format!(", {r}"))
+                .collect::<String>(),
+            if more > 0 {
+                format!(" and {more} more")
+            } else {
+                String::new()
+            }
+        );
+    }
     let mut errors = Vec::new();
     // The other profiles share one budget with the plan in use: checking them costs at most
     // what planning one pipeline at the limit costs, however many profiles a file holds.
@@ -283,6 +304,9 @@ fn plan_one(
 
     // Axes: file, then profile, then --set.
     let mut axes: IndexMap<String, Vec<AxisValue>> = IndexMap::new();
+    // What the profile replaces of the file (logged: an edit to the file's `axes:` or a
+    // parameter is otherwise silently ignored under the profile).
+    let mut replaced: Vec<String> = Vec::new();
     for (name, v) in &raw.axes {
         if errors.len() >= MAX_ERRORS {
             break;
@@ -293,6 +317,13 @@ fn plan_one(
                 "`rep` is reserved for repetitions: use `repeat:` on a stage",
             ));
             continue;
+        }
+        if let Some(pv) = profile.and_then(|p| p.axes.get(name)).filter(|pv| *pv != v) {
+            replaced.push(format!(
+                "axis `{name}` ({} → {})",
+                brief(&canonical(v)),
+                brief(&canonical(pv))
+            ));
         }
         let v = profile.and_then(|p| p.axes.get(name)).unwrap_or(v);
         let base = if profile.is_some_and(|p| p.axes.contains_key(name)) {
@@ -366,10 +397,11 @@ fn plan_one(
         if errors.len() >= MAX_ERRORS {
             break;
         }
+        let shown = brief_to(s, 200);
         let cmdline = |msg: String| SpecError {
             file: spec.path.clone(),
             pos: None,
-            message: format!("--set {s}: {msg}"),
+            message: format!("--set {shown}: {msg}"),
             hint: None,
         };
         let Some((name, values)) = s.split_once('=') else {
@@ -390,6 +422,15 @@ fn plan_one(
                 continue;
             };
             let path: Vec<String> = path.split('.').map(str::to_string).collect();
+            // Each key is a level of nested mappings that planning walks recursively.
+            const MAX_DEPTH: usize = 16;
+            if path.len() > MAX_DEPTH {
+                errors.push(cmdline(format!(
+                    "it nests {} keys deep: give at most {MAX_DEPTH} (STAGE.PARAM.KEY…)",
+                    path.len()
+                )));
+                continue;
+            }
             if path.iter().any(String::is_empty) {
                 errors.push(cmdline(format!(
                     "`{name}` has an empty key: give STAGE.PARAM or STAGE.PARAM.KEY"
@@ -549,7 +590,14 @@ fn plan_one(
         let mut from_profile: Vec<String> = Vec::new();
         if let Some(Value::Mapping(extra)) = profile.and_then(|p| p.with.get(name)) {
             for (k, v) in extra {
-                wmap.insert(k.clone(), v.clone());
+                if let Some(old) = wmap.insert(k.clone(), v.clone()).filter(|old| old != v) {
+                    replaced.push(format!(
+                        "`{name}.{}` ({} → {})",
+                        k.as_str().unwrap_or("?"),
+                        brief(&canonical(&old)),
+                        brief(&canonical(v))
+                    ));
+                }
                 from_profile.push(k.as_str().unwrap_or("?").to_string());
             }
         }
@@ -561,7 +609,7 @@ fn plan_one(
                 Err(msg) => errors.push(SpecError {
                     file: spec.path.clone(),
                     pos: None,
-                    message: format!("--set {}: {msg}", ps.arg),
+                    message: format!("--set {}: {msg}", brief_to(&ps.arg, 200)),
                     hint: None,
                 }),
             }
@@ -915,8 +963,10 @@ fn plan_one(
                                     file: spec.path.clone(),
                                     pos: None,
                                     message: format!(
-                                        "--set {arg}: stage `{name}` ({}){at}: {}",
-                                        kind.name, pe.message
+                                        "--set {}: stage `{name}` ({}){at}: {}",
+                                        brief_to(arg, 200),
+                                        kind.name,
+                                        pe.message
                                     ),
                                     hint: None,
                                 },
@@ -1023,6 +1073,7 @@ fn plan_one(
         stages_out.push(st);
     }
     Ok(Plan {
+        profile_replaces: replaced,
         file: spec.path.clone(),
         file_sha256: hex(&Sha256::digest(spec.text.as_bytes())),
         name: raw.name.clone(),
@@ -1215,6 +1266,19 @@ impl ParamSet {
         }
         at.insert(Value::String(last.clone()), self.value.clone());
         Ok(())
+    }
+}
+
+/// `text` cut to a length a log line can hold.
+fn brief(text: &str) -> String {
+    brief_to(text, 40)
+}
+
+/// `text` cut to `max` characters, with `…` when cut.
+fn brief_to(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        Some((at, _)) => format!("{}…", &text[..at]),
+        None => text.to_string(),
     }
 }
 
