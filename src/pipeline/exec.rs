@@ -54,6 +54,19 @@ impl std::fmt::Display for RunError {
 
 impl std::error::Error for RunError {}
 
+impl RunError {
+    /// A failure of the pipeline as a whole, not of one stage or instance.
+    fn of_pipeline(plan: &Plan, message: String) -> Self {
+        RunError {
+            pipeline: plan.name.clone(),
+            stage: String::new(),
+            instance: String::new(),
+            message,
+            unavailable: false,
+        }
+    }
+}
+
 /// Progress over all instances: a bar on a terminal, a plain line every few seconds otherwise.
 pub struct Progress {
     bar: Option<ProgressBar>,
@@ -315,13 +328,7 @@ struct Run<'a> {
 pub fn execute(plan: &Plan, opts: &RunOptions) -> Result<PathBuf, RunError> {
     let started = Instant::now();
     let run = drive(plan, opts, None)?;
-    let fail = |message: String| RunError {
-        pipeline: plan.name.clone(),
-        stage: String::new(),
-        instance: String::new(),
-        message,
-        unavailable: false,
-    };
+    let fail = |message: String| RunError::of_pipeline(plan, message);
     let mut outputs = Vec::with_capacity(plan.stages.len());
     for (si, st) in run.stages.into_iter().enumerate() {
         let frame = if plan.stages[si].store {
@@ -373,12 +380,11 @@ pub fn execute_shard(
     shard: Shard,
     owners: &[u32],
 ) -> Result<ShardReport, RunError> {
-    let store = opts.store.as_ref().ok_or_else(|| RunError {
-        pipeline: plan.name.clone(),
-        stage: String::new(),
-        instance: String::new(),
-        message: "a shard needs the instance store (it is where its work goes)".into(),
-        unavailable: false,
+    let store = opts.store.as_ref().ok_or_else(|| {
+        RunError::of_pipeline(
+            plan,
+            "a shard needs the instance store (it is where its work goes)".into(),
+        )
     })?;
     let mut stage_of = Vec::with_capacity(owners.len());
     let mut offset = Vec::with_capacity(plan.stages.len());
@@ -494,15 +500,10 @@ fn drive<'a>(
     if unfinished > 0 {
         lock(&run.errors).push((
             usize::MAX,
-            RunError {
-                pipeline: plan.name.clone(),
-                stage: String::new(),
-                instance: String::new(),
-                message: format!(
-                    "{unfinished} instances never started (a scheduler bug: please report it)"
-                ),
-                unavailable: false,
-            },
+            RunError::of_pipeline(
+                plan,
+                format!("{unfinished} instances never started (a scheduler bug: please report it)"),
+            ),
         ));
     }
     if let Some(s) = &opts.store {
@@ -517,13 +518,10 @@ fn drive<'a>(
     {
         lock(&run.errors).push((
             usize::MAX,
-            RunError {
-                pipeline: plan.name.clone(),
-                stage: String::new(),
-                instance: String::new(),
-                message: format!("this shard's work could not all be stored, so the run that gathers would compute it again: {first}"),
-                unavailable: false,
-            },
+            RunError::of_pipeline(
+                plan,
+                format!("this shard's work could not all be stored, so the run that gathers would compute it again: {first}"),
+            ),
         ));
     }
     let mut errors = std::mem::take(&mut *lock(&run.errors));

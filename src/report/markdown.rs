@@ -16,28 +16,22 @@ pub fn to_html(text: &str) -> String {
     let opts = Options::ENABLE_TABLES | Options::ENABLE_STRIKETHROUGH;
     let events = Parser::new_ext(text, opts).map(|e| match e {
         Event::Html(s) | Event::InlineHtml(s) => Event::Text(s),
-        Event::Start(Tag::Link {
-            link_type,
-            dest_url,
-            title,
-            id,
-        }) => Event::Start(Tag::Link {
-            link_type,
-            dest_url: if safe_url(&dest_url) {
-                dest_url
-            } else {
-                CowStr::from("#")
+        // An image becomes a link to it: the page works offline, and a picture from
+        // elsewhere would not load.
+        Event::Start(
+            Tag::Link {
+                link_type,
+                dest_url,
+                title,
+                id,
+            }
+            | Tag::Image {
+                link_type,
+                dest_url,
+                title,
+                id,
             },
-            title,
-            id,
-        }),
-        // The page works offline: a picture from elsewhere would not load.
-        Event::Start(Tag::Image {
-            link_type,
-            dest_url,
-            title,
-            id,
-        }) => Event::Start(Tag::Link {
+        ) => Event::Start(Tag::Link {
             link_type,
             dest_url: if safe_url(&dest_url) {
                 dest_url
