@@ -74,6 +74,15 @@ impl Site {
     fn slurm(&self) -> Command {
         self.slurm_in(&self.store())
     }
+    /// `dplab slurm --shards 2 --wait` with the stand-ins behaving as `env` says.
+    fn wait_two(&self, env: &[(&str, &str)]) -> Output {
+        let mut c = self.slurm();
+        c.args(["--shards", "2", "--wait", "--poll", "0.1"]);
+        for (k, v) in env {
+            c.env(k, v);
+        }
+        c.output().unwrap()
+    }
     /// The same with another store.
     fn slurm_in(&self, store: &Path) -> Command {
         let fake = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/slurm/fake");
@@ -677,12 +686,7 @@ fn a_cancelled_shard_fails_the_wait_and_the_same_command_runs_only_what_is_missi
 #[test]
 fn a_failed_merge_is_told_apart_from_failed_shards() {
     let site = Site::new();
-    let o = site
-        .slurm()
-        .args(["--shards", "2", "--wait", "--poll", "0.1"])
-        .env("FAKE_SLURM_MERGE_FAIL", "1")
-        .output()
-        .unwrap();
+    let o = site.wait_two(&[("FAKE_SLURM_MERGE_FAIL", "1")]);
     assert_eq!(code(&o), 1, "{}", text(&o));
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(
@@ -694,22 +698,11 @@ fn a_failed_merge_is_told_apart_from_failed_shards() {
 #[test]
 fn jobs_the_controller_forgot_are_judged_by_their_recorded_exit_codes() {
     let site = Site::new();
-    let o = site
-        .slurm()
-        .args(["--shards", "2", "--wait", "--poll", "0.1"])
-        .env("FAKE_SLURM_FORGET", "1")
-        .output()
-        .unwrap();
+    let o = site.wait_two(&[("FAKE_SLURM_FORGET", "1")]);
     assert_eq!(code(&o), 0, "{}", text(&o));
 
     let site = Site::new();
-    let o = site
-        .slurm()
-        .args(["--shards", "2", "--wait", "--poll", "0.1"])
-        .env("FAKE_SLURM_FORGET", "1")
-        .env("FAKE_SLURM_CANCEL", "0")
-        .output()
-        .unwrap();
+    let o = site.wait_two(&[("FAKE_SLURM_FORGET", "1"), ("FAKE_SLURM_CANCEL", "0")]);
     assert_eq!(code(&o), 3, "{}", text(&o));
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(
@@ -721,12 +714,7 @@ fn jobs_the_controller_forgot_are_judged_by_their_recorded_exit_codes() {
 #[test]
 fn wait_gives_up_when_squeue_keeps_failing_and_the_jobs_go_on() {
     let site = Site::new();
-    let o = site
-        .slurm()
-        .args(["--shards", "2", "--wait", "--poll", "0.1"])
-        .env("FAKE_SLURM_DOWN", "1")
-        .output()
-        .unwrap();
+    let o = site.wait_two(&[("FAKE_SLURM_DOWN", "1")]);
     assert_eq!(code(&o), 1, "{}", text(&o));
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("Unable to contact slurm controller"), "{err}");

@@ -272,7 +272,11 @@ pub fn build(
             continue;
         }
         let out = results.display().to_string();
-        let run = format!("dplab run {} --out {}", x.file.display(), shell_word(&out));
+        let run = format!(
+            "dplab run {} --out {}",
+            shell_word(&x.file.display().to_string()),
+            shell_word(&out)
+        );
         let (status, message, command) = if x.missing_data.is_empty() {
             ("not run", "No results in this directory.".to_string(), run)
         } else {
@@ -289,21 +293,11 @@ pub fn build(
         experiments.insert(
             x.name.clone(),
             Experiment {
-                id: x.name.clone(),
-                anchor: anchor(&x.name),
                 title: x.title.clone(),
                 paper: x.paper.clone(),
                 item: x.item.clone(),
                 description: markdown::to_html(&x.description),
-                status,
-                message,
-                command,
-                figures: vec![],
-                tables: vec![],
-                provenance: vec![],
-                compared: 0,
-                agree: 0,
-                differ: 0,
+                ..Experiment::without_results(&x.name, status, message, command)
             },
         );
     }
@@ -375,35 +369,37 @@ pub fn build(
     Ok((html, summary, problems))
 }
 
-/// A word as a POSIX shell reads it back.
+/// A word as a POSIX shell reads it back (quoted by `shlex`, as `dplab slurm` quotes its
+/// scripts; only NUL cannot be quoted, and no path holds one).
 fn shell_word(s: &str) -> String {
-    if !s.is_empty()
-        && s.chars()
-            .all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@%".contains(c))
-    {
-        s.to_string()
-    } else {
-        format!("'{}'", s.replace('\'', r"'\''"))
-    }
+    shlex::try_quote(s).map_or_else(|_| "''".to_string(), |q| q.into_owned())
 }
 
 fn damaged(name: &str, message: String) -> Experiment {
-    Experiment {
-        id: name.to_string(),
-        anchor: anchor(name),
-        title: name.to_string(),
-        paper: String::new(),
-        item: String::new(),
-        description: String::new(),
-        status: "damaged",
-        message,
-        command: String::new(),
-        figures: vec![],
-        tables: vec![],
-        provenance: vec![],
-        compared: 0,
-        agree: 0,
-        differ: 0,
+    Experiment::without_results(name, "damaged", message, String::new())
+}
+
+impl Experiment {
+    /// An experiment shown without results (no data, not run, damaged): its name for a
+    /// title until the caller fills in what it knows.
+    fn without_results(name: &str, status: &'static str, message: String, command: String) -> Self {
+        Experiment {
+            id: name.to_string(),
+            anchor: anchor(name),
+            title: name.to_string(),
+            paper: String::new(),
+            item: String::new(),
+            description: String::new(),
+            status,
+            message,
+            command,
+            figures: vec![],
+            tables: vec![],
+            provenance: vec![],
+            compared: 0,
+            agree: 0,
+            differ: 0,
+        }
     }
 }
 
