@@ -830,8 +830,8 @@ fn run(
                         dealt = next;
                         pool.install(|| exec::execute_shard(&p, &opts, sh, &owners)).map(|r| {
                             format!(
-                                "shard {sh}: owns {} instances ({} already stored); computed {} ({} of them shared with other shards), loaded {} from the store",
-                                r.owned, r.owned_stored, r.computed, r.shared_computed, r.loaded
+                                "shard {sh}: owns {} instances ({} already stored); computed {} ({} of them shared with other shards) in {:.2} s of compute, loaded {} from the store",
+                                r.owned, r.owned_stored, r.computed, r.shared_computed, r.compute_seconds, r.loaded
                             )
                         })
                     }

@@ -382,3 +382,55 @@ fn a_shard_that_cannot_store_its_work_fails() {
         .unwrap();
     assert!(o.status.success(), "a plain run only warns: {}", text(&o));
 }
+
+/// What other shards need too is computed by one shard: the others wait while its claim
+/// (`claims/<key>` in the store) lives, then take the instance (or, when the claim ends
+/// without it, compute it themselves). The claim here is another host's, held by no process,
+/// so only its removal (or a minute without a heartbeat) ends it.
+#[test]
+fn a_shard_waits_for_a_claim_on_what_others_need_and_goes_on_when_it_ends() {
+    let dir = TempDir::new().unwrap();
+    let p = common::write(dir.path(), "sharded.yaml", FIXTURE);
+    // The key of `counts`, which every repetition reads (so both shards need it).
+    let local = dir.path().join("local");
+    ok(
+        dplab(&dir.path().join("other"))
+            .args(["-q", "--out"])
+            .arg(&local)
+            .arg(&p)
+            .output()
+            .unwrap(),
+        "local run",
+    );
+    let m: serde_json::Value =
+        serde_json::from_slice(&fs::read(local.join("sharded/manifest.json")).unwrap()).unwrap();
+    let key = m["stages"][0]["seeds"][0]["key"].as_str().unwrap().to_string();
+    assert_eq!(m["stages"][0]["name"], "counts");
+    let store = dir.path().join("store");
+    let claim = store.join("claims").join(&key);
+    fs::create_dir_all(claim.parent().unwrap()).unwrap();
+    fs::write(&claim, "elsewhere.example 12345").unwrap();
+    let mut shard = std_dplab(&store);
+    shard
+        .args(["--jobs", "2", "--shard", "0/2"])
+        .arg(&p)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let mut child = shard.spawn().unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    let early = child.try_wait().unwrap();
+    fs::remove_file(&claim).unwrap();
+    let o = ok(child.wait_with_output().unwrap(), "shard 0/2");
+    assert!(
+        early.is_none(),
+        "the shard finished while another held the claim on what it needs: {}",
+        text(&o)
+    );
+    assert!(
+        text(&o).contains("(1 of them shared with other shards)"),
+        "once the claim ended, the shard computed `counts` itself: {}",
+        text(&o)
+    );
+    let left: Vec<_> = fs::read_dir(store.join("claims")).unwrap().collect();
+    assert!(left.is_empty(), "the shard left its claims behind: {left:?}");
+}

@@ -82,6 +82,8 @@ pub struct InstanceStore {
     /// of a run finds it). An entry another process stores later is not seen: its instance
     /// runs again, with the same result.
     packed: Arc<RwLock<Option<PackIndex>>>,
+    /// Instances a shard is computing for others too (see [`super::claim`]).
+    claims: Arc<super::claim::Claims>,
 }
 
 /// Entries smaller than this, of instances computed faster than [`SLOW`], go into packs.
@@ -154,11 +156,18 @@ const FORMAT: u32 = 3;
 impl InstanceStore {
     /// The store at `root` (created when first written to).
     pub fn new(root: impl Into<PathBuf>) -> Self {
+        let root = root.into();
         InstanceStore {
-            root: root.into(),
+            claims: Arc::new(super::claim::Claims::new(&root)),
+            root,
             pending: Arc::default(),
             packed: Arc::default(),
         }
+    }
+
+    /// The claims of this store: who is computing what other shards wait for.
+    pub fn claims(&self) -> &super::claim::Claims {
+        &self.claims
     }
 
     pub fn root(&self) -> &Path {
@@ -270,8 +279,20 @@ fn decode(bytes: &[u8]) -> Option<InstanceResult> {
 }
 
 impl InstanceStore {
-    /// Stores `result` under `key` (tmp + rename).
+    /// Stores `result` under `key` (tmp + rename). Small entries of quick instances wait for
+    /// a pack; [`Self::put_now`] writes at once.
     pub fn put(&self, key: &Key, kind: &str, result: &InstanceResult) -> Result<()> {
+        self.put_entry(key, kind, result, true)
+    }
+
+    /// [`Self::put`] in a file of its own, at once, whatever its size: what other processes
+    /// wait for (a claimed instance) must be where [`Self::get_fresh`] looks when the claim
+    /// ends.
+    pub fn put_now(&self, key: &Key, kind: &str, result: &InstanceResult) -> Result<()> {
+        self.put_entry(key, kind, result, false)
+    }
+
+    fn put_entry(&self, key: &Key, kind: &str, result: &InstanceResult, pack: bool) -> Result<()> {
         let mut body = Vec::new();
         let mut parquet = false;
         if result.frame.width() > 0 {
@@ -310,7 +331,7 @@ impl InstanceStore {
         let mut entry = serde_json::to_vec(&meta)?;
         entry.push(b'\n');
         entry.extend_from_slice(&body);
-        if entry.len() < SMALL && result.seconds < SLOW {
+        if pack && entry.len() < SMALL && result.seconds < SLOW {
             {
                 let mut p = self.pending.lock().unwrap_or_else(|e| e.into_inner());
                 let off = p.bytes.len() as u64;
@@ -559,8 +580,8 @@ impl InstanceStore {
 
     /// Removes every entry whose key is not in `keep`: its file, or its part of a pack (a
     /// pack with nothing left is removed, one with some entries left is rewritten with only
-    /// those); packs without an index and files killed writers left in `tmp/`, more than an
-    /// hour old, go too. Returns (entries removed, bytes freed).
+    /// those); packs without an index, files killed writers left in `tmp/` and claims killed
+    /// shards left in `claims/`, more than an hour old, go too. Returns (entries removed, bytes freed).
     pub fn gc(&self, keep: &std::collections::HashSet<String>) -> (usize, u64) {
         let (mut n, mut bytes) = (0, 0);
         for e in self.entries().into_iter().filter(|e| !e.packed) {
@@ -614,8 +635,13 @@ impl InstanceStore {
                 }
             }
         }
-        if let Ok(tmp) = fs::read_dir(self.root.join("tmp")) {
-            for f in tmp.flatten() {
+        // Claims too: a holder touches its claims every few seconds, so an hour-old one is
+        // long dead.
+        for dir in ["tmp", "claims"] {
+            let Ok(files) = fs::read_dir(self.root.join(dir)) else {
+                continue;
+            };
+            for f in files.flatten() {
                 if hour_old(&f.path()) && f.path().is_file() {
                     let _ = fs::remove_file(f.path());
                 }

@@ -14,6 +14,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use polars::prelude::*;
 
 use super::cache::InstanceStore;
+use super::claim::Claimed;
 use super::plan::Plan;
 use super::shard::Shard;
 use super::spec::AxisValue;
@@ -222,6 +223,10 @@ struct Gather {
 
 const BLOCK: usize = 256;
 
+/// How often a shard waiting for another one's instance (see [`super::claim`]) looks in the
+/// store when it has nothing else to do.
+const CLAIM_POLL: Duration = Duration::from_millis(200);
+
 impl Gather {
     fn push(&mut self, i: usize, frame: DataFrame) -> Result<()> {
         self.early.insert(i, frame);
@@ -368,6 +373,9 @@ pub struct ShardReport {
     pub shared_computed: usize,
     /// Instances read from the store as inputs of those computed.
     pub loaded: usize,
+    /// Seconds the computed instances took (their sum over threads): this shard's share of
+    /// the work, whatever the counts.
+    pub compute_seconds: f64,
 }
 
 /// Runs shard `shard`'s share of `plan` into the store (`owners` from
@@ -440,6 +448,11 @@ pub fn execute_shard(
         .sum();
     report.computed = run.progress.done.load(Ordering::Relaxed) - cached;
     report.shared_computed = run.shared_computed.load(Ordering::Relaxed);
+    report.compute_seconds = run
+        .stages
+        .iter()
+        .map(|s| lock(&s.seconds).iter().sum::<f64>())
+        .sum();
     Ok(report)
 }
 
@@ -475,6 +488,7 @@ fn drive<'a>(
                     if let Err(e) = store.flush_old() {
                         run.not_stored(store, e);
                     }
+                    store.claims().heartbeat();
                 }
             });
         }
@@ -702,7 +716,8 @@ impl<'a> Run<'a> {
             self.skipped.fetch_add(1, Ordering::Relaxed);
             None
         } else {
-            let cached = if self.opts.force.covers(&stage.name) {
+            let forced = self.opts.force.covers(&stage.name);
+            let cached = if forced {
                 None
             } else {
                 self.opts.store.as_ref().and_then(|s| {
@@ -714,6 +729,30 @@ impl<'a> Run<'a> {
                             .flatten()
                     })
                 })
+            };
+            // What other shards need too is computed by one of them: the others wait for it.
+            let mut claim = None;
+            let cached = match (cached, &self.opts.store) {
+                (None, Some(s)) if !forced && self.shared.as_ref().is_some_and(|x| x[g]) => {
+                    match s.claims().claim(&inst.store_key) {
+                        Claimed::Mine(c) => {
+                            claim = Some(c);
+                            // Its last holder may have stored it just before this claimed it.
+                            s.get_fresh(&inst.store_key)
+                        }
+                        Claimed::Theirs => {
+                            tracing::debug!(
+                                "{} {} {{{}}}: another shard is computing it; waiting",
+                                self.plan.name,
+                                stage.name,
+                                inst.label()
+                            );
+                            self.defer(g);
+                            return;
+                        }
+                    }
+                }
+                (c, _) => c,
             };
             match cached {
                 Some(hit) => {
@@ -753,10 +792,17 @@ impl<'a> Run<'a> {
                         // Stored as soon as it exists: a run that fails or is killed later
                         // keeps it.
                         if let Some(s) = &self.opts.store {
-                            if let Err(e) = s.put(&inst.store_key, stage.kind.name, &res) {
+                            let put = if claim.is_some() {
+                                s.put_now(&inst.store_key, stage.kind.name, &res)
+                            } else {
+                                s.put(&inst.store_key, stage.kind.name, &res)
+                            };
+                            if let Err(e) = put {
                                 self.not_stored(s, e);
                             }
                         }
+                        // Stored where waiting shards look: they may take it now.
+                        drop(claim.take());
                         if self.shared.as_ref().is_some_and(|x| x[g]) {
                             self.shared_computed.fetch_add(1, Ordering::Relaxed);
                         }
@@ -823,6 +869,20 @@ impl<'a> Run<'a> {
         for &r in &self.readers[self.reader_at[g]..self.reader_at[g + 1]] {
             self.arrived(scope, r);
         }
+    }
+
+    /// Instance `g` waits for another shard to store it: back in line after every instance
+    /// that can run now. When nothing else can, this worker pauses first, so waiting costs a
+    /// look at the store every [`CLAIM_POLL`], not a spinning core.
+    fn defer(&self, g: usize) {
+        let n = self.waiting.len();
+        let mut ready = lock(&self.ready);
+        if ready.peek().is_none_or(|Reverse((rank, _))| *rank >= n) {
+            drop(ready);
+            std::thread::sleep(CLAIM_POLL);
+            ready = lock(&self.ready);
+        }
+        ready.push(Reverse((n + self.rank(g), g)));
     }
 
     /// Writing to the store failed: a warning (the results are still written), remembered

@@ -3,6 +3,7 @@
 //! implements ([`crate::kind`]) and is handed the registry of kinds by its caller.
 
 pub mod cache;
+pub mod claim;
 pub mod compare;
 pub mod dryrun;
 pub mod exec;
