@@ -14,9 +14,11 @@
 //!   goes with its readers when they are all in one shard: a repetition's mechanism runs in
 //!   the shard that evaluates it, and its frame never crosses the store between them.
 //! - An instance whose readers are in several shards (a dataset every repetition reads) is
-//!   shared: each shard that needs it takes it from the store, or computes it when it is not
-//!   there yet. Concurrent shards may then compute it more than once; the copies are
-//!   byte-identical, and the store keeps one.
+//!   shared: each shard that needs it takes it from the store; when it is not there yet, the
+//!   first shard to need it claims it ([`super::claim`]) and computes it, and the others do
+//!   their other work first and then wait for it. Should two compute it all the same (a claim
+//!   broken as stale while its holder still ran), the copies are byte-identical and the store
+//!   keeps one.
 
 use std::fmt;
 
