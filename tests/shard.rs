@@ -404,7 +404,10 @@ fn a_shard_waits_for_a_claim_on_what_others_need_and_goes_on_when_it_ends() {
     );
     let m: serde_json::Value =
         serde_json::from_slice(&fs::read(local.join("sharded/manifest.json")).unwrap()).unwrap();
-    let key = m["stages"][0]["seeds"][0]["key"].as_str().unwrap().to_string();
+    let key = m["stages"][0]["seeds"][0]["key"]
+        .as_str()
+        .unwrap()
+        .to_string();
     assert_eq!(m["stages"][0]["name"], "counts");
     let store = dir.path().join("store");
     let claim = store.join("claims").join(&key);
@@ -432,5 +435,8 @@ fn a_shard_waits_for_a_claim_on_what_others_need_and_goes_on_when_it_ends() {
         text(&o)
     );
     let left: Vec<_> = fs::read_dir(store.join("claims")).unwrap().collect();
-    assert!(left.is_empty(), "the shard left its claims behind: {left:?}");
+    assert!(
+        left.is_empty(),
+        "the shard left its claims behind: {left:?}"
+    );
 }

@@ -13,9 +13,10 @@ use super::cache::Key;
 use super::files::{self, InputFiles};
 use super::seed::instance_seed;
 use super::spec::{
-    name_problem, parse_axis, suggest, AxisValue, NameKind, Source, SpecError, SpecFile,
+    name_problem, parse_axis, suggest, AxisValue, NameKind, RawPipeline, RawProfile, RawStage,
+    Source, SpecError, SpecFile,
 };
-use crate::kind::{Gather, KindInfo, StageRun};
+use crate::kind::{Gather, KindInfo, ParamError, StageRun};
 
 /// The implicit axis of repetitions.
 pub const REP: &str = "rep";
@@ -241,6 +242,17 @@ fn capped(spec: &SpecFile, mut errors: Vec<SpecError>) -> Vec<SpecError> {
 /// Plans the file under `ov` with at most `max_instances` instances in all. Adds to `spent`
 /// the work done, counted in instances planned and axis values read (at least 1), whether
 /// planning succeeds or not.
+///
+/// The phases, in order (each a method of [`Planner`], each adding what it finds wrong to
+/// the errors; a phase whose output the next ones need stops planning when it fails):
+/// 1. [`Planner::check_names`]: names that become paths;
+/// 2. [`Planner::profile`]: the profile asked for;
+/// 3. [`Planner::axes`]: the axes, from the file, then the profile;
+/// 4. [`Planner::check_profile`]: what the profile names exists;
+/// 5. [`Planner::overrides`]: `--set` (axes, parameters, the seed);
+/// 6. [`Planner::graph`]: kinds, inputs, topological order;
+/// 7. per stage in that order, [`Planner::stage`]: its `with:`, the axes it uses, its shape
+///    (axes, repetitions, gathered axes) and its instances.
 fn plan_one(
     spec: &SpecFile,
     ov: &Overrides,
@@ -248,350 +260,478 @@ fn plan_one(
     max_instances: u64,
     spent: &mut u64,
 ) -> Result<Plan, Vec<SpecError>> {
-    let raw = &spec.raw;
-    let mut errors = Vec::new();
     *spent += 1;
-
-    // Names that become paths: checked first, so nothing below ever sees an unsafe one.
-    if let Some(msg) = name_problem(&raw.name, NameKind::Pipeline) {
-        errors.push(spec.err("name", msg));
-    }
-    // Stage names become file names: two that differ only in case would overwrite each
-    // other on a case-insensitive file system (macOS, Windows), so they are refused here.
-    let mut folded: HashMap<String, &str> = HashMap::new();
-    for name in raw.stages.keys() {
-        if errors.len() >= MAX_ERRORS {
-            break;
-        }
-        if let Some(msg) = name_problem(name, NameKind::Stage) {
-            errors.push(spec.err(&format!("stages.{name}"), msg));
-        } else if let Some(first) = folded.insert(name.to_lowercase(), name) {
-            errors.push(spec.err(
-                &format!("stages.{name}"),
-                format!("stage names `{first}` and `{name}` differ only in case: their result files would collide on case-insensitive file systems; rename one"),
-            ));
-        }
-    }
-    for name in raw.axes.keys() {
-        if errors.len() >= MAX_ERRORS {
-            break;
-        }
-        if let Some(msg) = name_problem(name, NameKind::Axis) {
-            errors.push(spec.err(&format!("axes.{name}"), msg));
-        }
-    }
-    if !errors.is_empty() {
-        return Err(errors);
-    }
-
-    // Profile.
-    let profile = match &ov.profile {
-        None => None,
-        Some(p) => match raw.profiles.get(p) {
-            Some(prof) => Some(prof),
-            None => {
-                let names: Vec<&str> = raw.profiles.keys().map(String::as_str).collect();
-                let mut e = spec.err("profiles", format!("no profile `{p}` in this pipeline"));
-                e.hint = Some(match suggest(p, names.iter().copied()) {
-                    Some(s) => format!("did you mean `{s}`? (profiles: {})", names.join(", ")),
-                    None if names.is_empty() => "this pipeline defines no profiles".into(),
-                    None => format!("profiles: {}", names.join(", ")),
-                });
-                return Err(vec![e]);
-            }
-        },
+    let mut p = Planner {
+        spec,
+        ov,
+        registry,
+        max_instances,
+        spent,
+        errors: Vec::new(),
+        replaced: Vec::new(),
+        input_files: InputFiles::default(),
+        total_instances: 0,
     };
-
-    // Axes: file, then profile, then --set.
-    let mut axes: IndexMap<String, Vec<AxisValue>> = IndexMap::new();
-    // What the profile replaces of the file (logged: an edit to the file's `axes:` or a
-    // parameter is otherwise silently ignored under the profile).
-    let mut replaced: Vec<String> = Vec::new();
-    for (name, v) in &raw.axes {
-        if errors.len() >= MAX_ERRORS {
+    p.check_names();
+    p.stop()?;
+    let profile = p.profile().map_err(|e| vec![e])?;
+    let mut axes = p.axes(profile);
+    p.check_profile(profile);
+    let (seed, param_sets) = p.overrides(&mut axes);
+    let graph = p.graph()?;
+    let mut planned: Vec<Option<PlannedStage>> = (0..graph.names.len()).map(|_| None).collect();
+    let mut reps: Vec<Option<u64>> = vec![None; graph.names.len()];
+    for &si in &graph.order {
+        if p.full() {
             break;
         }
-        if name == REP {
-            errors.push(spec.err(
-                &format!("axes.{name}"),
-                "`rep` is reserved for repetitions: use `repeat:` on a stage",
-            ));
-            continue;
-        }
-        if let Some(pv) = profile.and_then(|p| p.axes.get(name)).filter(|pv| *pv != v) {
-            replaced.push(format!(
-                "axis `{name}` ({} → {})",
-                brief(&canonical(v)),
-                brief(&canonical(pv))
-            ));
-        }
-        let v = profile.and_then(|p| p.axes.get(name)).unwrap_or(v);
-        let base = if profile.is_some_and(|p| p.axes.contains_key(name)) {
-            format!(
-                "profiles.{}.axes.{name}",
-                ov.profile.as_deref().unwrap_or("")
-            )
-        } else {
-            format!("axes.{name}")
+        let env = StageEnv {
+            graph: &graph,
+            profile,
+            axes: &axes,
+            param_sets: &param_sets,
+            seed,
         };
-        match parse_axis(v) {
-            Ok(vals) => {
-                *spent = spent.saturating_add(vals.len() as u64);
-                axes.insert(name.clone(), vals);
+        if let Some((stage, rep)) = p.stage(si, &env, &planned, &reps) {
+            planned[si] = Some(stage);
+            reps[si] = rep;
+        }
+    }
+    p.stop()?;
+    // Re-index stages in topological order.
+    let position: HashMap<usize, usize> = graph
+        .order
+        .iter()
+        .enumerate()
+        .map(|(p, &i)| (i, p))
+        .collect();
+    let mut stages = Vec::new();
+    for &si in &graph.order {
+        let mut st = planned[si].take().expect("planned");
+        st.inputs = graph.inputs[si].iter().map(|i| position[i]).collect();
+        stages.push(st);
+    }
+    let raw = &spec.raw;
+    Ok(Plan {
+        profile_replaces: p.replaced,
+        file: spec.path.clone(),
+        file_sha256: hex(&Sha256::digest(spec.text.as_bytes())),
+        name: raw.name.clone(),
+        title: raw.title.clone(),
+        source: raw.source.clone(),
+        description: raw.description.clone(),
+        seed,
+        profile: ov.profile.clone(),
+        axes,
+        stages,
+        files: p.input_files,
+        base_dir: base_dir(spec),
+    })
+}
+
+/// Planning one file: what every phase reads, and what the phases found so far.
+struct Planner<'a> {
+    spec: &'a SpecFile,
+    ov: &'a Overrides,
+    registry: &'static [KindInfo],
+    max_instances: u64,
+    /// Work done (see [`plan_one`]).
+    spent: &'a mut u64,
+    errors: Vec<SpecError>,
+    /// What the profile replaces of the file: logged by [`plan`], since an edit to the
+    /// file's `axes:` or a parameter is otherwise silently ignored under the profile.
+    replaced: Vec<String>,
+    /// The files the parameters name, read once.
+    input_files: InputFiles,
+    /// Instances of the stages planned so far.
+    total_instances: u64,
+}
+
+/// The stages as a graph: names (file order), kinds, inputs and a topological order.
+struct Graph<'a> {
+    names: Vec<&'a str>,
+    kinds: Vec<&'static KindInfo>,
+    inputs: Vec<Vec<usize>>,
+    order: Vec<usize>,
+}
+
+/// What planning a stage reads besides the stages before it.
+struct StageEnv<'a, 'g> {
+    graph: &'g Graph<'a>,
+    profile: Option<&'a RawProfile>,
+    axes: &'g IndexMap<String, Vec<AxisValue>>,
+    param_sets: &'g [ParamSet],
+    seed: u64,
+}
+
+/// A stage's `with:` after the profile and `--set`, and which of its keys they set (an error
+/// in one is located at the profile's line, or names the `--set` argument).
+struct ComposedWith<'s> {
+    with: Value,
+    from_profile: Vec<String>,
+    from_set: Vec<(String, &'s str)>,
+}
+
+/// The axes a stage varies over and how it gathers.
+#[derive(Debug, PartialEq)]
+struct Shape {
+    /// Its axes, in the pipeline's order, `rep` last.
+    axes: Vec<String>,
+    gathered: BTreeSet<String>,
+    /// Its own `repeat:` (after the profile).
+    repeat: Option<u64>,
+    /// How many repetitions `rep` counts when the stage varies over it.
+    rep_count: Option<u64>,
+    /// The repetitions its readers inherit (none once `rep` is gathered).
+    reps_out: Option<u64>,
+}
+
+/// The `$axis` references of a `with:`: (path in it, axis).
+type Refs = Vec<(String, String)>;
+
+/// One `--set` argument, parsed.
+#[derive(Debug)]
+enum SetArg {
+    Seed(u64),
+    Param(ParamSet),
+    Axis(String, Vec<AxisValue>),
+}
+
+impl<'a> Planner<'a> {
+    /// Whether as many errors as one run reports are found: later phases stop.
+    fn full(&self) -> bool {
+        self.errors.len() >= MAX_ERRORS
+    }
+
+    fn err(&mut self, path: &str, message: impl Into<String>) {
+        self.errors.push(self.spec.err(path, message));
+    }
+
+    /// Stops planning when anything was found wrong.
+    fn stop(&mut self) -> Result<(), Vec<SpecError>> {
+        if self.errors.is_empty() {
+            Ok(())
+        } else {
+            Err(std::mem::take(&mut self.errors))
+        }
+    }
+
+    /// Phase 1: names that become paths are checked first, so nothing after ever sees an
+    /// unsafe one.
+    fn check_names(&mut self) {
+        let spec = self.spec;
+        let raw = &spec.raw;
+        if let Some(msg) = name_problem(&raw.name, NameKind::Pipeline) {
+            self.err("name", msg);
+        }
+        // Stage names become file names: two that differ only in case would overwrite each
+        // other on a case-insensitive file system (macOS, Windows), so they are refused here.
+        let mut folded: HashMap<String, &str> = HashMap::new();
+        for name in raw.stages.keys() {
+            if self.full() {
+                break;
             }
-            Err((sub, msg)) => {
-                let path = if sub.is_empty() {
-                    base
-                } else {
-                    format!("{base}.{sub}")
-                };
-                errors.push(spec.err(&path, format!("axis `{name}`: {msg}")));
+            if let Some(msg) = name_problem(name, NameKind::Stage) {
+                self.err(&format!("stages.{name}"), msg);
+            } else if let Some(first) = folded.insert(name.to_lowercase(), name) {
+                self.err(
+                    &format!("stages.{name}"),
+                    format!("stage names `{first}` and `{name}` differ only in case: their result files would collide on case-insensitive file systems; rename one"),
+                );
+            }
+        }
+        for name in raw.axes.keys() {
+            if self.full() {
+                break;
+            }
+            if let Some(msg) = name_problem(name, NameKind::Axis) {
+                self.err(&format!("axes.{name}"), msg);
             }
         }
     }
-    if let (Some(p), Some(pname)) = (profile, &ov.profile) {
+
+    /// Phase 2: the profile asked for, if any.
+    fn profile(&self) -> Result<Option<&'a RawProfile>, SpecError> {
+        let raw = &self.spec.raw;
+        let Some(p) = &self.ov.profile else {
+            return Ok(None);
+        };
+        if let Some(prof) = raw.profiles.get(p) {
+            return Ok(Some(prof));
+        }
+        let names: Vec<&str> = raw.profiles.keys().map(String::as_str).collect();
+        let mut e = self
+            .spec
+            .err("profiles", format!("no profile `{p}` in this pipeline"));
+        e.hint = Some(match suggest(p, names.iter().copied()) {
+            Some(s) => format!("did you mean `{s}`? (profiles: {})", names.join(", ")),
+            None if names.is_empty() => "this pipeline defines no profiles".into(),
+            None => format!("profiles: {}", names.join(", ")),
+        });
+        Err(e)
+    }
+
+    /// Phase 3: the axes, from the file, each replaced by the profile's when it has one.
+    fn axes(&mut self, profile: Option<&RawProfile>) -> IndexMap<String, Vec<AxisValue>> {
+        let spec = self.spec;
+        let raw = &spec.raw;
+        let mut axes = IndexMap::new();
+        for (name, v) in &raw.axes {
+            if self.full() {
+                break;
+            }
+            if name == REP {
+                self.err(
+                    &format!("axes.{name}"),
+                    "`rep` is reserved for repetitions: use `repeat:` on a stage",
+                );
+                continue;
+            }
+            let from_profile = profile.and_then(|p| p.axes.get(name));
+            if let Some(pv) = from_profile.filter(|pv| *pv != v) {
+                self.replaced.push(format!(
+                    "axis `{name}` ({} → {})",
+                    brief(&canonical(v)),
+                    brief(&canonical(pv))
+                ));
+            }
+            let base = match from_profile {
+                Some(_) => format!(
+                    "profiles.{}.axes.{name}",
+                    self.ov.profile.as_deref().unwrap_or("")
+                ),
+                None => format!("axes.{name}"),
+            };
+            match parse_axis(from_profile.unwrap_or(v)) {
+                Ok(vals) => {
+                    *self.spent = self.spent.saturating_add(vals.len() as u64);
+                    axes.insert(name.clone(), vals);
+                }
+                Err((sub, msg)) => {
+                    let path = if sub.is_empty() {
+                        base
+                    } else {
+                        format!("{base}.{sub}")
+                    };
+                    self.err(&path, format!("axis `{name}`: {msg}"));
+                }
+            }
+        }
+        axes
+    }
+
+    /// Phase 4: what the profile names (axes, stages) exists, and its `with:` are mappings.
+    fn check_profile(&mut self, profile: Option<&RawProfile>) {
+        let (Some(p), Some(pname)) = (profile, &self.ov.profile) else {
+            return;
+        };
+        let spec = self.spec;
+        let raw = &spec.raw;
         for name in p.axes.keys() {
-            if errors.len() >= MAX_ERRORS {
+            if self.full() {
                 break;
             }
             if !raw.axes.contains_key(name) {
-                errors.push(spec.err(
+                self.err(
                     &format!("profiles.{pname}.axes.{name}"),
                     format!(
                         "profile `{pname}` sets axis `{name}`, which the pipeline does not define"
                     ),
-                ));
+                );
             }
         }
         for (name, w) in &p.with {
-            if errors.len() >= MAX_ERRORS {
+            if self.full() {
                 break;
             }
             if !matches!(w, Value::Mapping(_) | Value::Null) {
-                errors.push(spec.err(
+                self.err(
                     &format!("profiles.{pname}.with.{name}"),
                     format!("profile `{pname}`: `with.{name}` must be a mapping of parameters"),
-                ));
+                );
             }
         }
         for name in p.repeat.keys().chain(p.with.keys()) {
-            if errors.len() >= MAX_ERRORS {
+            if self.full() {
                 break;
             }
             if !raw.stages.contains_key(name) {
                 let hint = suggest(name, raw.stages.keys().map(String::as_str))
                     .map(|s| format!("; did you mean `{s}`?"))
                     .unwrap_or_default();
-                errors.push(spec.err(
+                self.err(
                     &format!("profiles.{pname}"),
                     format!("profile `{pname}` names stage `{name}`, which does not exist{hint}"),
-                ));
+                );
             }
-        }
-    }
-    // `--set`: `seed=N`, `STAGE.PARAM[.KEY…]=VALUE` (any `with:` parameter, a YAML value),
-    // or `AXIS=VALUES`. Applied after the profile, so the command line wins.
-    let mut seed = raw.seed;
-    let mut param_sets: Vec<ParamSet> = Vec::new();
-    for s in &ov.set {
-        if errors.len() >= MAX_ERRORS {
-            break;
-        }
-        let shown = brief_to(s, 200);
-        let cmdline = |msg: String| SpecError {
-            file: spec.path.clone(),
-            pos: None,
-            message: format!("--set {shown}: {msg}"),
-            hint: None,
-        };
-        let Some((name, values)) = s.split_once('=') else {
-            errors.push(cmdline(
-                "expected AXIS=VALUES (--set 'eps=[0.1, 1]'), STAGE.PARAM=VALUE (--set noisy.samples=500) or seed=N".into(),
-            ));
-            continue;
-        };
-        let name = name.trim();
-        if let Some((stage, path)) = name.split_once('.') {
-            let Some(st) = raw.stages.get(stage) else {
-                let hint = suggest(stage, raw.stages.keys().map(String::as_str))
-                    .map(|s| format!("; did you mean `{s}`?"))
-                    .unwrap_or_default();
-                errors.push(cmdline(format!(
-                    "no stage `{stage}` in this pipeline{hint}"
-                )));
-                continue;
-            };
-            let path: Vec<String> = path.split('.').map(str::to_string).collect();
-            // Each key is a level of nested mappings that planning walks recursively.
-            const MAX_DEPTH: usize = 16;
-            if path.len() > MAX_DEPTH {
-                errors.push(cmdline(format!(
-                    "it nests {} keys deep: give at most {MAX_DEPTH} (STAGE.PARAM.KEY…)",
-                    path.len()
-                )));
-                continue;
-            }
-            if path.iter().any(String::is_empty) {
-                errors.push(cmdline(format!(
-                    "`{name}` has an empty key: give STAGE.PARAM or STAGE.PARAM.KEY"
-                )));
-                continue;
-            }
-            if let Some(kind) = registry.iter().find(|k| k.name == st.kind) {
-                if !kind.params.iter().any(|p| p.name == path[0]) {
-                    let names: Vec<&str> = kind.params.iter().map(|p| p.name).collect();
-                    let hint = match suggest(&path[0], names.iter().copied()) {
-                        Some(s) => format!("; did you mean `{stage}.{s}`?"),
-                        None => String::new(),
-                    };
-                    errors.push(cmdline(format!(
-                        "stage `{stage}` ({}) has no parameter `{}`{hint} (its parameters: {}; `dplab list {}` describes them)",
-                        kind.name,
-                        path[0],
-                        names.join(", "),
-                        kind.name
-                    )));
-                    continue;
-                }
-            }
-            match serde_yaml_ng::from_str::<Value>(values) {
-                Ok(value) => param_sets.push(ParamSet {
-                    arg: s.clone(),
-                    stage: stage.to_string(),
-                    path,
-                    value,
-                }),
-                Err(e) => errors.push(cmdline(format!("the value is not YAML: {e}"))),
-            }
-            continue;
-        }
-        if name == "seed" && !raw.axes.contains_key(name) {
-            match values.trim().parse::<u64>() {
-                Ok(n) => seed = n,
-                Err(_) => errors.push(cmdline(format!(
-                    "the seed `{}` is not a whole number from 0 to {}",
-                    values.trim(),
-                    u64::MAX
-                ))),
-            }
-            continue;
-        }
-        if !axes.contains_key(name) && !raw.axes.contains_key(name) {
-            let candidates = raw
-                .axes
-                .keys()
-                .map(String::as_str)
-                .chain(std::iter::once("seed"));
-            let hint = suggest(name, candidates)
-                .map(|s| format!("; did you mean `{s}`?"))
-                .unwrap_or_default();
-            errors.push(cmdline(format!(
-                "no axis `{name}` in this pipeline{hint} (for a stage's parameter give STAGE.PARAM=VALUE)"
-            )));
-            continue;
-        }
-        match serde_yaml_ng::from_str::<Value>(values)
-            .map_err(|e| (String::new(), e.to_string()))
-            .and_then(|v| parse_axis(&v))
-        {
-            Ok(vals) => {
-                axes.insert(name.to_string(), vals);
-            }
-            Err((_, msg)) => errors.push(cmdline(msg)),
         }
     }
 
-    // Stages: kinds, inputs, topological order.
-    let names: Vec<&str> = raw.stages.keys().map(String::as_str).collect();
-    let index: HashMap<&str, usize> = names.iter().enumerate().map(|(i, n)| (*n, i)).collect();
-    let mut kinds: Vec<Option<&'static KindInfo>> = Vec::new();
-    let mut inputs: Vec<Vec<usize>> = Vec::new();
-    for (name, st) in &raw.stages {
-        // Not `break`: `kinds` and `inputs` must have one entry per stage.
-        if errors.len() >= MAX_ERRORS {
-            return Err(errors);
-        }
-        let kind = registry.iter().find(|k| k.name == st.kind);
-        if kind.is_none() {
-            let all: Vec<&str> = registry.iter().map(|k| k.name).collect();
-            let mut e = spec.err(
-                &format!("stages.{name}.kind"),
-                format!("stage `{name}`: unknown kind `{}`", st.kind),
-            );
-            e.hint = Some(match suggest(&st.kind, all.iter().copied()) {
-                Some(s) => format!("did you mean `{s}`? (`dplab list` shows every kind)"),
-                None => "`dplab list` shows every kind".into(),
-            });
-            errors.push(e);
-        }
-        kinds.push(kind);
-        let mut ins = Vec::new();
-        for input in st.input.names() {
-            if errors.len() >= MAX_ERRORS {
+    /// Phase 5: `--set`, after the profile, so the command line wins. Returns the seed and
+    /// the parameters set (applied per stage by [`Planner::with`]).
+    fn overrides(&mut self, axes: &mut IndexMap<String, Vec<AxisValue>>) -> (u64, Vec<ParamSet>) {
+        let (spec, ov) = (self.spec, self.ov);
+        let mut seed = spec.raw.seed;
+        let mut params = Vec::new();
+        for s in &ov.set {
+            if self.full() {
                 break;
             }
-            match index.get(input.as_str()) {
-                Some(&i) => ins.push(i),
-                None => {
-                    let mut e = spec.err(
-                        &format!("stages.{name}.input"),
-                        format!("stage `{name}` reads `{input}`, which is not a stage"),
-                    );
-                    e.hint = suggest(&input, names.iter().copied())
-                        .map(|s| format!("did you mean `{s}`?"));
-                    errors.push(e);
+            match parse_set(s, &spec.raw, self.registry, axes) {
+                Ok(SetArg::Seed(n)) => seed = n,
+                Ok(SetArg::Param(p)) => params.push(p),
+                Ok(SetArg::Axis(name, vals)) => {
+                    axes.insert(name, vals);
                 }
+                Err(msg) => self.errors.push(SpecError {
+                    file: spec.path.clone(),
+                    pos: None,
+                    message: format!("--set {}: {msg}", brief_to(s, 200)),
+                    hint: None,
+                }),
             }
         }
-        inputs.push(ins);
-    }
-    if raw.stages.is_empty() {
-        errors.push(spec.err("stages", "the pipeline has no stages"));
-    }
-    let order = match topo_order(&inputs) {
-        Ok(o) => o,
-        Err(cycle) => {
-            let path: Vec<&str> = cycle.iter().map(|&i| names[i]).collect();
-            errors.push(spec.err(
-                &format!("stages.{}.input", path[0]),
-                format!("the stages form a cycle: {}", path.join(" → ")),
-            ));
-            return Err(errors);
-        }
-    };
-    if !errors.is_empty() {
-        return Err(errors);
+        (seed, params)
     }
 
-    // Per stage: axes, gathered axes, instances.
-    let mut total_instances: u64 = 0;
-    let mut input_files = InputFiles::default();
-    let mut planned: Vec<Option<PlannedStage>> = (0..names.len()).map(|_| None).collect();
-    let mut reps: Vec<Option<u64>> = vec![None; names.len()];
-    for &si in &order {
-        if errors.len() >= MAX_ERRORS {
-            break;
+    /// Phase 6: each stage's kind and inputs, and an order in which every stage comes after
+    /// what it reads.
+    fn graph(&mut self) -> Result<Graph<'a>, Vec<SpecError>> {
+        let spec = self.spec;
+        let raw = &spec.raw;
+        let registry = self.registry;
+        let names: Vec<&'a str> = raw.stages.keys().map(String::as_str).collect();
+        let index: HashMap<&str, usize> = names.iter().enumerate().map(|(i, n)| (*n, i)).collect();
+        let mut kinds = Vec::new();
+        let mut inputs: Vec<Vec<usize>> = Vec::new();
+        for (name, st) in &raw.stages {
+            // Not `break`: `kinds` and `inputs` must have one entry per stage.
+            if self.full() {
+                return Err(std::mem::take(&mut self.errors));
+            }
+            let kind = registry.iter().find(|k| k.name == st.kind);
+            if kind.is_none() {
+                let all: Vec<&str> = registry.iter().map(|k| k.name).collect();
+                let mut e = self.spec.err(
+                    &format!("stages.{name}.kind"),
+                    format!("stage `{name}`: unknown kind `{}`", st.kind),
+                );
+                e.hint = Some(match suggest(&st.kind, all.iter().copied()) {
+                    Some(s) => format!("did you mean `{s}`? (`dplab list` shows every kind)"),
+                    None => "`dplab list` shows every kind".into(),
+                });
+                self.errors.push(e);
+            }
+            // Unknown kinds are errors, so the graph is used only when every stage has one.
+            kinds.extend(kind);
+            let mut ins = Vec::new();
+            for input in st.input.names() {
+                if self.full() {
+                    break;
+                }
+                match index.get(input.as_str()) {
+                    Some(&i) => ins.push(i),
+                    None => {
+                        let mut e = self.spec.err(
+                            &format!("stages.{name}.input"),
+                            format!("stage `{name}` reads `{input}`, which is not a stage"),
+                        );
+                        e.hint = suggest(&input, names.iter().copied())
+                            .map(|s| format!("did you mean `{s}`?"));
+                        self.errors.push(e);
+                    }
+                }
+            }
+            inputs.push(ins);
         }
-        let name = names[si];
-        let st = &raw.stages[si];
-        let kind = kinds[si].expect("checked above");
+        if raw.stages.is_empty() {
+            self.err("stages", "the pipeline has no stages");
+        }
+        match topo_order(&inputs) {
+            Ok(order) => {
+                self.stop()?;
+                Ok(Graph {
+                    names,
+                    kinds,
+                    inputs,
+                    order,
+                })
+            }
+            Err(cycle) => {
+                let path: Vec<&str> = cycle.iter().map(|&i| names[i]).collect();
+                self.err(
+                    &format!("stages.{}.input", path[0]),
+                    format!("the stages form a cycle: {}", path.join(" → ")),
+                );
+                Err(std::mem::take(&mut self.errors))
+            }
+        }
+    }
+
+    /// Phase 7: stage `si`, whose inputs are planned (or failed: then it is skipped). Returns
+    /// the stage and the repetitions its readers inherit, or `None` when it has an error.
+    fn stage(
+        &mut self,
+        si: usize,
+        env: &StageEnv<'a, '_>,
+        planned: &[Option<PlannedStage>],
+        reps: &[Option<u64>],
+    ) -> Option<(PlannedStage, Option<u64>)> {
+        let name = env.graph.names[si];
+        let spec = self.spec;
+        let st = &spec.raw.stages[si];
+        let kind = env.graph.kinds[si];
+        let composed = self.with(name, st, env.profile, env.param_sets)?;
+        let (refs, own) = self.axis_refs(name, &composed.with, env.axes)?;
+        let inputs = &env.graph.inputs[si];
+        let mut ups = Vec::with_capacity(inputs.len());
+        for &ii in inputs {
+            // An upstream stage that failed was reported already.
+            ups.push((planned[ii].as_ref()?, reps[ii]));
+        }
+        let shape = self.shape(name, st, kind, env.profile, env.axes, &own, &ups)?;
+        self.count(name, &shape, env.axes)?;
+        let depth = ups.iter().map(|(u, _)| u.depth + 1).max().unwrap_or(0);
+        let instances = self.instances(name, kind, env, &composed, &refs, &own, &shape, &ups)?;
+        let stage = PlannedStage {
+            name: name.to_string(),
+            kind,
+            inputs: Vec::new(),
+            store: st.store,
+            axes: shape.axes,
+            gathered: shape.gathered.into_iter().collect(),
+            depth,
+            with: composed.with,
+            repeat: shape.repeat,
+            instances,
+        };
+        Some((stage, shape.reps_out))
+    }
+
+    /// A stage's `with:` after the profile's parameters, then `--set`'s.
+    fn with<'s>(
+        &mut self,
+        name: &str,
+        st: &RawStage,
+        profile: Option<&RawProfile>,
+        param_sets: &'s [ParamSet],
+    ) -> Option<ComposedWith<'s>> {
         let mut with = st.with.clone().unwrap_or(Value::Mapping(Mapping::new()));
         if with.is_null() {
             with = Value::Mapping(Mapping::new());
         }
         let Value::Mapping(ref mut wmap) = with else {
-            errors.push(spec.err(
+            self.err(
                 &format!("stages.{name}.with"),
                 format!("stage `{name}`: `with` must be a mapping of parameters"),
-            ));
-            continue;
+            );
+            return None;
         };
-        // Parameters the profile sets: an error in one is located at the profile's line.
-        let mut from_profile: Vec<String> = Vec::new();
+        let mut from_profile = Vec::new();
         if let Some(Value::Mapping(extra)) = profile.and_then(|p| p.with.get(name)) {
             for (k, v) in extra {
                 if let Some(old) = wmap.insert(k.clone(), v.clone()).filter(|old| old != v) {
-                    replaced.push(format!(
+                    self.replaced.push(format!(
                         "`{name}.{}` ({} → {})",
                         k.as_str().unwrap_or("?"),
                         brief(&canonical(&old)),
@@ -601,98 +741,112 @@ fn plan_one(
                 from_profile.push(k.as_str().unwrap_or("?").to_string());
             }
         }
-        // Parameters `--set` sets (after the profile): an error in one names the argument.
-        let mut from_set: Vec<(String, &str)> = Vec::new();
+        let mut from_set = Vec::new();
         for ps in param_sets.iter().filter(|p| p.stage == name) {
             match ps.apply(wmap) {
-                Ok(()) => from_set.push((ps.path[0].clone(), &ps.arg)),
-                Err(msg) => errors.push(SpecError {
-                    file: spec.path.clone(),
+                Ok(()) => from_set.push((ps.path[0].clone(), ps.arg.as_str())),
+                Err(msg) => self.errors.push(SpecError {
+                    file: self.spec.path.clone(),
                     pos: None,
                     message: format!("--set {}: {msg}", brief_to(&ps.arg, 200)),
                     hint: None,
                 }),
             }
         }
-        // Axes referenced as `$name`.
+        Some(ComposedWith {
+            with,
+            from_profile,
+            from_set,
+        })
+    }
+
+    /// The axes `with:` refers to as `$name` (with their paths in it), each an axis of the
+    /// pipeline.
+    fn axis_refs(
+        &mut self,
+        name: &str,
+        with: &Value,
+        axes: &IndexMap<String, Vec<AxisValue>>,
+    ) -> Option<(Refs, BTreeSet<String>)> {
         let mut refs = Vec::new();
-        collect_refs(&with, &mut Vec::new(), &mut refs);
+        collect_refs(with, &mut Vec::new(), &mut refs);
         let mut own = BTreeSet::new();
         let mut bad = false;
         for (path, axis) in &refs {
-            if errors.len() >= MAX_ERRORS {
+            if self.full() {
                 break;
             }
             if axes.contains_key(axis) {
                 own.insert(axis.clone());
-            } else {
-                let hint = suggest(axis, axes.keys().map(String::as_str))
-                    .map(|s| format!("; did you mean `${s}`?"))
-                    .unwrap_or_default();
-                let avail = if axes.is_empty() {
-                    "the pipeline defines no axes".to_string()
-                } else {
-                    format!(
-                        "axes: {}",
-                        axes.keys().cloned().collect::<Vec<_>>().join(", ")
-                    )
-                };
-                errors.push(spec.err(
-                    &format!("stages.{name}.with.{path}"),
-                    format!("stage `{name}` uses `${axis}`, which is not an axis{hint} ({avail})"),
-                ));
-                bad = true;
+                continue;
             }
+            let hint = suggest(axis, axes.keys().map(String::as_str))
+                .map(|s| format!("; did you mean `${s}`?"))
+                .unwrap_or_default();
+            let avail = if axes.is_empty() {
+                "the pipeline defines no axes".to_string()
+            } else {
+                format!(
+                    "axes: {}",
+                    axes.keys().cloned().collect::<Vec<_>>().join(", ")
+                )
+            };
+            self.err(
+                &format!("stages.{name}.with.{path}"),
+                format!("stage `{name}` uses `${axis}`, which is not an axis{hint} ({avail})"),
+            );
+            bad = true;
         }
-        if bad {
-            continue;
-        }
+        (!bad).then_some((refs, own))
+    }
+
+    /// The axes a stage varies over: its own (`$axis` in `with:`), its inputs' not gathered,
+    /// and `rep` when it or an input repeats.
+    #[allow(clippy::too_many_arguments)]
+    fn shape(
+        &mut self,
+        name: &str,
+        st: &RawStage,
+        kind: &KindInfo,
+        profile: Option<&RawProfile>,
+        axes: &IndexMap<String, Vec<AxisValue>>,
+        own: &BTreeSet<String>,
+        ups: &[(&PlannedStage, Option<u64>)],
+    ) -> Option<Shape> {
         let mut inherited = BTreeSet::new();
         let mut rep_in: Option<u64> = None;
-        let mut missing_input = false;
-        for &ii in &inputs[si] {
-            match &planned[ii] {
-                Some(up) => {
-                    inherited.extend(up.axes.iter().cloned());
-                    if let Some(r) = reps[ii] {
-                        if rep_in.is_some_and(|x| x != r) {
-                            errors.push(spec.err(&format!("stages.{name}.input"), format!("stage `{name}` joins inputs repeated a different number of times")));
-                        }
-                        rep_in = Some(r);
-                    }
+        for (up, rep) in ups {
+            inherited.extend(up.axes.iter().cloned());
+            if let Some(r) = *rep {
+                if rep_in.is_some_and(|x| x != r) {
+                    self.err(
+                        &format!("stages.{name}.input"),
+                        format!("stage `{name}` joins inputs repeated a different number of times"),
+                    );
                 }
-                None => missing_input = true,
+                rep_in = Some(r);
             }
-        }
-        if missing_input {
-            continue; // an upstream stage already failed validation
         }
         let repeat = profile
             .and_then(|p| p.repeat.get(name).copied())
             .or(st.repeat);
         if let Some(n) = repeat {
-            if let Err(msg) = crate::limits::check(
+            let problem = crate::limits::check(
                 &format!("stage `{name}`: repeat"),
                 n,
-                max_instances,
+                self.max_instances,
                 "--max-instances",
-            ) {
-                errors.push(spec.err(&format!("stages.{name}.repeat"), msg));
-                continue;
-            }
-            if n == 0 {
-                errors.push(spec.err(
-                    &format!("stages.{name}.repeat"),
-                    format!("stage `{name}`: repeat must be ≥ 1"),
-                ));
-                continue;
-            }
-            if inherited.contains(REP) {
-                errors.push(spec.err(
-                    &format!("stages.{name}.repeat"),
-                    format!("stage `{name}` repeats, but its input already varies over `rep`"),
-                ));
-                continue;
+            )
+            .err()
+            .or_else(|| (n == 0).then(|| format!("stage `{name}`: repeat must be ≥ 1")))
+            .or_else(|| {
+                inherited.contains(REP).then(|| {
+                    format!("stage `{name}` repeats, but its input already varies over `rep`")
+                })
+            });
+            if let Some(msg) = problem {
+                self.err(&format!("stages.{name}.repeat"), msg);
+                return None;
             }
         }
         let mut all_axes = own.clone();
@@ -702,19 +856,19 @@ fn plan_one(
         }
         let gathered: BTreeSet<String> = match &st.over {
             None => match kind.gather {
-                Gather::All => inherited.difference(&own).cloned().collect(),
+                Gather::All => inherited.difference(own).cloned().collect(),
                 Gather::Nothing => BTreeSet::new(),
             },
-            Some(Value::String(s)) if s == "all" => inherited.difference(&own).cloned().collect(),
+            Some(Value::String(s)) if s == "all" => inherited.difference(own).cloned().collect(),
             Some(Value::Sequence(items)) => {
                 let mut g = BTreeSet::new();
                 for (i, it) in items.iter().enumerate() {
-                    if errors.len() >= MAX_ERRORS {
+                    if self.full() {
                         break;
                     }
                     let a = it.as_str().unwrap_or("");
                     if !inherited.contains(a) {
-                        let mut e = spec.err(
+                        let mut e = self.spec.err(
                             &format!("stages.{name}.over.{i}"),
                             format!(
                                 "stage `{name}` gathers `{a}`, but its inputs do not vary over it"
@@ -728,25 +882,25 @@ fn plan_one(
                                 inherited.iter().cloned().collect::<Vec<_>>().join(", ")
                             )
                         });
-                        errors.push(e);
+                        self.errors.push(e);
                     } else if own.contains(a) {
-                        errors.push(spec.err(
+                        self.err(
                             &format!("stages.{name}.over.{i}"),
                             format!(
                                 "stage `{name}` cannot gather `{a}`: its own parameters use `${a}`"
                             ),
-                        ));
+                        );
                     }
                     g.insert(a.to_string());
                 }
                 g
             }
             Some(_) => {
-                errors.push(spec.err(
+                self.err(
                     &format!("stages.{name}.over"),
                     "`over` is `all` or a list of axis names",
-                ));
-                continue;
+                );
+                return None;
             }
         };
         let stage_axes: Vec<String> = axes
@@ -760,81 +914,112 @@ fn plan_one(
         } else {
             None
         };
-        reps[si] = if gathered.contains(REP) {
+        let reps_out = if gathered.contains(REP) {
             None
         } else {
             repeat.or(rep_in)
         };
-        // The instance count, checked before any instance (or list of repetitions) exists.
-        let count = stage_axes
+        Some(Shape {
+            axes: stage_axes,
+            gathered,
+            repeat,
+            rep_count,
+            reps_out,
+        })
+    }
+
+    /// The stage's instance count, checked (against `--max-instances`, alone and with the
+    /// stages before) before any instance (or list of repetitions) exists.
+    fn count(
+        &mut self,
+        name: &str,
+        shape: &Shape,
+        axes: &IndexMap<String, Vec<AxisValue>>,
+    ) -> Option<()> {
+        let count = shape
+            .axes
             .iter()
             .map(|a| {
                 if a == REP {
-                    rep_count.unwrap_or(1)
+                    shape.rep_count.unwrap_or(1)
                 } else {
                     axes[a].len() as u64
                 }
             })
             .try_fold(1u64, |acc, n| acc.checked_mul(n))
             .unwrap_or(u64::MAX);
-        total_instances = total_instances.saturating_add(count);
-        *spent = spent.saturating_add(count.min(max_instances.saturating_add(1)));
+        self.total_instances = self.total_instances.saturating_add(count);
+        *self.spent = self
+            .spent
+            .saturating_add(count.min(self.max_instances.saturating_add(1)));
         if let Err(msg) = crate::limits::check(
             &format!(
                 "stage `{name}`: instances ({})",
-                if stage_axes.is_empty() {
+                if shape.axes.is_empty() {
                     "no axes".to_string()
                 } else {
-                    stage_axes.join(" × ")
+                    shape.axes.join(" × ")
                 }
             ),
             count,
-            max_instances,
+            self.max_instances,
             "--max-instances",
         ) {
-            errors.push(spec.err(&format!("stages.{name}"), msg));
-            continue;
+            self.err(&format!("stages.{name}"), msg);
+            return None;
         }
-        if total_instances > max_instances {
-            errors.push(spec.err(
+        if self.total_instances > self.max_instances {
+            self.err(
                 &format!("stages.{name}"),
                 format!(
                     "the pipeline has more than {} instances up to stage `{name}` (raise the limit with --max-instances if you mean it)",
-                    max_instances
+                    self.max_instances
                 ),
-            ));
-            continue;
+            );
+            return None;
         }
-        let value_lists: Vec<Vec<AxisValue>> = stage_axes
+        Some(())
+    }
+
+    /// The stage's instances: one per combination of its axes' values, each with the
+    /// upstream instances it reads, its seed and its store key. Every distinct parameter set
+    /// is built (checked) here once.
+    #[allow(clippy::too_many_arguments)]
+    fn instances(
+        &mut self,
+        name: &str,
+        kind: &'static KindInfo,
+        env: &StageEnv<'a, '_>,
+        composed: &ComposedWith,
+        refs: &[(String, String)],
+        own: &BTreeSet<String>,
+        shape: &Shape,
+        ups: &[(&PlannedStage, Option<u64>)],
+    ) -> Option<Vec<Instance>> {
+        let value_lists: Vec<Vec<AxisValue>> = shape
+            .axes
             .iter()
             .map(|a| {
                 if a == REP {
-                    (0..rep_count.unwrap_or(1))
+                    (0..shape.rep_count.unwrap_or(1))
                         .map(|r| AxisValue::Num(r as f64))
                         .collect()
                 } else {
-                    axes[a].clone()
+                    env.axes[a].clone()
                 }
             })
             .collect();
-        let depth = inputs[si]
-            .iter()
-            .map(|&i| planned[i].as_ref().map_or(0, |p| p.depth + 1))
-            .max()
-            .unwrap_or(0);
         // Wiring: each instance reads the upstream instances that agree with it on the axes
         // it keeps. Upstream instances are indexed once by their values on those axes, so
         // wiring is linear in the instance count (a scan per instance was quadratic: a
         // 10⁶-instance sweep never finished planning).
-        let input_idx = inputs[si].clone();
-        let wiring: Vec<(Vec<&str>, ByAxes)> = input_idx
+        let wiring: Vec<(Vec<&str>, ByAxes)> = ups
             .iter()
-            .map(|&ii| {
-                let up = planned[ii].as_ref().expect("inputs planned first");
+            .map(|(up, _)| {
                 let kept: Vec<&str> = up
                     .axes
                     .iter()
-                    .filter(|a| !gathered.contains(*a))
+                    .filter(|a| !shape.gathered.contains(*a))
                     .map(String::as_str)
                     .collect();
                 let mut by_key: HashMap<Vec<String>, Vec<usize>> = HashMap::new();
@@ -846,23 +1031,19 @@ fn plan_one(
                 (kept, by_key)
             })
             .collect();
-        let input_names: Vec<&str> = input_idx
-            .iter()
-            .map(|&ii| planned[ii].as_ref().map_or("", |p| p.name.as_str()))
-            .collect();
+        let input_names: Vec<&str> = ups.iter().map(|(up, _)| up.name.as_str()).collect();
         // Each distinct parameter set is built (checked) once, and its files hashed once;
         // repetitions share it. When every axis of the stage is its own, every instance has a
         // parameter set of its own, and the map would only cost memory. Instances keep none
         // of it: their parameters are the stage's `with:` with their axis values put in
         // (`PlannedStage::params`), built again when they run (a built parameter set and its
         // canonical text per instance were a third of a 10⁶-instance plan).
-        let shared = stage_axes.iter().any(|a| !own.contains(a));
+        let shared = shape.axes.iter().any(|a| !own.contains(a));
         let mut built: HashMap<Vec<String>, Built> = HashMap::new();
         let mut file_hash: HashMap<PathBuf, String> = HashMap::new();
-        let keys = product(&stage_axes, &value_lists);
+        let keys = product(&shape.axes, &value_lists);
         let mut instances = Vec::with_capacity(keys.len());
         let mut last_inputs: Option<Arc<[Box<[usize]>]>> = None;
-        let mut failed = false;
         for key in keys {
             let own_key: Vec<String> = if shared {
                 key.iter()
@@ -876,124 +1057,12 @@ fn plan_one(
             let set: &Built = match built.get(&own_key).filter(|_| shared) {
                 Some(b) => b,
                 None => {
-                    let subst = substitute(&with, &key);
-                    let params = canonical(&subst);
-                    match (kind.build)(&subst) {
-                        Ok(r) => {
-                            for (param, rel) in r.files() {
-                                if let Err(msg) =
-                                    input_files.add(&base_dir(spec), rel, &ov.allow_read)
-                                {
-                                    let at = if from_profile.iter().any(|k| k == param) {
-                                        format!(
-                                            "profiles.{}.with.{name}.{param}",
-                                            ov.profile.as_deref().unwrap_or("")
-                                        )
-                                    } else {
-                                        format!("stages.{name}.with.{param}")
-                                    };
-                                    let mut e =
-                                        spec.err(&at, format!("stage `{name}`: `{param}`: {msg}"));
-                                    e.hint = Some(files::HINT.into());
-                                    errors.push(e);
-                                    failed = true;
-                                }
-                            }
-                            if failed {
-                                break;
-                            }
-                            let files = r
-                                .files()
-                                .iter()
-                                .map(|(_, rel)| {
-                                    file_hash
-                                        .entry(rel.to_path_buf())
-                                        .or_insert_with(|| {
-                                            input_files.get(rel).map_or_else(String::new, |b| {
-                                                hex(&Sha256::digest(b))
-                                            })
-                                        })
-                                        .clone()
-                                })
-                                .collect();
-                            let b = Built {
-                                params,
-                                files,
-                                sources: r.sources(),
-                            };
-                            if shared {
-                                built.entry(own_key).or_insert(b)
-                            } else {
-                                fresh = b;
-                                &fresh
-                            }
-                        }
-                        Err(pe) => {
-                            let sub = pe.path.join(".");
-                            // The key the error is about: its path, or the unknown key named.
-                            let top = pe.path.first().cloned().or_else(|| {
-                                pe.message
-                                    .strip_prefix("unknown key `")
-                                    .and_then(|r| r.split('`').next())
-                                    .map(str::to_string)
-                            });
-                            let path = match (&top, &ov.profile) {
-                                (Some(k), Some(pname)) if from_profile.contains(k) => {
-                                    format!("profiles.{pname}.with.{name}.{k}")
-                                }
-                                _ if sub.is_empty() => format!("stages.{name}.with"),
-                                _ => format!("stages.{name}.with.{sub}"),
-                            };
-                            let own_label = label(
-                                &key.iter()
-                                    .filter(|(a, _)| own.contains(&**a))
-                                    .cloned()
-                                    .collect::<Vec<_>>(),
-                            );
-                            let at = if own_label.is_empty() {
-                                String::new()
-                            } else {
-                                format!(" (at {own_label})")
-                            };
-                            let set_arg = top
-                                .as_ref()
-                                .and_then(|k| from_set.iter().rev().find(|(p, _)| p == k));
-                            let mut e = match set_arg {
-                                Some((_, arg)) => SpecError {
-                                    file: spec.path.clone(),
-                                    pos: None,
-                                    message: format!(
-                                        "--set {}: stage `{name}` ({}){at}: {}",
-                                        brief_to(arg, 200),
-                                        kind.name,
-                                        pe.message
-                                    ),
-                                    hint: None,
-                                },
-                                None => spec.err(
-                                    &path,
-                                    format!("stage `{name}` ({}){at}: {}", kind.name, pe.message),
-                                ),
-                            };
-                            let about_value = !pe.message.starts_with("unknown key");
-                            if let Some((_, axis)) =
-                                refs.iter().find(|(p, _)| *p == sub && about_value)
-                            {
-                                let apos = spec.locs.find(&format!("axes.{axis}"));
-                                e.hint = Some(format!(
-                                    "the value comes from axis `{axis}` (line {}, column {})",
-                                    apos.line, apos.col
-                                ));
-                            } else if kind.params.iter().any(|p| pe.message.contains(p.name)) {
-                                e.hint = Some(format!(
-                                    "`dplab list {}` describes its parameters",
-                                    kind.name
-                                ));
-                            }
-                            errors.push(e);
-                            failed = true;
-                            break;
-                        }
+                    let b = self.build(name, kind, composed, refs, own, &key, &mut file_hash)?;
+                    if shared {
+                        built.entry(own_key).or_insert(b)
+                    } else {
+                        fresh = b;
+                        &fresh
                     }
                 }
             };
@@ -1012,17 +1081,14 @@ fn plan_one(
                 _ => reads.into(),
             };
             last_inputs = Some(reads.clone());
-            let upstream: Vec<Vec<Key>> = input_idx
+            let upstream: Vec<Vec<Key>> = ups
                 .iter()
                 .zip(reads.iter())
-                .map(|(&ii, js)| {
-                    let up = planned[ii].as_ref().expect("inputs planned first");
-                    js.iter().map(|&j| up.instances[j].store_key).collect()
-                })
+                .map(|((up, _), js)| js.iter().map(|&j| up.instances[j].store_key).collect())
                 .collect();
             // A kind that draws no randomness gets seed 0 (see `KindInfo::random`).
             let seed = if kind.random {
-                instance_seed(seed, name, &key)
+                instance_seed(env.seed, name, &key)
             } else {
                 0
             };
@@ -1045,48 +1111,239 @@ fn plan_one(
                 inputs: reads,
             });
         }
-        if failed {
-            continue;
+        Some(instances)
+    }
+
+    /// Builds (checks) the parameters of the instance at `key`, reads and hashes the files
+    /// they name; an error is located at the parameter (or the profile's line, or the
+    /// `--set` argument), with the axis its value came from.
+    #[allow(clippy::too_many_arguments)]
+    fn build(
+        &mut self,
+        name: &str,
+        kind: &KindInfo,
+        composed: &ComposedWith,
+        refs: &[(String, String)],
+        own: &BTreeSet<String>,
+        key: &[(Arc<str>, AxisValue)],
+        file_hash: &mut HashMap<PathBuf, String>,
+    ) -> Option<Built> {
+        let spec = self.spec;
+        let ov = self.ov;
+        let subst = substitute(&composed.with, key);
+        let params = canonical(&subst);
+        let r = match (kind.build)(&subst) {
+            Ok(r) => r,
+            Err(pe) => {
+                let e = self.param_error(name, kind, composed, refs, own, key, pe);
+                self.errors.push(e);
+                return None;
+            }
+        };
+        let mut failed = false;
+        for (param, rel) in r.files() {
+            if let Err(msg) = self.input_files.add(&base_dir(spec), rel, &ov.allow_read) {
+                let at = if composed.from_profile.iter().any(|k| k == param) {
+                    format!(
+                        "profiles.{}.with.{name}.{param}",
+                        ov.profile.as_deref().unwrap_or("")
+                    )
+                } else {
+                    format!("stages.{name}.with.{param}")
+                };
+                let mut e = spec.err(&at, format!("stage `{name}`: `{param}`: {msg}"));
+                e.hint = Some(files::HINT.into());
+                self.errors.push(e);
+                failed = true;
+            }
         }
-        planned[si] = Some(PlannedStage {
-            name: name.to_string(),
-            kind,
-            inputs: Vec::new(),
-            store: st.store,
-            axes: stage_axes,
-            gathered: gathered.into_iter().collect(),
-            depth,
-            with,
-            repeat,
-            instances,
+        if failed {
+            return None;
+        }
+        let files = r
+            .files()
+            .iter()
+            .map(|(_, rel)| {
+                file_hash
+                    .entry(rel.to_path_buf())
+                    .or_insert_with(|| {
+                        self.input_files
+                            .get(rel)
+                            .map_or_else(String::new, |b| hex(&Sha256::digest(b)))
+                    })
+                    .clone()
+            })
+            .collect();
+        Some(Built {
+            params,
+            files,
+            sources: r.sources(),
+        })
+    }
+
+    /// A parameter that does not pass its kind's checks, located.
+    #[allow(clippy::too_many_arguments)]
+    fn param_error(
+        &self,
+        name: &str,
+        kind: &KindInfo,
+        composed: &ComposedWith,
+        refs: &[(String, String)],
+        own: &BTreeSet<String>,
+        key: &[(Arc<str>, AxisValue)],
+        pe: ParamError,
+    ) -> SpecError {
+        let spec = self.spec;
+        let sub = pe.path.join(".");
+        // The key the error is about: its path, or the unknown key named.
+        let top = pe.path.first().cloned().or_else(|| {
+            pe.message
+                .strip_prefix("unknown key `")
+                .and_then(|r| r.split('`').next())
+                .map(str::to_string)
         });
+        let path = match (&top, &self.ov.profile) {
+            (Some(k), Some(pname)) if composed.from_profile.contains(k) => {
+                format!("profiles.{pname}.with.{name}.{k}")
+            }
+            _ if sub.is_empty() => format!("stages.{name}.with"),
+            _ => format!("stages.{name}.with.{sub}"),
+        };
+        let own_label = label(
+            &key.iter()
+                .filter(|(a, _)| own.contains(&**a))
+                .cloned()
+                .collect::<Vec<_>>(),
+        );
+        let at = if own_label.is_empty() {
+            String::new()
+        } else {
+            format!(" (at {own_label})")
+        };
+        let set_arg = top
+            .as_ref()
+            .and_then(|k| composed.from_set.iter().rev().find(|(p, _)| p == k));
+        let mut e = match set_arg {
+            Some((_, arg)) => SpecError {
+                file: spec.path.clone(),
+                pos: None,
+                message: format!(
+                    "--set {}: stage `{name}` ({}){at}: {}",
+                    brief_to(arg, 200),
+                    kind.name,
+                    pe.message
+                ),
+                hint: None,
+            },
+            None => spec.err(
+                &path,
+                format!("stage `{name}` ({}){at}: {}", kind.name, pe.message),
+            ),
+        };
+        let about_value = !pe.message.starts_with("unknown key");
+        if let Some((_, axis)) = refs.iter().find(|(p, _)| *p == sub && about_value) {
+            let apos = spec.locs.find(&format!("axes.{axis}"));
+            e.hint = Some(format!(
+                "the value comes from axis `{axis}` (line {}, column {})",
+                apos.line, apos.col
+            ));
+        } else if kind.params.iter().any(|p| pe.message.contains(p.name)) {
+            e.hint = Some(format!(
+                "`dplab list {}` describes its parameters",
+                kind.name
+            ));
+        }
+        e
     }
-    if !errors.is_empty() {
-        return Err(errors);
+}
+
+/// Parses one `--set` argument: `seed=N`, `STAGE.PARAM[.KEY…]=VALUE` (any `with:` parameter,
+/// a YAML value) or `AXIS=VALUES`. `axes` are the axes so far (an earlier `--set` may have
+/// replaced one). The error is the message after `--set ARG: `.
+fn parse_set(
+    s: &str,
+    raw: &RawPipeline,
+    registry: &[KindInfo],
+    axes: &IndexMap<String, Vec<AxisValue>>,
+) -> Result<SetArg, String> {
+    let Some((name, values)) = s.split_once('=') else {
+        return Err("expected AXIS=VALUES (--set 'eps=[0.1, 1]'), STAGE.PARAM=VALUE (--set noisy.samples=500) or seed=N".into());
+    };
+    let name = name.trim();
+    if let Some((stage, path)) = name.split_once('.') {
+        let Some(st) = raw.stages.get(stage) else {
+            let hint = suggest(stage, raw.stages.keys().map(String::as_str))
+                .map(|s| format!("; did you mean `{s}`?"))
+                .unwrap_or_default();
+            return Err(format!("no stage `{stage}` in this pipeline{hint}"));
+        };
+        let path: Vec<String> = path.split('.').map(str::to_string).collect();
+        // Each key is a level of nested mappings that planning walks recursively.
+        const MAX_DEPTH: usize = 16;
+        if path.len() > MAX_DEPTH {
+            return Err(format!(
+                "it nests {} keys deep: give at most {MAX_DEPTH} (STAGE.PARAM.KEY…)",
+                path.len()
+            ));
+        }
+        if path.iter().any(String::is_empty) {
+            return Err(format!(
+                "`{name}` has an empty key: give STAGE.PARAM or STAGE.PARAM.KEY"
+            ));
+        }
+        if let Some(kind) = registry.iter().find(|k| k.name == st.kind) {
+            if !kind.params.iter().any(|p| p.name == path[0]) {
+                let names: Vec<&str> = kind.params.iter().map(|p| p.name).collect();
+                let hint = match suggest(&path[0], names.iter().copied()) {
+                    Some(s) => format!("; did you mean `{stage}.{s}`?"),
+                    None => String::new(),
+                };
+                return Err(format!(
+                    "stage `{stage}` ({}) has no parameter `{}`{hint} (its parameters: {}; `dplab list {}` describes them)",
+                    kind.name,
+                    path[0],
+                    names.join(", "),
+                    kind.name
+                ));
+            }
+        }
+        return match serde_yaml_ng::from_str::<Value>(values) {
+            Ok(value) => Ok(SetArg::Param(ParamSet {
+                arg: s.to_string(),
+                stage: stage.to_string(),
+                path,
+                value,
+            })),
+            Err(e) => Err(format!("the value is not YAML: {e}")),
+        };
     }
-    // Re-index stages in topological order.
-    let position: HashMap<usize, usize> = order.iter().enumerate().map(|(p, &i)| (i, p)).collect();
-    let mut stages_out = Vec::new();
-    for &si in &order {
-        let mut st = planned[si].take().expect("planned");
-        st.inputs = inputs[si].iter().map(|i| position[i]).collect();
-        stages_out.push(st);
+    if name == "seed" && !raw.axes.contains_key(name) {
+        return match values.trim().parse::<u64>() {
+            Ok(n) => Ok(SetArg::Seed(n)),
+            Err(_) => Err(format!(
+                "the seed `{}` is not a whole number from 0 to {}",
+                values.trim(),
+                u64::MAX
+            )),
+        };
     }
-    Ok(Plan {
-        profile_replaces: replaced,
-        file: spec.path.clone(),
-        file_sha256: hex(&Sha256::digest(spec.text.as_bytes())),
-        name: raw.name.clone(),
-        title: raw.title.clone(),
-        source: raw.source.clone(),
-        description: raw.description.clone(),
-        seed,
-        profile: ov.profile.clone(),
-        axes,
-        stages: stages_out,
-        files: input_files,
-        base_dir: base_dir(spec),
-    })
+    if !axes.contains_key(name) && !raw.axes.contains_key(name) {
+        let candidates = raw
+            .axes
+            .keys()
+            .map(String::as_str)
+            .chain(std::iter::once("seed"));
+        let hint = suggest(name, candidates)
+            .map(|s| format!("; did you mean `{s}`?"))
+            .unwrap_or_default();
+        return Err(format!(
+            "no axis `{name}` in this pipeline{hint} (for a stage's parameter give STAGE.PARAM=VALUE)"
+        ));
+    }
+    serde_yaml_ng::from_str::<Value>(values)
+        .map_err(|e| e.to_string())
+        .and_then(|v| parse_axis(&v).map_err(|(_, msg)| msg))
+        .map(|vals| SetArg::Axis(name.to_string(), vals))
 }
 
 /// The directory of the pipeline file: relative paths in parameters resolve against it.
@@ -1232,6 +1489,7 @@ struct Built {
 }
 
 /// `--set STAGE.PARAM[.KEY…]=VALUE`.
+#[derive(Debug)]
 struct ParamSet {
     arg: String,
     stage: String,
@@ -1596,6 +1854,238 @@ mod tests {
             t0.elapsed() < std::time::Duration::from_secs(2),
             "{:?}",
             t0.elapsed()
+        );
+    }
+
+    // ---- The phases of planning, one by one, with two kinds of the tests' own (the engine
+    // knows no real kind). ----
+
+    #[derive(serde::Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Num {
+        #[serde(default)]
+        x: f64,
+    }
+
+    impl crate::kind::Stage for Num {
+        fn validate(&self) -> Result<(), ParamError> {
+            if self.x >= 0.0 {
+                Ok(())
+            } else {
+                Err(ParamError::at("x", format!("x = {} is below 0", self.x)))
+            }
+        }
+        fn run(&self, _: &mut crate::kind::Ctx) -> anyhow::Result<crate::kind::Output> {
+            Ok(polars::prelude::DataFrame::empty().into())
+        }
+    }
+
+    const X: &[crate::kind::ParamDoc] = &[crate::kind::ParamDoc {
+        name: "x",
+        ty: "number ≥ 0",
+        default: Some("0"),
+        meaning: "a number",
+    }];
+
+    static KINDS: &[KindInfo] = &[
+        KindInfo {
+            name: "t.each",
+            version: 1,
+            random: true,
+            summary: "one instance per axis value",
+            params: X,
+            gather: Gather::Nothing,
+            build: crate::kind::build::<Num>,
+        },
+        KindInfo {
+            name: "t.all",
+            version: 1,
+            random: false,
+            summary: "gathers every axis",
+            params: X,
+            gather: Gather::All,
+            build: crate::kind::build::<Num>,
+        },
+    ];
+
+    fn file(body: &str) -> SpecFile {
+        let text = format!(
+            "name: t\ntitle: T\nsource: {{paper: p, item: i}}\ndescription: d\nseed: 1\n{body}"
+        );
+        super::super::spec::parse(std::path::Path::new("t.yaml"), text).unwrap()
+    }
+
+    /// Runs `f` on a planner of `spec` under `ov`.
+    fn with_planner<'a, R>(
+        spec: &'a SpecFile,
+        ov: &'a Overrides,
+        f: impl FnOnce(&mut Planner<'a>) -> R,
+    ) -> R {
+        let mut p = Planner {
+            spec,
+            ov,
+            registry: KINDS,
+            max_instances: 1000,
+            // A few bytes per test, so that what a phase returns may borrow the planner's 'a.
+            spent: Box::leak(Box::new(0)),
+            errors: Vec::new(),
+            replaced: Vec::new(),
+            input_files: InputFiles::default(),
+            total_instances: 0,
+        };
+        f(&mut p)
+    }
+
+    fn messages(errors: &[SpecError]) -> Vec<String> {
+        errors.iter().map(|e| e.message.clone()).collect()
+    }
+
+    const SWEEP: &str = "axes: {eps: [0.5, 1], c: [1, 2, 3]}
+stages:
+  a: {kind: t.each, with: {x: $eps}, repeat: 2}
+  b: {kind: t.each, input: a, with: {x: $c}}
+  g: {kind: t.all, input: b, over: [rep]}
+  h: {kind: t.all, input: g}
+profiles:
+  ci: {axes: {eps: [0.5]}, with: {a: {x: 2}}}
+";
+
+    #[test]
+    fn names_that_would_be_unsafe_paths_or_collide_are_all_reported() {
+        let spec = file("axes: {\"a/b\": [1]}\nstages: {S: {kind: t.each}, s: {kind: t.each}}\n");
+        let errors = with_planner(&spec, &Overrides::default(), |p| {
+            p.check_names();
+            p.errors.clone()
+        });
+        let m = messages(&errors);
+        assert_eq!(m.len(), 2, "{m:?}");
+        assert!(m[0].contains("`S` and `s` differ only in case"), "{m:?}");
+        assert!(errors[1].pos.is_some(), "located: {errors:?}");
+    }
+
+    #[test]
+    fn a_profile_replaces_axes_and_says_what_it_replaced() {
+        let spec = file(SWEEP);
+        let ov = Overrides {
+            profile: Some("ci".into()),
+            ..Overrides::default()
+        };
+        with_planner(&spec, &ov, |p| {
+            let profile = p.profile().unwrap();
+            let axes = p.axes(profile);
+            assert_eq!(axes["eps"], [AxisValue::Num(0.5)]);
+            assert_eq!(axes["c"].len(), 3);
+            assert_eq!(p.replaced, ["axis `eps` ([0.5,1] → [0.5])"]);
+            assert!(p.errors.is_empty());
+        });
+        let wrong = Overrides {
+            profile: Some("cj".into()),
+            ..Overrides::default()
+        };
+        let e = with_planner(&spec, &wrong, |p| p.profile().unwrap_err());
+        assert_eq!(e.message, "no profile `cj` in this pipeline");
+        assert!(e.hint.unwrap().starts_with("did you mean `ci`?"));
+    }
+
+    #[test]
+    fn set_arguments_parse_into_seeds_parameters_and_axes() {
+        let spec = file(SWEEP);
+        let axes: IndexMap<String, Vec<AxisValue>> = IndexMap::new();
+        let parse = |s: &str| parse_set(s, &spec.raw, KINDS, &axes);
+        assert!(matches!(parse("seed=7"), Ok(SetArg::Seed(7))));
+        assert!(
+            matches!(parse("eps=[1, 2]"), Ok(SetArg::Axis(a, v)) if a == "eps" && v.len() == 2)
+        );
+        match parse("b.x=3") {
+            Ok(SetArg::Param(p)) => {
+                assert_eq!(
+                    (p.stage.as_str(), p.path.as_slice()),
+                    ("b", &["x".to_string()][..])
+                );
+                assert_eq!(p.value, Value::Number(3.into()));
+            }
+            other => panic!("{other:?}"),
+        }
+        let err = |s: &str| parse(s).unwrap_err();
+        assert!(err("seed=-1").contains("not a whole number from 0 to"));
+        assert!(err("bb.x=1").contains("no stage `bb` in this pipeline; did you mean `b`?"));
+        assert!(err("b.xx=1").contains("has no parameter `xx`; did you mean `b.x`?"));
+        assert!(err("b..x=1").contains("has an empty key"));
+        assert!(err("epss=[1]").contains("no axis `epss` in this pipeline; did you mean `eps`?"));
+        assert!(err("b.x=[1").contains("the value is not YAML"));
+        assert!(err("eps").starts_with("expected AXIS=VALUES"));
+    }
+
+    #[test]
+    fn the_graph_orders_stages_and_names_a_cycle() {
+        let spec = file(SWEEP);
+        let ov = Overrides::default();
+        let g = with_planner(&spec, &ov, |p| p.graph().ok().unwrap());
+        assert_eq!(g.names, ["a", "b", "g", "h"]);
+        assert_eq!(g.order, [0, 1, 2, 3]);
+        assert_eq!(g.inputs, [vec![], vec![0], vec![1], vec![2]]);
+        let cyclic = file("stages: {a: {kind: t.each, input: b}, b: {kind: t.eachh, input: a}}\n");
+        let errors = with_planner(&cyclic, &Overrides::default(), |p| p.graph().err().unwrap());
+        let m = messages(&errors);
+        assert!(m[0].contains("unknown kind `t.eachh`"), "{m:?}");
+        assert_eq!(m[1], "the stages form a cycle: b → a → b");
+    }
+
+    #[test]
+    fn shapes_inherit_axes_and_repetitions_and_gather_what_they_are_told() {
+        let spec = file(SWEEP);
+        let plan = plan_one(&spec, &Overrides::default(), KINDS, 1000, &mut 0)
+            .unwrap_or_else(|e| panic!("{:?}", messages(&e)));
+        let shape = |i: usize| {
+            let s = &plan.stages[i];
+            (s.axes.clone(), s.gathered.clone(), s.instances.len())
+        };
+        let v = |xs: &[&str]| xs.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+        // a: its own axis and its repetitions; b: a's and its own; g gathers rep; h (a kind
+        // that gathers by default) gathers everything left.
+        assert_eq!(shape(0), (v(&["eps", "rep"]), v(&[]), 4));
+        assert_eq!(shape(1), (v(&["eps", "c", "rep"]), v(&[]), 12));
+        assert_eq!(shape(2), (v(&["eps", "c"]), v(&["rep"]), 6));
+        assert_eq!(shape(3), (v(&[]), v(&["c", "eps"]), 1));
+        // Each instance of g reads the two repetitions of its (eps, c).
+        assert!(plan.stages[2]
+            .instances
+            .iter()
+            .all(|i| i.inputs[0].len() == 2));
+        // A kind that draws nothing gets seed 0; one that draws, seeds of its own.
+        assert!(plan.stages[3].instances.iter().all(|i| i.seed == 0));
+        let seeds: BTreeSet<u128> = plan.stages[0].instances.iter().map(|i| i.seed).collect();
+        assert_eq!(seeds.len(), 4);
+    }
+
+    #[test]
+    fn a_stage_error_names_its_parameter_its_axis_and_stops_only_that_stage() {
+        let spec = file(
+            "axes: {eps: [1, -1]}\nstages:\n  a: {kind: t.each, with: {x: $eps}}\n  b: {kind: t.each, input: a, over: [eps, c]}\n  c: {kind: t.each, repeat: 0}\n",
+        );
+        let errors = plan_one(&spec, &Overrides::default(), KINDS, 1000, &mut 0)
+            .err()
+            .expect("planning fails");
+        let m = messages(&errors);
+        // a fails at eps=-1, with the axis as the hint; b is skipped (its input failed); c's
+        // own error is still found.
+        assert_eq!(m.len(), 2, "{m:?}");
+        assert_eq!(m[0], "stage `a` (t.each) (at eps=-1): x = -1 is below 0");
+        assert!(errors[0]
+            .hint
+            .as_deref()
+            .unwrap()
+            .starts_with("the value comes from axis `eps`"));
+        assert_eq!(m[1], "stage `c`: repeat must be ≥ 1");
+        // Over budget: the count is checked before any instance exists.
+        let spec = file("axes: {a: {from: 1, to: 100, step: 1}, b: {from: 1, to: 100, step: 1}}\nstages: {s: {kind: t.each, with: {x: $a, y: $b}}}\n");
+        let errors = plan_one(&spec, &Overrides::default(), KINDS, 1000, &mut 0)
+            .err()
+            .expect("planning fails");
+        assert!(
+            messages(&errors)[0].contains("--max-instances"),
+            "{:?}",
+            messages(&errors)
         );
     }
 }
