@@ -17,6 +17,7 @@
 use std::collections::HashMap;
 use std::fs;
 use std::io::Write;
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::PathBuf;
 use std::sync::Mutex;
 use std::time::{Duration, Instant, SystemTime};
@@ -176,8 +177,10 @@ impl Claims {
         }
         let paths: Vec<PathBuf> = self.lock_held().values().cloned().collect();
         for p in paths {
+            // Not through a link: a claim replaced by one must not touch what it points to.
             if let Err(e) = fs::OpenOptions::new()
                 .append(true)
+                .custom_flags(libc::O_NOFOLLOW)
                 .open(&p)
                 .and_then(|f| f.set_modified(SystemTime::now()))
             {
@@ -253,6 +256,31 @@ mod tests {
         // Another host's claim is not judged by PID: it waits for the modification time.
         fs::write(&path, format!("elsewhere.example {}", 1 << 23)).unwrap();
         assert!(matches!(c.claim(&key(3)), Claimed::Theirs));
+    }
+
+    #[test]
+    fn a_holder_touches_its_claims_so_waiters_see_them_alive() {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, b) = (Claims::new(dir.path()), Claims::new(dir.path()));
+        let Claimed::Mine(_g) = a.claim(&key(5)) else {
+            panic!("the first claim is taken")
+        };
+        let path = dir.path().join("claims").join(key(5).to_string());
+        let old = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000);
+        fs::File::options()
+            .append(true)
+            .open(&path)
+            .unwrap()
+            .set_modified(old)
+            .unwrap();
+        a.heartbeat();
+        assert!(fs::metadata(&path).unwrap().modified().unwrap() > old);
+        // A waiter that saw the claim long ago with another modification time starts over.
+        let long_ago = Instant::now().checked_sub(STALE + Duration::from_secs(1));
+        if let Some(t) = long_ago {
+            b.seen.lock().unwrap().insert(key(5), (old, t));
+            assert!(matches!(b.claim(&key(5)), Claimed::Theirs));
+        }
     }
 
     #[test]
