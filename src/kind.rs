@@ -62,6 +62,30 @@ impl std::fmt::Display for Unavailable {
 
 impl std::error::Error for Unavailable {}
 
+/// The error a stage returns when a parameter names a column its input does not have. The
+/// engine finds the parameter in the stage's `with:` (the value equal to `name`) and points at
+/// it, file:line:col, with the nearest column that exists: the check of column names happens as
+/// soon as the input frame exists, since what a frame holds is known only then.
+#[derive(Debug)]
+pub struct MissingColumn {
+    pub name: String,
+    /// The input's columns.
+    pub available: Vec<String>,
+}
+
+impl std::fmt::Display for MissingColumn {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "no column `{}` in the input frame (columns: {})",
+            self.name,
+            self.available.join(", ")
+        )
+    }
+}
+
+impl std::error::Error for MissingColumn {}
+
 /// A file a stage produces beside its frame (an SVG figure, a Markdown table).
 /// The engine names it `<stage>.<ext>` and writes it atomically.
 pub struct Artifact {

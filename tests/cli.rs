@@ -676,3 +676,60 @@ fn completions_and_manual_pages_are_generated() {
     let run = fs::read_to_string(pages.join("dplab-run.1")).unwrap();
     assert!(run.contains("shard"), "{run}");
 }
+
+/// A parameter naming a column its input lacks is known only once the input exists: the
+/// error then points at the parameter, file:line:col (or the profile's line, or the `--set`
+/// argument), with the nearest column.
+#[test]
+fn a_misspelt_column_is_located_when_the_input_exists() {
+    let dir = TempDir::new().unwrap();
+    let p = write(
+        dir.path(),
+        "cols.yaml",
+        r#"name: cols
+title: Columns
+source: {paper: test, item: none}
+description: misspelt columns
+seed: 1
+stages:
+  counts:
+    kind: load.table
+    with: {columns: {candidate: [a, b, c], utility: [1, 5, 2]}}
+  summary:
+    kind: aggregate.summary
+    input: counts
+    with: {values: [utility], by: [candidat]}
+profiles:
+  ci:
+    with:
+      summary: {values: [utilty]}
+"#,
+    );
+    let run = |extra: &[&str]| {
+        let o = dplab()
+            .args(["run", "--no-store", "-q", "--out"])
+            .arg(dir.path().join("out"))
+            .args(extra)
+            .arg(&p)
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(1));
+        common::text(&o)
+    };
+    let file = p.display().to_string();
+    let e = run(&[]);
+    assert!(
+        e.contains(&format!("{file}:13:36: `by.0`: no column `candidat` in its input (columns: candidate, utility); did you mean `candidate`?")),
+        "{e}"
+    );
+    let e = run(&["--profile", "ci", "--set", "summary.by=[candidate]"]);
+    assert!(
+        e.contains(&format!("{file}:17:26: `values.0`: no column `utilty`")),
+        "{e}"
+    );
+    let e = run(&["--set", "summary.by=[candidat, utility]"]);
+    assert!(
+        e.contains("--set summary.by=[candidat, utility]: `by.0`: no column `candidat`"),
+        "{e}"
+    );
+}

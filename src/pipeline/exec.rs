@@ -810,11 +810,15 @@ impl<'a> Run<'a> {
                         Some((res, false))
                     }
                     Err(e) => {
+                        let message = match e.downcast_ref::<crate::kind::MissingColumn>() {
+                            Some(mc) => self.plan.column_error(si, inst, mc),
+                            None => format!("{e:#}"),
+                        };
                         let err = RunError {
                             pipeline: self.plan.name.clone(),
                             stage: stage.name.clone(),
                             instance: inst.label(),
-                            message: format!("{e:#}"),
+                            message,
                             unavailable: e.downcast_ref::<crate::kind::Unavailable>().is_some(),
                         };
                         self.errors

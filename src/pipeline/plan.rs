@@ -11,12 +11,13 @@ use sha2::{Digest, Sha256};
 
 use super::cache::Key;
 use super::files::{self, InputFiles};
+use super::locate::Locations;
 use super::seed::instance_seed;
 use super::spec::{
     name_problem, parse_axis, suggest, AxisValue, NameKind, RawPipeline, RawProfile, RawStage,
     Source, SpecError, SpecFile,
 };
-use crate::kind::{Gather, KindInfo, ParamError, StageRun};
+use crate::kind::{Gather, KindInfo, MissingColumn, ParamError, StageRun};
 
 /// The implicit axis of repetitions.
 pub const REP: &str = "rep";
@@ -50,6 +51,8 @@ pub struct Plan {
     pub profile_replaces: Vec<String>,
     /// The files the stages' parameters name, read and checked once at planning.
     pub files: InputFiles,
+    /// Where everything is in the file: an error found while running points there too.
+    pub locs: Locations,
 }
 
 pub struct PlannedStage {
@@ -68,6 +71,10 @@ pub struct PlannedStage {
     pub with: Value,
     /// Its own `repeat:` (after the profile), if any.
     pub repeat: Option<u64>,
+    /// The keys of `with:` the profile in use set, and those `--set` set (with the argument):
+    /// an error about one points there, not at the file's `with:`.
+    pub from_profile: Vec<String>,
+    pub from_set: Vec<(String, String)>,
     pub instances: Vec<Instance>,
 }
 
@@ -124,6 +131,65 @@ impl Instance {
 impl Plan {
     pub fn instance_count(&self) -> usize {
         self.stages.iter().map(|s| s.instances.len()).sum()
+    }
+
+    /// A stage's run-time error that a parameter names a column its input lacks, pointed at
+    /// that parameter (the value in the instance's parameters equal to the name: in the file,
+    /// the profile, or a `--set` argument) with the nearest column that exists.
+    pub fn column_error(&self, si: usize, inst: &Instance, e: &MissingColumn) -> String {
+        let stage = &self.stages[si];
+        let hint = suggest(&e.name, e.available.iter().map(String::as_str))
+            .map(|s| format!("; did you mean `{s}`?"))
+            .unwrap_or_default();
+        let what = format!(
+            "no column `{}` in its input (columns: {}){hint}",
+            e.name,
+            e.available.join(", ")
+        );
+        let mut at = Vec::new();
+        find_string(&stage.params(inst), &e.name, &mut Vec::new(), &mut at);
+        let Some(path) = at.first() else {
+            return what;
+        };
+        let top = path.split('.').next().unwrap_or_default();
+        if let Some((_, arg)) = stage.from_set.iter().rev().find(|(k, _)| k == top) {
+            return format!("--set {}: `{path}`: {what}", brief_to(arg, 200));
+        }
+        let in_file = match &self.profile {
+            Some(p) if stage.from_profile.iter().any(|k| k == top) => {
+                format!("profiles.{p}.with.{}.{path}", stage.name)
+            }
+            _ => format!("stages.{}.with.{path}", stage.name),
+        };
+        let pos = self.locs.value(&in_file);
+        format!(
+            "{}:{}:{}: `{path}`: {what}",
+            self.file.display(),
+            pos.line,
+            pos.col
+        )
+    }
+}
+
+/// The paths (`x`, `values.1`) of the strings equal to `needle` in `v`.
+fn find_string(v: &Value, needle: &str, path: &mut Vec<String>, out: &mut Vec<String>) {
+    match v {
+        Value::String(s) if s == needle => out.push(path.join(".")),
+        Value::Sequence(items) => {
+            for (i, it) in items.iter().enumerate() {
+                path.push(i.to_string());
+                find_string(it, needle, path, out);
+                path.pop();
+            }
+        }
+        Value::Mapping(m) => {
+            for (k, it) in m {
+                path.push(k.as_str().map_or_else(|| canonical(k), str::to_string));
+                find_string(it, needle, path, out);
+                path.pop();
+            }
+        }
+        _ => {}
     }
 }
 
@@ -326,6 +392,7 @@ fn plan_one(
         stages,
         files: p.input_files,
         base_dir: base_dir(spec),
+        locs: spec.locs.clone(),
     })
 }
 
@@ -703,6 +770,12 @@ impl<'a> Planner<'a> {
             depth,
             with: composed.with,
             repeat: shape.repeat,
+            from_profile: composed.from_profile,
+            from_set: composed
+                .from_set
+                .into_iter()
+                .map(|(k, a)| (k, a.to_string()))
+                .collect(),
             instances,
         };
         Some((stage, shape.reps_out))

@@ -53,15 +53,14 @@ pub fn opt_str_col(df: &DataFrame, name: &str) -> Result<Vec<Option<String>>> {
 /// The column `name`, or an error listing what there is.
 pub fn column<'a>(df: &'a DataFrame, name: &str) -> Result<&'a Column> {
     df.column(name).map_err(|_| {
-        let names: Vec<String> = df
-            .get_column_names()
-            .iter()
-            .map(|s| s.to_string())
-            .collect();
-        anyhow!(
-            "no column `{name}` in the input frame (columns: {})",
-            names.join(", ")
-        )
+        anyhow::Error::new(crate::kind::MissingColumn {
+            name: name.to_string(),
+            available: df
+                .get_column_names()
+                .iter()
+                .map(|s| s.to_string())
+                .collect(),
+        })
     })
 }
 
