@@ -195,6 +195,10 @@ pub trait StageRun: Send + Sync {
     fn files(&self) -> Vec<(&'static str, &Path)>;
     /// See [`Stage::sources`].
     fn sources(&self) -> Vec<String>;
+    /// See [`Stage::columns_read`].
+    fn columns_read(&self) -> Vec<(String, String)>;
+    /// See [`Stage::columns_out`].
+    fn columns_out(&self, inputs: &[Vec<String>]) -> Option<Vec<String>>;
 }
 
 /// A stage kind's typed parameters. Implement this and add one line to [`registry`].
@@ -215,6 +219,20 @@ pub trait Stage: DeserializeOwned + Send + Sync + 'static {
     fn sources(&self) -> Vec<String> {
         Vec::new()
     }
+    /// The input columns its parameters name: (path in `with:`, column), e.g.
+    /// `("by.0", "eps")`. Checked before anything runs wherever the inputs' columns are known
+    /// ([`Stage::columns_out`] of the stages above); a kind that declares none has its column
+    /// names checked when its input exists ([`MissingColumn`]).
+    fn columns_read(&self) -> Vec<(String, String)> {
+        Vec::new()
+    }
+    /// The columns it outputs, in order, given its inputs' columns (without the axis columns
+    /// the engine adds), or `None` when they are known only from the data (a CSV file). The
+    /// engine checks every output against it, so a wrong declaration fails the first run.
+    fn columns_out(&self, inputs: &[Vec<String>]) -> Option<Vec<String>> {
+        let _ = inputs;
+        None
+    }
     fn run(&self, ctx: &mut Ctx) -> anyhow::Result<Output>;
 }
 
@@ -229,6 +247,12 @@ impl<T: Stage> StageRun for Typed<T> {
     }
     fn sources(&self) -> Vec<String> {
         self.0.sources()
+    }
+    fn columns_read(&self) -> Vec<(String, String)> {
+        self.0.columns_read()
+    }
+    fn columns_out(&self, inputs: &[Vec<String>]) -> Option<Vec<String>> {
+        self.0.columns_out(inputs)
     }
 }
 

@@ -677,57 +677,111 @@ fn completions_and_manual_pages_are_generated() {
     assert!(run.contains("shard"), "{run}");
 }
 
-/// A parameter naming a column its input lacks is known only once the input exists: the
-/// error then points at the parameter, file:line:col (or the profile's line, or the `--set`
-/// argument), with the nearest column.
+/// A parameter naming a column its input lacks: `validate` finds it when the columns above
+/// are known (inline tables, kinds that declare their output), pointing at the parameter
+/// (file:line:col, or the profile's line, or the `--set` argument) with the nearest column;
+/// otherwise (a CSV file) the run finds it as soon as the input exists, pointing there too.
 #[test]
-fn a_misspelt_column_is_located_when_the_input_exists() {
+fn a_misspelt_column_is_located_before_or_as_soon_as_the_input_exists() {
     let dir = TempDir::new().unwrap();
-    let p = write(
-        dir.path(),
-        "cols.yaml",
-        r#"name: cols
+    let pipeline = |load: &str| {
+        format!(
+            r#"name: cols
 title: Columns
-source: {paper: test, item: none}
+source: {{paper: test, item: none}}
 description: misspelt columns
 seed: 1
 stages:
   counts:
     kind: load.table
-    with: {columns: {candidate: [a, b, c], utility: [1, 5, 2]}}
+    with: {load}
   summary:
     kind: aggregate.summary
     input: counts
-    with: {values: [utility], by: [candidat]}
+    with: {{values: [utility], by: [candidat]}}
+  figure:
+    kind: plot.lines
+    input: summary
+    with: {{x: candidate, y: [mean, men], title: t, x_label: x, y_label: y}}
 profiles:
   ci:
     with:
-      summary: {values: [utilty]}
-"#,
+      summary: {{values: [utilty]}}
+"#
+        )
+    };
+    let inline = write(
+        dir.path(),
+        "inline.yaml",
+        &pipeline("{columns: {candidate: [a, b, c], utility: [1, 5, 2]}}"),
     );
-    let run = |extra: &[&str]| {
-        let o = dplab()
-            .args(["run", "--no-store", "-q", "--out"])
-            .arg(dir.path().join("out"))
-            .args(extra)
-            .arg(&p)
-            .output()
-            .unwrap();
-        assert_eq!(o.status.code(), Some(1));
+    fs::write(
+        dir.path().join("t.csv"),
+        "candidate,utility\na,1\nb,5\nc,2\n",
+    )
+    .unwrap();
+    let csv = write(dir.path(), "csv.yaml", &pipeline("{path: t.csv}"));
+    let run = |cmd: &str, p: &Path, extra: &[&str], code: i32| {
+        let mut c = dplab();
+        c.arg(cmd);
+        if cmd == "run" {
+            c.args(["--no-store", "-q", "--out"])
+                .arg(dir.path().join("out"));
+        }
+        let o = c.args(extra).arg(p).output().unwrap();
+        assert_eq!(o.status.code(), Some(code), "{}", common::text(&o));
         common::text(&o)
     };
-    let file = p.display().to_string();
-    let e = run(&[]);
+    // Before anything runs: every misspelt column of the file, located.
+    let file = inline.display().to_string();
+    let e = run("validate", &inline, &[], 2);
+    assert!(
+        e.contains(&format!("{file}:13:36: stage `summary` (aggregate.summary): `by.0`: no column `candidat` in its input (columns: candidate, utility); did you mean `candidate`?")),
+        "{e}"
+    );
+    // The summary's columns follow from its parameters: `men` is one of the figure's errors
+    // even though the summary itself is wrong.
+    assert!(
+        !e.contains("`x`: no column"),
+        "the summary failed, so the figure is not checked: {e}"
+    );
+    let e = run(
+        "validate",
+        &inline,
+        &["--profile", "ci", "--set", "summary.by=[candidate]"],
+        2,
+    );
+    assert!(
+        e.contains(&format!(
+            "{file}:21:26: stage `summary` (aggregate.summary): `values.0`: no column `utilty`"
+        )),
+        "{e}"
+    );
+    let e = run("validate", &inline, &["--set", "summary.by=[candidate]"], 2);
+    assert!(
+        e.contains(":17:36: stage `figure` (plot.lines): `y.1`: no column `men` in its input (columns: candidate, value, n, mean,"),
+        "{e}"
+    );
+    assert!(e.contains("did you mean `mean`?"), "{e}");
+    let e = run(
+        "validate",
+        &inline,
+        &["--set", "summary.by=[candidat, utility]"],
+        2,
+    );
+    assert!(
+        e.contains("--set summary.by=[candidat, utility]: stage `summary` (aggregate.summary): `by.0`: no column `candidat`"),
+        "{e}"
+    );
+    // A CSV's columns are known once it is read: the run finds it there, located all the same.
+    run("validate", &csv, &[], 0);
+    let file = csv.display().to_string();
+    let e = run("run", &csv, &[], 1);
     assert!(
         e.contains(&format!("{file}:13:36: `by.0`: no column `candidat` in its input (columns: candidate, utility); did you mean `candidate`?")),
         "{e}"
     );
-    let e = run(&["--profile", "ci", "--set", "summary.by=[candidate]"]);
-    assert!(
-        e.contains(&format!("{file}:17:26: `values.0`: no column `utilty`")),
-        "{e}"
-    );
-    let e = run(&["--set", "summary.by=[candidat, utility]"]);
+    let e = run("run", &csv, &["--set", "summary.by=[candidat, utility]"], 1);
     assert!(
         e.contains("--set summary.by=[candidat, utility]: `by.0`: no column `candidat`"),
         "{e}"

@@ -1012,7 +1012,27 @@ impl<'a> Run<'a> {
             stage: &stage.name,
             label: &inst.label(),
         };
-        let out = stage.build(inst)?.run(&mut ctx)?;
+        let runner = stage.build(inst)?;
+        let out = runner.run(&mut ctx)?;
+        // What a kind declares it outputs is what planning checked later stages against: a
+        // declaration the output does not bear out is a bug in the kind, caught at its first run.
+        let names = |df: &DataFrame| -> Vec<String> {
+            df.get_column_names()
+                .iter()
+                .map(|c| c.to_string())
+                .collect()
+        };
+        let input_cols: Vec<Vec<String>> = inputs.iter().map(names).collect();
+        if let Some(declared) = runner.columns_out(&input_cols) {
+            let produced = names(&out.frame);
+            anyhow::ensure!(
+                declared == produced,
+                "kind `{}` declares the output columns [{}] but produced [{}] (a bug in the kind: please report it)",
+                stage.kind.name,
+                declared.join(", "),
+                produced.join(", ")
+            );
+        }
         let frame = with_axis_columns(out.frame, &inst.key)?;
         Ok(InstanceResult {
             frame,

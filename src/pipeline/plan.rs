@@ -75,6 +75,9 @@ pub struct PlannedStage {
     /// an error about one points there, not at the file's `with:`.
     pub from_profile: Vec<String>,
     pub from_set: Vec<(String, String)>,
+    /// The columns of its instances' frames (axis columns first), when its kind declares
+    /// them ([`crate::kind::Stage::columns_out`]) and its inputs' are known.
+    pub columns: Option<Vec<String>>,
     pub instances: Vec<Instance>,
 }
 
@@ -759,7 +762,8 @@ impl<'a> Planner<'a> {
         let shape = self.shape(name, st, kind, env.profile, env.axes, &own, &ups)?;
         self.count(name, &shape, env.axes)?;
         let depth = ups.iter().map(|(u, _)| u.depth + 1).max().unwrap_or(0);
-        let instances = self.instances(name, kind, env, &composed, &refs, &own, &shape, &ups)?;
+        let (instances, columns) =
+            self.instances(name, kind, env, &composed, &refs, &own, &shape, &ups)?;
         let stage = PlannedStage {
             name: name.to_string(),
             kind,
@@ -776,6 +780,7 @@ impl<'a> Planner<'a> {
                 .into_iter()
                 .map(|(k, a)| (k, a.to_string()))
                 .collect(),
+            columns,
             instances,
         };
         Some((stage, shape.reps_out))
@@ -1068,7 +1073,13 @@ impl<'a> Planner<'a> {
         own: &BTreeSet<String>,
         shape: &Shape,
         ups: &[(&PlannedStage, Option<u64>)],
-    ) -> Option<Vec<Instance>> {
+    ) -> Option<(Vec<Instance>, Option<Vec<String>>)> {
+        // The inputs' columns, when all are known: what the parameters name is checked
+        // against them, and the kind's output columns follow from them.
+        let input_cols: Option<Vec<Vec<String>>> =
+            ups.iter().map(|(up, _)| up.columns.clone()).collect();
+        // The output columns of every parameter set, while they agree.
+        let mut declared: Option<Option<Vec<String>>> = None;
         let value_lists: Vec<Vec<AxisValue>> = shape
             .axes
             .iter()
@@ -1130,7 +1141,21 @@ impl<'a> Planner<'a> {
             let set: &Built = match built.get(&own_key).filter(|_| shared) {
                 Some(b) => b,
                 None => {
-                    let b = self.build(name, kind, composed, refs, own, &key, &mut file_hash)?;
+                    let b = self.build(
+                        name,
+                        kind,
+                        composed,
+                        refs,
+                        own,
+                        &key,
+                        input_cols.as_deref(),
+                        &mut file_hash,
+                    )?;
+                    if declared.as_ref().is_none_or(|d| *d == b.columns) {
+                        declared = Some(b.columns.clone());
+                    } else {
+                        declared = Some(None);
+                    }
                     if shared {
                         built.entry(own_key).or_insert(b)
                     } else {
@@ -1184,7 +1209,12 @@ impl<'a> Planner<'a> {
                 inputs: reads,
             });
         }
-        Some(instances)
+        let columns = declared.flatten().map(|cols| {
+            let mut all = shape.axes.clone();
+            all.extend(cols.into_iter().filter(|c| !shape.axes.contains(c)));
+            all
+        });
+        Some((instances, columns))
     }
 
     /// Builds (checks) the parameters of the instance at `key`, reads and hashes the files
@@ -1199,6 +1229,7 @@ impl<'a> Planner<'a> {
         refs: &[(String, String)],
         own: &BTreeSet<String>,
         key: &[(Arc<str>, AxisValue)],
+        input_cols: Option<&[Vec<String>]>,
         file_hash: &mut HashMap<PathBuf, String>,
     ) -> Option<Built> {
         let spec = self.spec;
@@ -1230,9 +1261,20 @@ impl<'a> Planner<'a> {
                 failed = true;
             }
         }
+        if let Some(inputs) = input_cols {
+            for (path, col) in r.columns_read() {
+                if inputs.iter().any(|cols| cols.contains(&col)) {
+                    continue;
+                }
+                let e = self.column_error(name, kind, composed, &path, &col, inputs);
+                self.errors.push(e);
+                failed = true;
+            }
+        }
         if failed {
             return None;
         }
+        let columns = input_cols.and_then(|inputs| r.columns_out(inputs));
         let files = r
             .files()
             .iter()
@@ -1251,7 +1293,53 @@ impl<'a> Planner<'a> {
             params,
             files,
             sources: r.sources(),
+            columns,
         })
+    }
+
+    /// A parameter (at `path` in `with:`) names `col`, which no input has: located at the
+    /// parameter (in the file, the profile, or the `--set` argument), with the nearest column.
+    fn column_error(
+        &self,
+        name: &str,
+        kind: &KindInfo,
+        composed: &ComposedWith,
+        path: &str,
+        col: &str,
+        inputs: &[Vec<String>],
+    ) -> SpecError {
+        let mut all: Vec<&str> = Vec::new();
+        for c in inputs.iter().flatten() {
+            if !all.contains(&c.as_str()) {
+                all.push(c);
+            }
+        }
+        let hint = suggest(col, all.iter().copied())
+            .map(|s| format!("; did you mean `{s}`?"))
+            .unwrap_or_default();
+        let message = format!(
+            "stage `{name}` ({}): `{path}`: no column `{col}` in its input (columns: {}){hint}",
+            kind.name,
+            all.join(", ")
+        );
+        let top = path.split('.').next().unwrap_or_default();
+        if let Some((_, arg)) = composed.from_set.iter().rev().find(|(k, _)| k == top) {
+            return SpecError {
+                file: self.spec.path.clone(),
+                pos: None,
+                message: format!("--set {}: {message}", brief_to(arg, 200)),
+                hint: None,
+            };
+        }
+        let at = match &self.ov.profile {
+            Some(p) if composed.from_profile.iter().any(|k| k == top) => {
+                format!("profiles.{p}.with.{name}.{path}")
+            }
+            _ => format!("stages.{name}.with.{path}"),
+        };
+        let mut e = self.spec.err(&at, message);
+        e.pos = Some(self.spec.locs.value(&at));
+        e
     }
 
     /// A parameter that does not pass its kind's checks, located.
@@ -1559,6 +1647,8 @@ struct Built {
     params: String,
     files: Vec<String>,
     sources: Vec<String>,
+    /// The kind's output columns for these parameters (see [`PlannedStage::columns`]).
+    columns: Option<Vec<String>>,
 }
 
 /// `--set STAGE.PARAM[.KEY…]=VALUE`.

@@ -119,6 +119,25 @@ impl Stage for Summary {
         Ok(())
     }
 
+    fn columns_read(&self) -> Vec<(String, String)> {
+        let named = |key: &str, cols: &[String]| -> Vec<(String, String)> {
+            cols.iter()
+                .enumerate()
+                .map(|(i, c)| (format!("{key}.{i}"), c.clone()))
+                .collect()
+        };
+        let mut out = named("values", &self.values);
+        out.extend(named("by", &self.by));
+        out
+    }
+
+    fn columns_out(&self, _: &[Vec<String>]) -> Option<Vec<String>> {
+        let mut out = self.by.clone();
+        out.push("value".into());
+        out.extend(self.stat_names());
+        Some(out)
+    }
+
     fn run(&self, ctx: &mut Ctx) -> Result<Output> {
         let df = ctx.input()?;
         let groups = group_rows(df, &self.by)?;
@@ -162,13 +181,7 @@ impl Stage for Summary {
         }
         let mut fb = FrameBuilder::new().keys(&self.by, key_cols);
         fb = fb.str("value", value_name);
-        let names = ["n", "mean", "std", "se", "ci_lo", "ci_hi", "min", "max"];
-        for (i, col) in stats.into_iter().enumerate() {
-            let name = if i < 8 {
-                names[i].to_string()
-            } else {
-                format!("q{}", self.quantiles[i - 8] * 100.0)
-            };
+        for (i, (col, name)) in stats.into_iter().zip(self.stat_names()).enumerate() {
             fb = if i == 0 {
                 fb.i64(&name, col.iter().map(|&x| x as i64).collect())
             } else {
@@ -176,6 +189,17 @@ impl Stage for Summary {
             };
         }
         Ok(fb.build()?.into())
+    }
+}
+
+impl Summary {
+    /// The statistics' columns, in order: 8 fixed, then one per quantile (`q50`).
+    fn stat_names(&self) -> Vec<String> {
+        ["n", "mean", "std", "se", "ci_lo", "ci_hi", "min", "max"]
+            .into_iter()
+            .map(str::to_string)
+            .chain(self.quantiles.iter().map(|q| format!("q{}", q * 100.0)))
+            .collect()
     }
 }
 

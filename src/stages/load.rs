@@ -119,6 +119,11 @@ impl Stage for LoadTable {
         self.path.iter().map(|p| ("path", p.as_path())).collect()
     }
 
+    /// Inline columns are known; a CSV file's only once it is read.
+    fn columns_out(&self, _: &[Vec<String>]) -> Option<Vec<String>> {
+        self.columns.as_ref().map(|c| c.keys().cloned().collect())
+    }
+
     fn run(&self, ctx: &mut Ctx) -> Result<Output> {
         if let Some(path) = &self.path {
             let df = read_csv(ctx.file(path)?)

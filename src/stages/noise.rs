@@ -152,6 +152,19 @@ impl Stage for AddNoise {
         self.sampler().map(|_| ())
     }
 
+    fn columns_read(&self) -> Vec<(String, String)> {
+        vec![("column".into(), self.column.clone())]
+    }
+
+    fn columns_out(&self, _: &[Vec<String>]) -> Option<Vec<String>> {
+        Some(vec![
+            "row".into(),
+            "sample".into(),
+            self.column.clone(),
+            self.output.clone(),
+        ])
+    }
+
     fn run(&self, ctx: &mut Ctx) -> Result<Output> {
         let sampler = self.sampler().map_err(|e| anyhow::anyhow!(e.message))?;
         let values = f64_col(ctx.input()?, &self.column)?;

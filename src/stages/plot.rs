@@ -100,6 +100,21 @@ impl OneOrMany {
             OneOrMany::Many(v) => v.clone(),
         }
     }
+
+    /// The columns it names, each with its path under `key` (`y`, or `y.1`); `""` names none.
+    fn named(&self, key: &str) -> Vec<(String, String)> {
+        match self {
+            OneOrMany::One(s) => vec![(key.to_string(), s.clone())],
+            OneOrMany::Many(v) => v
+                .iter()
+                .enumerate()
+                .map(|(i, c)| (format!("{key}.{i}"), c.clone()))
+                .collect(),
+        }
+        .into_iter()
+        .filter(|(_, c)| !c.is_empty())
+        .collect()
+    }
 }
 
 #[derive(Deserialize, Clone, Copy)]
@@ -195,6 +210,18 @@ impl Lines {
 }
 
 impl Stage for Lines {
+    fn columns_read(&self) -> Vec<(String, String)> {
+        let mut out = vec![("x".to_string(), self.x.clone())];
+        out.extend(self.y.named("y"));
+        for (key, band) in [("lo", &self.lo), ("hi", &self.hi)] {
+            out.extend(band.iter().flat_map(|b| b.named(key)));
+        }
+        for (key, col) in [("series", &self.series), ("facet", &self.facet)] {
+            out.extend(col.iter().map(|c| (key.to_string(), c.clone())));
+        }
+        out
+    }
+
     fn validate(&self) -> Result<(), ParamError> {
         let ny = self.y.list().len();
         for (name, b) in [("lo", &self.lo), ("hi", &self.hi)] {
