@@ -41,6 +41,11 @@ profiles:
     axes: {eps: [1.0]}
 "#;
 
+/// GOOD's inline counts, and the same as a CSV file: a pipeline reading the file has columns
+/// known only at run time (so a misspelt column fails the run, not `validate`).
+const INLINE: &str = "with: {columns: {candidate: [a, b, c], utility: [1, 5, 2]}}";
+const CSV: &str = "candidate,utility\na,1\nb,5\nc,2\n";
+
 /// Runs GOOD with a bad edit and returns stderr; asserts exit code 2.
 fn bad(edit: impl Fn(&str) -> String) -> String {
     let dir = TempDir::new().unwrap();
@@ -394,11 +399,15 @@ fn a_failed_run_keeps_previous_results_and_names_the_instance() {
     let out = dir.path().join("r");
     run(&p, &out, &[]).success();
     let before = read(&out.join("tiny"), "summary.csv");
-    // Same pipeline, but the summary reads a column that does not exist: fails at run time.
+    // Same pipeline, but the summary reads a column that does not exist, and the counts come
+    // from a CSV file (so their columns are known only once read): fails at run time.
+    fs::write(dir.path().join("counts.csv"), CSV).unwrap();
     let broken = write(
         dir.path(),
         "good.yaml",
-        &GOOD.replace("values: [noisy]", "values: [noisy_typo]"),
+        &GOOD
+            .replace("values: [noisy]", "values: [noisy_typo]")
+            .replace(INLINE, "with: {path: counts.csv}"),
     );
     run(&broken, &out, &[]).code(1).stderr(
         predicate::str::contains("stage `summary` instance {eps=0.5} failed")
@@ -422,8 +431,10 @@ fn one_failed_pipeline_does_not_stop_the_others() {
         "a_bad.yaml",
         &GOOD
             .replace("name: tiny", "name: broken")
-            .replace("values: [noisy]", "values: [nope]"),
+            .replace("values: [noisy]", "values: [nope]")
+            .replace(INLINE, "with: {path: counts.csv}"),
     );
+    fs::write(dir.path().join("counts.csv"), CSV).unwrap();
     write(dir.path(), "b_good.yaml", GOOD);
     let out = dir.path().join("r");
     dplab()

@@ -175,8 +175,9 @@ fn force_recomputes_all_or_the_stages_named() {
 #[test]
 fn a_failed_run_keeps_what_finished() {
     let env = Env::new();
-    // The figure names a column that does not exist: the run fails in its last stage.
-    let broken = PIPELINE.replace("y: mean,", "y: nope,");
+    // The figure plots a text column: the run fails in its last stage (a column that does not
+    // exist would fail `validate`, before anything ran).
+    let broken = PIPELINE.replace("y: mean,", "y: value,");
     let o = env.run(&broken, "a", &[]);
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
     let o = env.run(PIPELINE, "a", &[]);
@@ -192,17 +193,17 @@ fn a_failed_run_keeps_what_finished() {
 #[test]
 fn stages_that_do_not_depend_on_a_failed_one_finish_and_are_stored() {
     let env = Env::new();
-    // `bad` reads a column that does not exist, `after_bad` cannot run, and the branch
-    // `noisy → summary → figure`, deeper in the graph than `bad`, depends on neither.
+    // `bad` summarises a text column (which fails when it runs), `after_bad` cannot run, and
+    // the branch `noisy → summary → figure`, deeper in the graph than `bad`, depends on neither.
     let broken = PIPELINE.replace(
         "  figure:\n",
-        "  bad:\n    kind: aggregate.summary\n    input: counts\n    with: {values: [nope]}\n  after_bad:\n    kind: aggregate.summary\n    input: bad\n    with: {values: [mean]}\n  figure:\n",
+        "  bad:\n    kind: aggregate.summary\n    input: counts\n    with: {values: [candidate]}\n  after_bad:\n    kind: aggregate.summary\n    input: bad\n    with: {values: [mean]}\n  figure:\n",
     );
     let o = env.run(&broken, "a", &[]);
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
     let err = text(&o);
     assert!(
-        err.contains("stage `bad`") && err.contains("nope") && err.contains("1 not run"),
+        err.contains("stage `bad`") && err.contains("candidate") && err.contains("1 not run"),
         "{err}"
     );
     // Everything of the other branch is in the store: the repaired pipeline (without `bad`)
