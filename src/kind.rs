@@ -198,7 +198,7 @@ pub trait StageRun: Send + Sync {
     /// See [`Stage::columns_read`].
     fn columns_read(&self) -> Vec<(String, String)>;
     /// See [`Stage::columns_out`].
-    fn columns_out(&self, inputs: &[Vec<String>]) -> Option<Vec<String>>;
+    fn columns_out(&self, inputs: &[Option<Vec<String>>]) -> Option<Vec<String>>;
 }
 
 /// A stage kind's typed parameters. Implement this and add one line to [`registry`].
@@ -226,10 +226,11 @@ pub trait Stage: DeserializeOwned + Send + Sync + 'static {
     fn columns_read(&self) -> Vec<(String, String)> {
         Vec::new()
     }
-    /// The columns it outputs, in order, given its inputs' columns (without the axis columns
-    /// the engine adds), or `None` when they are known only from the data (a CSV file). The
-    /// engine checks every output against it, so a wrong declaration fails the first run.
-    fn columns_out(&self, inputs: &[Vec<String>]) -> Option<Vec<String>> {
+    /// The columns it outputs, in order (without the axis columns the engine adds), given its
+    /// inputs' columns where they are known; `None` when they are known only from the data (a
+    /// CSV file) or from an input whose columns are unknown. The engine checks every output
+    /// against it, so a wrong declaration fails the first run.
+    fn columns_out(&self, inputs: &[Option<Vec<String>>]) -> Option<Vec<String>> {
         let _ = inputs;
         None
     }
@@ -251,7 +252,7 @@ impl<T: Stage> StageRun for Typed<T> {
     fn columns_read(&self) -> Vec<(String, String)> {
         self.0.columns_read()
     }
-    fn columns_out(&self, inputs: &[Vec<String>]) -> Option<Vec<String>> {
+    fn columns_out(&self, inputs: &[Option<Vec<String>>]) -> Option<Vec<String>> {
         self.0.columns_out(inputs)
     }
 }

@@ -1022,7 +1022,8 @@ impl<'a> Run<'a> {
                 .map(|c| c.to_string())
                 .collect()
         };
-        let input_cols: Vec<Vec<String>> = inputs.iter().map(names).collect();
+        let input_cols: Vec<Option<Vec<String>>> =
+            inputs.iter().map(|df| Some(names(df))).collect();
         if let Some(declared) = runner.columns_out(&input_cols) {
             let produced = names(&out.frame);
             anyhow::ensure!(

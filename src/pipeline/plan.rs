@@ -1074,9 +1074,9 @@ impl<'a> Planner<'a> {
         shape: &Shape,
         ups: &[(&PlannedStage, Option<u64>)],
     ) -> Option<(Vec<Instance>, Option<Vec<String>>)> {
-        // The inputs' columns, when all are known: what the parameters name is checked
-        // against them, and the kind's output columns follow from them.
-        let input_cols: Option<Vec<Vec<String>>> =
+        // The inputs' columns where known: what the parameters name is checked against them
+        // when all are, and the kind's output columns may follow from them.
+        let input_cols: Vec<Option<Vec<String>>> =
             ups.iter().map(|(up, _)| up.columns.clone()).collect();
         // The output columns of every parameter set, while they agree.
         let mut declared: Option<Option<Vec<String>>> = None;
@@ -1148,7 +1148,7 @@ impl<'a> Planner<'a> {
                         refs,
                         own,
                         &key,
-                        input_cols.as_deref(),
+                        &input_cols,
                         &mut file_hash,
                     )?;
                     if declared.as_ref().is_none_or(|d| *d == b.columns) {
@@ -1229,7 +1229,7 @@ impl<'a> Planner<'a> {
         refs: &[(String, String)],
         own: &BTreeSet<String>,
         key: &[(Arc<str>, AxisValue)],
-        input_cols: Option<&[Vec<String>]>,
+        input_cols: &[Option<Vec<String>>],
         file_hash: &mut HashMap<PathBuf, String>,
     ) -> Option<Built> {
         let spec = self.spec;
@@ -1261,7 +1261,8 @@ impl<'a> Planner<'a> {
                 failed = true;
             }
         }
-        if let Some(inputs) = input_cols {
+        let all_known: Option<Vec<Vec<String>>> = input_cols.iter().cloned().collect();
+        if let Some(inputs) = &all_known {
             for (path, col) in r.columns_read() {
                 if inputs.iter().any(|cols| cols.contains(&col)) {
                     continue;
@@ -1274,7 +1275,7 @@ impl<'a> Planner<'a> {
         if failed {
             return None;
         }
-        let columns = input_cols.and_then(|inputs| r.columns_out(inputs));
+        let columns = r.columns_out(input_cols);
         let files = r
             .files()
             .iter()

@@ -131,7 +131,7 @@ impl Stage for Summary {
         out
     }
 
-    fn columns_out(&self, _: &[Vec<String>]) -> Option<Vec<String>> {
+    fn columns_out(&self, _: &[Option<Vec<String>>]) -> Option<Vec<String>> {
         let mut out = self.by.clone();
         out.push("value".into());
         out.extend(self.stat_names());

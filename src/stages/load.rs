@@ -120,7 +120,7 @@ impl Stage for LoadTable {
     }
 
     /// Inline columns are known; a CSV file's only once it is read.
-    fn columns_out(&self, _: &[Vec<String>]) -> Option<Vec<String>> {
+    fn columns_out(&self, _: &[Option<Vec<String>>]) -> Option<Vec<String>> {
         self.columns.as_ref().map(|c| c.keys().cloned().collect())
     }
 

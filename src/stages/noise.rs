@@ -156,7 +156,7 @@ impl Stage for AddNoise {
         vec![("column".into(), self.column.clone())]
     }
 
-    fn columns_out(&self, _: &[Vec<String>]) -> Option<Vec<String>> {
+    fn columns_out(&self, _: &[Option<Vec<String>>]) -> Option<Vec<String>> {
         Some(vec![
             "row".into(),
             "sample".into(),

@@ -80,6 +80,24 @@ pub const WITHIN_CI: &str = "within CI";
 pub const DIFFERS: &str = "differs";
 
 impl Stage for Table {
+    /// The input columns it names: `columns`, the `join` keys and the `ci` bounds (`compare`'s
+    /// keys are checked when it runs, beside the paper's columns).
+    fn columns_read(&self) -> Vec<(String, String)> {
+        let mut out: Vec<(String, String)> = Vec::new();
+        for (i, c) in self.columns.iter().flatten().enumerate() {
+            out.push((format!("columns.{i}"), c.clone()));
+        }
+        for (i, c) in self.join.iter().enumerate() {
+            out.push((format!("join.{i}"), c.clone()));
+        }
+        for (ours, bounds) in &self.ci {
+            for (i, c) in bounds.iter().enumerate() {
+                out.push((format!("ci.{ours}.{i}"), c.clone()));
+            }
+        }
+        out
+    }
+
     fn validate(&self) -> Result<(), ParamError> {
         if let Some(c) = &self.columns {
             super::distinct("columns", c)?;
