@@ -24,8 +24,8 @@
 //!   summing to 1 within 1e−9).
 //!
 //! # Reference
-//! Wu, Peng, Tian, Niu & Ding 2020 (rate–distortion utility optimisation of differential
-//! privacy): Problem 2 (the auxiliary variable Z), Algorithm 1 (Blahut–Arimoto), Algorithm 2
+//! Wu, Peng, Tian, Niu & Ding 2020, 基于率失真的差分隐私效用优化模型 (a rate–distortion
+//! model for optimising the utility of differential privacy): Problem 2 (the auxiliary variable Z), Algorithm 1 (Blahut–Arimoto), Algorithm 2
 //! (the mutual information), Algorithm 3 (the ε of a channel); figures 5 and 8 (ε in nats).
 //!
 //! # Deviations from the paper

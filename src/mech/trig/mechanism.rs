@@ -45,7 +45,8 @@
 //! Huang 2014, master's thesis, chapter 2: Definition 1 (neighbouring databases),
 //! Algorithms 4 and 5 (mechanisms I and II; their analysis, Theorems 2.4/2.5), Algorithms 9
 //! and 10 (improved I and II; Theorem 2.13), with private PCA by Algorithms 6 and 7
-//! ([`super::psi`]) and the ellipsoid of Algorithm 8 ([`super::ellipsoid`]).
+//! ([`super::psi`]) and the ellipsoid of Algorithm 8 ([`super::ellipsoid`]). Advanced
+//! composition: Dwork, Rothblum & Vadhan (see [`per_answer_epsilon`]).
 //!
 //! # Deviations from the paper
 //! **Where this deviates from the printed noise, and why.** (1) A basis answer b_r is a mean of
@@ -58,6 +59,9 @@
 //! read it off the noisy mean, which can be smaller. We use ‖D̄‖ ≤ √d instead.
 //! [`Calibration::AsPrinted`] reproduces the thesis's noise exactly; improved I is then
 //! 4ε/3-DP at best (2ε-DP for mechanism I), and the PCA step's guarantee is heuristic.
+//!
+//! δ must lie in (0, 1) for mechanism II: Theorem 2.5 states δ ∈ (0, 1], but δ = 1 is no
+//! guarantee at all.
 //!
 //! The synthetic database is drawn as counts per support point rather than as m records, and
 //! can be u* itself (see below).
