@@ -66,7 +66,7 @@
 //! # The Laplace scale: two printed readings, and which keeps the guarantee
 //! Algorithm 7, line 1, prints `σ = 10·ρ·√d·k·L/ε` ([`LaplaceScale::Algorithm`]); the text
 //! of §3.1 (discussing Table 3.2) prints `σ = 10·ρ·√(d·k·L)/ε` ([`LaplaceScale::Text`]),
-//! `√(k·L)` times smaller (4.47× at k = 2, L = 10). Hardt 2013 (the thesis's [29], whose
+//! `√(k·L)` times smaller (4.47× at k = 2, L = 10). Hardt 2013 (the thesis's \[29\], whose
 //! Lemma 3.6 Theorem 2.10 cites) is a Gaussian noisy power method: noise of standard deviation
 //! `ε⁻¹·√(4·k·L·ln(1/δ))` times the per-iteration ℓ₂ sensitivity, which is Algorithm 6. The
 //! thesis cites it for Algorithm 7 too, but we could not consult the paper offline for a
