@@ -7,17 +7,35 @@
 //!     Pr[r] = exp(ε·u(x,r) / (2Δu)) / Σ_{r'} exp(ε·u(x,r') / (2Δu))
 //! ```
 //!
-//! Guarantee (Thm 3.10): ε-differential privacy, for any utility whose sensitivity is at most
-//! Δu and a range R fixed independently of the data (a range that depends on the data, such
-//! as "the prices that equal some bid", breaks the guarantee). Half of the budget pays for
-//! the change of the normalising sum; the "intuitive" weights `exp(ε·u/Δu)` give only 2ε-DP,
-//! which [`gibbs_probabilities`] lets experiments show.
+//! # Guarantee
+//! ε-differential privacy (Thm 3.10), for any utility whose sensitivity is at most Δu and a
+//! range R fixed independently of the data. Half of the budget pays for the change of the
+//! normalising sum; the "intuitive" weights `exp(ε·u/Δu)` give only 2ε-DP, which
+//! [`gibbs_probabilities`] lets experiments show.
 //!
 //! Utility (Thm 3.11): `Pr[u(output) ≤ OPT − (2Δu/ε)(ln(|R|/|R_OPT|) + t)] ≤ e^(−t)`.
 //!
-//! Sampling is by inverse CDF over the cumulative probabilities. One draw is a binary search;
-//! a batch ([`ExponentialMechanism::sample_into`]) sorts its uniforms and sweeps the table
-//! once, which avoids a cache miss per step of every search when R is large: k draws cost
+//! # Conditions
+//! - The utility's sensitivity is at most Δu (the caller's promise).
+//! - The range R is fixed independently of the data: a range that depends on the data, such
+//!   as "the prices that equal some bid", breaks the guarantee.
+//! - [`ExponentialMechanism::new`] checks ε and Δu finite and > 0, a non-empty range and
+//!   finite utilities. [`ExponentialMechanism::with_coefficient`] and [`gibbs_probabilities`]
+//!   take the coefficient of `u` as given and promise only the distribution (ε-DP when the
+//!   coefficient is at most ε/(2Δu)).
+//!
+//! # Reference
+//! Dwork & Roth, *The Algorithmic Foundations of Differential Privacy*, §3.4: Definition 3.4
+//! (the mechanism), Theorem 3.10 (privacy), Theorem 3.11 (utility).
+//!
+//! # Deviations from the paper
+//! None. The weights are computed by [`exp_nonpositive`] (within 2 ulp of `f64::exp`), after
+//! subtracting the largest utility, which leaves the distribution unchanged.
+//!
+//! # Sampling
+//! By inverse CDF over the cumulative probabilities. One draw is a binary search; a batch
+//! ([`ExponentialMechanism::sample_into`]) sorts its uniforms and sweeps the table once,
+//! which avoids a cache miss per step of every search when R is large: k draws cost
 //! `O(|R| + k log k)`.
 
 use rand::Rng;

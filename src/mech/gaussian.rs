@@ -1,10 +1,27 @@
 //! The Gaussian mechanism (Dwork & Roth, Theorem 3.22).
 //!
+//! # Guarantee
 //! Releasing `f(x) + N(0, σ²)` with `σ ≥ c·Δ₂f/ε`, `c² > 2 ln(1.25/δ)`, is (ε, δ)-DP for
-//! ε ∈ (0, 1) and a query with ℓ2 sensitivity Δ₂f. The theorem does not cover ε ≥ 1, so
-//! [`Gaussian::classic`] refuses it rather than give a calibration without a guarantee.
+//! ε ∈ (0, 1) and a query with ℓ2 sensitivity Δ₂f.
 //!
-//! Sampling uses the ziggurat method (rand_distr's `StandardNormal`).
+//! # Conditions
+//! - `f`'s ℓ2 sensitivity is at most Δ₂f (the caller's promise), with independent noise on
+//!   every coordinate.
+//! - [`Gaussian::classic`] checks ε ∈ (0, 1), δ ∈ (0, 1) and Δ₂f finite and > 0. The theorem
+//!   does not cover ε ≥ 1, so [`Gaussian::classic`] refuses it rather than give a calibration
+//!   without a guarantee; δ = 0 is refused because the Gaussian mechanism needs δ > 0.
+//! - [`Gaussian::new`] checks only σ finite and > 0 and promises only the distribution.
+//!
+//! # Reference
+//! Dwork & Roth, *The Algorithmic Foundations of Differential Privacy*, Theorem 3.22.
+//!
+//! # Deviations from the paper
+//! [`Gaussian::classic`] takes `c² = 2 ln(1.25/δ)`, the boundary of the theorem's strict
+//! inequality `c² > 2 ln(1.25/δ)`. The δ a Gaussian of scale σ achieves at a given ε is
+//! continuous in σ, so the guarantee of every larger σ carries over to the boundary.
+//!
+//! # Sampling
+//! The ziggurat method (rand_distr's `StandardNormal`).
 
 use rand::Rng;
 use rand_distr::{Distribution, StandardNormal};

@@ -1,10 +1,28 @@
 //! The geometric mechanism (discrete Laplace; Ghosh, Roughgarden & Sundararajan 2009).
 //!
-//! `P(Z = k) = (1−α)/(1+α) · α^|k|`, `α = exp(−ε/Δf)`, on the integers. Adding `Z` to an
-//! integer-valued query with sensitivity Δf is ε-DP. A draw is the difference of two
-//! independent geometric variables on {0, 1, …} with success probability `1 − α`, each
-//! drawn as `⌊E/λ⌋` with `E ~ Exp(1)` (ziggurat) and `λ = −ln α`, since
-//! `P(⌊E/λ⌋ ≥ k) = e^(−λk) = α^k`.
+//! `P(Z = k) = (1−α)/(1+α) · α^|k|`, `α = exp(−ε/Δf)`, on the integers.
+//!
+//! # Guarantee
+//! Adding `Z` to an integer-valued query with sensitivity Δf is ε-DP.
+//!
+//! # Conditions
+//! - The query is integer-valued and its sensitivity is at most Δf (the caller's promise).
+//! - [`Geometric::for_privacy`] checks ε and Δf finite and > 0, and then α ∈ (0, 1): it
+//!   returns an error when `exp(−ε/Δf)` rounds to 0 or to 1 in floating point (ε/Δf above
+//!   about 745 or below about 6·10⁻¹⁷).
+//! - [`Geometric::with_alpha`] checks only α ∈ (0, 1) and promises only the distribution.
+//!
+//! # Reference
+//! Ghosh, Roughgarden & Sundararajan, "Universally utility-maximizing privacy mechanisms",
+//! STOC 2009 (the geometric mechanism).
+//!
+//! # Deviations from the paper
+//! None.
+//!
+//! # Sampling
+//! A draw is the difference of two independent geometric variables on {0, 1, …} with
+//! success probability `1 − α`, each drawn as `⌊E/λ⌋` with `E ~ Exp(1)` (ziggurat) and
+//! `λ = −ln α`, since `P(⌊E/λ⌋ ≥ k) = e^(−λk) = α^k`.
 
 use rand::Rng;
 use rand_distr::{Distribution, Exp1};

@@ -1,11 +1,29 @@
 //! The Laplace mechanism (Dwork & Roth, Definition 3.3 and Theorem 3.6).
 //!
-//! Density `p(z) = exp(−|z|/b) / (2b)`. Releasing `f(x) + Z` with `Z ~ Lap(b)`,
-//! `b = Δf/ε`, is ε-differentially private for any `f` whose ℓ1 sensitivity is at most Δf.
+//! Density `p(z) = exp(−|z|/b) / (2b)`.
 //!
-//! Sampling: `Z = b·S·E` with `S` a uniform sign and `E ~ Exp(1)` drawn by the ziggurat
-//! method, which costs one 64-bit draw and rarely a logarithm — much cheaper than the
-//! inverse CDF (one logarithm per sample).
+//! # Guarantee
+//! Releasing `f(x) + Z` with `Z ~ Lap(b)`, `b = Δf/ε`, is ε-differentially private for any `f`
+//! whose ℓ1 sensitivity is at most Δf.
+//!
+//! # Conditions
+//! - `f`'s ℓ1 sensitivity is at most Δf (the caller's promise; nothing here can check it), and
+//!   each coordinate of a vector-valued `f` gets its own independent draw at scale `b`.
+//! - [`Laplace::for_privacy`] checks ε and Δf finite and > 0; [`Laplace::new`] checks the scale
+//!   `b` finite and > 0 and promises only the distribution: the guarantee is that of whatever
+//!   `Δf/b` the caller's scale amounts to.
+//!
+//! # Reference
+//! Dwork & Roth, *The Algorithmic Foundations of Differential Privacy*: Definition 3.3 (the
+//! Laplace mechanism) and Theorem 3.6 (it is ε-DP).
+//!
+//! # Deviations from the paper
+//! None.
+//!
+//! # Sampling
+//! `Z = b·S·E` with `S` a uniform sign and `E ~ Exp(1)` drawn by the ziggurat method, which
+//! costs one 64-bit draw and rarely a logarithm — much cheaper than the inverse CDF (one
+//! logarithm per sample).
 
 use rand::Rng;
 use rand_distr::{Distribution, Exp1};

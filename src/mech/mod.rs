@@ -15,7 +15,25 @@
 //! - [`near_optimal`] — the near-optimal mechanism for linear queries (Wu, He & Xia 2017:
 //!   Algorithms 1 and 2), on the exact interval sets of [`interval`]
 //! - [`trig`] — the trigonometric mechanism for smooth queries (Huang 2014: Algorithms 4–10):
-//!   [`trig::mechanism::trigonometric`] and [`trig::mechanism::improved_trigonometric`]
+//!   [`trig::mechanism::trigonometric`] and [`trig::mechanism::improved_trigonometric`];
+//!   [`trig::psi`] — its private subspace iteration (Algorithms 6 and 7), private on its own
+//!
+//! # How a mechanism is documented
+//! Every mechanism module (the modules of the list above; for [`trig`], [`trig::mechanism`]
+//! and [`trig::psi`]) opens its `//!` documentation with a summary and then these four
+//! headings, in this order, each with text under it:
+//! - `# Guarantee` — the privacy guarantee, precisely: ε-DP, (ε, δ)-DP, for which
+//!   neighbouring relation, or what a non-private helper in the module guarantees instead;
+//! - `# Conditions` — what must hold for the guarantee: sensitivity, parameter ranges, inputs;
+//!   what the constructors check and what is left to the caller;
+//! - `# Reference` — the paper, with its definition, theorem and algorithm numbers;
+//! - `# Deviations from the paper` — what the implementation does differently, and why
+//!   (or "None.").
+//!
+//! Other headings (`# Sampling`, `# Conventions`, …) may follow. `tests/mechanism_docs.rs`
+//! checks this for every mechanism module, and that every other file here is on its list
+//! of helpers (numerics, statistics, and the parts of the trigonometric mechanism that carry
+//! no guarantee of their own).
 
 pub mod exponential;
 pub mod fastmath;

@@ -3,11 +3,56 @@
 //! 28(9), 2017, §4–6: Algorithm 1 (the density), Definition 2 (convergence), Algorithm 2
 //! (the sampler).
 //!
+//! # Guarantee
+//! Releasing `f(x) + X`, `X ~ p` (the density of Algorithm 1 below), is ε-differentially
+//! private for every linear query whose neighbour set is (contained in) V, for neighbouring
+//! databases that differ in one record.
+//!
+//! Proof. Let `B_i = R_0 ∪ … ∪ R_i` and `level(r) = min{i : r ∈ B_i}`, so
+//! `p(r) = e^(−ε·level(r))/α`. Writing `A_i = I_0 ∪ … ∪ I_i`, step 2 of the construction gives
+//! `A_i = A_{i−1} ⊕ ±V` (because `0 ∈ V`) and step 3 gives `B_i = A_i ⊕ [−δ, δ]`, so
+//! `B_i ⊕ ±V = B_{i+1}`: moving r by any `v ∈ ±V` changes its level by at most one. Hence for
+//! neighbours `x, x'` and every output r, `p(r − f(x)) ≤ e^ε·p(r − f(x'))`. The bound is
+//! attained (the paper's "reaches the boundary of the differential-privacy inequality").
+//! The measured check is `w17-checks`.
+//!
+//! # Conditions
+//! - `f(x') − f(x) ∈ ±V` for neighbouring databases (the caller's promise about the query).
+//! - [`NeighbourSet::new`] checks V: a finite union of closed intervals `[lo, hi]`, `lo < hi`,
+//!   increasing and separated by gaps, the first `[0, a]` with `a > 0`, every endpoint a
+//!   finite decimal of magnitude at most 10^9 with at most 18 decimals (exact arithmetic,
+//!   see [`super::interval`]).
+//! - δ (the paper's widening of the sets, not a privacy δ) must be ≥ 0, with the same limits
+//!   on its decimals; ε must be finite and > 0; `max_steps` must be in [1, [`MAX_STEPS`]].
+//! - The sequence must converge (Definition 2) within `max_steps`
+//!   ([`NearOptimalError::NotConverged`]), and `B_{n+1}` must be one interval
+//!   ([`NearOptimalError::BrokenTail`]); otherwise there is no density. The sampler and the
+//!   density need the sets kept (`keep_sets`, at most [`MAX_KEPT_PIECES`] intervals).
+//! - The guarantee is for Algorithm 2 with [`GeometricSupport::FromOne`]; `FromZero` samples
+//!   a different distribution (see the deviations).
+//!
+//! # Reference
+//! Wu, He & Xia, "Near-optimal differentially private mechanism for linear queries", Journal
+//! of Software (软件学报) 28(9), 2017, §4–6: Algorithm 1 (the density), Definition 2
+//! (convergence), Algorithm 2 (the sampler); its §6 examples V1–V7 and the comparison with the
+//! staircase mechanism ([`super::staircase`]).
+//!
+//! # Deviations from the paper
+//! - The paper's examples take `V = [0, a] ∪ [b, c]` with `0 < a < b < c`: the text's
+//!   "[a, b] ∪ [b, c]" is a typo, since its μ(V) = a + c − b and Δf = c fit `[0, a] ∪ [b, c]`.
+//! - The paper's "mean" `Σ p_i ∫_{R_i} r dr` is 0 by symmetry; the quantity compared with the
+//!   staircase mechanism's `Δf·e^(ε/2)/(e^ε − 1)` is `E|X|` ([`Summary::mean_abs`]).
+//! - Algorithm 2's geometric variable with "parameter 1 − e^(−ε)": the tail levels
+//!   `n + 1, n + 2, …` lie at `±(a_n + [jΔf, (j+1)Δf])` for `j = 1, 2, …`, so the geometric
+//!   must count trials up to the first success (support {1, 2, …}); the support {0, 1, …}
+//!   would put the tail's mass on level n instead ([`GeometricSupport`]).
+//! - Where the paper leaves a convention open (exact arithmetic, touching intervals, the level
+//!   at a boundary point), the choice is listed under "Conventions this implementation fixes".
+//!
 //! # The construction
 //! A linear query `f` has a *neighbour set* `V = {f(y) : y a record}`: neighbouring
 //! databases differ in one record, so `f(x') − f(x) ∈ ±V`. The paper's examples take
-//! `V = [0, a] ∪ [b, c]` with `0 < a < b < c` (the text's "[a, b] ∪ [b, c]" is a typo:
-//! its μ(V) = a + c − b and Δf = c fit `[0, a] ∪ [b, c]`) and the single interval `[0, c]`.
+//! `V = [0, a] ∪ [b, c]` with `0 < a < b < c` and the single interval `[0, c]`.
 //! [`NeighbourSet`] accepts any finite union of closed intervals starting with `[0, a]`,
 //! `a > 0`; the sensitivity is `Δf = max V` and μ(V) its length.
 //!
@@ -32,16 +77,6 @@
 //! of a grid from the same sequence, and [`Levels`] keeps per level only μ(R_i) and
 //! `∫_{R_i}|r| dr`, from which every ε costs O(n).
 //!
-//! # Guarantee
-//! Let `B_i = R_0 ∪ … ∪ R_i` and `level(r) = min{i : r ∈ B_i}`, so `p(r) = e^(−ε·level(r))/α`.
-//! Writing `A_i = I_0 ∪ … ∪ I_i`, step 2 gives `A_i = A_{i−1} ⊕ ±V` (because `0 ∈ V`) and
-//! step 3 gives `B_i = A_i ⊕ [−δ, δ]`, so `B_i ⊕ ±V = B_{i+1}`: moving r by any `v ∈ ±V`
-//! changes its level by at most one. Hence for neighbours `x, x'` and every output r,
-//! `p(r − f(x)) ≤ e^ε·p(r − f(x'))`: releasing `f(x) + X`, `X ~ p`, is ε-differentially
-//! private for every linear query whose neighbour set is (contained in) V. The bound is
-//! attained (the paper's "reaches the boundary of the differential-privacy inequality").
-//! The measured check is `w17-checks`.
-//!
 //! # Conventions this implementation fixes
 //! - Exact arithmetic: every endpoint is an integer in units of `1/den`, `den = 10^d` for the
 //!   most decimals among V and the δ values ([`Scale`]); unions and differences are exact.
@@ -54,12 +89,6 @@
 //!   shell (e.g. V = [0, 1] ∪ [1000, 1001] at δ = 499.5); `w17-convergence` reports both.
 //! - `level(r)` takes the smaller level at a boundary point (the closed `B_i`), which is what
 //!   makes the privacy bound hold at every point rather than almost everywhere.
-//! - The paper's "mean" `Σ p_i ∫_{R_i} r dr` is 0 by symmetry; the quantity compared with the
-//!   staircase mechanism's `Δf·e^(ε/2)/(e^ε − 1)` is `E|X|` ([`Summary::mean_abs`]).
-//! - Algorithm 2's geometric variable with "parameter 1 − e^(−ε)": the tail levels
-//!   `n + 1, n + 2, …` lie at `±(a_n + [jΔf, (j+1)Δf])` for `j = 1, 2, …`, so the geometric
-//!   must count trials up to the first success (support {1, 2, …}); the support {0, 1, …}
-//!   would put the tail's mass on level n instead ([`GeometricSupport`]).
 
 use rand::Rng;
 use rand_distr::{Distribution, Exp1};

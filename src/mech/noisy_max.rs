@@ -1,16 +1,40 @@
 //! Noisy arg-max selection (Dwork & Roth §3.3–3.4): add independent noise to every
 //! candidate's utility and report the index of the largest noisy value.
 //!
+//! # Guarantee
 //! - **Report Noisy Max** with Laplace noise (Claim 3.9): scale `Δu/ε` is ε-DP for
 //!   monotone utilities such as counts; `2Δu/ε` in general.
 //! - **Report One-Sided Noisy Arg-Max** with exponential noise (the text before Thm 3.13):
 //!   noise with rate `ε/Δu` (monotone) or `ε/(2Δu)` (general), i.e. scale `Δu/ε` or `2Δu/ε`.
-//!   It is ε-DP (it is the permute-and-flip mechanism, McKenna & Sheldon 2020), but its
-//!   output distribution is *not* the exponential mechanism's, whatever Thm 3.13 says:
-//!   `dr-noisy-argmax` measures the gap.
+//!   It is ε-DP (it is the permute-and-flip mechanism, McKenna & Sheldon 2020).
 //! - **Gumbel-max** with Gumbel noise of scale `2Δu/ε` outputs exactly the exponential
 //!   mechanism's distribution (the Gumbel-max trick), so it is ε-DP by Thm 3.10.
 //!
+//! # Conditions
+//! - Every utility's sensitivity is at most Δu (the caller's promise), and the range is fixed
+//!   independently of the data, as for the exponential mechanism.
+//! - `monotone = true` in [`ReportNoisyMax::for_privacy`] is the caller's promise that the
+//!   utilities are monotone (adding a record never decreases one, as for counts); it then uses
+//!   scale `Δu/ε` for all three noises, otherwise `2Δu/ε`. For Gumbel noise the monotone scale
+//!   is the exponential mechanism with weights `exp(ε·u/Δu)`, a case the guarantees above do
+//!   not state.
+//! - [`ReportNoisyMax::for_privacy`] checks ε and Δu finite and > 0; [`ReportNoisyMax::new`]
+//!   checks the scale finite and > 0, a non-empty range, finite utilities, and that the
+//!   utilities' spread plus 80 × scale is finite (the integration range of the exact
+//!   distribution). [`ReportNoisyMax::new`] promises only the distribution of the given scale.
+//!
+//! # Reference
+//! Dwork & Roth, *The Algorithmic Foundations of Differential Privacy*, §3.3–3.4: Claim 3.9
+//! (Report Noisy Max), the text before Theorem 3.13 (Report One-Sided Noisy Arg-Max),
+//! Theorem 3.10 (the exponential mechanism); McKenna & Sheldon 2020 (permute-and-flip).
+//!
+//! # Deviations from the paper
+//! Report One-Sided Noisy Arg-Max is implemented as the text describes it, but its output
+//! distribution is *not* the exponential mechanism's, whatever Thm 3.13 says:
+//! `dr-noisy-argmax` measures the gap. Gumbel-max, which does give the exponential
+//! mechanism's distribution, is not in the paper; it is added for that comparison.
+//!
+//! # Exact output distributions
 //! [`ReportNoisyMax::probabilities`] computes the exact output distribution: the softmax for
 //! Gumbel noise; for exponential noise `P(i) = w_i ∫₀¹ Π_{j≠i}(1 − w_j t) dt` with
 //! `w_j = exp(−(u_max − u_j)/b)` (substituting `t = exp(−(x − u_max)/b)` in

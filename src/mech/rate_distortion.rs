@@ -3,12 +3,42 @@
 //! Blahut–Arimoto iteration of the paper's Algorithm 1 (with the auxiliary variable Z of its
 //! Problem 2), and the symmetric channel (k-ary randomized response) it is compared with.
 //!
-//! **Guarantee.** A channel q(x̂|x) whose entries are all positive is ε-differentially private
-//! for ε = max over x, x′, x̂ of ln q(x̂|x)/q(x̂|x′) (the paper's Algorithm 3, in nats); a
+//! # Guarantee
+//! A channel q(x̂|x) whose entries are all positive is ε-differentially private for
+//! ε = max over x, x′, x̂ of ln q(x̂|x)/q(x̂|x′) (the paper's Algorithm 3, in nats); a
 //! column with a zero beside a non-zero gives ε = ∞. The optimal channel minimises
 //! I(X; X̂) + λ·E[d(X, X̂)]: it leaks the least information for its expected distortion; its ε is
-//! whatever that channel has, not a parameter.
+//! whatever that channel has, not a parameter ([`OptimalChannel::epsilon`],
+//! [`Channel::epsilon`]). The symmetric channel with distortion D is ε-DP with
+//! ε = ln((1 − D)(m − 1)/D) ([`symmetric_epsilon`]; ∞ at D = 0).
 //!
+//! # Conditions
+//! - The guarantee is for one input value x passed through the channel, neighbours being any
+//!   two values x, x′ of the alphabet.
+//! - [`blahut_arimoto`] checks the source distribution (finite, ≥ 0, summing to 1 within
+//!   [`SUM_TOLERANCE`]; it is then normalised), λ > 0 and T > 0 finite, |Z| ≥ 1, and a
+//!   distortion matrix of m × m finite entries ≥ 0. It stops after [`MAX_ITERATIONS`]
+//!   whether or not it has converged ([`OptimalChannel::converged`]).
+//! - [`symmetric_channel`] checks m ≥ 2 and D ∈ [0, (m − 1)/m] (beyond, the channel prefers
+//!   wrong answers); [`Channel::new`] checks a row-stochastic matrix (entries ≥ 0, rows
+//!   summing to 1 within 1e−9).
+//!
+//! # Reference
+//! Wu, Peng, Tian, Niu & Ding 2020, 基于率失真的差分隐私效用优化模型 (a rate–distortion
+//! model for optimising the utility of differential privacy): Problem 2 (the auxiliary variable Z), Algorithm 1 (Blahut–Arimoto), Algorithm 2
+//! (the mutual information), Algorithm 3 (the ε of a channel); figures 5 and 8 (ε in nats).
+//!
+//! # Deviations from the paper
+//! - The stopping rule is |I₀ − I| < T: the printed relation between I₀ − I and T is lost in
+//!   the text, and the absolute change is the usual Blahut–Arimoto rule (see
+//!   [`blahut_arimoto`]).
+//! - The Hamming kernel is applied in O(m) per row instead of O(m²): the same iterates,
+//!   cheaper ([`Distortion::Hamming`]).
+//! - The ε of the optimal channel is computed from ln Z_x and the distortion, not from the
+//!   stored entries, so it stays exact where entries underflow to 0
+//!   ([`OptimalChannel::epsilon`]).
+//!
+//! # Units
 //! Mutual information is in bits (the paper's H(X) = 1.9464 for MovieLens movie 785 is in bits);
 //! ε is in nats, as the paper's figures 5 and 8 say.
 

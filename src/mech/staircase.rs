@@ -8,11 +8,28 @@
 //! p(x) = a(γ)·e^(−(k+1)ε)   for x ∈ [(k+γ)Δ, (k+1)Δ),      k = 0, 1, 2, …
 //! a(γ) = (1 − b) / (2Δ(γ + (1 − γ)b)),   b = e^(−ε).
 //! ```
-//! Guarantee: releasing `f(x) + X` is ε-differentially private for any `f` with sensitivity
-//! at most Δ — a shift by at most Δ moves a point by at most one step, and neighbouring
-//! steps differ by the factor e^ε. For the cost E|X| the optimal step is
-//! `γ* = 1/(1 + e^(ε/2))`, where `E|X| = Δ·e^(ε/2)/(e^ε − 1)` (always below the Laplace
-//! mechanism's Δ/ε); this is the baseline of Wu–He–Xia's `rate`.
+//!
+//! # Guarantee
+//! Releasing `f(x) + X` is ε-differentially private for any `f` with sensitivity at most Δ —
+//! a shift by at most Δ moves a point by at most one step, and neighbouring steps differ by
+//! the factor e^ε. This holds for every γ ∈ [0, 1].
+//!
+//! # Conditions
+//! - `f` is real-valued with sensitivity at most Δ (the caller's promise).
+//! - [`Staircase::new`] checks ε and Δ finite and > 0 and γ ∈ [0, 1];
+//!   [`Staircase::optimal`] takes the E|X|-optimal γ* below.
+//!
+//! # Reference
+//! Geng & Viswanath, "The optimal noise-adding mechanism in differential privacy", IEEE
+//! Trans. IT 62(2), 2016: Theorem 4 (the optimal staircase) and Algorithm 1 (the sampler).
+//!
+//! # Deviations from the paper
+//! None.
+//!
+//! # The optimal step
+//! For the cost E|X| the optimal step is `γ* = 1/(1 + e^(ε/2))`, where
+//! `E|X| = Δ·e^(ε/2)/(e^ε − 1)` (always below the Laplace mechanism's Δ/ε); this is the
+//! baseline of Wu–He–Xia's `rate`.
 //!
 //! With γ = δ/Δ, the staircase is exactly Algorithm 1 of Wu–He–Xia 2017 for the neighbour
 //! set V = [0, Δ] (see [`super::near_optimal`]), which the tests use as a cross-check.

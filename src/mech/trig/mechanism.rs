@@ -12,7 +12,7 @@
 //! 1/L, solve min ‖W′u − b̂′‖₁ over the probability simplex ([`super::lp`]), and return u* as
 //! the synthetic database.
 //!
-//! # Privacy
+//! # Guarantee
 //! Neighbouring databases differ in one record, n fixed (thesis Definition 1). Only the noisy
 //! basis answers (and, in the improved mechanisms, the noisy mean and private PCA) touch the
 //! data; everything after them is post-processing. With [`Calibration::ReplaceOne`] (the
@@ -25,6 +25,30 @@
 //!   Laplace scales ([`Improvement::pca_noise`]); both are ε-DP when k·L ≤ 100, and the text's
 //!   (the smaller) is refused beyond.
 //!
+//! With [`Calibration::AsPrinted`] the guarantee is weaker (see the deviations). With any step
+//! of [`Exact`] set, and for [`grid_floor`], there is none (see the diagnostics below).
+//!
+//! # Conditions
+//! - The data are n ≥ 1 rows of d ≥ 1 columns with every value in [−1, 1] (the domain is
+//!   [−1, 1]^d: normalise the data first); checked.
+//! - ε finite and > 0; δ ∈ (0, 1) for mechanism II and improved II; the smoothness K
+//!   finite and > 0; checked.
+//! - Improved mechanisms: R ≥ 1 bases, C ≥ 1 candidates, PCA dimension k ∈ [1, d], PCA
+//!   iterations ≥ 1, κ finite and > 0; checked. [`super::psi`] refuses the text's Laplace scale
+//!   beyond k·L = 100.
+//! - Sizes: the full grid has at most [`MAX_GRID_POINTS`] points and the LP at most
+//!   [`MAX_LP_ENTRIES`] entries (and [`super::basis`] bounds the number of bases); larger
+//!   problems are refused with a parameter error.
+//! - The guarantee needs [`Calibration::ReplaceOne`] and no step of [`Exact`] set.
+//!
+//! # Reference
+//! Huang 2014, master's thesis, chapter 2: Definition 1 (neighbouring databases),
+//! Algorithms 4 and 5 (mechanisms I and II; their analysis, Theorems 2.4/2.5), Algorithms 9
+//! and 10 (improved I and II; Theorem 2.13), with private PCA by Algorithms 6 and 7
+//! ([`super::psi`]) and the ellipsoid of Algorithm 8 ([`super::ellipsoid`]). Advanced
+//! composition: Dwork, Rothblum & Vadhan (see [`per_answer_epsilon`]).
+//!
+//! # Deviations from the paper
 //! **Where this deviates from the printed noise, and why.** (1) A basis answer b_r is a mean of
 //! values in [−1, 1], so replacing one record moves it by up to 2/n; the printed scales
 //! (t^d/(nε) in Algorithm 4, 3R/(nε) in Algorithm 9, and their δ forms) correspond to 1/n —
@@ -35,6 +59,12 @@
 //! read it off the noisy mean, which can be smaller. We use ‖D̄‖ ≤ √d instead.
 //! [`Calibration::AsPrinted`] reproduces the thesis's noise exactly; improved I is then
 //! 4ε/3-DP at best (2ε-DP for mechanism I), and the PCA step's guarantee is heuristic.
+//!
+//! δ must lie in (0, 1) for mechanism II: Theorem 2.5 states δ ∈ (0, 1], but δ = 1 is no
+//! guarantee at all.
+//!
+//! The synthetic database is drawn as counts per support point rather than as m records, and
+//! can be u* itself (see below).
 //!
 //! # Diagnostics that remove privacy (not private)
 //! To show where a mechanism's error comes from, [`Exact`] replaces chosen noisy steps by

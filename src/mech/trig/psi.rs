@@ -5,6 +5,51 @@
 //! The improved trigonometric mechanism uses it to place an ellipsoid around the data:
 //! axes along the private eigenvectors, semi-axes ∝ √λ̂ (see [`super::ellipsoid`]).
 //!
+//! # Guarantee
+//! As the thesis states it (Theorem 2.10; the symbols are those of the algorithm below):
+//! Algorithm 6 is (ε + ε′, δ)-DP and Algorithm 7 is (ε + ε′)-DP, ε′ being the budget
+//! the caller spent on `μ̃`, for replace-one neighbours on `[−1, 1]^d` (the caller must
+//! clip or normalise the data into that cube; Lemma 2.7 needs it). The proof combines
+//! Lemma 2.7 (the spectral sensitivity of `A`) with Hardt's Lemma 3.6 and composition.
+//!
+//! Two caveats, stated plainly:
+//! - ρ is computed from the *noisy* mean norm `‖μ̃‖`, while Lemma 2.7 bounds the
+//!   sensitivity with the *true* `‖D̄‖`. The bound, and so the guarantee, is heuristic
+//!   unless `‖μ̃‖ ≥ ‖D̄‖`; `c` grows with its third argument, so a caller may inflate
+//!   `‖μ̃‖` by a high-probability bound on the mean's noise to make it hold.
+//! - The Laplace variant's scale is printed twice, differently, and is settled below.
+//!
+//! # Conditions
+//! - Replace-one neighbours on `[−1, 1]^d`: the caller clips or normalises the data into that
+//!   cube (not checked here; Lemma 2.7 needs it).
+//! - `‖μ̃‖` comes from an ε′-DP estimate of the mean, and the guarantee is heuristic unless
+//!   `‖μ̃‖ ≥ ‖D̄‖` (the first caveat above).
+//! - [`noise_scale`] (called by [`private_subspace_iteration`]) checks `n ≥ 1`, `d ≥ 1`,
+//!   `k ∈ [1, d]`, iterations `≥ 1`, `‖μ̃‖` finite and `≥ 0`, ε finite and > 0, δ ∈ (0, 1)
+//!   for Algorithm 6, and `k·L ≤ 100` ([`TEXT_MAX_KL`]) for [`LaplaceScale::Text`].
+//! - [`PsiNoise::None`] is plain subspace iteration, the non-private limit: no guarantee.
+//!
+//! # Reference
+//! Huang 2014, master's thesis, §2.4: Algorithms 6 (Gaussian) and 7 (Laplace), Lemma 2.7
+//! and eq. (2.10) (the sensitivity of the covariance), Theorems 2.10–2.12; §3.1 (the text's
+//! Laplace scale). After Hardt 2013, arXiv:1311.2495 (reference 29 of the thesis), Lemma 3.6.
+//!
+//! # Deviations from the paper
+//! - The thesis writes the noise `G⁽ˡ⁾` as `n×k`; it must have the shape of `A·X⁽ˡ⁻¹⁾`,
+//!   which is `d×k` (as in the thesis's own Lemma 2.9). We draw `d×k`.
+//! - δ must lie in (0, 1): the thesis allows δ = 1, where `ln(1/δ) = 0` gives σ = 0,
+//!   i.e. no noise and no privacy.
+//! - Algorithm 6 line 1 writes `c(d, n, ‖μ̃‖)` while (2.10) defines `c(n, d, ‖D̄‖)`; we
+//!   follow (2.10), with `n` the number of records and `d` the dimension.
+//! - GS is a Householder thin QR whose columns are signed so that `R` has a
+//!   non-negative diagonal: for full-rank `W` this is exactly classical Gram–Schmidt, and
+//!   numerically stabler. `W` can only be rank-deficient without noise
+//!   ([`PsiNoise::None`]); then the columns beyond its rank are an arbitrary (but
+//!   deterministic) orthonormal completion.
+//! - The Laplace scale of Algorithm 7 is printed twice, differently; both readings are
+//!   offered, and the text's is refused for k·L > 100, where it is not ε-DP (see the Laplace
+//!   scale below).
+//!
 //! # Algorithm
 //! For data `D ∈ ([−1, 1]^d)^n` with covariance `A = (1/n) Σ_z (z − z̄)(z − z̄)ᵀ`
 //! ([`covariance`]):
@@ -18,23 +63,10 @@
 //! 3. For `l = 1..L`: `W⁽ˡ⁾ = A·X⁽ˡ⁻¹⁾ + G⁽ˡ⁾`, `X⁽ˡ⁾ = GS(W⁽ˡ⁾)`.
 //! 4. Return `λ̂_s = ‖w_s⁽ᴸ⁾‖₂` (column `s` of `W⁽ᴸ⁾`) and `X⁽ᴸ⁾`.
 //!
-//! # Privacy guarantee (as the thesis states it, Theorem 2.10)
-//! Algorithm 6 is (ε + ε′, δ)-DP and Algorithm 7 is (ε + ε′)-DP, ε′ being the budget
-//! the caller spent on `μ̃`, for replace-one neighbours on `[−1, 1]^d` (the caller must
-//! clip or normalise the data into that cube; Lemma 2.7 needs it). The proof combines
-//! Lemma 2.7 (the spectral sensitivity of `A`) with Hardt's Lemma 3.6 and composition.
-//!
-//! Two caveats, stated plainly:
-//! - ρ is computed from the *noisy* mean norm `‖μ̃‖`, while Lemma 2.7 bounds the
-//!   sensitivity with the *true* `‖D̄‖`. The bound, and so the guarantee, is heuristic
-//!   unless `‖μ̃‖ ≥ ‖D̄‖`; `c` grows with its third argument, so a caller may inflate
-//!   `‖μ̃‖` by a high-probability bound on the mean's noise to make it hold.
-//! - The Laplace variant's scale is printed twice, differently, and is settled below.
-//!
 //! # The Laplace scale: two printed readings, and which keeps the guarantee
 //! Algorithm 7, line 1, prints `σ = 10·ρ·√d·k·L/ε` ([`LaplaceScale::Algorithm`]); the text
 //! of §3.1 (discussing Table 3.2) prints `σ = 10·ρ·√(d·k·L)/ε` ([`LaplaceScale::Text`]),
-//! `√(k·L)` times smaller (4.47× at k = 2, L = 10). Hardt 2013 (the thesis's [29], whose
+//! `√(k·L)` times smaller (4.47× at k = 2, L = 10). Hardt 2013 (the thesis's \[29\], whose
 //! Lemma 3.6 Theorem 2.10 cites) is a Gaussian noisy power method: noise of standard deviation
 //! `ε⁻¹·√(4·k·L·ln(1/δ))` times the per-iteration ℓ₂ sensitivity, which is Algorithm 6. The
 //! thesis cites it for Algorithm 7 too, but we could not consult the paper offline for a
@@ -61,18 +93,6 @@
 //! 4.47× that (0.43 … 800) under `Algorithm`; (2) over Table 3.2's 50 cells our errors are a
 //! median 1.6× the thesis's under `Text` and 1.8× under `Algorithm` (h14-table3.2).
 //!
-//! # Deviations from the printed algorithms
-//! - The thesis writes the noise `G⁽ˡ⁾` as `n×k`; it must have the shape of `A·X⁽ˡ⁻¹⁾`,
-//!   which is `d×k` (as in the thesis's own Lemma 2.9). We draw `d×k`.
-//! - δ must lie in (0, 1): the thesis allows δ = 1, where `ln(1/δ) = 0` gives σ = 0,
-//!   i.e. no noise and no privacy.
-//! - Algorithm 6 line 1 writes `c(d, n, ‖μ̃‖)` while (2.10) defines `c(n, d, ‖D̄‖)`; we
-//!   follow (2.10), with `n` the number of records and `d` the dimension.
-//! - GS is a Householder thin QR whose columns are signed so that `R` has a
-//!   non-negative diagonal: for full-rank `W` this is exactly classical Gram–Schmidt, and
-//!   numerically stabler. `W` can only be rank-deficient without noise
-//!   ([`PsiNoise::None`]); then the columns beyond its rank are an arbitrary (but
-//!   deterministic) orthonormal completion.
 
 use nalgebra::DMatrix;
 use rand::Rng;
