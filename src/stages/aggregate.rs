@@ -249,6 +249,21 @@ struct LogLogFit {
 }
 
 impl Stage for LogLogFit {
+    fn columns_read(&self) -> Vec<(String, String)> {
+        let mut out = vec![("x".into(), self.x.clone()), ("y".into(), self.y.clone())];
+        for (key, cols) in [("by", &self.by), ("keep", &self.keep)] {
+            for (i, c) in cols.iter().enumerate() {
+                out.push((format!("{key}.{i}"), c.clone()));
+            }
+        }
+        out.extend(
+            self.predicted
+                .iter()
+                .map(|p| ("predicted".into(), p.clone())),
+        );
+        out
+    }
+
     fn validate(&self) -> Result<(), ParamError> {
         super::distinct("by", &self.by)?;
         super::distinct("keep", &self.keep)?;
