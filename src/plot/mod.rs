@@ -174,8 +174,8 @@ pub struct HeatmapFigure {
     pub panels: Vec<HeatPanel>,
     /// Panels per row; 0 chooses automatically.
     pub columns: usize,
-    /// If set, the level set `z = contour` is outlined in black along cell
-    /// edges and marked on the colour bar.
+    /// If set, the level set `z = contour` is drawn in black, interpolated
+    /// between cell centres (marching squares), and marked on the colour bar.
     pub contour: Option<f64>,
     /// Logarithmic colour scale.
     pub log_z: bool,

@@ -552,3 +552,83 @@ fn panels_of_different_measures_carry_their_own_y_labels() {
         assert!(svg[open..at].contains("rotate(270"), "{}", &svg[open..at]);
     }
 }
+
+/// The contour is interpolated between cell centres (marching squares), not traced along cell
+/// edges: on z = x + y every vertex lies on the straight line x + y = level, strictly between
+/// centres, where the old staircase along cell edges had vertices only at half-integers.
+#[test]
+fn contour_interpolates_between_cell_centres() {
+    use super::heatmap::contour_lines;
+    let (nx, ny) = (6, 5);
+    let tx: Vec<f64> = (0..nx).map(|i| i as f64).collect();
+    let ty: Vec<f64> = (0..ny).map(|j| j as f64).collect();
+    let mut z = Vec::new();
+    for y in &ty {
+        for x in &tx {
+            z.push(x + y);
+        }
+    }
+    let level = 3.3;
+    let lines = contour_lines(&z, (&tx, &ty), level).unwrap();
+    let vertices: Vec<(f64, f64)> = lines.iter().flatten().copied().collect();
+    assert!(vertices.len() >= 4, "{lines:?}");
+    for &(x, y) in &vertices {
+        assert!(
+            (x + y - level).abs() < 1e-9,
+            "({x}, {y}) is off x + y = {level}"
+        );
+        assert!(
+            (0.0..=5.0).contains(&x) && (0.0..=4.0).contains(&y),
+            "({x}, {y})"
+        );
+    }
+    // Some vertex strictly between two centres in x, and none on a cell edge (k + 0.5) in both.
+    assert!(vertices
+        .iter()
+        .any(|&(x, _)| (x - x.round()).abs() > 0.05 && (x - x.floor() - 0.5).abs() > 0.05));
+    assert!(vertices
+        .iter()
+        .all(|&(x, y)| (x - x.floor() - 0.5).abs() > 1e-6 || (y - y.floor() - 0.5).abs() > 1e-6));
+    // One straight line from edge to edge of the centres' hull: from (3.3, 0) to (0, 3.3).
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    let ends = [lines[0][0], *lines[0].last().unwrap()];
+    for want in [(3.3, 0.0), (0.0, 3.3)] {
+        assert!(
+            ends.iter()
+                .any(|e| (e.0 - want.0).abs() < 1e-9 && (e.1 - want.1).abs() < 1e-9),
+            "{ends:?}"
+        );
+    }
+
+    // Unevenly spaced centres: interpolated in axis units between neighbours.
+    let tx = [0.0, 1.0, 10.0];
+    let z = [0.0, 1.0, 2.0, 0.0, 1.0, 2.0];
+    let lines = contour_lines(&z, (&tx, &[0.0, 1.0]), 1.5).unwrap();
+    for &(x, _) in lines.iter().flatten() {
+        assert!((x - 5.5).abs() < 1e-9, "{x}");
+    }
+
+    // A missing cell stops the line: no vertex in a square with a missing corner.
+    let tx: Vec<f64> = (0..4).map(|i| i as f64).collect();
+    let mut z: Vec<f64> = (0..16).map(|k| (k % 4) as f64).collect();
+    z[2 * 4 + 1] = f64::NAN;
+    let lines = contour_lines(&z, (&tx, &tx), 1.5).unwrap();
+    for &(x, y) in lines.iter().flatten() {
+        assert!((x - 1.5).abs() < 1e-9, "{x}");
+        assert!(
+            !(1.0 < y && y < 3.0),
+            "vertex ({x}, {y}) beside the missing cell"
+        );
+    }
+    assert!(!lines.is_empty());
+
+    // Degenerate grids draw nothing and do not fail.
+    assert!(contour_lines(&[1.0, 2.0], (&[0.0, 1.0], &[0.0]), 1.5)
+        .unwrap()
+        .is_empty());
+    assert!(
+        contour_lines(&[f64::NAN; 4], (&[0.0, 1.0], &[0.0, 1.0]), 1.5)
+            .unwrap()
+            .is_empty()
+    );
+}

@@ -62,7 +62,7 @@ pub fn kinds() -> Vec<KindInfo> {
         },
         KindInfo {
             name: "plot.heatmap",
-            version: 3,
+            version: 4,
             random: false,
             summary: "A heatmap of z over (x, y) with a colour bar shared by all panels; optional contour line z = level.",
             params: &[
@@ -70,7 +70,7 @@ pub fn kinds() -> Vec<KindInfo> {
                 ParamDoc { name: "y", ty: "string", default: None, meaning: "column on the y axis" },
                 ParamDoc { name: "z", ty: "string", default: None, meaning: "column shown as colour" },
                 ParamDoc { name: "facet", ty: "string", default: Some("—"), meaning: "column whose values split the rows into panels" },
-                ParamDoc { name: "contour", ty: "number", default: Some("—"), meaning: "draw the level set z = contour" },
+                ParamDoc { name: "contour", ty: "number", default: Some("—"), meaning: "draw the level set z = contour, interpolated between cell centres (marching squares; in log z when log_z)" },
                 ParamDoc { name: "title", ty: "string", default: None, meaning: "figure title" },
                 ParamDoc { name: "x_label", ty: "string", default: None, meaning: "x axis label" },
                 ParamDoc { name: "y_label", ty: "string", default: None, meaning: "y axis label" },
