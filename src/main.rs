@@ -1305,9 +1305,15 @@ fn fetch_for_pipelines(
     }
     // What each (dataset, file) came to: fetched once however many pipelines read it.
     let mut got: indexmap::IndexMap<(String, String), Obtained> = indexmap::IndexMap::new();
-    // Per dataset that could not be had: why, the pipelines that need it, those that do not.
-    let mut lacking: indexmap::IndexMap<String, (Vec<String>, Vec<String>, Vec<String>)> =
-        indexmap::IndexMap::new();
+    /// A dataset that could not be had: which files, the pipelines that need it, those that can
+    /// do without.
+    #[derive(Default)]
+    struct Lacking {
+        files: Vec<String>,
+        needed_by: Vec<String>,
+        optional_for: Vec<String>,
+    }
+    let mut lacking: indexmap::IndexMap<String, Lacking> = indexmap::IndexMap::new();
     let mut with_data = 0;
     for p in &plans {
         let needs = plan_needs(p);
@@ -1354,14 +1360,14 @@ fn fetch_for_pipelines(
             }
             let entry = lacking.entry(n.dataset.clone()).or_default();
             for w in why {
-                if !entry.0.contains(&w) {
-                    entry.0.push(w);
+                if !entry.files.contains(&w) {
+                    entry.files.push(w);
                 }
             }
             let who = if n.optional {
-                &mut entry.2
+                &mut entry.optional_for
             } else {
-                &mut entry.1
+                &mut entry.needed_by
             };
             if !who.contains(&p.name) {
                 who.push(p.name.clone());
@@ -1370,7 +1376,7 @@ fn fetch_for_pipelines(
     }
     let required: Vec<&String> = lacking
         .values()
-        .flat_map(|(_, need, _)| need)
+        .flat_map(|l| &l.needed_by)
         .collect::<indexmap::IndexSet<_>>()
         .into_iter()
         .collect();
@@ -1382,8 +1388,9 @@ fn fetch_for_pipelines(
         return ExitCode::SUCCESS;
     }
     errln!("\ncould not be obtained (why: above):");
-    for (dataset, (why, need, optional)) in &lacking {
-        errln!("  {dataset}: {}", why.join(", "));
+    for (dataset, l) in &lacking {
+        let (need, optional) = (&l.needed_by, &l.optional_for);
+        errln!("  {dataset}: {}", l.files.join(", "));
         if !need.is_empty() {
             errln!(
                 "    needed by {}: skipped by `dplab run --skip-unavailable`, shown as \"data not available\" by `dplab report`",
