@@ -128,6 +128,10 @@ pub struct Panel {
     /// This panel's own y label (panels that show different measures); empty: the figure's
     /// `y_label` alone.
     pub y_label: String,
+    /// This panel's own y scale (`Some(true)` logarithmic, `Some(false)` linear), for panels
+    /// that show different measures; `None`: the figure's `log_y`. Panels of different scale
+    /// types never share a y range.
+    pub log_y: Option<bool>,
 }
 
 /// A faceted line figure.

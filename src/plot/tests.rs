@@ -46,6 +46,7 @@ pub(crate) fn sample_lines() -> LineFigure {
         ],
         hlines: vec![("OPT = 0.05".into(), 0.05)],
         y_label: String::new(),
+        log_y: None,
     };
     LineFigure {
         title: "Mean estimation error vs privacy budget".into(),
@@ -307,6 +308,7 @@ fn degenerate_but_valid_inputs_render() {
             ],
             hlines: vec![],
             y_label: String::new(),
+            log_y: None,
         }],
         columns: 5,
         width: 400,
@@ -414,6 +416,7 @@ fn write_samples() {
                 .collect(),
             hlines: vec![("threshold".into(), 3.0), ("OPT = 3.01".into(), 50.0)],
             y_label: String::new(),
+            log_y: None,
         }],
         columns: 0,
         width: 640,
@@ -439,6 +442,7 @@ fn write_samples() {
                 }],
                 hlines: vec![],
                 y_label: String::new(),
+                log_y: None,
             })
             .collect(),
         columns: 0,
@@ -526,6 +530,7 @@ fn panels_of_different_measures_carry_their_own_y_labels() {
         }],
         hlines: vec![],
         y_label: y_label.into(),
+        log_y: None,
     };
     let fig = LineFigure {
         title: "CSN vs κ".into(),
@@ -631,4 +636,64 @@ fn contour_interpolates_between_cell_centres() {
             .unwrap()
             .is_empty()
     );
+}
+
+#[test]
+fn panels_of_different_measures_have_their_own_scale_type() {
+    let panel = |title: &str, y: Vec<f64>, log_y: Option<bool>| Panel {
+        title: title.into(),
+        series: vec![Series {
+            name: "σ = 2".into(),
+            x: vec![1.0, 2.0, 3.0, 4.0],
+            y,
+            band: None,
+            style: LineStyle::Solid,
+        }],
+        hlines: vec![],
+        y_label: String::new(),
+        log_y,
+    };
+    let fig = |share_log: Option<bool>| LineFigure {
+        title: "CSN vs κ".into(),
+        x_label: "κ".into(),
+        y_label: "mean of 10 runs".into(),
+        log_x: false,
+        log_y: true,
+        panels: vec![
+            panel("worst absolute error", vec![0.002, 0.03, 0.5, 8.0], None),
+            panel(
+                "share of points outside",
+                vec![0.0, 0.25, 0.5, 0.75],
+                share_log,
+            ),
+        ],
+        columns: 2,
+        width: 420,
+        height: 320,
+    };
+    // On the figure's log scale the share's 0 has no place.
+    assert!(matches!(
+        render_lines(&fig(None)),
+        Err(PlotError::NonPositiveOnLog { .. })
+    ));
+    let svg = render_lines(&fig(Some(false))).unwrap();
+    // The linear panel's ticks are evenly spaced plain numbers from 0; the log panel's are
+    // powers of ten (as 0.01 … 1 or 10⁻² … 10⁰).
+    let ticks: Vec<&str> = svg
+        .split("</text>")
+        .filter_map(|t| t.rsplit('>').next())
+        .map(str::trim)
+        .collect();
+    for t in ["0.0", "0.2", "0.4", "0.6"] {
+        assert!(ticks.contains(&t), "no linear tick {t}: {ticks:?}");
+    }
+    assert!(
+        ticks.iter().any(|t| *t == "0.01" || t.contains("10")),
+        "no log tick: {ticks:?}"
+    );
+    // The same figure with every panel linear has no power-of-ten tick.
+    let mut all_linear = fig(Some(false));
+    all_linear.log_y = false;
+    let svg = render_lines(&all_linear).unwrap();
+    assert!(!svg.contains("10⁻") && !svg.contains(">\n0.01\n<"), "{svg}");
 }
