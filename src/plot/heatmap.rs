@@ -197,7 +197,6 @@ pub(super) fn render(fig: &HeatmapFigure) -> Result<String, PlotError> {
     let (pw, ph) = (fig.width as i32, fig.height as i32);
     let any_titles = fig.panels.iter().any(|p| !p.title.is_empty());
     let ptitle_h = if any_titles { 34 } else { 6 };
-    let title_h = if fig.title.is_empty() { 8 } else { 50 };
     let ylab_w = if fig.y_label.is_empty() { 8 } else { 36 };
     let xlab_h = if fig.x_label.is_empty() { 8 } else { 36 };
     let x_area = (TICK_PX + 14.0) as i32;
@@ -231,6 +230,12 @@ pub(super) fn render(fig: &HeatmapFigure) -> Result<String, PlotError> {
     let grid_left = ylab_w;
     let grid_right = grid_left + cols as i32 * pw;
     let total_w = grid_right + 16 + bar_col_w + 12;
+    let title_h = if fig.title.is_empty() {
+        8
+    } else {
+        let (lines, px) = fit_title(&fig.title, f64::from(total_w - TITLE_MARGIN));
+        title_height(&lines, px)
+    };
     let grid_top = title_h;
     let total_h = grid_top + rows as i32 * ph + xlab_h;
 

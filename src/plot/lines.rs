@@ -355,7 +355,6 @@ fn render_with(fig: &LineFigure, place: Place) -> Result<(String, f64), PlotErro
 
     let ylab_w = if fig.y_label.is_empty() { 8 } else { 36 };
     let xlab_h = if fig.x_label.is_empty() { 8 } else { 36 };
-    let title_h = if fig.title.is_empty() { 8 } else { 50 };
     let outside_w = entries.iter().map(entry_width).max().unwrap_or(0) + 2 * LEGEND_PAD;
     let total_w = ylab_w
         + cols as i32 * pw
@@ -377,6 +376,12 @@ fn render_with(fig: &LineFigure, place: Place) -> Result<(String, f64), PlotErro
         strip_rows * LEGEND_ROW + 10
     } else {
         0
+    };
+    let title_h = if fig.title.is_empty() {
+        8
+    } else {
+        let (lines, px) = fit_title(&fig.title, f64::from(total_w - TITLE_MARGIN));
+        title_height(&lines, px)
     };
     let grid_top = title_h + strip_h;
     let total_h = grid_top + rows as i32 * ph + xlab_h;

@@ -697,3 +697,125 @@ fn panels_of_different_measures_have_their_own_scale_type() {
     let svg = render_lines(&all_linear).unwrap();
     assert!(!svg.contains("10⁻") && !svg.contains(">\n0.01\n<"), "{svg}");
 }
+
+/// Widths come from DejaVu Sans's own advance widths (units per em 2048), not a guess.
+#[test]
+fn text_widths_are_the_fonts() {
+    // hmtx advances of DejaVu Sans 2.37: M 1767, i 569, 0 1303, space 651.
+    for (s, units) in [("M", 1767.0), ("i", 569.0), ("0", 1303.0), (" ", 651.0)] {
+        let w = text_width(s, 2048.0);
+        assert!((w - units).abs() < 1e-9, "{s:?}: {w}");
+    }
+    // Superscripts are drawn at 75%.
+    let plain = text_width("104", 20.0);
+    let sup = text_width("10^4", 20.0);
+    assert!((sup - (plain - text_width("4", 20.0) * 0.25)).abs() < 1e-9);
+    // A character the font lacks is measured, not zero.
+    assert!(text_width("\u{10FFFD}", 20.0) > 0.0);
+}
+
+/// The text elements of an SVG: (x, anchor, font-size, content with tspans as (text, scale)).
+fn svg_texts(svg: &str) -> Vec<(f64, String, f64, Vec<(String, f64)>, bool)> {
+    let attr = |tag: &str, name: &str| -> Option<String> {
+        let at = tag.find(&format!(" {name}=\""))? + name.len() + 3;
+        Some(tag[at..].split('"').next()?.to_string())
+    };
+    let unescape = |t: &str| {
+        t.replace("&lt;", "<")
+            .replace("&gt;", ">")
+            .replace("&quot;", "\"")
+            .replace("&#39;", "'")
+            .replace("&amp;", "&")
+    };
+    let mut out = Vec::new();
+    for part in svg.split("<text").skip(1) {
+        let (tag, rest) = part.split_once('>').unwrap();
+        let body = rest.split("</text>").next().unwrap();
+        let mut pieces = Vec::new();
+        let mut b = body;
+        while let Some(open) = b.find("<tspan") {
+            pieces.push((unescape(b[..open].trim_matches('\n')), 1.0));
+            let inner = &b[open..];
+            let text_start = inner.find('>').unwrap() + 1;
+            let end = inner.find("</tspan>").unwrap();
+            pieces.push((unescape(&inner[text_start..end]), 0.75));
+            b = &inner[end + "</tspan>".len()..];
+        }
+        pieces.push((unescape(b.trim_matches('\n')), 1.0));
+        out.push((
+            attr(tag, "x").unwrap().parse().unwrap(),
+            attr(tag, "text-anchor").unwrap_or_else(|| "start".into()),
+            attr(tag, "font-size").unwrap().parse().unwrap(),
+            pieces,
+            tag.contains("rotate("),
+        ));
+    }
+    out
+}
+
+/// A very long title on a narrow figure is shrunk and wrapped so that every line's measured
+/// width fits inside the figure; no horizontal text of the figure crosses its edges.
+#[test]
+fn a_very_long_title_fits_inside_the_figure() {
+    let mut fig = sample_lines();
+    fig.panels.truncate(1);
+    fig.width = 320;
+    fig.title = "Worst absolute error of the improved mechanism over every dataset of the thesis \
+                 (CRM, CSN, CTG, PKS, WDBC) against the kernel width σ with C = 10^4 candidate \
+                 points, R = 50 and e^(−cε/2) noise: ours beside the thesis's"
+        .into();
+    let svg = render_lines(&fig).unwrap();
+    let width: f64 = svg
+        .split("width=\"")
+        .nth(1)
+        .unwrap()
+        .split('"')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    let texts = svg_texts(&svg);
+    let title_lines: Vec<_> = texts
+        .iter()
+        .filter(|t| {
+            t.3.iter()
+                .any(|(s, _)| s.contains("Worst") || s.contains("thesis"))
+        })
+        .collect();
+    assert!(title_lines.len() >= 2, "not wrapped: {title_lines:?}");
+    for (x, anchor, px, pieces, rotated) in &texts {
+        if *rotated {
+            continue;
+        }
+        let w: f64 = pieces.iter().map(|(s, k)| text_width(s, px * k)).sum();
+        let (lo, hi) = match anchor.as_str() {
+            "middle" => (x - w / 2.0, x + w / 2.0),
+            "end" => (x - w, *x),
+            _ => (*x, x + w),
+        };
+        assert!(
+            lo >= 0.0 && hi <= width,
+            "{pieces:?} at {x} ({anchor}, {px} px) spans {lo:.1}…{hi:.1} of 0…{width}"
+        );
+    }
+    // Wrapping keeps bracketed groups whole, so superscripts stay marked up.
+    assert!(svg.contains(r#"baseline-shift="super""#));
+    assert!(svg.contains(r#"font-family="DejaVu Sans, sans-serif""#));
+    // Titles that fit keep one line at full size.
+    let (lines, px) = fit_title("Short title", 600.0);
+    assert_eq!((lines.len(), px), (1, TITLE_PX));
+    // Degenerate widths do not loop or panic.
+    let (lines, _) = fit_title("a b c", 0.0);
+    assert!(!lines.is_empty());
+}
+
+/// Wrapping is linear in the title's length: a megabyte-long title (one word, or many) is laid
+/// out at once, every line within the width.
+#[test]
+fn huge_titles_wrap_quickly() {
+    for title in ["x".repeat(1 << 20), "ab ".repeat(1 << 18)] {
+        let (lines, px) = fit_title(&title, 500.0);
+        assert!(lines.len() > 100);
+        assert!(lines.iter().take(50).all(|l| text_width(l, px) <= 500.0));
+    }
+}

@@ -15,7 +15,7 @@ pub fn kinds() -> Vec<KindInfo> {
     vec![
         KindInfo {
             name: "plot.lines",
-            version: 6,
+            version: 7,
             random: false,
             summary: "Lines (optionally with confidence bands) of y against x, one series per value of `series` and/or per y column, one panel per value of `facet`; log axes; labelled reference lines.",
             params: &[
@@ -43,7 +43,7 @@ pub fn kinds() -> Vec<KindInfo> {
         },
         KindInfo {
             name: "plot.histogram",
-            version: 3,
+            version: 4,
             random: false,
             summary: "Histograms (as step outlines, so several series stay readable) of a numeric column, one per value of `series`, one panel per value of `facet`; counts or densities.",
             params: &[
@@ -63,7 +63,7 @@ pub fn kinds() -> Vec<KindInfo> {
         },
         KindInfo {
             name: "plot.heatmap",
-            version: 4,
+            version: 5,
             random: false,
             summary: "A heatmap of z over (x, y) with a colour bar shared by all panels; optional contour line z = level.",
             params: &[
