@@ -714,8 +714,18 @@ fn text_widths_are_the_fonts() {
     assert!(text_width("\u{10FFFD}", 20.0) > 0.0);
 }
 
-/// The text elements of an SVG: (x, anchor, font-size, content with tspans as (text, scale)).
-fn svg_texts(svg: &str) -> Vec<(f64, String, f64, Vec<(String, f64)>, bool)> {
+/// One `<text>` element of an SVG.
+#[derive(Debug)]
+struct SvgText {
+    x: f64,
+    anchor: String,
+    px: f64,
+    /// Its content, tspans apart: (text, scale of the font size).
+    pieces: Vec<(String, f64)>,
+    rotated: bool,
+}
+
+fn svg_texts(svg: &str) -> Vec<SvgText> {
     let attr = |tag: &str, name: &str| -> Option<String> {
         let at = tag.find(&format!(" {name}=\""))? + name.len() + 3;
         Some(tag[at..].split('"').next()?.to_string())
@@ -742,13 +752,13 @@ fn svg_texts(svg: &str) -> Vec<(f64, String, f64, Vec<(String, f64)>, bool)> {
             b = &inner[end + "</tspan>".len()..];
         }
         pieces.push((unescape(b.trim_matches('\n')), 1.0));
-        out.push((
-            attr(tag, "x").unwrap().parse().unwrap(),
-            attr(tag, "text-anchor").unwrap_or_else(|| "start".into()),
-            attr(tag, "font-size").unwrap().parse().unwrap(),
+        out.push(SvgText {
+            x: attr(tag, "x").unwrap().parse().unwrap(),
+            anchor: attr(tag, "text-anchor").unwrap_or_else(|| "start".into()),
+            px: attr(tag, "font-size").unwrap().parse().unwrap(),
             pieces,
-            tag.contains("rotate("),
-        ));
+            rotated: tag.contains("rotate("),
+        });
     }
     out
 }
@@ -778,12 +788,20 @@ fn a_very_long_title_fits_inside_the_figure() {
     let title_lines: Vec<_> = texts
         .iter()
         .filter(|t| {
-            t.3.iter()
+            t.pieces
+                .iter()
                 .any(|(s, _)| s.contains("Worst") || s.contains("thesis"))
         })
         .collect();
     assert!(title_lines.len() >= 2, "not wrapped: {title_lines:?}");
-    for (x, anchor, px, pieces, rotated) in &texts {
+    for SvgText {
+        x,
+        anchor,
+        px,
+        pieces,
+        rotated,
+    } in &texts
+    {
         if *rotated {
             continue;
         }
