@@ -1488,8 +1488,13 @@ fn data_cmd(action: DataAction) -> ExitCode {
             names,
             all,
             accept_unverified,
+            common,
             ..
         } => {
+            if common.profile.is_some() || !common.set.is_empty() {
+                errln!("error: --profile and --set choose what pipelines read: give them with --pipelines PATH");
+                return ExitCode::from(2);
+            }
             if names.is_empty() && !all {
                 errln!("error: name the datasets to fetch, give --all, or --pipelines PATH");
                 return ExitCode::from(2);

@@ -521,6 +521,13 @@ fn fetch_for_pipelines_from_the_mirror_and_bad_input() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
+    let out = env
+        .cmd()
+        .args(["data", "fetch", "t", "--profile", "ci"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("--pipelines"), "{}", stderr(&out));
     let bad = pipeline(env.dir.path(), "{dataset: tt}");
     let out = env
         .cmd()
