@@ -2,8 +2,10 @@
 CARGO ?= cargo
 DPLAB := target/release/dplab
 JOBS ?= 2
-# The offline dataset mirror of this project's machines and CI, when it exists; pipelines whose
-# data is neither in the mirror nor in the cache (`dplab data fetch`) are skipped with a warning.
+# The offline dataset mirror of this project's machines and CI, when it exists. run-all fetches
+# what the pipelines read (`dplab data fetch --pipelines`: cache, then mirror, then the upstream
+# URL, all checked against data/datasets.toml); pipelines whose data still is not here are
+# skipped with a warning and shown in the report as "data not available".
 MIRROR ?= $(wildcard ../shared/datasets)
 export DPLAB_DATA_MIRROR ?= $(if $(MIRROR),$(abspath $(MIRROR)),)
 
@@ -12,9 +14,13 @@ export DPLAB_DATA_MIRROR ?= $(if $(MIRROR),$(abspath $(MIRROR)),)
 build:
 	$(CARGO) build --release --locked
 
-## Reproduce every experiment: writes results/<pipeline>/, then results/index.html (the report,
-## also when a pipeline failed: it shows what there is; the exit status is the run's).
+## Reproduce every experiment: fetches the datasets the pipelines read (verified by sha256; what
+## could not be obtained is listed, and those pipelines are skipped), writes results/<pipeline>/,
+## then results/index.html (the report, also when a pipeline failed: it shows what there is; the
+## exit status is the run's: data that could not be obtained does not fail it, the report and
+## the lines above say so).
 run-all: build
+	$(DPLAB) data fetch --pipelines pipelines/ || test $$? -eq 1
 	status=0; $(DPLAB) run pipelines/ --out results --skip-unavailable || status=$$?; \
 	$(DPLAB) report results --pipelines pipelines/ && exit $$status
 

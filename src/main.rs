@@ -311,15 +311,29 @@ enum DataAction {
     /// Every registered dataset file: present? where, size, licence.
     List,
     /// Put verified copies into the cache (from the mirror when it has them, else download).
+    #[command(
+        after_help = "Examples:\n  dplab data fetch adult wdbc\n  dplab data fetch --pipelines pipelines/\n\n\
+With --pipelines, fetches exactly the files the pipelines' load.dataset stages read (after\n\
+--profile and --set): a verified copy in the cache or the mirror is used where it is, any other\n\
+is downloaded from its upstream URL and verified. A file with no registered checksum is never\n\
+fetched this way. Ends with what could not be obtained and which pipelines that leaves without\n\
+data (`dplab run --skip-unavailable` skips them; `dplab report` shows them as \"data not\n\
+available\"). Exit codes: 0 everything needed is here, 1 something is missing, 2 bad input."
+    )]
     Fetch {
         /// Dataset names.
         names: Vec<String>,
         /// Every registered dataset.
         #[arg(long)]
         all: bool,
+        /// The files these pipelines read (files or directories searched for *.yaml).
+        #[arg(long, value_name = "PATH", conflicts_with_all = ["names", "all", "accept_unverified"])]
+        pipelines: Vec<PathBuf>,
         /// Download files that have no registered checksum and print their sha256.
         #[arg(long)]
         accept_unverified: bool,
+        #[command(flatten)]
+        common: Common,
     },
     /// Check every present copy (cache and mirror) against the registry.
     Verify {
@@ -1171,7 +1185,7 @@ fn report_cmd(results: &Path, pipelines: &[PathBuf]) -> ExitCode {
         match spec::load(f) {
             Ok(s) => expected.push(dplab::report::Expected {
                 file: f.clone(),
-                missing_data: missing_datasets(&s.raw),
+                missing_data: missing_datasets(f),
                 name: s.raw.name,
                 title: s.raw.title,
                 paper: s.raw.source.paper,
@@ -1221,31 +1235,187 @@ fn report_cmd(results: &Path, pipelines: &[PathBuf]) -> ExitCode {
     }
 }
 
-/// The datasets a pipeline loads that are neither in the cache nor in the mirror.
-fn missing_datasets(raw: &spec::RawPipeline) -> Vec<String> {
+/// The datasets the `load.dataset` instances of a plan read, each once, in plan order.
+fn plan_needs(p: &plan::Plan) -> Vec<data::need::Need> {
+    let mut out = indexmap::IndexSet::new();
+    for st in p.stages.iter().filter(|s| s.kind.name == "load.dataset") {
+        for inst in &st.instances {
+            if let Some(n) = stages::dataset::need(&st.params(inst)) {
+                out.insert(n);
+            }
+        }
+    }
+    out.into_iter().collect()
+}
+
+/// The datasets a pipeline needs (not those it can do without) whose files are neither in the
+/// cache nor in the mirror, verified. A pipeline that does not plan needs nothing here: the
+/// report shows it as not run.
+fn missing_datasets(file: &Path) -> Vec<String> {
     let Ok(reg) = data::Registry::current() else {
+        return Vec::new();
+    };
+    let planned = spec::load(file)
+        .map_err(|e| vec![e])
+        .and_then(|f| plan::plan(&f, &plan::Overrides::default(), stages::registry()));
+    let Ok(p) = planned else {
         return Vec::new();
     };
     let loc = data::Locations::current();
     let mut out: Vec<String> = Vec::new();
-    for st in raw.stages.values().filter(|s| s.kind == "load.dataset") {
-        let name = st
-            .with
-            .as_ref()
-            .and_then(|w| w.get("dataset"))
-            .and_then(|d| d.as_str());
-        let Some(name) = name else { continue };
-        let missing = data::status(reg, loc, Some(name)).iter().any(|f| {
-            !matches!(
-                f.state,
-                data::FileState::Cached(_) | data::FileState::Mirrored(_)
-            )
-        });
-        if missing && !out.iter().any(|o| o == name) {
-            out.push(name.to_string());
+    for n in plan_needs(&p).iter().filter(|n| !n.optional) {
+        if data::need::available(reg, loc, n).is_err() && !out.contains(&n.dataset) {
+            out.push(n.dataset.clone());
         }
     }
     out
+}
+
+/// `dplab data fetch --pipelines PATH…`: every file the pipelines read, obtained once, then
+/// what could not be and which pipelines that leaves without data.
+fn fetch_for_pipelines(
+    reg: &data::Registry,
+    loc: &data::Locations,
+    paths: &[PathBuf],
+    common: &Common,
+) -> ExitCode {
+    use data::need::{files, obtain, Obtained};
+    let list = match pipeline_files(paths) {
+        Ok(f) => f,
+        Err(e) => {
+            errln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let mut plans = Vec::new();
+    let mut bad = false;
+    for f in &list {
+        match load_plan(f, common) {
+            Ok(p) => plans.push(p),
+            Err(errs) => {
+                bad = true;
+                for e in errs {
+                    errln!("error: {e}");
+                }
+            }
+        }
+    }
+    if bad {
+        return ExitCode::from(2);
+    }
+    // What each (dataset, file) came to: fetched once however many pipelines read it.
+    let mut got: indexmap::IndexMap<(String, String), Obtained> = indexmap::IndexMap::new();
+    /// A dataset that could not be had: which files, the pipelines that need it, those that can
+    /// do without.
+    #[derive(Default)]
+    struct Lacking {
+        files: Vec<String>,
+        needed_by: Vec<String>,
+        optional_for: Vec<String>,
+    }
+    let mut lacking: indexmap::IndexMap<String, Lacking> = indexmap::IndexMap::new();
+    let mut with_data = 0;
+    for p in &plans {
+        let needs = plan_needs(p);
+        if !needs.is_empty() {
+            with_data += 1;
+        }
+        for n in needs {
+            let mut why = Vec::new();
+            match files(reg, &n) {
+                Err(e) => {
+                    if !lacking.contains_key(&n.dataset) {
+                        errln!("MISSING   {}: {e}", n.dataset);
+                    }
+                    why.push("no file can be read".to_string());
+                }
+                Ok(entries) => {
+                    for f in entries {
+                        let key = (n.dataset.clone(), f.name.clone());
+                        let o = got.entry(key).or_insert_with(|| {
+                            let o = obtain(&n.dataset, f, loc);
+                            let what = format!("{}/{}", n.dataset, f.name);
+                            match &o {
+                                Obtained::Cached(p) => {
+                                    out!("ok        {what} (in the cache, {})", p.display())
+                                }
+                                Obtained::Mirror(p) => {
+                                    out!("ok        {what} (in the mirror, {})", p.display())
+                                }
+                                Obtained::Downloaded(p) => {
+                                    out!("fetched   {what} → {} (sha256 verified)", p.display())
+                                }
+                                Obtained::Failed(m) => errln!("MISSING   {what}: {m}"),
+                            }
+                            o
+                        });
+                        if let Obtained::Failed(_) = o {
+                            why.push(f.name.clone());
+                        }
+                    }
+                }
+            }
+            if why.is_empty() {
+                continue;
+            }
+            let entry = lacking.entry(n.dataset.clone()).or_default();
+            for w in why {
+                if !entry.files.contains(&w) {
+                    entry.files.push(w);
+                }
+            }
+            let who = if n.optional {
+                &mut entry.optional_for
+            } else {
+                &mut entry.needed_by
+            };
+            if !who.contains(&p.name) {
+                who.push(p.name.clone());
+            }
+        }
+    }
+    let required: Vec<&String> = lacking
+        .values()
+        .flat_map(|l| &l.needed_by)
+        .collect::<indexmap::IndexSet<_>>()
+        .into_iter()
+        .collect();
+    if lacking.is_empty() {
+        out!(
+            "data: every file the {} pipeline(s) read ({with_data} of them read datasets) is here and verified",
+            plans.len()
+        );
+        return ExitCode::SUCCESS;
+    }
+    errln!("\ncould not be obtained (why: above):");
+    for (dataset, l) in &lacking {
+        let (need, optional) = (&l.needed_by, &l.optional_for);
+        errln!("  {dataset}: {}", l.files.join(", "));
+        if !need.is_empty() {
+            errln!(
+                "    needed by {}: skipped by `dplab run --skip-unavailable`, shown as \"data not available\" by `dplab report`",
+                need.join(", ")
+            );
+        }
+        if !optional.is_empty() {
+            errln!(
+                "    optional for {} (if_missing: empty): they run without it",
+                optional.join(", ")
+            );
+        }
+    }
+    if required.is_empty() {
+        errln!(
+            "data: every file the {} pipeline(s) need is here and verified; only optional data is missing",
+            plans.len()
+        );
+        return ExitCode::SUCCESS;
+    }
+    errln!(
+        "data: {} of {with_data} pipeline(s) reading datasets lack data; set DPLAB_DATA_MIRROR (or --mirror) to a mirror, or give this machine internet access, then run this again",
+        required.len(),
+    );
+    ExitCode::from(1)
 }
 
 /// `dplab data …`.
@@ -1312,12 +1482,21 @@ fn data_cmd(action: DataAction) -> ExitCode {
             ExitCode::SUCCESS
         }
         DataAction::Fetch {
+            pipelines, common, ..
+        } if !pipelines.is_empty() => fetch_for_pipelines(reg, loc, &pipelines, &common),
+        DataAction::Fetch {
             names,
             all,
             accept_unverified,
+            common,
+            ..
         } => {
+            if common.profile.is_some() || !common.set.is_empty() {
+                errln!("error: --profile and --set choose what pipelines read: give them with --pipelines PATH");
+                return ExitCode::from(2);
+            }
             if names.is_empty() && !all {
-                errln!("error: name the datasets to fetch, or give --all");
+                errln!("error: name the datasets to fetch, give --all, or --pipelines PATH");
                 return ExitCode::from(2);
             }
             let chosen: Vec<&String> = if all {

@@ -630,7 +630,9 @@ fn report_writes_the_page_and_names_damage() {
     assert!(o.status.success(), "{}", common::text(&o));
     let html = fs::read_to_string(out.join("index.html")).unwrap();
     assert!(
-        html.contains("data not available") && html.contains("dplab data fetch adult"),
+        html.contains("data not available")
+            && html.contains("adult not on this machine")
+            && html.contains("dplab data fetch --pipelines"),
         "{html}"
     );
     // A figure changed after the run: named, exit 1, the page still there.

@@ -339,3 +339,206 @@ shape:\n    kind: frame.shape\n    input: [c]\n",
     let shape = read("shape.csv");
     assert!(shape.contains("c,99762.0,42.0,ok"), "{shape}");
 }
+
+/// A pipeline file `name.yaml` in `dir` loading `with`, then a distribution of column `b`.
+fn named_pipeline(dir: &Path, name: &str, with: &str) -> PathBuf {
+    let p = dir.join(format!("{name}.yaml"));
+    let scratch = pipeline(dir, with);
+    let text =
+        fs::read_to_string(&scratch)
+            .unwrap()
+            .replacen("name: p\n", &format!("name: {name}\n"), 1);
+    fs::remove_file(scratch).unwrap();
+    fs::write(&p, text).unwrap();
+    p
+}
+
+/// `make run-all` on a fresh machine: `data fetch --pipelines` gets exactly the files the
+/// pipelines read (downloaded over HTTP and verified, or used from the mirror where they are),
+/// says what it could not get and which pipelines that leaves without data; the run skips
+/// those and the report shows them as "data not available" with the command that gets it.
+#[test]
+fn fetch_for_pipelines_then_run_and_report() {
+    let base = serve();
+    let env = Env::new(&format!("{base}/good.csv"));
+    // Dataset `v`: its file is not on the server (404). Dataset `w`: no checksum registered.
+    let mut reg = fs::read_to_string(env.dir.path().join("registry.toml")).unwrap();
+    reg.push_str(&format!(
+        "[v]\ntitle = 'v'\nhomepage = 'h'\nlicence = 'CC0'\n\
+[[v.files]]\nname = 'v.csv'\nurl = '{base}/nothing.csv'\nsha256 = '{}'\nsize = {}\n\
+[v.tables.main]\nfile = 'v.csv'\nseparator = ','\nheader = true\n\
+[w]\ntitle = 'w'\nhomepage = 'h'\nlicence = 'CC0'\n\
+[[w.files]]\nname = 'w.csv'\nurl = '{base}/good.csv'\n\
+[w.tables.main]\nfile = 'w.csv'\nseparator = ','\nheader = true\n",
+        sha(GOOD),
+        GOOD.len()
+    ));
+    fs::write(env.dir.path().join("registry.toml"), reg).unwrap();
+    let pipes = env.dir.path().join("pipelines");
+    fs::create_dir_all(&pipes).unwrap();
+    named_pipeline(&pipes, "has", "{dataset: t}");
+    named_pipeline(&pipes, "lacks", "{dataset: v}");
+    named_pipeline(&pipes, "unsure", "{dataset: w}");
+    named_pipeline(&pipes, "optional", "{dataset: v, if_missing: empty}");
+
+    let out = env
+        .cmd()
+        .args(["data", "fetch", "--pipelines"])
+        .arg(&pipes)
+        .output()
+        .unwrap();
+    let (o, e) = (String::from_utf8_lossy(&out.stdout), stderr(&out));
+    assert_eq!(out.status.code(), Some(1), "{o}{e}");
+    assert!(o.contains("fetched   t/t.csv"), "{o}");
+    assert_eq!(fs::read(env.cache_file()).unwrap(), GOOD);
+    assert!(e.contains("MISSING   v/v.csv") && e.contains("404"), "{e}");
+    // v.csv is asked for by two pipelines but fetched once.
+    assert_eq!(e.matches("MISSING   v/v.csv").count(), 1, "{e}");
+    // Never downloaded without a checksum, though the server has it.
+    assert!(
+        e.contains("MISSING   w/w.csv: no checksum is registered"),
+        "{e}"
+    );
+    assert!(!env.dir.path().join("cache/w/w.csv").exists());
+    assert!(
+        e.contains("needed by lacks: skipped by `dplab run --skip-unavailable`"),
+        "{e}"
+    );
+    assert!(
+        e.contains("optional for optional (if_missing: empty)"),
+        "{e}"
+    );
+    assert!(e.contains("needed by unsure"), "{e}");
+    assert!(
+        e.contains("2 of 4 pipeline(s) reading datasets lack data"),
+        "{e}"
+    );
+    assert!(env.leftovers().iter().all(|f| f == "t.csv"));
+
+    // Again: the cached copy is used, nothing downloaded.
+    let out = env
+        .cmd()
+        .args(["data", "fetch", "--pipelines"])
+        .arg(pipes.join("has.yaml"))
+        .output()
+        .unwrap();
+    let o = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(o.contains("ok        t/t.csv (in the cache"), "{o}");
+
+    // The rest of run-all: the pipelines without data are skipped, the report says so.
+    let results = env.dir.path().join("results");
+    let out = env
+        .cmd()
+        .args(["run", "-q", "--skip-unavailable"])
+        .arg(pipes.join("has.yaml"))
+        .arg(pipes.join("lacks.yaml"))
+        .arg("--out")
+        .arg(&results)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let out = env
+        .cmd()
+        .args(["report"])
+        .arg(&results)
+        .arg("--pipelines")
+        .arg(pipes.join("has.yaml"))
+        .arg("--pipelines")
+        .arg(pipes.join("lacks.yaml"))
+        .output()
+        .unwrap();
+    let o = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{o}{}", stderr(&out));
+    assert!(
+        o.contains("2 experiments (1 with results, 1 without data, 0 not run"),
+        "{o}"
+    );
+    let html = fs::read_to_string(results.join("index.html"))
+        .unwrap()
+        .replace("&#x2f;", "/")
+        .replace("&amp;", "&");
+    assert!(html.contains("data not available"), "{html}");
+    assert!(
+        html.contains(&format!(
+            "dplab data fetch --pipelines {} && dplab run {}",
+            pipes.join("lacks.yaml").display(),
+            pipes.join("lacks.yaml").display()
+        )),
+        "{html}"
+    );
+}
+
+#[test]
+fn fetch_for_pipelines_from_the_mirror_and_bad_input() {
+    // The URL is unreachable: the mirror serves, used where it is (not copied).
+    let env = Env::new("http://127.0.0.1:9/t.csv");
+    let mirror = env.dir.path().join("mirror");
+    fs::write(mirror.join("t/t.csv"), GOOD).unwrap();
+    let p = pipeline(env.dir.path(), "{dataset: t}");
+    let out = env
+        .cmd()
+        .args(["data", "fetch", "--mirror"])
+        .arg(&mirror)
+        .arg("--pipelines")
+        .arg(&p)
+        .output()
+        .unwrap();
+    let o = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{o}{}", stderr(&out));
+    assert!(o.contains("ok        t/t.csv (in the mirror"), "{o}");
+    assert!(o.contains("every file the 1 pipeline(s) read"), "{o}");
+    assert!(!env.cache_file().exists());
+    // A wrong copy in the mirror is not used; the download is tried, and fails here.
+    fs::write(mirror.join("t/t.csv"), b"a,b\n9,x\n2,?\n3,y\n").unwrap();
+    let out = env
+        .cmd()
+        .args(["data", "fetch", "--mirror"])
+        .arg(&mirror)
+        .arg("--pipelines")
+        .arg(&p)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("MISSING   t/t.csv"),
+        "{}",
+        stderr(&out)
+    );
+
+    // Bad input: exit 2 with the reason.
+    let out = env
+        .cmd()
+        .args(["data", "fetch", "--pipelines", "no/such/dir"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("no such file or directory"));
+    let out = env
+        .cmd()
+        .args(["data", "fetch", "t", "--pipelines"])
+        .arg(&p)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let out = env
+        .cmd()
+        .args(["data", "fetch", "t", "--profile", "ci"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("--pipelines"), "{}", stderr(&out));
+    let bad = pipeline(env.dir.path(), "{dataset: tt}");
+    let out = env
+        .cmd()
+        .args(["data", "fetch", "--pipelines"])
+        .arg(&bad)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("did you mean `t`"),
+        "{}",
+        stderr(&out)
+    );
+}

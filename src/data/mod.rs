@@ -3,10 +3,12 @@
 //! readers that turn a registered table into a frame.
 //!
 //! Nothing here knows about pipelines: stages (`load.dataset`) call [`load_table`], the CLI
-//! calls [`fetch`], [`verify`] and [`status`]. A file is only ever used after its bytes hash to
-//! the registered sha256, so a result can always be traced back to exact inputs.
+//! calls [`fetch`], [`verify_bytes`], [`status`] and [`need::obtain`] (given the tables a
+//! pipeline reads). A file is only ever used after its bytes hash to the registered sha256,
+//! so a result can always be traced back to exact inputs.
 
 mod fetch;
+pub mod need;
 pub mod read;
 
 use std::io::Read;

@@ -1,5 +1,6 @@
 //! Heatmaps: coloured cells on a rectilinear grid, a shared colour bar and
-//! an optional contour traced along cell edges.
+//! an optional contour line, interpolated between cell centres by marching
+//! squares (the `contour` crate, a port of d3-contour).
 
 use plotters::coord::Shift;
 use plotters::prelude::*;
@@ -196,7 +197,6 @@ pub(super) fn render(fig: &HeatmapFigure) -> Result<String, PlotError> {
     let (pw, ph) = (fig.width as i32, fig.height as i32);
     let any_titles = fig.panels.iter().any(|p| !p.title.is_empty());
     let ptitle_h = if any_titles { 34 } else { 6 };
-    let title_h = if fig.title.is_empty() { 8 } else { 50 };
     let ylab_w = if fig.y_label.is_empty() { 8 } else { 36 };
     let xlab_h = if fig.x_label.is_empty() { 8 } else { 36 };
     let x_area = (TICK_PX + 14.0) as i32;
@@ -230,6 +230,12 @@ pub(super) fn render(fig: &HeatmapFigure) -> Result<String, PlotError> {
     let grid_left = ylab_w;
     let grid_right = grid_left + cols as i32 * pw;
     let total_w = grid_right + 16 + bar_col_w + 12;
+    let title_h = if fig.title.is_empty() {
+        8
+    } else {
+        let (lines, px) = fit_title(&fig.title, f64::from(total_w - TITLE_MARGIN));
+        title_height(&lines, px)
+    };
     let grid_top = title_h;
     let total_h = grid_top + rows as i32 * ph + xlab_h;
 
@@ -300,12 +306,24 @@ pub(super) fn render(fig: &HeatmapFigure) -> Result<String, PlotError> {
             }
 
             if let Some(level) = fig.contour {
-                let segs = contour_edges(&panel.z, nx, panel.y.len(), level, &px, &py);
+                let t = |c: &[f64], log: bool| -> Vec<f64> {
+                    c.iter().map(|&v| scale::fwd(log, v)).collect()
+                };
+                let zt: Vec<f64> = panel.z.iter().map(|&z| scale::fwd(fig.log_z, z)).collect();
+                let lines = contour_lines(
+                    &zt,
+                    (&t(&panel.x, fig.log_x), &t(&panel.y, fig.log_y)),
+                    scale::fwd(fig.log_z, level),
+                )?;
+                let lines: Vec<Vec<(i32, i32)>> = lines
+                    .iter()
+                    .map(|l| l.iter().map(|p| chart.backend_coord(p)).collect())
+                    .collect();
                 // White halo under the black line keeps it visible on the
                 // dark end of the colour map.
                 for (style, w) in [(WHITE, 5), (BLACK, 3)] {
-                    for s in &segs {
-                        root.draw(&PathElement::new(s.to_vec(), style.stroke_width(w)))
+                    for l in &lines {
+                        root.draw(&PathElement::new(l.clone(), style.stroke_width(w)))
                             .map_err(draw_err)?;
                     }
                 }
@@ -365,31 +383,78 @@ fn draw_missing<DB: DrawingBackend>(
     Ok(())
 }
 
-/// Cell edges separating a cell with `z >= level` from a finite neighbour
-/// with `z < level`: the level set traced as a staircase that follows exactly
-/// the cells the reader sees. Edges next to missing cells are not drawn.
-fn contour_edges(
+/// The level set `z = level` as polylines in axis units (log10 units on a log
+/// axis), by marching squares over the cell centres `(tx[i], ty[j])` with
+/// linear interpolation along each square's edges: a vertex lies where the
+/// line between two neighbouring centres crosses the level, not on a cell
+/// edge. `z` is row-major (`z[j * nx + i]`), already in colour-scale units so
+/// that on a log colour scale the interpolation is in log z. Squares with a
+/// missing (non-finite) corner draw nothing: the line stops at missing data.
+pub(crate) fn contour_lines(
     z: &[f64],
-    nx: usize,
-    ny: usize,
+    (tx, ty): (&[f64], &[f64]),
     level: f64,
-    px: &[i32],
-    py: &[i32],
-) -> Vec<[(i32, i32); 2]> {
-    let at = |ix: usize, iy: usize| z[iy * nx + ix];
-    let differs = |a: f64, b: f64| a.is_finite() && b.is_finite() && ((a >= level) != (b >= level));
+) -> Result<Vec<Vec<(f64, f64)>>, PlotError> {
+    let (nx, ny) = (tx.len(), ty.len());
+    if nx < 2 || ny < 2 || z.len() != nx * ny {
+        return Ok(Vec::new());
+    }
+    let rings = contour::ContourBuilder::new(nx, ny, true)
+        .lines(z, &[level])
+        .map_err(|e| PlotError::Drawing(format!("contour at {level}: {e:?}")))?;
+    // The crate puts centre i at grid coordinate i + 0.5 and closes rings
+    // through a padding row and column at coordinates 0 and n; a point there
+    // lies outside the centres and is dropped with its segments.
+    let to_axis = |c: f64, t: &[f64]| -> Option<f64> {
+        let u = c - 0.5;
+        if !u.is_finite() || u < -1e-9 || u > (t.len() - 1) as f64 + 1e-9 {
+            return None;
+        }
+        let i = (u.floor().max(0.0) as usize).min(t.len() - 2);
+        Some(t[i] + (u - i as f64) * (t[i + 1] - t[i]))
+    };
+    let square_ok = |a: (f64, f64), b: (f64, f64)| {
+        let (mx, my) = ((a.0 + b.0) / 2.0 - 0.5, (a.1 + b.1) / 2.0 - 0.5);
+        let (i, j) = (mx.floor(), my.floor());
+        if i < 0.0 || j < 0.0 || i as usize + 1 >= nx || j as usize + 1 >= ny {
+            return false;
+        }
+        let (i, j) = (i as usize, j as usize);
+        [(i, j), (i + 1, j), (i, j + 1), (i + 1, j + 1)]
+            .iter()
+            .all(|&(i, j)| z[j * nx + i].is_finite())
+    };
     let mut out = Vec::new();
-    for iy in 0..ny {
-        for ix in 0..nx {
-            if ix + 1 < nx && differs(at(ix, iy), at(ix + 1, iy)) {
-                out.push([(px[ix + 1], py[iy]), (px[ix + 1], py[iy + 1])]);
+    for line in rings {
+        for ring in line.geometry().0.iter() {
+            let mut current: Vec<(f64, f64)> = Vec::new();
+            for w in ring.0.windows(2) {
+                let (a, b) = ((w[0].x, w[0].y), (w[1].x, w[1].y));
+                let kept = square_ok(a, b)
+                    .then(|| {
+                        Some((
+                            (to_axis(a.0, tx)?, to_axis(a.1, ty)?),
+                            (to_axis(b.0, tx)?, to_axis(b.1, ty)?),
+                        ))
+                    })
+                    .flatten();
+                match kept {
+                    Some((pa, pb)) => {
+                        if current.is_empty() {
+                            current.push(pa);
+                        }
+                        current.push(pb);
+                    }
+                    None if current.len() >= 2 => out.push(std::mem::take(&mut current)),
+                    None => current.clear(),
+                }
             }
-            if iy + 1 < ny && differs(at(ix, iy), at(ix, iy + 1)) {
-                out.push([(px[ix], py[iy + 1]), (px[ix + 1], py[iy + 1])]);
+            if current.len() >= 2 {
+                out.push(current);
             }
         }
     }
-    out
+    Ok(out)
 }
 
 fn draw_colour_bar<DB: DrawingBackend>(

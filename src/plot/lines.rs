@@ -68,7 +68,7 @@ fn panel_name(p: &Panel, i: usize) -> String {
 }
 
 fn prepare<'a>(
-    fig: &'a LineFigure,
+    (log_x, log_y): (bool, bool),
     s: &'a Series,
     color: RGBColor,
     marker: usize,
@@ -88,21 +88,21 @@ fn prepare<'a>(
             pts.push(None);
             continue;
         }
-        if fig.log_x && x <= 0.0 {
+        if log_x && x <= 0.0 {
             return Err(PlotError::NonPositiveOnLog {
                 series: s.name.clone(),
                 axis: "x",
                 value: x,
             });
         }
-        if fig.log_y && y <= 0.0 {
+        if log_y && y <= 0.0 {
             return Err(PlotError::NonPositiveOnLog {
                 series: s.name.clone(),
                 axis: "y",
                 value: y,
             });
         }
-        pts.push(Some((scale::fwd(fig.log_x, x), scale::fwd(fig.log_y, y))));
+        pts.push(Some((scale::fwd(log_x, x), scale::fwd(log_y, y))));
     }
     if pts.iter().all(Option::is_none) {
         return Err(PlotError::NoFiniteData {
@@ -123,22 +123,18 @@ fn prepare<'a>(
         }
         for i in 0..n {
             let (x, l, h) = (s.x[i], lo[i], hi[i]);
-            let ok = x.is_finite() && l.is_finite() && h.is_finite() && (!fig.log_x || x > 0.0);
-            if !ok || (fig.log_y && h <= 0.0) {
+            let ok = x.is_finite() && l.is_finite() && h.is_finite() && (!log_x || x > 0.0);
+            if !ok || (log_y && h <= 0.0) {
                 band.push(None);
                 continue;
             }
             let (l, h) = (l.min(h), l.max(h));
-            let lt = if fig.log_y && l <= 0.0 {
+            let lt = if log_y && l <= 0.0 {
                 f64::NEG_INFINITY
             } else {
-                scale::fwd(fig.log_y, l)
+                scale::fwd(log_y, l)
             };
-            band.push(Some((
-                scale::fwd(fig.log_x, x),
-                lt,
-                scale::fwd(fig.log_y, h),
-            )));
+            band.push(Some((scale::fwd(log_x, x), lt, scale::fwd(log_y, h))));
         }
     }
     Ok(Prepared {
@@ -250,7 +246,9 @@ fn render_with(fig: &LineFigure, place: Place) -> Result<(String, f64), PlotErro
     let mut prepared: Vec<Vec<Prepared>> = Vec::new();
     let mut xr: Vec<Range1> = Vec::new();
     let mut yr: Vec<Range1> = Vec::new();
+    let log_y = |p: &Panel| p.log_y.unwrap_or(fig.log_y);
     for (pi, p) in fig.panels.iter().enumerate() {
+        let p_log_y = log_y(p);
         if p.series.is_empty() && p.hlines.is_empty() {
             return Err(PlotError::EmptyPanel {
                 panel: panel_name(p, pi),
@@ -260,7 +258,7 @@ fn render_with(fig: &LineFigure, place: Place) -> Result<(String, f64), PlotErro
         let (mut x, mut y) = (None, None);
         for s in &p.series {
             let i = idx_of(&s.name);
-            let pr = prepare(fig, s, PALETTE[i % PALETTE.len()], i)?;
+            let pr = prepare((fig.log_x, p_log_y), s, PALETTE[i % PALETTE.len()], i)?;
             for (px, py) in pr.pts.iter().flatten() {
                 widen(&mut x, *px);
                 widen(&mut y, *py);
@@ -279,14 +277,14 @@ fn render_with(fig: &LineFigure, place: Place) -> Result<(String, f64), PlotErro
                     value: *v,
                 });
             }
-            if fig.log_y && *v <= 0.0 {
+            if p_log_y && *v <= 0.0 {
                 return Err(PlotError::NonPositiveOnLog {
                     series: label.clone(),
                     axis: "y",
                     value: *v,
                 });
             }
-            widen(&mut y, scale::fwd(fig.log_y, *v));
+            widen(&mut y, scale::fwd(p_log_y, *v));
         }
         prepared.push(ps);
         xr.push(x);
@@ -308,10 +306,14 @@ fn render_with(fig: &LineFigure, place: Place) -> Result<(String, f64), PlotErro
     let (x_lo, x_hi) = scale::pad(fig.log_x, x_lo, x_hi, 0.03);
     let y_all = union(&yr).unwrap_or((0.0, 1.0));
     let all_span = y_all.1 - y_all.0;
-    let free_y = yr
-        .iter()
-        .flatten()
-        .any(|(lo, hi)| hi - lo > 0.0 && (hi - lo) < all_span / 5.0);
+    // Ranges in log10 units and in plain units have no common scale: mixed scale types
+    // always give each panel its own range.
+    let mixed_scales = fig.panels.windows(2).any(|w| log_y(&w[0]) != log_y(&w[1]));
+    let free_y = mixed_scales
+        || yr
+            .iter()
+            .flatten()
+            .any(|(lo, hi)| hi - lo > 0.0 && (hi - lo) < all_span / 5.0);
 
     let (cols, rows) = grid(fig.panels.len(), fig.columns);
     let (pw, ph) = (fig.width as i32, fig.height as i32);
@@ -353,7 +355,6 @@ fn render_with(fig: &LineFigure, place: Place) -> Result<(String, f64), PlotErro
 
     let ylab_w = if fig.y_label.is_empty() { 8 } else { 36 };
     let xlab_h = if fig.x_label.is_empty() { 8 } else { 36 };
-    let title_h = if fig.title.is_empty() { 8 } else { 50 };
     let outside_w = entries.iter().map(entry_width).max().unwrap_or(0) + 2 * LEGEND_PAD;
     let total_w = ylab_w
         + cols as i32 * pw
@@ -375,6 +376,12 @@ fn render_with(fig: &LineFigure, place: Place) -> Result<(String, f64), PlotErro
         strip_rows * LEGEND_ROW + 10
     } else {
         0
+    };
+    let title_h = if fig.title.is_empty() {
+        8
+    } else {
+        let (lines, px) = fit_title(&fig.title, f64::from(total_w - TITLE_MARGIN));
+        title_height(&lines, px)
     };
     let grid_top = title_h + strip_h;
     let total_h = grid_top + rows as i32 * ph + xlab_h;
@@ -415,11 +422,12 @@ fn render_with(fig: &LineFigure, place: Place) -> Result<(String, f64), PlotErro
             } else {
                 y_all
             };
-            let (y_lo, y_hi) = scale::pad(fig.log_y, y_lo, y_hi, 0.05);
+            let p_log_y = log_y(panel);
+            let (y_lo, y_hi) = scale::pad(p_log_y, y_lo, y_hi, 0.05);
             let x_area = (TICK_PX + 14.0) as i32;
             let (mut chart, xa, ya) = panel_chart(
                 &cell,
-                (fig.log_x, fig.log_y),
+                (fig.log_x, p_log_y),
                 (x_lo, x_hi),
                 (y_lo, y_hi),
                 (pw, ph, ptitle_h, x_area),
@@ -462,7 +470,7 @@ fn render_with(fig: &LineFigure, place: Place) -> Result<(String, f64), PlotErro
             }
             for (label, v) in &panel.hlines {
                 let k = hline_labels.iter().position(|l| l == label).unwrap_or(0);
-                let y = map(xa.lo, scale::fwd(fig.log_y, *v)).1;
+                let y = map(xa.lo, scale::fwd(p_log_y, *v)).1;
                 let (on, off) = HLINE_DASH[k % HLINE_DASH.len()];
                 for seg in dash(&[(xpix.start, y), (xpix.end, y)], on, off) {
                     root.draw(&PathElement::new(seg, GREY.stroke_width(2)))
@@ -507,7 +515,7 @@ fn render_with(fig: &LineFigure, place: Place) -> Result<(String, f64), PlotErro
             .map_err(draw_err)?;
 
             if place == Place::Inside && !entries.is_empty() {
-                let samples = occupancy(series, &panel.hlines, fig.log_y, &map, &xpix);
+                let samples = occupancy(series, &panel.hlines, p_log_y, &map, &xpix);
                 hidden = draw_inside_legend(&root, &entries, (&xpix, &ypix), &samples)?;
             } else if place == Place::Outside && !entries.is_empty() {
                 draw_legend_box(&root, &entries, (cx + pw - 8, ypix.start))?;

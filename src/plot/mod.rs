@@ -30,8 +30,13 @@
 //! * Figure sizes: `width`/`height` are per panel; the SVG adds room for the
 //!   title, the shared axis labels, the legend strip or column, and the
 //!   colour bar (heatmaps).
-//! * Fonts: text is emitted as SVG `<text>` in `sans-serif`; layout uses an
-//!   approximate glyph-width table since no font files are read.
+//! * Fonts: text is emitted as SVG `<text>` asking for `DejaVu Sans, sans-serif`
+//!   ([`FONT_FAMILY`]), and laid out with DejaVu Sans's own advance widths (the
+//!   font file is compiled in, `assets/fonts/`). DejaVu Sans is wider than the
+//!   usual fallbacks (Arial, Helvetica, Liberation Sans), so text measured to
+//!   fit still fits where another sans-serif is drawn. A title too long for its
+//!   figure is shrunk (to 80%), then wrapped onto more lines: it never crosses
+//!   the edge.
 
 mod heatmap;
 mod lines;
@@ -128,6 +133,10 @@ pub struct Panel {
     /// This panel's own y label (panels that show different measures); empty: the figure's
     /// `y_label` alone.
     pub y_label: String,
+    /// This panel's own y scale (`Some(true)` logarithmic, `Some(false)` linear), for panels
+    /// that show different measures; `None`: the figure's `log_y`. Panels of different scale
+    /// types never share a y range.
+    pub log_y: Option<bool>,
 }
 
 /// A faceted line figure.
@@ -174,8 +183,8 @@ pub struct HeatmapFigure {
     pub panels: Vec<HeatPanel>,
     /// Panels per row; 0 chooses automatically.
     pub columns: usize,
-    /// If set, the level set `z = contour` is outlined in black along cell
-    /// edges and marked on the colour bar.
+    /// If set, the level set `z = contour` is drawn in black, interpolated
+    /// between cell centres (marching squares), and marked on the colour bar.
     pub contour: Option<f64>,
     /// Logarithmic colour scale.
     pub log_z: bool,
@@ -201,14 +210,171 @@ const MIN_PANEL: u32 = 160;
 /// Real on-screen font sizes in px. plotters' SVG backend writes
 /// `font-size = size / 1.24`, so [`font`] compensates.
 const TITLE_PX: f64 = 24.0;
+/// Room left free beside a title, in all (px).
+const TITLE_MARGIN: i32 = 16;
 const PANEL_TITLE_PX: f64 = 20.0;
 const LABEL_PX: f64 = 17.0;
 const TICK_PX: f64 = 14.0;
 const LEGEND_PX: f64 = 14.0;
 
-/// A sans-serif font whose SVG `font-size` will be `px`.
+/// The font family every figure's text asks for: the font its layout is measured with, then
+/// any sans-serif.
+pub const FONT_FAMILY: &str = "DejaVu Sans, sans-serif";
+
+/// DejaVu Sans 2.37 (Bitstream Vera licence, `assets/fonts/LICENSE-DejaVu.txt`): only its
+/// advance widths are read.
+const FONT_FILE: &[u8] = include_bytes!("../../assets/fonts/DejaVuSans.ttf");
+
+/// A font whose SVG `font-size` will be `px`.
 fn font(px: f64) -> FontDesc<'static> {
-    FontDesc::new(FontFamily::SansSerif, px * 1.24, FontStyle::Normal)
+    FontDesc::new(FontFamily::Name(FONT_FAMILY), px * 1.24, FontStyle::Normal)
+}
+
+/// Advance widths in em, by character, from the compiled-in font.
+struct Advances {
+    face: Option<ttf_parser::Face<'static>>,
+    /// For a character the font lacks (drawn by some fallback font): the widest digit's.
+    fallback: f64,
+}
+
+fn advances() -> &'static Advances {
+    static A: std::sync::OnceLock<Advances> = std::sync::OnceLock::new();
+    A.get_or_init(|| {
+        let face = ttf_parser::Face::parse(FONT_FILE, 0).ok();
+        let mut a = Advances {
+            face,
+            fallback: 0.64,
+        };
+        if let Some(w) = a.em('0') {
+            a.fallback = w;
+        }
+        a
+    })
+}
+
+impl Advances {
+    fn em(&self, c: char) -> Option<f64> {
+        let f = self.face.as_ref()?;
+        let g = f.glyph_index(c)?;
+        Some(f64::from(f.glyph_hor_advance(g)?) / f64::from(f.units_per_em()))
+    }
+}
+
+/// The width of `s` drawn at `px` in DejaVu Sans, as the figures draw it: `^` and `_`
+/// groups as 75% superscripts and subscripts ([`mathtext`]), no kerning (which only narrows).
+fn text_width(s: &str, px: f64) -> f64 {
+    let a = advances();
+    let run = |t: &str, px: f64| -> f64 {
+        t.chars()
+            .map(|c| a.em(c).unwrap_or(a.fallback))
+            .sum::<f64>()
+            * px
+    };
+    mathtext::pieces(s)
+        .iter()
+        .map(|p| match p {
+            mathtext::Piece::Plain(t) => run(t, px),
+            mathtext::Piece::Sup(t) | mathtext::Piece::Sub(t) => run(t, px * 0.75),
+        })
+        .sum()
+}
+
+/// A title's lines and font size so that every line fits in `avail` px: full size if it fits,
+/// else shrunk down to 80%, else wrapped at spaces outside brackets onto as few lines as fit
+/// (at 90% down to 70% of full size), a word wider than the whole width broken inside.
+fn fit_title(title: &str, avail: f64) -> (Vec<String>, f64) {
+    let avail = avail.max(1.0);
+    for scale in [1.0, 0.9, 0.8] {
+        let px = TITLE_PX * scale;
+        if text_width(title, px) <= avail {
+            return (vec![title.to_string()], px);
+        }
+    }
+    let mut best = None;
+    for scale in [0.9, 0.8, 0.7] {
+        let px = TITLE_PX * scale;
+        let lines = wrap(title, avail, px);
+        let better = best
+            .as_ref()
+            .is_none_or(|(b, _): &(Vec<String>, f64)| lines.len() < b.len());
+        if better {
+            best = Some((lines, px));
+        }
+    }
+    best.unwrap_or_else(|| (vec![title.to_string()], TITLE_PX))
+}
+
+/// Greedy wrap at spaces that are outside brackets (so `[−1, 1]^d` and `e^(−c ε)` stay whole);
+/// a piece still too wide is cut between characters.
+fn wrap(text: &str, avail: f64, px: f64) -> Vec<String> {
+    let mut words: Vec<String> = Vec::new();
+    let (mut depth, mut cur) = (0i32, String::new());
+    for c in text.chars() {
+        match c {
+            '(' | '[' | '{' => depth += 1,
+            ')' | ']' | '}' => depth = (depth - 1).max(0),
+            _ => {}
+        }
+        if c == ' ' && depth == 0 {
+            if !cur.is_empty() {
+                words.push(std::mem::take(&mut cur));
+            }
+        } else {
+            cur.push(c);
+        }
+    }
+    if !cur.is_empty() {
+        words.push(cur);
+    }
+    // Widths add up (no kerning; a `^` group never spans a space outside brackets), so each
+    // word and character is measured once: a title of any length is wrapped in linear time.
+    let space = text_width(" ", px);
+    let mut lines: Vec<String> = Vec::new();
+    let (mut line, mut line_w) = (String::new(), 0.0);
+    for w in words {
+        let ww = text_width(&w, px);
+        if line.is_empty() && ww <= avail {
+            (line, line_w) = (w, ww);
+            continue;
+        }
+        if !line.is_empty() && line_w + space + ww <= avail {
+            line.push(' ');
+            line.push_str(&w);
+            line_w += space + ww;
+            continue;
+        }
+        if !line.is_empty() {
+            lines.push(std::mem::take(&mut line));
+            line_w = 0.0;
+        }
+        if ww <= avail {
+            (line, line_w) = (w, ww);
+            continue;
+        }
+        // Alone too wide: cut it where it stops fitting.
+        for c in w.chars() {
+            let cw = text_width(c.encode_utf8(&mut [0; 4]), px);
+            if !line.is_empty() && line_w + cw > avail {
+                lines.push(std::mem::take(&mut line));
+                line_w = 0.0;
+            }
+            line.push(c);
+            line_w += cw;
+        }
+    }
+    if !line.is_empty() {
+        lines.push(line);
+    }
+    lines
+}
+
+/// The height above the panel grid that a title laid out by [`fit_title`] takes.
+fn title_height(lines: &[String], px: f64) -> i32 {
+    if lines.is_empty() {
+        8
+    } else {
+        12 + (lines.len() as f64 * px * 1.2).ceil() as i32 + 9
+    }
 }
 
 /// Text style with an explicit anchor.
@@ -218,26 +384,6 @@ fn text_style(px: f64, color: RGBColor, h: HPos, v: VPos) -> TextStyle<'static> 
         color: color.to_backend_color(),
         pos: Pos::new(h, v),
     }
-}
-
-/// Width estimate for layout. plotters' own estimator (no font feature)
-/// counts UTF-8 bytes and assumes one glyph width, which misjudges both
-/// narrow ("il.") and non-ASCII text; these are rough DejaVu Sans advance
-/// widths in em, close enough for Helvetica/Arial-like fallbacks too.
-fn text_width(s: &str, px: f64) -> f64 {
-    let em: f64 = s
-        .chars()
-        .map(|c| match c {
-            'i' | 'j' | 'l' | '.' | ',' | ':' | ';' | '\'' | '|' | '!' => 0.30,
-            ' ' | 'f' | 't' | 'r' | '(' | ')' | '[' | ']' | '-' | '/' => 0.38,
-            'm' | 'w' | 'M' | 'W' | '%' | '@' => 0.92,
-            '⁰'..='⁹' | '¹' | '²' | '³' | '⁻' => 0.42,
-            'A'..='Z' => 0.70,
-            '0'..='9' => 0.64,
-            _ => 0.58,
-        })
-        .sum();
-    em * px
 }
 
 /// Colour-blind-safe Okabe–Ito palette, reordered so the first few colours
@@ -343,15 +489,15 @@ fn draw_frame_text<DB: DrawingBackend>(
     total_w: i32,
 ) -> Result<(), PlotError> {
     if !title.is_empty() {
-        // A long title on a narrow single-panel figure would be clipped at both edges:
-        // shrink it to fit (down to 60%) rather than lose its ends.
-        let fit = (f64::from(total_w - 16) / text_width(title, TITLE_PX)).clamp(0.6, 1.0);
-        root.draw(&Text::new(
-            title.to_string(),
-            (total_w / 2, 12),
-            text_style(TITLE_PX * fit, INK, HPos::Center, VPos::Top),
-        ))
-        .map_err(draw_err)?;
+        let (lines, px) = fit_title(title, f64::from(total_w - TITLE_MARGIN));
+        for (i, line) in lines.iter().enumerate() {
+            root.draw(&Text::new(
+                line.clone(),
+                (total_w / 2, 12 + (i as f64 * px * 1.2).round() as i32),
+                text_style(px, INK, HPos::Center, VPos::Top),
+            ))
+            .map_err(draw_err)?;
+        }
     }
     if !x_label.is_empty() {
         root.draw(&Text::new(

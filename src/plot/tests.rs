@@ -46,6 +46,7 @@ pub(crate) fn sample_lines() -> LineFigure {
         ],
         hlines: vec![("OPT = 0.05".into(), 0.05)],
         y_label: String::new(),
+        log_y: None,
     };
     LineFigure {
         title: "Mean estimation error vs privacy budget".into(),
@@ -307,6 +308,7 @@ fn degenerate_but_valid_inputs_render() {
             ],
             hlines: vec![],
             y_label: String::new(),
+            log_y: None,
         }],
         columns: 5,
         width: 400,
@@ -414,6 +416,7 @@ fn write_samples() {
                 .collect(),
             hlines: vec![("threshold".into(), 3.0), ("OPT = 3.01".into(), 50.0)],
             y_label: String::new(),
+            log_y: None,
         }],
         columns: 0,
         width: 640,
@@ -439,6 +442,7 @@ fn write_samples() {
                 }],
                 hlines: vec![],
                 y_label: String::new(),
+                log_y: None,
             })
             .collect(),
         columns: 0,
@@ -526,6 +530,7 @@ fn panels_of_different_measures_carry_their_own_y_labels() {
         }],
         hlines: vec![],
         y_label: y_label.into(),
+        log_y: None,
     };
     let fig = LineFigure {
         title: "CSN vs κ".into(),
@@ -550,5 +555,285 @@ fn panels_of_different_measures_carry_their_own_y_labels() {
             .unwrap_or_else(|| panic!("no {label}"));
         let open = svg[..at].rfind("<text").unwrap();
         assert!(svg[open..at].contains("rotate(270"), "{}", &svg[open..at]);
+    }
+}
+
+/// The contour is interpolated between cell centres (marching squares), not traced along cell
+/// edges: on z = x + y every vertex lies on the straight line x + y = level, strictly between
+/// centres, where the old staircase along cell edges had vertices only at half-integers.
+#[test]
+fn contour_interpolates_between_cell_centres() {
+    use super::heatmap::contour_lines;
+    let (nx, ny) = (6, 5);
+    let tx: Vec<f64> = (0..nx).map(|i| i as f64).collect();
+    let ty: Vec<f64> = (0..ny).map(|j| j as f64).collect();
+    let mut z = Vec::new();
+    for y in &ty {
+        for x in &tx {
+            z.push(x + y);
+        }
+    }
+    let level = 3.3;
+    let lines = contour_lines(&z, (&tx, &ty), level).unwrap();
+    let vertices: Vec<(f64, f64)> = lines.iter().flatten().copied().collect();
+    assert!(vertices.len() >= 4, "{lines:?}");
+    for &(x, y) in &vertices {
+        assert!(
+            (x + y - level).abs() < 1e-9,
+            "({x}, {y}) is off x + y = {level}"
+        );
+        assert!(
+            (0.0..=5.0).contains(&x) && (0.0..=4.0).contains(&y),
+            "({x}, {y})"
+        );
+    }
+    // Some vertex strictly between two centres in x, and none on a cell edge (k + 0.5) in both.
+    assert!(vertices
+        .iter()
+        .any(|&(x, _)| (x - x.round()).abs() > 0.05 && (x - x.floor() - 0.5).abs() > 0.05));
+    assert!(vertices
+        .iter()
+        .all(|&(x, y)| (x - x.floor() - 0.5).abs() > 1e-6 || (y - y.floor() - 0.5).abs() > 1e-6));
+    // One straight line from edge to edge of the centres' hull: from (3.3, 0) to (0, 3.3).
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    let ends = [lines[0][0], *lines[0].last().unwrap()];
+    for want in [(3.3, 0.0), (0.0, 3.3)] {
+        assert!(
+            ends.iter()
+                .any(|e| (e.0 - want.0).abs() < 1e-9 && (e.1 - want.1).abs() < 1e-9),
+            "{ends:?}"
+        );
+    }
+
+    // Unevenly spaced centres: interpolated in axis units between neighbours.
+    let tx = [0.0, 1.0, 10.0];
+    let z = [0.0, 1.0, 2.0, 0.0, 1.0, 2.0];
+    let lines = contour_lines(&z, (&tx, &[0.0, 1.0]), 1.5).unwrap();
+    for &(x, _) in lines.iter().flatten() {
+        assert!((x - 5.5).abs() < 1e-9, "{x}");
+    }
+
+    // A missing cell stops the line: no vertex in a square with a missing corner.
+    let tx: Vec<f64> = (0..4).map(|i| i as f64).collect();
+    let mut z: Vec<f64> = (0..16).map(|k| (k % 4) as f64).collect();
+    z[2 * 4 + 1] = f64::NAN;
+    let lines = contour_lines(&z, (&tx, &tx), 1.5).unwrap();
+    for &(x, y) in lines.iter().flatten() {
+        assert!((x - 1.5).abs() < 1e-9, "{x}");
+        assert!(
+            !(1.0 < y && y < 3.0),
+            "vertex ({x}, {y}) beside the missing cell"
+        );
+    }
+    assert!(!lines.is_empty());
+
+    // Degenerate grids draw nothing and do not fail.
+    assert!(contour_lines(&[1.0, 2.0], (&[0.0, 1.0], &[0.0]), 1.5)
+        .unwrap()
+        .is_empty());
+    assert!(
+        contour_lines(&[f64::NAN; 4], (&[0.0, 1.0], &[0.0, 1.0]), 1.5)
+            .unwrap()
+            .is_empty()
+    );
+}
+
+#[test]
+fn panels_of_different_measures_have_their_own_scale_type() {
+    let panel = |title: &str, y: Vec<f64>, log_y: Option<bool>| Panel {
+        title: title.into(),
+        series: vec![Series {
+            name: "σ = 2".into(),
+            x: vec![1.0, 2.0, 3.0, 4.0],
+            y,
+            band: None,
+            style: LineStyle::Solid,
+        }],
+        hlines: vec![],
+        y_label: String::new(),
+        log_y,
+    };
+    let fig = |share_log: Option<bool>| LineFigure {
+        title: "CSN vs κ".into(),
+        x_label: "κ".into(),
+        y_label: "mean of 10 runs".into(),
+        log_x: false,
+        log_y: true,
+        panels: vec![
+            panel("worst absolute error", vec![0.002, 0.03, 0.5, 8.0], None),
+            panel(
+                "share of points outside",
+                vec![0.0, 0.25, 0.5, 0.75],
+                share_log,
+            ),
+        ],
+        columns: 2,
+        width: 420,
+        height: 320,
+    };
+    // On the figure's log scale the share's 0 has no place.
+    assert!(matches!(
+        render_lines(&fig(None)),
+        Err(PlotError::NonPositiveOnLog { .. })
+    ));
+    let svg = render_lines(&fig(Some(false))).unwrap();
+    // The linear panel's ticks are evenly spaced plain numbers from 0; the log panel's are
+    // powers of ten (as 0.01 … 1 or 10⁻² … 10⁰).
+    let ticks: Vec<&str> = svg
+        .split("</text>")
+        .filter_map(|t| t.rsplit('>').next())
+        .map(str::trim)
+        .collect();
+    for t in ["0.0", "0.2", "0.4", "0.6"] {
+        assert!(ticks.contains(&t), "no linear tick {t}: {ticks:?}");
+    }
+    assert!(
+        ticks.iter().any(|t| *t == "0.01" || t.contains("10")),
+        "no log tick: {ticks:?}"
+    );
+    // The same figure with every panel linear has no power-of-ten tick.
+    let mut all_linear = fig(Some(false));
+    all_linear.log_y = false;
+    let svg = render_lines(&all_linear).unwrap();
+    assert!(!svg.contains("10⁻") && !svg.contains(">\n0.01\n<"), "{svg}");
+}
+
+/// Widths come from DejaVu Sans's own advance widths (units per em 2048), not a guess.
+#[test]
+fn text_widths_are_the_fonts() {
+    // hmtx advances of DejaVu Sans 2.37: M 1767, i 569, 0 1303, space 651.
+    for (s, units) in [("M", 1767.0), ("i", 569.0), ("0", 1303.0), (" ", 651.0)] {
+        let w = text_width(s, 2048.0);
+        assert!((w - units).abs() < 1e-9, "{s:?}: {w}");
+    }
+    // Superscripts are drawn at 75%.
+    let plain = text_width("104", 20.0);
+    let sup = text_width("10^4", 20.0);
+    assert!((sup - (plain - text_width("4", 20.0) * 0.25)).abs() < 1e-9);
+    // A character the font lacks is measured, not zero.
+    assert!(text_width("\u{10FFFD}", 20.0) > 0.0);
+}
+
+/// One `<text>` element of an SVG.
+#[derive(Debug)]
+struct SvgText {
+    x: f64,
+    anchor: String,
+    px: f64,
+    /// Its content, tspans apart: (text, scale of the font size).
+    pieces: Vec<(String, f64)>,
+    rotated: bool,
+}
+
+fn svg_texts(svg: &str) -> Vec<SvgText> {
+    let attr = |tag: &str, name: &str| -> Option<String> {
+        let at = tag.find(&format!(" {name}=\""))? + name.len() + 3;
+        Some(tag[at..].split('"').next()?.to_string())
+    };
+    let unescape = |t: &str| {
+        t.replace("&lt;", "<")
+            .replace("&gt;", ">")
+            .replace("&quot;", "\"")
+            .replace("&#39;", "'")
+            .replace("&amp;", "&")
+    };
+    let mut out = Vec::new();
+    for part in svg.split("<text").skip(1) {
+        let (tag, rest) = part.split_once('>').unwrap();
+        let body = rest.split("</text>").next().unwrap();
+        let mut pieces = Vec::new();
+        let mut b = body;
+        while let Some(open) = b.find("<tspan") {
+            pieces.push((unescape(b[..open].trim_matches('\n')), 1.0));
+            let inner = &b[open..];
+            let text_start = inner.find('>').unwrap() + 1;
+            let end = inner.find("</tspan>").unwrap();
+            pieces.push((unescape(&inner[text_start..end]), 0.75));
+            b = &inner[end + "</tspan>".len()..];
+        }
+        pieces.push((unescape(b.trim_matches('\n')), 1.0));
+        out.push(SvgText {
+            x: attr(tag, "x").unwrap().parse().unwrap(),
+            anchor: attr(tag, "text-anchor").unwrap_or_else(|| "start".into()),
+            px: attr(tag, "font-size").unwrap().parse().unwrap(),
+            pieces,
+            rotated: tag.contains("rotate("),
+        });
+    }
+    out
+}
+
+/// A very long title on a narrow figure is shrunk and wrapped so that every line's measured
+/// width fits inside the figure; no horizontal text of the figure crosses its edges.
+#[test]
+fn a_very_long_title_fits_inside_the_figure() {
+    let mut fig = sample_lines();
+    fig.panels.truncate(1);
+    fig.width = 320;
+    fig.title = "Worst absolute error of the improved mechanism over every dataset of the thesis \
+                 (CRM, CSN, CTG, PKS, WDBC) against the kernel width σ with C = 10^4 candidate \
+                 points, R = 50 and e^(−cε/2) noise: ours beside the thesis's"
+        .into();
+    let svg = render_lines(&fig).unwrap();
+    let width: f64 = svg
+        .split("width=\"")
+        .nth(1)
+        .unwrap()
+        .split('"')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    let texts = svg_texts(&svg);
+    let title_lines: Vec<_> = texts
+        .iter()
+        .filter(|t| {
+            t.pieces
+                .iter()
+                .any(|(s, _)| s.contains("Worst") || s.contains("thesis"))
+        })
+        .collect();
+    assert!(title_lines.len() >= 2, "not wrapped: {title_lines:?}");
+    for SvgText {
+        x,
+        anchor,
+        px,
+        pieces,
+        rotated,
+    } in &texts
+    {
+        if *rotated {
+            continue;
+        }
+        let w: f64 = pieces.iter().map(|(s, k)| text_width(s, px * k)).sum();
+        let (lo, hi) = match anchor.as_str() {
+            "middle" => (x - w / 2.0, x + w / 2.0),
+            "end" => (x - w, *x),
+            _ => (*x, x + w),
+        };
+        assert!(
+            lo >= 0.0 && hi <= width,
+            "{pieces:?} at {x} ({anchor}, {px} px) spans {lo:.1}…{hi:.1} of 0…{width}"
+        );
+    }
+    // Wrapping keeps bracketed groups whole, so superscripts stay marked up.
+    assert!(svg.contains(r#"baseline-shift="super""#));
+    assert!(svg.contains(r#"font-family="DejaVu Sans, sans-serif""#));
+    // Titles that fit keep one line at full size.
+    let (lines, px) = fit_title("Short title", 600.0);
+    assert_eq!((lines.len(), px), (1, TITLE_PX));
+    // Degenerate widths do not loop or panic.
+    let (lines, _) = fit_title("a b c", 0.0);
+    assert!(!lines.is_empty());
+}
+
+/// Wrapping is linear in the title's length: a megabyte-long title (one word, or many) is laid
+/// out at once, every line within the width.
+#[test]
+fn huge_titles_wrap_quickly() {
+    for title in ["x".repeat(1 << 20), "ab ".repeat(1 << 18)] {
+        let (lines, px) = fit_title(&title, 500.0);
+        assert!(lines.len() > 100);
+        assert!(lines.iter().take(50).all(|l| text_width(l, px) <= 500.0));
     }
 }

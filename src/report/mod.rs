@@ -272,22 +272,19 @@ pub fn build(
             continue;
         }
         let out = results.display().to_string();
-        let run = format!(
-            "dplab run {} --out {}",
-            shell_word(&x.file.display().to_string()),
-            shell_word(&out)
-        );
+        let file = shell_word(&x.file.display().to_string());
+        let run = format!("dplab run {file} --out {}", shell_word(&out));
         let (status, message, command) = if x.missing_data.is_empty() {
             ("not run", "No results in this directory.".to_string(), run)
         } else {
             (
                 "data not available",
                 format!(
-                    "Skipped: dataset{} {} not on this machine.",
+                    "Skipped: dataset{} {} not on this machine (neither in the download cache nor in the mirror, verified).",
                     if x.missing_data.len() > 1 { "s" } else { "" },
                     x.missing_data.join(", ")
                 ),
-                format!("dplab data fetch {} && {run}", x.missing_data.join(" ")),
+                format!("dplab data fetch --pipelines {file} && {run}"),
             )
         };
         experiments.insert(

@@ -276,7 +276,9 @@ fn experiments_without_results_say_why_and_how_to_get_them() {
     let html = page(&w.path);
     assert!(html.contains("data not available"));
     assert!(
-        html.contains("dplab data fetch adult wdbc && dplab run pipelines/needs-data.yaml --out"),
+        html.contains(
+            "dplab data fetch --pipelines pipelines/needs-data.yaml && dplab run pipelines/needs-data.yaml --out"
+        ) && html.contains("adult, wdbc not on this machine"),
         "{html}"
     );
 }

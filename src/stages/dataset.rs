@@ -99,6 +99,22 @@ impl LoadDataset {
     }
 }
 
+/// What a `load.dataset` instance with these (resolved) parameters reads, for fetching its
+/// files before a run and for saying which experiments lack data; `None` when the parameters
+/// are not those of `load.dataset` (planning reports that).
+pub fn need(params: &serde_yaml_ng::Value) -> Option<data::need::Need> {
+    let p: LoadDataset = crate::yaml::deserialize(params.clone()).ok()?;
+    Some(data::need::Need {
+        tables: p
+            .tables()
+            .into_iter()
+            .map(|t| t.map(String::from))
+            .collect(),
+        optional: p.if_missing == IfMissing::Empty,
+        dataset: p.dataset,
+    })
+}
+
 impl Stage for LoadDataset {
     /// The registered checksum of every file of the dataset and how its tables are read.
     fn sources(&self) -> Vec<String> {

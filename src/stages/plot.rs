@@ -15,7 +15,7 @@ pub fn kinds() -> Vec<KindInfo> {
     vec![
         KindInfo {
             name: "plot.lines",
-            version: 5,
+            version: 7,
             random: false,
             summary: "Lines (optionally with confidence bands) of y against x, one series per value of `series` and/or per y column, one panel per value of `facet`; log axes; labelled reference lines.",
             params: &[
@@ -27,6 +27,7 @@ pub fn kinds() -> Vec<KindInfo> {
                 ParamDoc { name: "facet", ty: "string", default: Some("—"), meaning: "column whose values split the rows into panels" },
                 ParamDoc { name: "labels", ty: "map", default: Some("{}"), meaning: "display names for columns and series values" },
                 ParamDoc { name: "y_labels", ty: "map facet value → text", default: Some("{}"), meaning: "a y label per panel, for panels that show different measures (with units)" },
+                ParamDoc { name: "y_scales", ty: "map facet value → log|linear", default: Some("{} (log_y for every panel)"), meaning: "a y scale type per panel, for panels that show different measures (a share in [0, 1] linear beside errors on a log scale)" },
                 ParamDoc { name: "style", ty: "map series → solid|dashed|markers|line_markers", default: Some("{}"), meaning: "line style per series name (after `labels`)" },
                 ParamDoc { name: "hlines", ty: "list of {label, y}", default: Some("[]"), meaning: "horizontal reference lines" },
                 ParamDoc { name: "reference", ty: "{column, label}", default: Some("—"), meaning: "one dashed reference curve (e.g. a bound) from a column, drawn once per panel whatever the series" },
@@ -42,7 +43,7 @@ pub fn kinds() -> Vec<KindInfo> {
         },
         KindInfo {
             name: "plot.histogram",
-            version: 3,
+            version: 4,
             random: false,
             summary: "Histograms (as step outlines, so several series stay readable) of a numeric column, one per value of `series`, one panel per value of `facet`; counts or densities.",
             params: &[
@@ -62,7 +63,7 @@ pub fn kinds() -> Vec<KindInfo> {
         },
         KindInfo {
             name: "plot.heatmap",
-            version: 3,
+            version: 5,
             random: false,
             summary: "A heatmap of z over (x, y) with a colour bar shared by all panels; optional contour line z = level.",
             params: &[
@@ -70,7 +71,7 @@ pub fn kinds() -> Vec<KindInfo> {
                 ParamDoc { name: "y", ty: "string", default: None, meaning: "column on the y axis" },
                 ParamDoc { name: "z", ty: "string", default: None, meaning: "column shown as colour" },
                 ParamDoc { name: "facet", ty: "string", default: Some("—"), meaning: "column whose values split the rows into panels" },
-                ParamDoc { name: "contour", ty: "number", default: Some("—"), meaning: "draw the level set z = contour" },
+                ParamDoc { name: "contour", ty: "number", default: Some("—"), meaning: "draw the level set z = contour, interpolated between cell centres (marching squares; in log z when log_z)" },
                 ParamDoc { name: "title", ty: "string", default: None, meaning: "figure title" },
                 ParamDoc { name: "x_label", ty: "string", default: None, meaning: "x axis label" },
                 ParamDoc { name: "y_label", ty: "string", default: None, meaning: "y axis label" },
@@ -117,6 +118,13 @@ impl OneOrMany {
     }
 }
 
+#[derive(Deserialize, Clone, Copy, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+enum ScaleName {
+    Log,
+    Linear,
+}
+
 #[derive(Deserialize, Clone, Copy)]
 #[serde(rename_all = "snake_case")]
 enum StyleName {
@@ -158,6 +166,8 @@ struct Lines {
     #[serde(default)]
     y_labels: IndexMap<String, String>,
     #[serde(default)]
+    y_scales: IndexMap<String, ScaleName>,
+    #[serde(default)]
     style: IndexMap<String, StyleName>,
     #[serde(default)]
     hlines: Vec<HLine>,
@@ -183,14 +193,14 @@ impl Lines {
     #[allow(clippy::type_complexity)]
     fn drawable(
         &self,
-        name: &str,
+        (name, log_y): (&str, bool),
         x: Vec<f64>,
         mut y: Vec<f64>,
         mut band: Option<(Vec<f64>, Vec<f64>)>,
     ) -> (Vec<f64>, Vec<f64>, Option<(Vec<f64>, Vec<f64>)>) {
         let mut dropped = 0usize;
         for i in 0..x.len() {
-            if (self.log_x && x[i] <= 0.0) || (self.log_y && y[i] <= 0.0) {
+            if (self.log_x && x[i] <= 0.0) || (log_y && y[i] <= 0.0) {
                 dropped += 1;
                 y[i] = f64::NAN;
                 if let Some((lo, hi)) = band.as_mut() {
@@ -240,6 +250,12 @@ impl Stage for Lines {
                 "`y_labels` names panels by their `facet` value: give `facet` too (or use `y_label`)",
             ));
         }
+        if !self.y_scales.is_empty() && self.facet.is_none() {
+            return Err(ParamError::at(
+                "y_scales",
+                "`y_scales` names panels by their `facet` value: give `facet` too (or use `log_y`)",
+            ));
+        }
         Ok(())
     }
 
@@ -278,6 +294,10 @@ impl Stage for Lines {
                 (Some(f), Some(v)) => facet_title(f, self.labels.get(f), v, &label(v)),
                 _ => String::new(),
             };
+            let panel_log_y = fkey
+                .first()
+                .and_then(|v| self.y_scales.get(v))
+                .map_or(self.log_y, |s| *s == ScaleName::Log);
             let mut groups: IndexMap<String, Vec<usize>> = IndexMap::new();
             for &r in &frows {
                 groups.entry(series_names[r].clone()).or_default().push(r);
@@ -315,7 +335,7 @@ impl Stage for Lines {
                     };
                     let x: Vec<f64> = idx.iter().map(|&r| xs[r]).collect();
                     let y: Vec<f64> = idx.iter().map(|&r| yv[r]).collect();
-                    let (x, y, band) = self.drawable(&name, x, y, band);
+                    let (x, y, band) = self.drawable((&name, panel_log_y), x, y, band);
                     // A column that is empty for this series (e.g. no exact value) draws nothing.
                     if y.iter().all(|v| !v.is_finite()) {
                         continue;
@@ -339,7 +359,7 @@ impl Stage for Lines {
                 pts.sort_by(|a, b| a.0.total_cmp(&b.0));
                 pts.dedup_by(|a, b| a.0 == b.0);
                 let (x, y, _) = self.drawable(
-                    &reference.label,
+                    (&reference.label, panel_log_y),
                     pts.iter().map(|p| p.0).collect(),
                     pts.iter().map(|p| p.1).collect(),
                     None,
@@ -364,6 +384,7 @@ impl Stage for Lines {
                 series,
                 hlines: self.hlines.iter().map(|h| (h.label.clone(), h.y)).collect(),
                 y_label,
+                log_y: Some(panel_log_y),
             });
         }
         let fig = LineFigure {
@@ -615,6 +636,7 @@ impl Stage for Histogram {
                 series,
                 hlines: Vec::new(),
                 y_label: String::new(),
+                log_y: None,
             });
         }
         let fig = LineFigure {
@@ -669,7 +691,32 @@ fn facet_title(column: &str, column_label: Option<&String>, raw: &str, shown: &s
 
 #[cfg(test)]
 mod tests {
-    use super::facet_title;
+    use super::{facet_title, Lines};
+
+    /// `y_scales` is checked with the other parameters: the bad value and the valid ones named,
+    /// and only with `facet` (it names panels by their facet value).
+    #[test]
+    fn y_scales_are_checked() {
+        let build = |extra: &str| {
+            let v: serde_yaml_ng::Value = serde_yaml_ng::from_str(&format!(
+                "{{x: k, y: mean, title: t, x_label: x, y_label: y, log_y: true, {extra}}}"
+            ))
+            .unwrap();
+            crate::kind::build::<Lines>(&v).err()
+        };
+        assert!(build("facet: value, y_scales: {share: linear, error: log}").is_none());
+        let e = build("facet: value, y_scales: {share: logarithmic}").unwrap();
+        assert!(
+            e.message.contains("logarithmic")
+                && e.message.contains("`log`")
+                && e.message.contains("`linear`"),
+            "{}",
+            e.message
+        );
+        assert_eq!(e.path.join("."), "y_scales.share");
+        let e = build("y_scales: {share: linear}").unwrap();
+        assert!(e.message.contains("give `facet`"), "{}", e.message);
+    }
 
     #[test]
     fn panel_titles_show_no_bare_column_names() {
