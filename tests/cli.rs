@@ -399,19 +399,19 @@ fn a_failed_run_keeps_previous_results_and_names_the_instance() {
     let out = dir.path().join("r");
     run(&p, &out, &[]).success();
     let before = read(&out.join("tiny"), "summary.csv");
-    // Same pipeline, but the summary reads a column that does not exist, and the counts come
+    // Same pipeline, but the noise reads a column that does not exist, and the counts come
     // from a CSV file (so their columns are known only once read): fails at run time.
     fs::write(dir.path().join("counts.csv"), CSV).unwrap();
     let broken = write(
         dir.path(),
         "good.yaml",
         &GOOD
-            .replace("values: [noisy]", "values: [noisy_typo]")
+            .replace("column: utility,", "column: utility_typo,")
             .replace(INLINE, "with: {path: counts.csv}"),
     );
     run(&broken, &out, &[]).code(1).stderr(
-        predicate::str::contains("stage `summary` instance {eps=0.5} failed")
-            .and(predicate::str::contains("no column `noisy_typo`")),
+        predicate::str::contains("stage `noisy` instance {eps=0.5, rep=0} failed")
+            .and(predicate::str::contains("no column `utility_typo`")),
     );
     assert_eq!(read(&out.join("tiny"), "summary.csv"), before);
     let leftovers: Vec<_> = fs::read_dir(&out)
@@ -431,7 +431,7 @@ fn one_failed_pipeline_does_not_stop_the_others() {
         "a_bad.yaml",
         &GOOD
             .replace("name: tiny", "name: broken")
-            .replace("values: [noisy]", "values: [nope]")
+            .replace("column: utility,", "column: nope,")
             .replace(INLINE, "with: {path: counts.csv}"),
     );
     fs::write(dir.path().join("counts.csv"), CSV).unwrap();
@@ -733,7 +733,14 @@ profiles:
         "candidate,utility\na,1\nb,5\nc,2\n",
     )
     .unwrap();
-    let csv = write(dir.path(), "csv.yaml", &pipeline("{path: t.csv}"));
+    // Without the figure: the summary's columns are known from its parameters whatever its
+    // input, so the figure's would still be checked before the run.
+    let with_csv = pipeline("{path: t.csv}");
+    let csv = write(
+        dir.path(),
+        "csv.yaml",
+        &with_csv[..with_csv.find("  figure:").unwrap()],
+    );
     let run = |cmd: &str, p: &Path, extra: &[&str], code: i32| {
         let mut c = dplab();
         c.arg(cmd);
