@@ -134,7 +134,26 @@ struct Table {
     total_rows: usize,
     /// The table in the paper's own layout (the stage's Markdown), when it has one.
     paper_layout: String,
+    /// A `report.verdict` table as the thesis prints it: one row per dataset and error, one
+    /// column per σ, the thesis's value above ours in each cell.
+    thesis: Option<Pivot>,
     problem: String,
+}
+
+#[derive(Serialize)]
+struct Pivot {
+    /// What "ours" is in each cell (the headline private run's column).
+    ours: String,
+    headers: Vec<String>,
+    rows: Vec<Vec<PivotCell>>,
+}
+
+#[derive(Serialize, Clone)]
+struct PivotCell {
+    paper: String,
+    ours: String,
+    verdict: String,
+    class: &'static str,
 }
 
 #[derive(Serialize, Clone)]
@@ -517,6 +536,7 @@ fn table(
         rows: vec![],
         total_rows: 0,
         paper_layout: String::new(),
+        thesis: None,
         problem: String::new(),
     };
     let frame = outputs
@@ -562,6 +582,9 @@ fn table(
             t.paper_layout = markdown::to_html(md.split_once('\n').map_or("", |x| x.1));
         }
     }
+    if st.kind == "report.verdict" {
+        t.thesis = thesis_layout(&frame);
+    }
     let view = match &layout {
         Some(l) => {
             t.title = l.title.clone();
@@ -588,6 +611,120 @@ fn table(
     t.rows = view.rows.into_iter().take(MAX_SHOWN_ROWS).collect();
     let counts = count(exp, &t.title, &frame, layout.as_ref(), found);
     Some((t, counts))
+}
+
+/// A `report.verdict` frame (source, value, sigma, paper, ours, ours_lo, ours_hi, …, verdict)
+/// pivoted to the thesis's layout: datasets and errors down, σ across, the thesis's value and
+/// ours (the headline run: the first run column after `paper`) in each cell, coloured by the
+/// verdict. Cells shown side by side (times) are left out, as the thesis's error tables do.
+/// `None` when the frame lacks those columns.
+fn thesis_layout(frame: &Csv) -> Option<Pivot> {
+    let [src, val, sig, paper, verdict] =
+        ["source", "value", "sigma", "paper", "verdict"].map(|c| frame.col(c));
+    let (src, val, sig, paper, verdict) = (src?, val?, sig?, paper?, verdict?);
+    let ours = paper + 1;
+    let name = frame.names.get(ours)?.clone();
+    let (lo, hi) = (
+        frame.col(&format!("{name}_lo"))?,
+        frame.col(&format!("{name}_hi"))?,
+    );
+    let num = |r: &Vec<String>, i: usize| r.get(i).and_then(|s| s.trim().parse::<f64>().ok());
+    let mut sigmas: Vec<f64> = Vec::new();
+    let mut keys: Vec<(String, String)> = Vec::new();
+    // A value shown side by side anywhere (a time) is left out everywhere, also where its
+    // σ was not run.
+    let beside: Vec<&String> = frame
+        .rows
+        .iter()
+        .filter(|r| r.get(verdict).is_some_and(|v| v.trim() == "side by side"))
+        .filter_map(|r| r.get(val))
+        .collect();
+    let rows: Vec<&Vec<String>> = frame
+        .rows
+        .iter()
+        .filter(|r| r.get(val).is_some_and(|v| !beside.contains(&v)))
+        .collect();
+    for r in &rows {
+        let s = num(r, sig)?;
+        if !sigmas.contains(&s) {
+            sigmas.push(s);
+        }
+        let k = (r.get(src)?.clone(), r.get(val)?.clone());
+        if !keys.contains(&k) {
+            keys.push(k);
+        }
+    }
+    if keys.is_empty() {
+        return None;
+    }
+    sigmas.sort_by(f64::total_cmp);
+    let fmt = |x: Option<f64>| {
+        crate::stages::report::format_column(&[x.filter(|v| v.is_finite())], 3).remove(0)
+    };
+    let mut headers = vec!["dataset".to_string(), "error".to_string()];
+    headers.extend(sigmas.iter().map(|s| format!("σ = {s}")));
+    let body = keys
+        .iter()
+        .map(|(k_src, k_val)| {
+            let mut cells = vec![
+                PivotCell {
+                    paper: k_src.clone(),
+                    ours: String::new(),
+                    verdict: String::new(),
+                    class: "text",
+                },
+                PivotCell {
+                    paper: k_val.replace('_', " "),
+                    ours: String::new(),
+                    verdict: String::new(),
+                    class: "text",
+                },
+            ];
+            for s in &sigmas {
+                let r = rows.iter().find(|r| {
+                    r.get(src) == Some(k_src)
+                        && r.get(val) == Some(k_val)
+                        && num(r, sig) == Some(*s)
+                });
+                cells.push(match r {
+                    None => PivotCell {
+                        paper: "—".into(),
+                        ours: String::new(),
+                        verdict: String::new(),
+                        class: "v-none",
+                    },
+                    Some(r) => {
+                        let word = r.get(verdict).map_or("", |v| v.trim()).to_string();
+                        let mean = num(r, ours).filter(|v| v.is_finite());
+                        let ours_text = match (mean, num(r, lo), num(r, hi)) {
+                            (None, ..) => "—".to_string(),
+                            (Some(m), Some(l), Some(h)) if l.is_finite() && h.is_finite() => {
+                                // One number format for the mean and its interval.
+                                let t = crate::stages::report::format_column(
+                                    &[Some(m), Some(l), Some(h)],
+                                    3,
+                                );
+                                format!("{} [{}, {}]", t[0], t[1], t[2])
+                            }
+                            (m, ..) => fmt(m),
+                        };
+                        PivotCell {
+                            paper: shortest(num(r, paper)),
+                            ours: ours_text,
+                            class: verdict_class(&word),
+                            verdict: word,
+                        }
+                    }
+                });
+            }
+            cells
+        })
+        .collect();
+    Some(Pivot {
+        ours: name,
+        headers,
+        rows: body,
+    })
 }
 
 struct View {

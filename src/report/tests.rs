@@ -76,7 +76,8 @@ const VERDICT: &str =
 CRM,max_abs_error,2.0,0.002,0.0011,0.0001,0.0022,within,inside the interval\n\
 CRM,max_abs_error,4.0,0.01,NaN,NaN,NaN,not run,σ not in this run's axes\n\
 CSN,max_rel_error,2.0,0.5,0.1,0.09,0.11,unexplained,\n\
-CSN,synthesis_seconds,2.0,2.5,0.1,0.09,0.11,side by side,\n";
+CSN,synthesis_seconds,2.0,2.5,0.1,0.09,0.11,side by side,\n\
+CSN,synthesis_seconds,4.0,2.5,NaN,NaN,NaN,not run,σ not in this run's axes\n";
 
 fn good(root: &Path) {
     results_dir(
@@ -293,4 +294,49 @@ fn verdict_words_are_counted_as_the_page_says() {
     assert_eq!(judge_word("differs"), Some(Judged::Differs));
     assert_eq!(judge_word("not run"), Some(Judged::NotJudged));
     assert_eq!(judge_word(""), None);
+}
+
+/// A `report.verdict` table is also shown as the thesis lays it out: one row per dataset and
+/// error, one column per σ, the thesis's value above ours (mean [95% CI]) coloured by verdict;
+/// times (side by side) are left out.
+#[test]
+fn verdict_tables_are_shown_in_the_thesis_layout() {
+    let dir = tempfile::tempdir().unwrap();
+    good(dir.path());
+    let w = write(dir.path(), &[]).unwrap();
+    let html = page(&w.path);
+    let at = html
+        .find(r#"<table class="thesis""#)
+        .expect("no thesis layout");
+    let table = &html[at..at + html[at..].find("</table>").unwrap()];
+    let headers: Vec<&str> = table
+        .split("<th>")
+        .skip(1)
+        .map(|h| h.split("</th>").next().unwrap())
+        .collect();
+    assert_eq!(headers, ["dataset", "error", "σ = 2", "σ = 4"]);
+    let rows: Vec<&str> = table.split("<tr>").skip(2).collect();
+    assert_eq!(rows.len(), 2, "{table}");
+    assert!(rows[0].contains(r#"<th scope="row">CRM</th>"#) && rows[0].contains("max abs error"));
+    assert!(
+        rows[0].contains(r#"<td class="v-within" title="within"><span class="thesis-value">0.002</span><br><span class="ours-value">1.10e-3 [1.00e-4, 2.20e-3]</span>"#),
+        "{}",
+        rows[0]
+    );
+    // σ = 4 was not run: the thesis's value, ours a dash, not coloured as a verdict.
+    assert!(
+        rows[0].contains(
+            r#"<span class="thesis-value">0.01</span><br><span class="ours-value">—</span>"#
+        ),
+        "{}",
+        rows[0]
+    );
+    assert!(rows[1].contains("max rel error") && rows[1].contains(r#"class="v-differ""#));
+    assert!(
+        !table.contains("synthesis"),
+        "times are not in the error table"
+    );
+    // A frame without the verdict columns gets no such table (and no panic).
+    let frame = read::Csv::parse(b"a,b\n1,2\n").unwrap();
+    assert!(thesis_layout(&frame).is_none());
 }
