@@ -141,37 +141,66 @@ impl Plan {
     /// the profile, or a `--set` argument) with the nearest column that exists.
     pub fn column_error(&self, si: usize, inst: &Instance, e: &MissingColumn) -> String {
         let stage = &self.stages[si];
-        let hint = suggest(&e.name, e.available.iter().map(String::as_str))
-            .map(|s| format!("; did you mean `{s}`?"))
-            .unwrap_or_default();
-        let what = format!(
-            "no column `{}` in its input (columns: {}){hint}",
-            e.name,
-            e.available.join(", ")
-        );
+        let available: Vec<&str> = e.available.iter().map(String::as_str).collect();
+        let what = no_column(&e.name, &available);
         let mut at = Vec::new();
         find_string(&stage.params(inst), &e.name, &mut Vec::new(), &mut at);
         let Some(path) = at.first() else {
             return what;
         };
-        let top = path.split('.').next().unwrap_or_default();
-        if let Some((_, arg)) = stage.from_set.iter().rev().find(|(k, _)| k == top) {
-            return format!("--set {}: `{path}`: {what}", brief_to(arg, 200));
-        }
-        let in_file = match &self.profile {
-            Some(p) if stage.from_profile.iter().any(|k| k == top) => {
-                format!("profiles.{p}.with.{}.{path}", stage.name)
+        let set = stage.from_set.iter().map(|(k, a)| (k.as_str(), a.as_str()));
+        match given_at(
+            &stage.name,
+            path,
+            self.profile.as_deref(),
+            &stage.from_profile,
+            set,
+        ) {
+            Err(arg) => format!("--set {}: `{path}`: {what}", brief_to(arg, 200)),
+            Ok(in_file) => {
+                let pos = self.locs.value(&in_file);
+                format!(
+                    "{}:{}:{}: `{path}`: {what}",
+                    self.file.display(),
+                    pos.line,
+                    pos.col
+                )
             }
-            _ => format!("stages.{}.with.{path}", stage.name),
-        };
-        let pos = self.locs.value(&in_file);
-        format!(
-            "{}:{}:{}: `{path}`: {what}",
-            self.file.display(),
-            pos.line,
-            pos.col
-        )
+        }
     }
+}
+
+/// `no column `c` in its input (columns: …)`, with the nearest that exists.
+fn no_column(col: &str, available: &[&str]) -> String {
+    let hint = suggest(col, available.iter().copied())
+        .map(|s| format!("; did you mean `{s}`?"))
+        .unwrap_or_default();
+    format!(
+        "no column `{col}` in its input (columns: {}){hint}",
+        available.join(", ")
+    )
+}
+
+/// Where the parameter at `path` in stage `stage`'s `with:` was given: its dotted path in the
+/// file (under the profile's `with:` when the profile set its key), or `Err` with the `--set`
+/// argument that set it (the last one, which won).
+fn given_at<'s>(
+    stage: &str,
+    path: &str,
+    profile: Option<&str>,
+    from_profile: &[String],
+    mut from_set: impl DoubleEndedIterator<Item = (&'s str, &'s str)>,
+) -> Result<String, &'s str> {
+    let top = path.split('.').next().unwrap_or_default();
+    if let Some((_, arg)) = from_set.rfind(|(k, _)| *k == top) {
+        return Err(arg);
+    }
+    Ok(match profile {
+        Some(p) if from_profile.iter().any(|k| k == top) => {
+            format!("profiles.{p}.with.{stage}.{path}")
+        }
+        _ => format!("stages.{stage}.with.{path}"),
+    })
 }
 
 /// The paths (`x`, `values.1`) of the strings equal to `needle` in `v`.
@@ -1315,32 +1344,31 @@ impl<'a> Planner<'a> {
                 all.push(c);
             }
         }
-        let hint = suggest(col, all.iter().copied())
-            .map(|s| format!("; did you mean `{s}`?"))
-            .unwrap_or_default();
         let message = format!(
-            "stage `{name}` ({}): `{path}`: no column `{col}` in its input (columns: {}){hint}",
+            "stage `{name}` ({}): `{path}`: {}",
             kind.name,
-            all.join(", ")
+            no_column(col, &all)
         );
-        let top = path.split('.').next().unwrap_or_default();
-        if let Some((_, arg)) = composed.from_set.iter().rev().find(|(k, _)| k == top) {
-            return SpecError {
+        let set = composed.from_set.iter().map(|(k, a)| (k.as_str(), *a));
+        match given_at(
+            name,
+            path,
+            self.ov.profile.as_deref(),
+            &composed.from_profile,
+            set,
+        ) {
+            Err(arg) => SpecError {
                 file: self.spec.path.clone(),
                 pos: None,
                 message: format!("--set {}: {message}", brief_to(arg, 200)),
                 hint: None,
-            };
-        }
-        let at = match &self.ov.profile {
-            Some(p) if composed.from_profile.iter().any(|k| k == top) => {
-                format!("profiles.{p}.with.{name}.{path}")
+            },
+            Ok(at) => {
+                let mut e = self.spec.err(&at, message);
+                e.pos = Some(self.spec.locs.value(&at));
+                e
             }
-            _ => format!("stages.{name}.with.{path}"),
-        };
-        let mut e = self.spec.err(&at, message);
-        e.pos = Some(self.spec.locs.value(&at));
-        e
+        }
     }
 
     /// A parameter that does not pass its kind's checks, located.
