@@ -229,7 +229,7 @@ pub trait Stage: DeserializeOwned + Send + Sync + 'static {
     /// The columns it outputs, in order (without the axis columns the engine adds), given its
     /// inputs' columns where they are known; `None` when they are known only from the data (a
     /// CSV file) or from an input whose columns are unknown. The engine checks every output
-    /// against it, so a wrong declaration fails the first run.
+    /// against it (when planning knew the columns), so a wrong declaration fails the first run.
     fn columns_out(&self, inputs: &[Option<Vec<String>>]) -> Option<Vec<String>> {
         let _ = inputs;
         None

@@ -476,14 +476,16 @@ fn fetch_for_pipelines_from_the_mirror_and_bad_input() {
     let mirror = env.dir.path().join("mirror");
     fs::write(mirror.join("t/t.csv"), GOOD).unwrap();
     let p = pipeline(env.dir.path(), "{dataset: t}");
-    let out = env
-        .cmd()
-        .args(["data", "fetch", "--mirror"])
-        .arg(&mirror)
-        .arg("--pipelines")
-        .arg(&p)
-        .output()
-        .unwrap();
+    let fetch = || {
+        env.cmd()
+            .args(["data", "fetch", "--mirror"])
+            .arg(&mirror)
+            .arg("--pipelines")
+            .arg(&p)
+            .output()
+            .unwrap()
+    };
+    let out = fetch();
     let o = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{o}{}", stderr(&out));
     assert!(o.contains("ok        t/t.csv (in the mirror"), "{o}");
@@ -491,14 +493,7 @@ fn fetch_for_pipelines_from_the_mirror_and_bad_input() {
     assert!(!env.cache_file().exists());
     // A wrong copy in the mirror is not used; the download is tried, and fails here.
     fs::write(mirror.join("t/t.csv"), b"a,b\n9,x\n2,?\n3,y\n").unwrap();
-    let out = env
-        .cmd()
-        .args(["data", "fetch", "--mirror"])
-        .arg(&mirror)
-        .arg("--pipelines")
-        .arg(&p)
-        .output()
-        .unwrap();
+    let out = fetch();
     assert_eq!(out.status.code(), Some(1));
     assert!(
         stderr(&out).contains("MISSING   t/t.csv"),

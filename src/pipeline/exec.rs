@@ -1012,29 +1012,20 @@ impl<'a> Run<'a> {
             stage: &stage.name,
             label: &inst.label(),
         };
-        let runner = stage.build(inst)?;
-        let out = runner.run(&mut ctx)?;
-        // What a kind declares it outputs is what planning checked later stages against: a
-        // declaration the output does not bear out is a bug in the kind, caught at its first run.
-        let names = |df: &DataFrame| -> Vec<String> {
-            df.get_column_names()
-                .iter()
-                .map(|c| c.to_string())
-                .collect()
-        };
-        let input_cols: Vec<Option<Vec<String>>> =
-            inputs.iter().map(|df| Some(names(df))).collect();
-        if let Some(declared) = runner.columns_out(&input_cols) {
-            let produced = names(&out.frame);
+        let out = stage.build(inst)?.run(&mut ctx)?;
+        let frame = with_axis_columns(out.frame, &inst.key)?;
+        // Planning checked later stages against the columns the kind declares: an output that
+        // does not bear them out is a bug in the kind, caught at its first run.
+        if let Some(cols) = &stage.columns {
+            let produced = frame.get_column_names();
             anyhow::ensure!(
-                declared == produced,
+                produced.iter().map(|c| c.as_str()).eq(cols.iter().map(String::as_str)),
                 "kind `{}` declares the output columns [{}] but produced [{}] (a bug in the kind: please report it)",
                 stage.kind.name,
-                declared.join(", "),
-                produced.join(", ")
+                cols.join(", "),
+                produced.iter().map(|c| c.as_str()).collect::<Vec<_>>().join(", ")
             );
         }
-        let frame = with_axis_columns(out.frame, &inst.key)?;
         Ok(InstanceResult {
             frame,
             artifacts: out.artifacts,

@@ -471,6 +471,18 @@ struct ComposedWith<'s> {
     from_set: Vec<(String, &'s str)>,
 }
 
+/// What every parameter set of a stage is built and located from: the same for all its
+/// instances.
+#[derive(Clone, Copy)]
+struct StageParams<'c> {
+    name: &'c str,
+    kind: &'static KindInfo,
+    composed: &'c ComposedWith<'c>,
+    /// The `$axis` references of its `with:`, and the axes they name (its own axes).
+    refs: &'c [(String, String)],
+    own: &'c BTreeSet<String>,
+}
+
 /// The axes a stage varies over and how it gathers.
 #[derive(Debug, PartialEq)]
 struct Shape {
@@ -791,8 +803,14 @@ impl<'a> Planner<'a> {
         let shape = self.shape(name, st, kind, env.profile, env.axes, &own, &ups)?;
         self.count(name, &shape, env.axes)?;
         let depth = ups.iter().map(|(u, _)| u.depth + 1).max().unwrap_or(0);
-        let (instances, columns) =
-            self.instances(name, kind, env, &composed, &refs, &own, &shape, &ups)?;
+        let sp = StageParams {
+            name,
+            kind,
+            composed: &composed,
+            refs: &refs,
+            own: &own,
+        };
+        let (instances, columns) = self.instances(&sp, env, &shape, &ups)?;
         let stage = PlannedStage {
             name: name.to_string(),
             kind,
@@ -1091,18 +1109,16 @@ impl<'a> Planner<'a> {
     /// The stage's instances: one per combination of its axes' values, each with the
     /// upstream instances it reads, its seed and its store key. Every distinct parameter set
     /// is built (checked) here once.
-    #[allow(clippy::too_many_arguments)]
     fn instances(
         &mut self,
-        name: &str,
-        kind: &'static KindInfo,
+        sp: &StageParams,
         env: &StageEnv<'a, '_>,
-        composed: &ComposedWith,
-        refs: &[(String, String)],
-        own: &BTreeSet<String>,
         shape: &Shape,
         ups: &[(&PlannedStage, Option<u64>)],
     ) -> Option<(Vec<Instance>, Option<Vec<String>>)> {
+        let StageParams {
+            name, kind, own, ..
+        } = *sp;
         // The inputs' columns where known: what the parameters name is checked against them
         // when all are, and the kind's output columns may follow from them.
         let input_cols: Vec<Option<Vec<String>>> =
@@ -1170,16 +1186,7 @@ impl<'a> Planner<'a> {
             let set: &Built = match built.get(&own_key).filter(|_| shared) {
                 Some(b) => b,
                 None => {
-                    let b = self.build(
-                        name,
-                        kind,
-                        composed,
-                        refs,
-                        own,
-                        &key,
-                        &input_cols,
-                        &mut file_hash,
-                    )?;
+                    let b = self.build(sp, &key, &input_cols, &mut file_hash)?;
                     if declared.as_ref().is_none_or(|d| *d == b.columns) {
                         declared = Some(b.columns.clone());
                     } else {
@@ -1249,18 +1256,19 @@ impl<'a> Planner<'a> {
     /// Builds (checks) the parameters of the instance at `key`, reads and hashes the files
     /// they name; an error is located at the parameter (or the profile's line, or the
     /// `--set` argument), with the axis its value came from.
-    #[allow(clippy::too_many_arguments)]
     fn build(
         &mut self,
-        name: &str,
-        kind: &KindInfo,
-        composed: &ComposedWith,
-        refs: &[(String, String)],
-        own: &BTreeSet<String>,
+        sp: &StageParams,
         key: &[(Arc<str>, AxisValue)],
         input_cols: &[Option<Vec<String>>],
         file_hash: &mut HashMap<PathBuf, String>,
     ) -> Option<Built> {
+        let StageParams {
+            name,
+            kind,
+            composed,
+            ..
+        } = *sp;
         let spec = self.spec;
         let ov = self.ov;
         let subst = substitute(&composed.with, key);
@@ -1268,7 +1276,7 @@ impl<'a> Planner<'a> {
         let r = match (kind.build)(&subst) {
             Ok(r) => r,
             Err(pe) => {
-                let e = self.param_error(name, kind, composed, refs, own, key, pe);
+                let e = self.param_error(sp, key, pe);
                 self.errors.push(e);
                 return None;
             }
@@ -1296,7 +1304,7 @@ impl<'a> Planner<'a> {
                 if inputs.iter().any(|cols| cols.contains(&col)) {
                     continue;
                 }
-                let e = self.column_error(name, kind, composed, &path, &col, inputs);
+                let e = self.column_error(sp, &path, &col, inputs);
                 self.errors.push(e);
                 failed = true;
             }
@@ -1331,13 +1339,17 @@ impl<'a> Planner<'a> {
     /// parameter (in the file, the profile, or the `--set` argument), with the nearest column.
     fn column_error(
         &self,
-        name: &str,
-        kind: &KindInfo,
-        composed: &ComposedWith,
+        sp: &StageParams,
         path: &str,
         col: &str,
         inputs: &[Vec<String>],
     ) -> SpecError {
+        let StageParams {
+            name,
+            kind,
+            composed,
+            ..
+        } = *sp;
         let mut all: Vec<&str> = Vec::new();
         for c in inputs.iter().flatten() {
             if !all.contains(&c.as_str()) {
@@ -1372,17 +1384,19 @@ impl<'a> Planner<'a> {
     }
 
     /// A parameter that does not pass its kind's checks, located.
-    #[allow(clippy::too_many_arguments)]
     fn param_error(
         &self,
-        name: &str,
-        kind: &KindInfo,
-        composed: &ComposedWith,
-        refs: &[(String, String)],
-        own: &BTreeSet<String>,
+        sp: &StageParams,
         key: &[(Arc<str>, AxisValue)],
         pe: ParamError,
     ) -> SpecError {
+        let StageParams {
+            name,
+            kind,
+            composed,
+            refs,
+            own,
+        } = *sp;
         let spec = self.spec;
         let sub = pe.path.join(".");
         // The key the error is about: its path, or the unknown key named.
