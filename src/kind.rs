@@ -9,10 +9,13 @@ use std::path::Path;
 use polars::prelude::DataFrame;
 use rand::SeedableRng;
 use rand_pcg::Pcg64Mcg;
+use schemars::generate::SchemaSettings;
+use schemars::{JsonSchema, Schema};
 use serde::de::DeserializeOwned;
 use serde_yaml_ng::Value;
 
-/// One parameter of a stage kind, as `dplab list` prints it.
+/// One parameter of a stage kind, as `dplab list` prints it (the older hand-written form;
+/// kinds move to [`Params::Typed`], whose lines are rendered from the JSON Schema).
 pub struct ParamDoc {
     pub name: &'static str,
     pub ty: &'static str,
@@ -319,6 +322,247 @@ pub fn distinct<T: std::fmt::Display>(name: &str, items: &[T]) -> Result<(), Par
     Ok(())
 }
 
+/// Where a kind's parameters are described.
+pub enum Params {
+    /// A hand-written table (being replaced by `Typed`).
+    Doc(&'static [ParamDoc]),
+    /// The JSON Schema of the kind's parameter type ([`params::<T>`]): its field doc comments,
+    /// serde defaults and range types are the one description of every parameter.
+    Typed(fn() -> Schema),
+}
+
+/// The JSON Schema of parameter type `T`, as a kind declares it in [`KindInfo::params`].
+/// Draft 7, every subschema inline: what editors' YAML support reads best, and what
+/// [`param_lines`] renders without resolving references.
+pub fn params<T: JsonSchema>() -> Schema {
+    SchemaSettings::draft07()
+        .with(|s| {
+            s.inline_subschemas = true;
+            s.meta_schema = None;
+        })
+        .for_deserialize()
+        .into_generator()
+        .into_root_schema_for::<T>()
+}
+
+/// One parameter as `dplab list` prints it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ParamLine {
+    pub name: String,
+    /// "number > 0", "exponential | report_noisy_max", "list of strings", …
+    pub ty: String,
+    /// "required", "default 1", or "optional" (no default: absent means what `meaning` says).
+    pub default: String,
+    pub meaning: String,
+}
+
+impl KindInfo {
+    /// The kind's parameters, in declaration order, as `dplab list` prints them.
+    pub fn param_lines(&self) -> Vec<ParamLine> {
+        match self.params {
+            Params::Doc(docs) => docs
+                .iter()
+                .map(|p| ParamLine {
+                    name: p.name.into(),
+                    ty: p.ty.into(),
+                    default: match p.default {
+                        None => "required".into(),
+                        Some(d) => format!("default {d}"),
+                    },
+                    meaning: p.meaning.into(),
+                })
+                .collect(),
+            Params::Typed(schema) => param_lines(&schema()),
+        }
+    }
+
+    /// The names of the kind's parameters (the keys of `with:`).
+    pub fn param_names(&self) -> Vec<String> {
+        self.param_lines().into_iter().map(|p| p.name).collect()
+    }
+
+    /// The JSON Schema of the kind's `with:` mapping (`None` while it has only a hand-written
+    /// table).
+    pub fn schema(&self) -> Option<Schema> {
+        match self.params {
+            Params::Doc(_) => None,
+            Params::Typed(schema) => Some(schema()),
+        }
+    }
+}
+
+/// The lines of `dplab list` for a parameter type's schema (an object schema).
+pub fn param_lines(schema: &Schema) -> Vec<ParamLine> {
+    let v = schema.as_value();
+    let required: Vec<&str> = v["required"]
+        .as_array()
+        .map(|a| a.iter().filter_map(|x| x.as_str()).collect())
+        .unwrap_or_default();
+    let Some(props) = v["properties"].as_object() else {
+        return Vec::new();
+    };
+    props
+        .iter()
+        .map(|(name, p)| ParamLine {
+            name: name.clone(),
+            ty: type_text(p),
+            default: if required.contains(&name.as_str()) {
+                "required".into()
+            } else {
+                match p.get("default") {
+                    Some(d) => format!("default {}", value_text(d)),
+                    None => "optional".into(),
+                }
+            },
+            meaning: meaning(p),
+        })
+        .collect()
+}
+
+/// A parameter's doc comment on one line, followed by those of its choices when it is one
+/// of several documented values (`exponential: Pr ∝ …; gumbel_max: …`).
+fn meaning(p: &serde_json::Value) -> String {
+    let one_line = |v: &serde_json::Value| {
+        v.as_str()
+            .unwrap_or_default()
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    let mut text = one_line(&p["description"]);
+    let choices = p["oneOf"].as_array().or(p["items"]["oneOf"].as_array());
+    let documented: Vec<String> = choices
+        .into_iter()
+        .flatten()
+        .filter_map(|c| {
+            let value = c.get("const").or_else(|| c["enum"].get(0))?;
+            let doc = one_line(&c["description"]);
+            (!doc.is_empty()).then(|| format!("{}: {doc}", value_text(value)))
+        })
+        .collect();
+    if !documented.is_empty() {
+        if !text.is_empty() {
+            text.push_str(" — ");
+        }
+        text.push_str(&documented.join("; "));
+    }
+    text
+}
+
+/// A JSON value as a person writes it in YAML: `1`, `[2, 3]`, `{}`, `candidate`.
+fn value_text(v: &serde_json::Value) -> String {
+    use serde_json::Value as J;
+    match v {
+        J::Null => "null".into(),
+        J::String(s) => s.clone(),
+        // 1 rather than 1.0: as the user would write it.
+        J::Number(n) => n.as_f64().map_or_else(|| n.to_string(), |x| x.to_string()),
+        J::Array(a) => format!(
+            "[{}]",
+            a.iter().map(value_text).collect::<Vec<_>>().join(", ")
+        ),
+        J::Object(m) => format!(
+            "{{{}}}",
+            m.iter()
+                .map(|(k, x)| format!("{k}: {}", value_text(x)))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        other => other.to_string(),
+    }
+}
+
+/// A short type text for a schema: its `title` when it has one (types whose schema is long,
+/// such as grids, name themselves), else read off `type`, `enum`, bounds, items.
+fn type_text(p: &serde_json::Value) -> String {
+    use serde_json::Value as J;
+    if let Some(t) = p["title"].as_str() {
+        return t.to_string();
+    }
+    if let Some(e) = p["enum"].as_array() {
+        return e
+            .iter()
+            .filter(|x| !x.is_null())
+            .map(value_text)
+            .collect::<Vec<_>>()
+            .join(" | ");
+    }
+    if let Some(c) = p.get("const") {
+        return value_text(c);
+    }
+    for key in ["anyOf", "oneOf"] {
+        if let Some(alts) = p[key].as_array() {
+            let texts: Vec<String> = alts
+                .iter()
+                .filter(|a| a["type"] != "null")
+                .map(type_text)
+                .collect();
+            return texts.join(" | ");
+        }
+    }
+    let types: Vec<&str> = match &p["type"] {
+        J::String(t) => vec![t.as_str()],
+        J::Array(a) => a.iter().filter_map(|x| x.as_str()).collect(),
+        _ => Vec::new(),
+    };
+    let types: Vec<&str> = types.into_iter().filter(|t| *t != "null").collect();
+    let bound = |key: &str| p.get(key).map(value_text);
+    let range = match (
+        bound("minimum"),
+        bound("exclusiveMinimum"),
+        bound("maximum"),
+        bound("exclusiveMaximum"),
+    ) {
+        (None, None, None, None) => String::new(),
+        (Some(a), None, None, None) => format!(" ≥ {a}"),
+        (None, Some(a), None, None) => format!(" > {a}"),
+        (None, None, Some(b), None) => format!(" ≤ {b}"),
+        (None, None, None, Some(b)) => format!(" < {b}"),
+        (lo, xlo, hi, xhi) => {
+            let (l, a) = match (lo, xlo) {
+                (Some(a), _) => ('[', a),
+                (None, Some(a)) => ('(', a),
+                (None, None) => ('(', "−∞".into()),
+            };
+            let (r, b) = match (hi, xhi) {
+                (Some(b), _) => (']', b),
+                (None, Some(b)) => (')', b),
+                (None, None) => (')', "∞".into()),
+            };
+            format!(" in {l}{a}, {b}{r}")
+        }
+    };
+    match types.as_slice() {
+        ["number"] => format!("number{range}"),
+        ["integer"] => format!("integer{range}"),
+        ["string"] => "string".into(),
+        ["boolean"] => "bool".into(),
+        ["array"] => {
+            let item = type_text(&p["items"]);
+            let item = match item.as_str() {
+                "string" => "strings".to_string(),
+                "number" => "numbers".to_string(),
+                "integer" => "integers".to_string(),
+                other => other.to_string(),
+            };
+            format!("list of {item}")
+        }
+        ["object"] => match p.get("additionalProperties") {
+            Some(a) if a.is_object() => format!("map → {}", type_text(a)),
+            _ if p.get("properties").is_some() => {
+                let keys: Vec<&str> = p["properties"]
+                    .as_object()
+                    .map(|m| m.keys().map(String::as_str).collect())
+                    .unwrap_or_default();
+                format!("{{{}}}", keys.join(", "))
+            }
+            _ => "mapping".into(),
+        },
+        [] => "any value".into(),
+        many => many.join(" | "),
+    }
+}
+
 /// A registered stage kind.
 pub struct KindInfo {
     pub name: &'static str,
@@ -337,7 +581,7 @@ pub struct KindInfo {
     /// which its golden frames show.
     pub random: bool,
     pub summary: &'static str,
-    pub params: &'static [ParamDoc],
+    pub params: Params,
     pub gather: Gather,
     pub build: fn(&Value) -> Result<Box<dyn StageRun>, ParamError>,
 }

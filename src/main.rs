@@ -1014,15 +1014,12 @@ fn list(kind: Option<&str>) -> ExitCode {
         if k.gather == stages::Gather::All {
             out!("    (gathers every axis of its inputs into one instance unless `over:` says otherwise)");
         }
-        for p in k.params {
-            let d = match p.default {
-                None => "required".to_string(),
-                Some(d) => format!("default {d}"),
-            };
+        for p in k.param_lines() {
             out!(
-                "    {:<16} {} ({d})\n    {:<16} {}",
+                "    {:<16} {} ({})\n    {:<16} {}",
                 p.name,
                 p.ty,
+                p.default,
                 "",
                 p.meaning
             );

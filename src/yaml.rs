@@ -11,6 +11,16 @@ pub struct DeError {
     pub message: String,
 }
 
+/// Marks a deserialisation error of a value outside its type's range (see [`out_of_range`]):
+/// [`deserialize`] puts the key in front, as `epsilon = -1 is invalid: must be > 0`.
+const OUT_OF_RANGE: &str = "\u{1}out of range\u{1}";
+
+/// The error message of a type whose values have a range (ε > 0, a level in (0, 1)), for
+/// `serde::de::Error::custom`: `value` and the range it must be in (`must` is e.g. "> 0").
+pub fn out_of_range(value: impl std::fmt::Display, must: &str) -> String {
+    format!("{OUT_OF_RANGE}{value} is invalid: must be {must}")
+}
+
 /// Deserialises `value` into `T`. A float with an exact integer value (`1e6`, `20000.0`)
 /// is accepted where `T` expects an integer: people write counts in scientific notation.
 /// Only the values serde rejected as "floating point, expected an integer" are rewritten,
@@ -35,6 +45,18 @@ pub fn deserialize<T: DeserializeOwned>(mut value: Value) -> Result<T, DeError> 
                     && integer_at(&mut value, &path)
                 {
                     continue;
+                }
+                // A value outside its type's range says `key = value is invalid: must be …`.
+                if let Some(rest) = message.strip_prefix(OUT_OF_RANGE) {
+                    let key = match path.as_slice() {
+                        [.., key, i] if i.parse::<usize>().is_ok() => format!("{key}.{i}"),
+                        [.., key] => key.clone(),
+                        [] => "the value".into(),
+                    };
+                    return Err(DeError {
+                        message: format!("{key} = {rest}"),
+                        path,
+                    });
                 }
                 let mut message = humanise_serde(&message);
                 // Say which key a type error is about (the position shows where).

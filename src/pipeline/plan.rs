@@ -1451,7 +1451,11 @@ impl<'a> Planner<'a> {
                 "the value comes from axis `{axis}` (line {}, column {})",
                 apos.line, apos.col
             ));
-        } else if kind.params.iter().any(|p| pe.message.contains(p.name)) {
+        } else if kind
+            .param_names()
+            .iter()
+            .any(|p| pe.message.contains(p.as_str()))
+        {
             e.hint = Some(format!(
                 "`dplab list {}` describes its parameters",
                 kind.name
@@ -1496,8 +1500,9 @@ fn parse_set(
             ));
         }
         if let Some(kind) = registry.iter().find(|k| k.name == st.kind) {
-            if !kind.params.iter().any(|p| p.name == path[0]) {
-                let names: Vec<&str> = kind.params.iter().map(|p| p.name).collect();
+            let names = kind.param_names();
+            if !names.contains(&path[0]) {
+                let names: Vec<&str> = names.iter().map(String::as_str).collect();
                 let hint = match suggest(&path[0], names.iter().copied()) {
                     Some(s) => format!("; did you mean `{stage}.{s}`?"),
                     None => String::new(),
@@ -2066,9 +2071,10 @@ mod tests {
     // ---- The phases of planning, one by one, with two kinds of the tests' own (the engine
     // knows no real kind). ----
 
-    #[derive(serde::Deserialize)]
+    #[derive(serde::Deserialize, schemars::JsonSchema)]
     #[serde(deny_unknown_fields)]
     struct Num {
+        /// a number
         #[serde(default)]
         x: f64,
     }
@@ -2086,20 +2092,13 @@ mod tests {
         }
     }
 
-    const X: &[crate::kind::ParamDoc] = &[crate::kind::ParamDoc {
-        name: "x",
-        ty: "number ≥ 0",
-        default: Some("0"),
-        meaning: "a number",
-    }];
-
     static KINDS: &[KindInfo] = &[
         KindInfo {
             name: "t.each",
             version: 1,
             random: true,
             summary: "one instance per axis value",
-            params: X,
+            params: crate::kind::Params::Typed(crate::kind::params::<Num>),
             gather: Gather::Nothing,
             build: crate::kind::build::<Num>,
         },
@@ -2108,7 +2107,7 @@ mod tests {
             version: 1,
             random: false,
             summary: "gathers every axis",
-            params: X,
+            params: crate::kind::Params::Typed(crate::kind::params::<Num>),
             gather: Gather::All,
             build: crate::kind::build::<Num>,
         },

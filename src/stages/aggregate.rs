@@ -7,7 +7,7 @@ use serde::Deserialize;
 use super::frame::{f64_col, group_rows, FrameBuilder};
 use super::{
     build, check_size_run, product, Ctx, Gather, KindInfo, Limit, Output, ParamDoc, ParamError,
-    Stage,
+    Params, Stage,
 };
 use crate::mech::stats::{quantile_sorted, summarise};
 
@@ -18,11 +18,11 @@ pub fn kinds() -> Vec<KindInfo> {
             version: 1,
             random: false,
             summary: "How much smaller `ours` is than `baseline` over the rows (e.g. leakage or distortion of two mechanisms): mean of (b − o)/b per row, and (Σb − Σo)/Σb. One row, with n.",
-            params: &[
+            params: Params::Doc(&[
                 ParamDoc { name: "ours", ty: "string", default: None, meaning: "column of the improved mechanism" },
                 ParamDoc { name: "baseline", ty: "string", default: None, meaning: "column of the baseline" },
                 ParamDoc { name: "label", ty: "string", default: Some("—"), meaning: "text for a `claim` column (to join with a paper's table)" },
-            ],
+            ]),
             gather: Gather::All,
             build: build::<Improvement>,
         },
@@ -31,12 +31,12 @@ pub fn kinds() -> Vec<KindInfo> {
         version: 1,
         random: false,
         summary: "Per group and value column: n, mean, std, standard error, confidence interval of the mean (Student t), min, max and quantiles. One row per (group, value), long format.",
-        params: &[
+        params: Params::Doc(&[
             ParamDoc { name: "values", ty: "list of strings", default: None, meaning: "numeric columns to summarise" },
             ParamDoc { name: "by", ty: "list of strings", default: Some("[]"), meaning: "columns that define the groups (besides the instance's own axes)" },
             ParamDoc { name: "level", ty: "number in (0, 1)", default: Some("0.95"), meaning: "confidence level" },
             ParamDoc { name: "quantiles", ty: "list of numbers in [0, 1]", default: Some("[]"), meaning: "quantiles to report, as columns q<100·q>" },
-        ],
+        ]),
         gather: Gather::Nothing,
         build: build::<Summary>,
     },
@@ -209,7 +209,7 @@ pub fn fit_kinds() -> Vec<KindInfo> {
         version: 1,
         random: false,
         summary: "Least-squares slope of log y on log x per group (a convergence rate), with a t-interval, beside a predicted slope. `output: slopes` gives one row per group; `lines` gives every input row with the fitted and the predicted line (anchored at the fit's centre) for plotting.",
-        params: &[
+        params: Params::Doc(&[
             ParamDoc { name: "x", ty: "string", default: None, meaning: "column of x (> 0)" },
             ParamDoc { name: "y", ty: "string", default: None, meaning: "column of y (> 0)" },
             ParamDoc { name: "by", ty: "list of strings", default: Some("[]"), meaning: "columns that define the groups" },
@@ -217,7 +217,7 @@ pub fn fit_kinds() -> Vec<KindInfo> {
             ParamDoc { name: "output", ty: "slopes | lines", default: Some("slopes"), meaning: "one row per group, or per input row" },
             ParamDoc { name: "level", ty: "number in (0, 1)", default: Some("0.95"), meaning: "confidence level of the slope interval" },
             ParamDoc { name: "keep", ty: "list of strings", default: Some("[]"), meaning: "with `output: lines`, numeric input columns carried to each row (e.g. ci_lo, ci_hi, for bands around the measured points)" },
-        ],
+        ]),
         gather: Gather::All,
         build: build::<LogLogFit>,
     }]

@@ -9,7 +9,7 @@ use serde::Deserialize;
 use super::frame::{column, f64_col, str_col, FrameBuilder};
 use super::{
     build, check_size_at, check_size_run, product, Ctx, Gather, KindInfo, Limit, Output, ParamDoc,
-    ParamError, Stage,
+    ParamError, Params, Stage,
 };
 use crate::mech::rate_distortion::{self as rd, Channel, Distortion};
 
@@ -20,12 +20,12 @@ pub fn kinds() -> Vec<KindInfo> {
             version: 1,
             random: false,
             summary: "The channel minimising I(X; X̂) + λ·E[d] by Blahut–Arimoto exactly as Wu et al. 2020 Algorithm 1 (uniform start, stop when the MI changes by less than T). One row: mi (bits), distortion, epsilon (nats, Algorithm 3), iterations.",
-            params: &[
+            params: Params::Doc(&[
                 ParamDoc { name: "lambda", ty: "number > 0", default: None, meaning: "the Lagrange multiplier λ" },
                 ParamDoc { name: "threshold", ty: "number > 0", default: Some("1e-8"), meaning: "convergence threshold T on the change of MI (bits)" },
                 ParamDoc { name: "distortion", ty: "hamming | matrix", default: Some("hamming"), meaning: "d(x, x̂): Hamming, or an m × m list of rows" },
                 ParamDoc { name: "z_size", ty: "integer ≥ 1", default: Some("1, or the number of joint labels of a second input"), meaning: "size of the auxiliary alphabet Z of Problem 2; the channel's output is (x̂, z)" },
-            ],
+            ]),
             gather: Gather::Nothing,
             build: build::<RateDistortion>,
         },
@@ -34,11 +34,11 @@ pub fn kinds() -> Vec<KindInfo> {
             version: 1,
             random: false,
             summary: "The symmetric channel (k-ary randomized response: q(x|x) = 1 − D, D/(m−1) elsewhere) at a given distortion, ε or MI; with a second input, at each row's value of `column`. Adds sym_distortion, sym_mi (bits), sym_epsilon (nats).",
-            params: &[
+            params: Params::Doc(&[
                 ParamDoc { name: "at", ty: "distortion | epsilon | mi", default: None, meaning: "which quantity fixes the channel" },
                 ParamDoc { name: "value", ty: "number", default: Some("—"), meaning: "its value (one row)" },
                 ParamDoc { name: "column", ty: "string", default: Some("—"), meaning: "or: a column of the second input, one channel per row (the row's other columns are kept)" },
-            ],
+            ]),
             gather: Gather::Nothing,
             build: build::<Symmetric>,
         },

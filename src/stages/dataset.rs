@@ -10,7 +10,7 @@ use polars::prelude::*;
 use serde::Deserialize;
 
 use super::frame::{column, FrameBuilder};
-use super::{build, Artifact, Ctx, Gather, KindInfo, Output, ParamDoc, ParamError, Stage};
+use super::{build, Artifact, Ctx, Gather, KindInfo, Output, ParamDoc, ParamError, Params, Stage};
 use crate::data::{self, DataError, Registry};
 
 pub fn kinds() -> Vec<KindInfo> {
@@ -20,13 +20,13 @@ pub fn kinds() -> Vec<KindInfo> {
             version: 1,
             random: false,
             summary: "A registered public dataset (see `dplab data list`), checked against its sha256, read into typed columns; missing markers become nulls.",
-            params: &[
+            params: Params::Doc(&[
                 ParamDoc { name: "dataset", ty: "string", default: None, meaning: "registered name, e.g. adult, census-kdd, movielens-100k" },
                 ParamDoc { name: "table", ty: "string or list", default: Some("the only table"), meaning: "which table of the dataset (adult: train, test); a list stacks the tables' rows" },
                 ParamDoc { name: "where", ty: "list of conditions", default: Some("[]"), meaning: "rows to keep, all must hold: `item_id == 785`, `occupation is not missing`, `age >= 18`, `sex in [Male, Female]`; quote column names with spaces in backticks" },
                 ParamDoc { name: "columns", ty: "list of strings", default: Some("all"), meaning: "columns to keep, in order" },
                 ParamDoc { name: "if_missing", ty: "error | empty", default: Some("error"), meaning: "when the files are in neither cache nor mirror: fail, or give an empty frame (reported as `no data` downstream)" },
-            ],
+            ]),
             gather: Gather::Nothing,
             build: build::<LoadDataset>,
         },
@@ -35,14 +35,14 @@ pub fn kinds() -> Vec<KindInfo> {
             version: 1,
             random: false,
             summary: "Keeps numeric columns (or `columns`), drops named columns, sparse columns, rows with missing values and constant columns, then min–max scales each column to `range`. Writes <stage>.md saying what was dropped and why.",
-            params: &[
+            params: Params::Doc(&[
                 ParamDoc { name: "columns", ty: "list of strings", default: Some("every numeric column"), meaning: "the columns to consider (must be numeric)" },
                 ParamDoc { name: "drop", ty: "list of strings", default: Some("[]"), meaning: "id and target columns to drop by name" },
                 ParamDoc { name: "drop_sparse", ty: "number in (0, 1]", default: Some("—"), meaning: "drop a column when more than this fraction of its values is missing (before rows are dropped)" },
                 ParamDoc { name: "drop_constant", ty: "bool", default: Some("true"), meaning: "drop columns with a single value (they cannot be scaled)" },
                 ParamDoc { name: "range", ty: "[lo, hi]", default: Some("[-1, 1]"), meaning: "target box of the min–max scaling" },
                 ParamDoc { name: "scale", ty: "bool", default: Some("true"), meaning: "false keeps the original values (cleaning only)" },
-            ],
+            ]),
             gather: Gather::Nothing,
             build: build::<Normalise>,
         },
@@ -51,9 +51,9 @@ pub fn kinds() -> Vec<KindInfo> {
             version: 1,
             random: false,
             summary: "One row per input: its number of rows n and columns d, and the column names; an input with no columns is reported as `no data`.",
-            params: &[
+            params: Params::Doc(&[
                 ParamDoc { name: "source", ty: "map stage → label", default: Some("stage names"), meaning: "the label of each input in the `source` column" },
-            ],
+            ]),
             gather: Gather::Nothing,
             build: build::<Shape>,
         },

@@ -9,12 +9,16 @@ use rand_distr::{Binomial, Distribution};
 use serde::Deserialize;
 
 use super::frame::{f64_col, str_col, FrameBuilder};
-use super::select::{candidate, one, range_error, utility, Method, Selector};
+use super::mechanism::select::{candidate, range_error, utility, Method, Selector};
 use super::{
     build, check_level, check_size_at, check_size_run, product, Ctx, Gather, KindInfo, Limit,
-    Output, ParamDoc, ParamError, Stage,
+    Output, ParamDoc, ParamError, Params, Stage,
 };
 use crate::mech::stats::{quantile_sorted, total_variation, wilson};
+
+fn one() -> f64 {
+    1.0
+}
 
 pub fn kinds() -> Vec<KindInfo> {
     vec![
@@ -23,7 +27,7 @@ pub fn kinds() -> Vec<KindInfo> {
             version: 1,
             random: true,
             summary: "Expected utility and Pr[not optimal] of a `mechanism.select` output: exact, and Monte-Carlo with confidence intervals.",
-            params: &[ParamDoc { name: "level", ty: "number in (0, 1)", default: Some("0.95"), meaning: "confidence level of the intervals" }],
+            params: Params::Doc(&[ParamDoc { name: "level", ty: "number in (0, 1)", default: Some("0.95"), meaning: "confidence level of the intervals" }]),
             gather: Gather::Nothing,
             build: build::<Selection>,
         },
@@ -32,14 +36,14 @@ pub fn kinds() -> Vec<KindInfo> {
             version: 1,
             random: true,
             summary: "Pr[u(output) ≤ c] of a `mechanism.select` output against the bound (|R|/|R_OPT|)·exp(ε(c − OPT)/2Δu) of Thm 3.11 (|R_OPT| = 1: Corollary 3.12), at c = OPT − (2Δu/ε)(ln(|R|/|R_OPT|) + t) for each t, or at given thresholds c.",
-            params: &[
+            params: Params::Doc(&[
                 ParamDoc { name: "epsilon", ty: "number > 0", default: None, meaning: "the ε the selection ran with" },
                 ParamDoc { name: "sensitivity", ty: "number > 0", default: Some("1"), meaning: "the Δu the selection ran with" },
                 ParamDoc { name: "t", ty: "grid", default: Some("—"), meaning: "values of t (a list or a grid such as {from: 0, to: 5, step: 0.5})" },
                 ParamDoc { name: "threshold", ty: "list of numbers", default: Some("—"), meaning: "utility thresholds c, instead of `t`" },
                 ParamDoc { name: "bound", ty: "theorem | corollary | none", default: Some("theorem"), meaning: "use |R_OPT| (Thm 3.11) or 1 (Cor. 3.12); none: mechanisms the theorem does not cover (t and the bound are then reported for reference only)" },
                 ParamDoc { name: "level", ty: "number in (0, 1)", default: Some("0.95"), meaning: "confidence level (Wilson intervals)" },
-            ],
+            ]),
             gather: Gather::Nothing,
             build: build::<Tail>,
         },
@@ -48,7 +52,7 @@ pub fn kinds() -> Vec<KindInfo> {
             version: 1,
             random: true,
             summary: "Total-variation distance between the output distributions of two `mechanism.select` stages on the same candidates: exact; the first's Monte-Carlo frequencies against the second's exact distribution, with a 95% basic-bootstrap interval (clamped at 0); and the mean and 95% quantile of that statistic when the two distributions are equal (simulated), since a Monte-Carlo TV is biased upwards.",
-            params: &[ParamDoc { name: "null_replicates", ty: "integer ≥ 10", default: Some("400"), meaning: "multinomial samples for the null distribution and for the bootstrap" }],
+            params: Params::Doc(&[ParamDoc { name: "null_replicates", ty: "integer ≥ 10", default: Some("400"), meaning: "multinomial samples for the null distribution and for the bootstrap" }]),
             gather: Gather::Nothing,
             build: build::<Tv>,
         },
@@ -57,7 +61,7 @@ pub fn kinds() -> Vec<KindInfo> {
             version: 1,
             random: true,
             summary: "The largest |ln Pr[M(x) = r] − ln Pr[M(y) = r]| over neighbouring utility vectors y of the input utilities x (|u(x,r) − u(y,r)| ≤ Δu): every worst-case neighbour (one candidate up by Δu, the rest down, and the reverse) and random ones.",
-            params: &[
+            params: Params::Doc(&[
                 ParamDoc { name: "method", ty: "as in mechanism.select", default: None, meaning: "the selection mechanism" },
                 ParamDoc { name: "epsilon", ty: "number > 0", default: None, meaning: "privacy parameter ε" },
                 ParamDoc { name: "sensitivity", ty: "number > 0", default: Some("1"), meaning: "Δu" },
@@ -65,7 +69,7 @@ pub fn kinds() -> Vec<KindInfo> {
                 ParamDoc { name: "candidate", ty: "string", default: Some("candidate"), meaning: "column naming the candidates" },
                 ParamDoc { name: "utility", ty: "string", default: Some("utility"), meaning: "column of utilities" },
                 ParamDoc { name: "random_pairs", ty: "integer ≥ 0", default: Some("1000"), meaning: "random neighbours checked beside the worst-case ones" },
-            ],
+            ]),
             gather: Gather::Nothing,
             build: build::<PrivacyLoss>,
         },

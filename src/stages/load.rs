@@ -10,7 +10,7 @@ use serde_yaml_ng::Value;
 use super::frame::{read_csv, FrameBuilder};
 use super::{
     build, check_grid_param, check_size_at, check_size_run, grid_param, product, Ctx, Gather,
-    KindInfo, Limit, Output, ParamDoc, ParamError, Stage,
+    KindInfo, Limit, Output, ParamDoc, ParamError, Params, Stage,
 };
 use crate::axis::AxisValue;
 
@@ -21,10 +21,10 @@ pub fn kinds() -> Vec<KindInfo> {
             version: 1,
             random: false,
             summary: "A table written inline (`columns`) or read from a CSV file (`path`).",
-            params: &[
+            params: Params::Doc(&[
                 ParamDoc { name: "columns", ty: "map of column → list", default: Some("—"), meaning: "inline columns of equal length; numbers or strings (a `$axis` may stand for a value)" },
                 ParamDoc { name: "path", ty: "path", default: Some("—"), meaning: "a CSV file with a header row, relative to the pipeline file; give `columns` or `path`" },
-            ],
+            ]),
             gather: Gather::Nothing,
             build: build::<LoadTable>,
         },
@@ -33,10 +33,10 @@ pub fn kinds() -> Vec<KindInfo> {
             version: 1,
             random: false,
             summary: "One column holding a grid fixed in advance (e.g. the candidate prices of an auction).",
-            params: &[
+            params: Params::Doc(&[
                 ParamDoc { name: "column", ty: "string", default: None, meaning: "name of the column" },
                 ParamDoc { name: "values", ty: "grid", default: None, meaning: "a list, {from, to, step}, {linspace: {from, to, num}} or {logspace: {from, to, num}}" },
-            ],
+            ]),
             gather: Gather::Nothing,
             build: build::<LoadGrid>,
         },
@@ -45,7 +45,7 @@ pub fn kinds() -> Vec<KindInfo> {
             version: 1,
             random: false,
             summary: "A discrete distribution p(x): printed (checked to be non-negative and to sum to 1), or counted from a column of its input (and jointly with a second column).",
-            params: &[
+            params: Params::Doc(&[
                 ParamDoc { name: "probabilities", ty: "list of numbers", default: Some("—"), meaning: "p(x) in the order of `labels` (a printed distribution); or give `column`" },
                 ParamDoc { name: "labels", ty: "list of strings", default: Some("0, 1, …"), meaning: "the values x" },
                 ParamDoc { name: "tolerance", ty: "number", default: Some("1e-3"), meaning: "how far the sum may be from 1 (printed tables are rounded); the frame holds the normalised p(x) and the given numbers as `printed`" },
@@ -53,7 +53,7 @@ pub fn kinds() -> Vec<KindInfo> {
                 ParamDoc { name: "categories", ty: "list of strings", default: Some("sorted values"), meaning: "the order of x; a value outside it is an error, a category never seen gets p = 0" },
                 ParamDoc { name: "joint", ty: "string", default: Some("—"), meaning: "a second column z: the output is the joint p(x, z) in long form (label, joint_label, count, probability)" },
                 ParamDoc { name: "joint_categories", ty: "list of strings", default: Some("sorted values"), meaning: "the order of z" },
-            ],
+            ]),
             gather: Gather::Nothing,
             build: build::<LoadDistribution>,
         },

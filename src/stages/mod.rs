@@ -12,11 +12,12 @@ pub mod dataset;
 pub mod evaluate;
 pub mod frame;
 pub mod load;
+pub mod mechanism;
 pub mod near_optimal;
 pub mod noise;
+pub mod param;
 pub mod plot;
 pub mod report;
-pub mod select;
 pub mod smooth;
 pub mod transform;
 pub mod trigonometric;
@@ -24,8 +25,8 @@ pub mod trigonometric;
 use serde_yaml_ng::Value;
 
 pub use crate::kind::{
-    build, distinct, rng_from_seed, substream, Artifact, Ctx, FileSource, Gather, KindInfo, Output,
-    ParamDoc, ParamError, Stage, StageRun, Unavailable,
+    build, distinct, params, rng_from_seed, substream, Artifact, Ctx, FileSource, Gather, KindInfo,
+    Output, ParamDoc, ParamError, Params, Stage, StageRun, Unavailable,
 };
 
 /// A confidence level in (0, 1).
@@ -145,7 +146,7 @@ pub fn registry() -> &'static [KindInfo] {
         kinds.extend(load::kinds());
         kinds.extend(dataset::kinds());
         kinds.extend(noise::kinds());
-        kinds.extend(select::kinds());
+        kinds.push(mechanism::select::KIND);
         kinds.extend(channel::kinds());
         kinds.extend(near_optimal::kinds());
         kinds.extend(trigonometric::kinds());

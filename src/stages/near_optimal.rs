@@ -14,10 +14,10 @@ use serde::Deserialize;
 use serde_yaml_ng::Value;
 
 use super::frame::{f64_col, str_col, FrameBuilder};
-use super::select::range_error;
+use super::mechanism::select::range_error;
 use super::{
     build, check_size_at, check_size_run, product, Ctx, Gather, KindInfo, Limit, Output, ParamDoc,
-    ParamError, Stage,
+    ParamError, Params, Stage,
 };
 use crate::mech::interval::{Decimal, Int, Touching};
 use crate::mech::laplace::Laplace;
@@ -55,12 +55,12 @@ pub fn kinds() -> Vec<KindInfo> {
             version: 1,
             random: true,
             summary: "Algorithm 1 of Wu–He–Xia 2017 over a grid of δ and ε for one neighbour set V: per (δ, ε) the steps n to convergence, E|X| (closed form with the geometric tail), the staircase and Laplace E|X|, rate = E|X|(e^ε − 1)/(Δf e^(ε/2)) and the tail's probability. The sets I_i are built once and shared by every δ.",
-            params: &[
+            params: Params::Doc(&[
                 SET_DOC,
                 ParamDoc { name: "delta", ty: "grid of numbers ≥ 0", default: None, meaning: "δ, the half-width of R_0 (a list or {from, to, step}, {linspace}, {logspace}); at most 18 decimals" },
                 ParamDoc { name: "epsilon", ty: "grid of numbers > 0", default: None, meaning: "privacy parameters ε" },
                 STEPS_DOC,
-            ],
+            ]),
             gather: Gather::Nothing,
             build: build::<Rate>,
         },
@@ -69,11 +69,11 @@ pub fn kinds() -> Vec<KindInfo> {
             version: 1,
             random: true,
             summary: "Steps to convergence (Definition 2) of the sets R_i for one V over a grid of δ, with touching intervals merged (closed sets) and kept separate, beside the step predicted by the widest-gap formula; a_n, the largest number of intervals in one R_i (the paper's N) and their total.",
-            params: &[
+            params: Params::Doc(&[
                 SET_DOC,
                 ParamDoc { name: "delta", ty: "grid of numbers ≥ 0", default: None, meaning: "δ values (δ = 0 gives the minimal sequence I_i itself)" },
                 STEPS_DOC,
-            ],
+            ]),
             gather: Gather::Nothing,
             build: build::<Convergence>,
         },
@@ -82,13 +82,13 @@ pub fn kinds() -> Vec<KindInfo> {
             version: 1,
             random: true,
             summary: "The noise densities of the Laplace mechanism (b = Δf/ε), the optimal staircase mechanism and Algorithm 1 for one (V, δ, ε) on [−range, range]; step densities are given at their breakpoints (left and right values), so lines draw them exactly. Columns: mechanism, panel (the mechanism and its E|X|), r, density, level (Algorithm 1; −1 otherwise).",
-            params: &[
+            params: Params::Doc(&[
                 SET_DOC,
                 ParamDoc { name: "delta", ty: "number ≥ 0", default: None, meaning: "δ" },
                 ParamDoc { name: "epsilon", ty: "number > 0", default: None, meaning: "ε" },
                 ParamDoc { name: "range", ty: "number > 0", default: Some("a_n + 4Δf"), meaning: "half-width of the plotted interval" },
                 ParamDoc { name: "points", ty: "integer ≥ 2", default: Some("1001"), meaning: "grid points for the (smooth) Laplace density" },
-            ],
+            ]),
             gather: Gather::Nothing,
             build: build::<Density>,
         },
@@ -97,13 +97,13 @@ pub fn kinds() -> Vec<KindInfo> {
             version: 1,
             random: true,
             summary: "Algorithm 2's Monte-Carlo E|X| with a normal confidence interval against Algorithm 1's closed form, for both readings of its geometric variable (trials to the first success, j ≥ 1; failures before it, j ≥ 0).",
-            params: &[
+            params: Params::Doc(&[
                 SET_DOC,
                 ParamDoc { name: "delta", ty: "number ≥ 0", default: None, meaning: "δ" },
                 ParamDoc { name: "epsilon", ty: "number > 0", default: None, meaning: "ε" },
                 ParamDoc { name: "samples", ty: "integer ≥ 1000", default: Some("200000"), meaning: "draws per geometric convention" },
                 ParamDoc { name: "level", ty: "number in (0, 1)", default: Some("0.99"), meaning: "confidence level of the interval" },
-            ],
+            ]),
             gather: Gather::Nothing,
             build: build::<SampleMean>,
         },
@@ -112,14 +112,14 @@ pub fn kinds() -> Vec<KindInfo> {
             version: 1,
             random: true,
             summary: "Measured privacy loss of Algorithm 1 for one (V, δ, ε), in exact arithmetic: the largest |level(r) − level(r − v)| over outputs r (random, and every boundary of the R_i with its neighbours) and shifts v ∈ ±V (its endpoints and random points), i.e. max |ln p(r)/p(r − v)|/ε; and ∫p through the partition of [0, a_n + Δf] by the R_i (checked for gaps and overlaps).",
-            params: &[
+            params: Params::Doc(&[
                 SET_DOC,
                 ParamDoc { name: "delta", ty: "number ≥ 0", default: None, meaning: "δ" },
                 ParamDoc { name: "epsilon", ty: "number > 0", default: None, meaning: "ε" },
                 ParamDoc { name: "random_points", ty: "integer ≥ 0", default: Some("100000"), meaning: "random outputs r in ±(a_n + 3Δf)" },
                 ParamDoc { name: "random_shifts", ty: "integer ≥ 0", default: Some("16"), meaning: "random shifts v ∈ ±V beside its endpoints" },
                 ParamDoc { name: "boundary_points", ty: "integer ≥ 0", default: Some("200000"), meaning: "at most this many interval endpoints of the R_i (a random subset if there are more), each checked with its neighbours ±1 unit" },
-            ],
+            ]),
             gather: Gather::Nothing,
             build: build::<Privacy>,
         },
@@ -128,7 +128,7 @@ pub fn kinds() -> Vec<KindInfo> {
             version: 1,
             random: true,
             summary: "From a `near_optimal.rate` frame gathered over V: per set and ε, the δ of the grid with the smallest rate (the paper's δ* of problem (9), on the grid), that rate, and the share of the δ grid where rate < 1.",
-            params: &[],
+            params: Params::Doc(&[]),
             gather: Gather::All,
             build: build::<BestDelta>,
         },
@@ -137,12 +137,12 @@ pub fn kinds() -> Vec<KindInfo> {
             version: 1,
             random: true,
             summary: "Whether rate moves with μ(V) or Δf as the paper concludes, measured on a `near_optimal.rate` frame gathered over V: sets sharing the other quantity are ordered by the varied one, and the ordering of their rates is checked at every (δ, ε) and, per ε, for the best δ of each set.",
-            params: &[
+            params: Params::Doc(&[
                 ParamDoc { name: "vary", ty: "measure | sensitivity", default: None, meaning: "the quantity that orders the sets (the other one is held fixed)" },
                 ParamDoc { name: "expect", ty: "increasing | decreasing", default: None, meaning: "how rate should move as the varied quantity grows" },
                 ParamDoc { name: "statement", ty: "string", default: None, meaning: "the claim being checked, in words" },
                 ParamDoc { name: "tolerance", ty: "number ≥ 0", default: Some("1e-9"), meaning: "relative difference below which two rates count as equal" },
-            ],
+            ]),
             gather: Gather::All,
             build: build::<Trend>,
         },

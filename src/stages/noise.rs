@@ -8,7 +8,7 @@ use serde::Deserialize;
 use super::frame::{f64_col, FrameBuilder};
 use super::{
     build, check_size_at, check_size_run, product, Ctx, Gather, KindInfo, Limit, Output, ParamDoc,
-    ParamError, Stage,
+    ParamError, Params, Stage,
 };
 use crate::mech::gaussian::Gaussian;
 use crate::mech::geometric::Geometric;
@@ -28,7 +28,7 @@ pub fn kinds() -> Vec<KindInfo> {
             version: 1,
             random: true,
             summary: "Adds Laplace, Gaussian or geometric noise to a numeric column, `samples` times per row.",
-            params: &[
+            params: Params::Doc(&[
                 ParamDoc { name: "column", ty: "string", default: None, meaning: "the numeric column f(x) to perturb" },
                 ParamDoc { name: "noise", ty: "laplace | gaussian | geometric", default: None, meaning: "Laplace: ε-DP, scale Δ/ε; Gaussian: (ε, δ)-DP, σ = Δ·sqrt(2 ln(1.25/δ))/ε, ε < 1; geometric: ε-DP on integers, α = e^(−ε/Δ)" },
                 ParamDoc { name: "epsilon", ty: "number > 0", default: None, meaning: "privacy parameter ε" },
@@ -36,7 +36,7 @@ pub fn kinds() -> Vec<KindInfo> {
                 ParamDoc { name: "sensitivity", ty: "number > 0", default: Some("1"), meaning: "Δ: ℓ1 sensitivity (ℓ2 for Gaussian) of the column's query" },
                 ParamDoc { name: "samples", ty: "integer ≥ 1", default: Some("1"), meaning: "independent noisy releases per input row (output has `sample` and `noisy` columns)" },
                 ParamDoc { name: "output", ty: "string", default: Some("noisy"), meaning: "name of the noisy column" },
-            ],
+            ]),
             gather: Gather::Nothing,
             build: build::<AddNoise>,
         },
@@ -45,11 +45,11 @@ pub fn kinds() -> Vec<KindInfo> {
             version: 1,
             random: false,
             summary: "Revenue of posting each price to a set of bidders: price × #{bids ≥ price} (Dwork & Roth Example 3.5).",
-            params: &[
+            params: Params::Doc(&[
                 ParamDoc { name: "price", ty: "string", default: Some("price"), meaning: "column of prices in the first input" },
                 ParamDoc { name: "bid", ty: "string", default: Some("bid"), meaning: "column of bids in the second input" },
                 ParamDoc { name: "output", ty: "string", default: Some("revenue"), meaning: "name of the revenue column" },
-            ],
+            ]),
             gather: Gather::Nothing,
             build: build::<Revenue>,
         },
@@ -58,7 +58,7 @@ pub fn kinds() -> Vec<KindInfo> {
             version: 1,
             random: false,
             summary: "The row with the largest value of a column (ties: the first), e.g. the optimal price.",
-            params: &[ParamDoc { name: "column", ty: "string", default: None, meaning: "the column to maximise" }],
+            params: Params::Doc(&[ParamDoc { name: "column", ty: "string", default: None, meaning: "the column to maximise" }]),
             gather: Gather::Nothing,
             build: build::<Argmax>,
         },

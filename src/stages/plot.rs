@@ -7,7 +7,7 @@ use serde::Deserialize;
 use super::frame::{f64_col_or_nan as f64_col, group_rows, str_col};
 use super::{
     build, check_size_at, check_size_run, product, Artifact, Ctx, Gather, KindInfo, Limit, Output,
-    ParamDoc, ParamError, Stage,
+    ParamDoc, ParamError, Params, Stage,
 };
 use crate::plot::{self, HeatPanel, HeatmapFigure, LineFigure, LineStyle, Panel, Series};
 
@@ -18,7 +18,7 @@ pub fn kinds() -> Vec<KindInfo> {
             version: 7,
             random: false,
             summary: "Lines (optionally with confidence bands) of y against x, one series per value of `series` and/or per y column, one panel per value of `facet`; log axes; labelled reference lines.",
-            params: &[
+            params: Params::Doc(&[
                 ParamDoc { name: "x", ty: "string", default: None, meaning: "column on the x axis" },
                 ParamDoc { name: "y", ty: "string or list", default: None, meaning: "column(s) on the y axis; each is a series" },
                 ParamDoc { name: "lo", ty: "string or list", default: Some("—"), meaning: "lower band column(s), parallel to `y` (use \"\" for none)" },
@@ -37,7 +37,7 @@ pub fn kinds() -> Vec<KindInfo> {
                 ParamDoc { name: "log_x", ty: "bool", default: Some("false"), meaning: "logarithmic x axis" },
                 ParamDoc { name: "log_y", ty: "bool", default: Some("false"), meaning: "logarithmic y axis" },
                 ParamDoc { name: "columns", ty: "integer", default: Some("0 (automatic)"), meaning: "panels per row" },
-            ],
+            ]),
             gather: Gather::All,
             build: build::<Lines>,
         },
@@ -46,7 +46,7 @@ pub fn kinds() -> Vec<KindInfo> {
             version: 4,
             random: false,
             summary: "Histograms (as step outlines, so several series stay readable) of a numeric column, one per value of `series`, one panel per value of `facet`; counts or densities.",
-            params: &[
+            params: Params::Doc(&[
                 ParamDoc { name: "column", ty: "string", default: None, meaning: "the numeric column to bin" },
                 ParamDoc { name: "bins", ty: "integer ≥ 1", default: Some("50"), meaning: "number of equal-width bins" },
                 ParamDoc { name: "range", ty: "[low, high]", default: Some("data range"), meaning: "binned interval; values outside are not counted" },
@@ -57,7 +57,7 @@ pub fn kinds() -> Vec<KindInfo> {
                 ParamDoc { name: "x_label", ty: "string", default: None, meaning: "x axis label, with units" },
                 ParamDoc { name: "log_y", ty: "bool", default: Some("false"), meaning: "logarithmic y axis" },
                 ParamDoc { name: "columns", ty: "integer", default: Some("0 (automatic)"), meaning: "panels per row" },
-            ],
+            ]),
             gather: Gather::All,
             build: build::<Histogram>,
         },
@@ -66,7 +66,7 @@ pub fn kinds() -> Vec<KindInfo> {
             version: 5,
             random: false,
             summary: "A heatmap of z over (x, y) with a colour bar shared by all panels; optional contour line z = level.",
-            params: &[
+            params: Params::Doc(&[
                 ParamDoc { name: "x", ty: "string", default: None, meaning: "column on the x axis" },
                 ParamDoc { name: "y", ty: "string", default: None, meaning: "column on the y axis" },
                 ParamDoc { name: "z", ty: "string", default: None, meaning: "column shown as colour" },
@@ -80,7 +80,7 @@ pub fn kinds() -> Vec<KindInfo> {
                 ParamDoc { name: "log_y", ty: "bool", default: Some("false"), meaning: "logarithmic y axis" },
                 ParamDoc { name: "log_z", ty: "bool", default: Some("false"), meaning: "logarithmic colour scale" },
                 ParamDoc { name: "columns", ty: "integer", default: Some("0 (automatic)"), meaning: "panels per row" },
-            ],
+            ]),
             gather: Gather::All,
             build: build::<Heatmap>,
         },

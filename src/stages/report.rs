@@ -10,7 +10,7 @@ use polars::prelude::*;
 use serde::Deserialize;
 
 use super::frame::{column, str_col};
-use super::{build, Artifact, Ctx, Gather, KindInfo, Output, ParamDoc, ParamError, Stage};
+use super::{build, Artifact, Ctx, Gather, KindInfo, Output, ParamDoc, ParamError, Params, Stage};
 
 pub fn kinds() -> Vec<KindInfo> {
     vec![KindInfo {
@@ -18,7 +18,7 @@ pub fn kinds() -> Vec<KindInfo> {
         version: 2,
         random: false,
         summary: "A table (frame + Markdown + a layout for the HTML report): chosen columns of its input, optionally joined with the paper's printed numbers (columns paper_<c>, diff_<c> = ours − paper and verdict_<c>: agrees within the paper's printed precision, within CI when the printed value meets our interval, else differs).",
-        params: &[
+        params: Params::Doc(&[
             ParamDoc { name: "title", ty: "string", default: None, meaning: "heading of the Markdown table" },
             ParamDoc { name: "columns", ty: "list of strings", default: Some("all"), meaning: "columns to show, in order" },
             ParamDoc { name: "headers", ty: "map column → text", default: Some("{}"), meaning: "human column headers (e.g. lambda: λ, distortion: D); a compared column c shows as `H (ours)`, `H (paper)`, `Δ H`, `verdict`" },
@@ -29,7 +29,7 @@ pub fn kinds() -> Vec<KindInfo> {
             ParamDoc { name: "ci", ty: "map ours → [lo, hi]", default: Some("{}"), meaning: "columns holding our 95% interval of a stochastic value: the paper's value meeting it is `within CI`" },
             ParamDoc { name: "explain", ty: "list of {where, column, text}", default: Some("[]"), meaning: "one-line explanations of known differences: `where` maps key columns to values, `column` (optional) names the compared column; the first that matches a cell that differs goes into its column why_<c>" },
             ParamDoc { name: "notes", ty: "string", default: Some("—"), meaning: "text printed under the table (how to read it, deviations)" },
-        ],
+        ]),
         gather: Gather::All,
         build: build::<Table>,
     }]

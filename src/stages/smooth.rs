@@ -16,7 +16,7 @@ use super::frame::{f64_col, FrameBuilder};
 use super::trigonometric::{PointSet, DIAGNOSTIC_PREFIX};
 use super::{
     build, check_size_at, check_size_run, product, Ctx, Gather, KindInfo, Limit, Output, ParamDoc,
-    ParamError, Stage,
+    ParamError, Params, Stage,
 };
 use crate::mech::trig::kernel::{mean_answers, KernelMixtures};
 
@@ -27,11 +27,11 @@ pub fn kinds() -> Vec<KindInfo> {
             version: 1,
             random: true,
             summary: "n points in [−1, 1]^d, each coordinate 2·B − 1 with B ~ Beta(a, b) independently: a smooth density for rate experiments. Columns x1 … xd.",
-            params: &[
+            params: Params::Doc(&[
                 ParamDoc { name: "n", ty: "integer ≥ 1", default: None, meaning: "number of points" },
                 ParamDoc { name: "dim", ty: "integer ≥ 1", default: None, meaning: "dimension d" },
                 ParamDoc { name: "beta", ty: "[a, b], both > 0", default: Some("[2, 3]"), meaning: "shape of each coordinate's Beta distribution" },
-            ],
+            ]),
             gather: Gather::Nothing,
             build: build::<Sample>,
         },
@@ -40,7 +40,7 @@ pub fn kinds() -> Vec<KindInfo> {
             version: 1,
             random: false,
             summary: "Answers of random Gaussian-kernel-mixture queries (Huang 2014 eq. 2.1) on a point set (weighted by `weight` when present), for every σ at once. Output: sigma, query, answer.",
-            params: QUERY_PARAMS,
+            params: Params::Doc(QUERY_PARAMS),
             gather: Gather::Nothing,
             build: build::<Answers>,
         },
@@ -49,10 +49,10 @@ pub fn kinds() -> Vec<KindInfo> {
             version: 1,
             random: false,
             summary: "Worst-case and mean absolute and relative error of a synthetic database (first input) on the queries, against their answers on the original data (second input: query.smooth). One row; the synthesis_* columns of the first input are carried along.",
-            params: &[
+            params: Params::Doc(&[
                 ParamDoc { name: "queries", ty: "{count, per_query, seed}", default: None, meaning: "the same query family as the query.smooth stage that made the second input" },
                 ParamDoc { name: "sigma", ty: "number > 0", default: None, meaning: "the kernel width σ to score (a σ the second input has)" },
-            ],
+            ]),
             gather: Gather::Nothing,
             build: build::<Score>,
         },
@@ -358,7 +358,7 @@ pub fn verdict_kind() -> KindInfo {
         version: 1,
         random: false,
         summary: "A paper's table cell by cell beside our private runs, partial-noise runs and a no-noise floor, with a verdict per cell by a stated rule (within our 95% interval; explained by a stated cause; unexplained). Input: aggregate.summary rows with a variant column. Output `cells` (one row per paper cell, Markdown in the paper's layout) or `long` (for plot.lines).",
-        params: &[
+        params: Params::Doc(&[
             ParamDoc { name: "title", ty: "string", default: None, meaning: "heading of the Markdown table" },
             ParamDoc { name: "paper", ty: "path", default: None, meaning: "CSV of the paper's cells: the key columns, `mean` (judged values) and `max` (side-by-side values), relative to the pipeline file" },
             ParamDoc { name: "variant", ty: "string", default: Some("variant"), meaning: "column of the input naming the run (private reading, partial-noise run, floor)" },
@@ -372,7 +372,7 @@ pub fn verdict_kind() -> KindInfo {
             ParamDoc { name: "printed_digits", ty: "integer in [0, 12]", default: Some("3"), meaning: "decimals the paper prints: its value stands for the interval ± half a unit of the last digit" },
             ParamDoc { name: "output", ty: "cells | long", default: Some("cells"), meaning: "one row per paper cell with the verdict, or long rows (panel, sigma, series, mean, lo, hi) for a figure" },
             ParamDoc { name: "notes", ty: "string", default: Some("—"), meaning: "text printed under the table" },
-        ],
+        ]),
         gather: Gather::All,
         build: build::<Verdict>,
     }

@@ -6,7 +6,7 @@ use indexmap::IndexMap;
 use polars::prelude::*;
 use serde::Deserialize;
 
-use super::{build, Ctx, Gather, KindInfo, Output, ParamDoc, Stage};
+use super::{build, Ctx, Gather, KindInfo, Output, ParamDoc, Params, Stage};
 
 pub fn kinds() -> Vec<KindInfo> {
     vec![KindInfo {
@@ -14,10 +14,10 @@ pub fn kinds() -> Vec<KindInfo> {
         version: 1,
         random: false,
         summary: "Stacks its inputs' rows into one frame: the union of their columns (missing cells empty), optional per-input renames, and a `source` column naming the input each row came from.",
-        params: &[
+        params: Params::Doc(&[
             ParamDoc { name: "rename", ty: "map stage → {old: new}", default: Some("{}"), meaning: "column renames applied to one input before stacking" },
             ParamDoc { name: "source", ty: "map stage → label", default: Some("stage names"), meaning: "the value of the `source` column for each input" },
-        ],
+        ]),
         gather: Gather::Nothing,
         build: build::<StackFrames>,
     }]

@@ -16,7 +16,7 @@ use anyhow::Result;
 use serde::Deserialize;
 
 use super::frame::{f64_col, has_col, numeric_matrix, FrameBuilder};
-use super::{build, Ctx, Gather, KindInfo, Output, ParamDoc, ParamError, Stage};
+use super::{build, Ctx, Gather, KindInfo, Output, ParamDoc, ParamError, Params, Stage};
 use crate::mech::trig::ellipsoid::EllipsoidSampler;
 use crate::mech::trig::lp::{LpMethod, LpOptions};
 use crate::mech::trig::mechanism::{
@@ -75,7 +75,7 @@ pub fn kinds() -> Vec<KindInfo> {
         version: 1,
         random: true,
         summary: "Synthetic database for smooth queries by the trigonometric mechanism (Huang 2014): mechanisms I/II on the full grid (Algorithms 4/5) or the improved I/II (Algorithms 9/10). Output: `weight` + the data columns + `synthesis_*` diagnostics.",
-        params: &[
+        params: Params::Doc(&[
             ParamDoc { name: "variant", ty: "full | improved | grid_floor", default: Some("improved"), meaning: "Algorithms 4/5 (every basis function, the whole grid A^d; small d) or 9/10 (R bases, C ellipsoid points); grid_floor: the data snapped to A^d (N of the schedule) with count weights — no noise, not private: the floor the grid alone sets" },
             ParamDoc { name: "epsilon", ty: "number > 0", default: None, meaning: "privacy parameter ε" },
             ParamDoc { name: "delta", ty: "number in (0, 1)", default: Some("— (ε-DP: mechanism I)"), meaning: "given: (ε, δ)-DP, mechanism II" },
@@ -94,7 +94,7 @@ pub fn kinds() -> Vec<KindInfo> {
             ParamDoc { name: "synthetic", ty: "sample | expectation", default: Some("sample"), meaning: "m draws from u* (as line 21) or u* itself" },
             ParamDoc { name: "sample_size", ty: "integer ≥ 1", default: Some("m of line 1"), meaning: "m, when `synthetic: sample`" },
             ParamDoc { name: "lp", ty: "column_generation | full", default: Some("column_generation"), meaning: "how the LP is solved (both exact; `full` is the slow reference)" },
-        ],
+        ]),
         gather: Gather::Nothing,
         build: build::<Trigonometric>,
     }]

@@ -5,50 +5,45 @@
 use anyhow::Result;
 use rand::Rng;
 use rayon::prelude::*;
+use schemars::JsonSchema;
 use serde::Deserialize;
 
-use super::frame::{f64_col, str_col, FrameBuilder};
-use super::{
-    build, check_size_at, check_size_run, product, Ctx, Gather, KindInfo, Limit, Output, ParamDoc,
-    ParamError, Stage,
-};
 use crate::mech::exponential::ExponentialMechanism;
 use crate::mech::noisy_max::{Noise, ReportNoisyMax};
 use crate::mech::ParamRangeError;
+use crate::stages::frame::{f64_col, str_col, FrameBuilder};
+use crate::stages::param::Positive;
+use crate::stages::{
+    build, check_size_at, check_size_run, params, product, Ctx, Gather, KindInfo, Limit, Output,
+    ParamError, Params, Stage,
+};
 
 /// Draws per sub-stream (see `Ctx::substream`).
 const CHUNK: u64 = 1 << 16;
 
-pub fn kinds() -> Vec<KindInfo> {
-    vec![KindInfo {
-        name: "mechanism.select",
-        version: 1,
-        random: true,
-        summary: "Private selection of a candidate by its utility: exponential mechanism, Report Noisy Max (Laplace), Report One-Sided Noisy Arg-Max (exponential noise), Gumbel-max. Outputs, per candidate: method, candidate, utility, probability (exact; empty when unknown), count and frequency of the Monte-Carlo draws.",
-        params: SELECT_PARAMS,
-        gather: Gather::Nothing,
-        build: build::<Select>,
-    }]
-}
-
-pub(crate) const SELECT_PARAMS: &[ParamDoc] = &[
-    ParamDoc { name: "method", ty: "exponential | report_noisy_max | one_sided_noisy_argmax | gumbel_max | naive_exponential", default: None, meaning: "exponential: Pr ∝ exp(εu/2Δu) (Def. 3.4); report_noisy_max: Laplace noise; one_sided_noisy_argmax: exponential noise; gumbel_max: Gumbel noise of scale 2Δu/ε; naive_exponential: Pr ∝ exp(εu/Δu), the form the text warns is only 2ε-DP" },
-    ParamDoc { name: "epsilon", ty: "number > 0", default: None, meaning: "privacy parameter ε" },
-    ParamDoc { name: "sensitivity", ty: "number > 0", default: Some("1"), meaning: "Δu, the utility's sensitivity" },
-    ParamDoc { name: "monotone", ty: "bool", default: Some("false"), meaning: "noisy-arg-max methods: the utility is monotone (noise scale Δu/ε instead of 2Δu/ε)" },
-    ParamDoc { name: "candidate", ty: "string", default: Some("candidate"), meaning: "column naming the candidates" },
-    ParamDoc { name: "utility", ty: "string", default: Some("utility"), meaning: "column of utilities u(x, r)" },
-    ParamDoc { name: "samples", ty: "integer ≥ 0", default: Some("0"), meaning: "Monte-Carlo draws (0: exact distribution only)" },
-];
+pub const KIND: KindInfo = KindInfo {
+    name: "mechanism.select",
+    version: 1,
+    random: true,
+    summary: "Private selection of a candidate by its utility: exponential mechanism, Report Noisy Max (Laplace), Report One-Sided Noisy Arg-Max (exponential noise), Gumbel-max. Outputs, per candidate: method, candidate, utility, probability (exact; empty when unknown), count and frequency of the Monte-Carlo draws.",
+    params: Params::Typed(params::<Select>),
+    gather: Gather::Nothing,
+    build: build::<Select>,
+};
 
 /// The selection methods, by their names in the text.
-#[derive(Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Deserialize, JsonSchema, Clone, Copy, Debug, PartialEq, Eq)]
 #[serde(rename_all = "snake_case")]
 pub(crate) enum Method {
+    /// Pr ∝ exp(εu/2Δu) (Def. 3.4)
     Exponential,
+    /// Laplace noise on each utility, report the arg-max
     ReportNoisyMax,
+    /// exponential noise on each utility, report the arg-max
     OneSidedNoisyArgmax,
+    /// Gumbel noise of scale 2Δu/ε, report the arg-max
     GumbelMax,
+    /// Pr ∝ exp(εu/Δu), the form the text warns is only 2ε-DP
     NaiveExponential,
 }
 
@@ -130,25 +125,32 @@ impl Selector {
     }
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct Select {
+    /// the selection method
     pub method: Method,
-    pub epsilon: f64,
+    /// privacy parameter ε
+    pub epsilon: Positive,
+    /// Δu, the utility's sensitivity
     #[serde(default = "one")]
-    pub sensitivity: f64,
+    pub sensitivity: Positive,
+    /// noisy-arg-max methods: the utility is monotone (noise scale Δu/ε instead of 2Δu/ε)
     #[serde(default)]
     pub monotone: bool,
+    /// column naming the candidates
     #[serde(default = "candidate")]
     pub candidate: String,
+    /// column of utilities u(x, r)
     #[serde(default = "utility")]
     pub utility: String,
+    /// Monte-Carlo draws (0: exact distribution only)
     #[serde(default)]
     pub samples: u64,
 }
 
-pub(crate) fn one() -> f64 {
-    1.0
+pub(crate) fn one() -> Positive {
+    Positive::of(1.0)
 }
 pub(crate) fn candidate() -> String {
     "candidate".into()
@@ -163,15 +165,6 @@ pub(crate) fn range_error(e: ParamRangeError) -> ParamError {
 
 impl Stage for Select {
     fn validate(&self) -> Result<(), ParamError> {
-        // A one-candidate range checks ε and Δu without the data.
-        Selector::new(
-            self.method,
-            &[0.0],
-            self.epsilon,
-            self.sensitivity,
-            self.monotone,
-        )
-        .map_err(range_error)?;
         check_size_at("samples", Limit::Draws, "samples", Some(self.samples))?;
         if self.monotone
             && matches!(
@@ -197,8 +190,8 @@ impl Stage for Select {
         let sel = Selector::new(
             self.method,
             &u,
-            self.epsilon,
-            self.sensitivity,
+            *self.epsilon,
+            *self.sensitivity,
             self.monotone,
         )?;
         // Noisy-arg-max methods draw one noise value per candidate per sample.

@@ -1,0 +1,3 @@
+//! `mechanism.*`: the kinds that apply a privacy mechanism of [`crate::mech`] to a frame.
+
+pub mod select;

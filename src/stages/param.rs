@@ -1,0 +1,394 @@
+//! Parameter types that carry their range: ε, δ, probabilities, confidence levels, counts.
+//!
+//! A kind's parameter struct uses these instead of `f64` / `u64` wherever a value has bounds,
+//! so the bounds are written once and give, from that one place:
+//! - the check when `with:` is read (the message names the key, the value and the range:
+//!   `epsilon = -1 is invalid: must be > 0`), so a kind's `run` never re-checks them;
+//! - the JSON Schema (`minimum`, `exclusiveMaximum`, …) behind `dplab schema` and editors;
+//! - the type column of `dplab list` ("number in (0, 1)"), rendered from that schema.
+//!
+//! Floating-point ranges are named types (`Positive`, `Level`, …); integer ranges are const
+//! generics (`AtLeast<1000>`, `Between<1, 17>`), since each count has its own lower bound.
+
+use std::borrow::Cow;
+use std::fmt;
+use std::ops::Deref;
+
+use schemars::{JsonSchema, Schema, SchemaGenerator};
+use serde::{de::Error as _, Deserialize, Deserializer, Serialize};
+
+/// One end of a range.
+#[derive(Clone, Copy, Debug)]
+pub enum End {
+    Open(f64),
+    Closed(f64),
+    Unbounded,
+}
+
+/// The values a parameter may take.
+#[derive(Clone, Copy, Debug)]
+pub struct Range {
+    pub lo: End,
+    pub hi: End,
+}
+
+impl Range {
+    pub fn contains(&self, x: f64) -> bool {
+        let lo = match self.lo {
+            End::Open(a) => x > a,
+            End::Closed(a) => x >= a,
+            End::Unbounded => !x.is_nan(),
+        };
+        let hi = match self.hi {
+            End::Open(b) => x < b,
+            End::Closed(b) => x <= b,
+            End::Unbounded => !x.is_nan(),
+        };
+        lo && hi
+    }
+
+    /// "> 0", "≥ 1", "in (0, 1)", "in [0, 1)", "≤ 12".
+    pub fn text(&self) -> String {
+        match (self.lo, self.hi) {
+            (End::Unbounded, End::Unbounded) => "a number".into(),
+            (End::Open(a), End::Unbounded) => format!("> {a}"),
+            (End::Closed(a), End::Unbounded) => format!("≥ {a}"),
+            (End::Unbounded, End::Open(b)) => format!("< {b}"),
+            (End::Unbounded, End::Closed(b)) => format!("≤ {b}"),
+            (lo, hi) => {
+                let (l, a) = match lo {
+                    End::Open(a) => ('(', a),
+                    End::Closed(a) => ('[', a),
+                    End::Unbounded => unreachable!(),
+                };
+                let (r, b) = match hi {
+                    End::Open(b) => (')', b),
+                    End::Closed(b) => (']', b),
+                    End::Unbounded => unreachable!(),
+                };
+                format!("in {l}{a}, {b}{r}")
+            }
+        }
+    }
+
+    /// `Ok` when `x` is in the range, else the message [`crate::yaml::deserialize`] locates.
+    pub fn check(&self, x: impl Into<f64> + fmt::Display + Copy) -> Result<(), String> {
+        if self.contains(x.into()) {
+            Ok(())
+        } else {
+            Err(crate::yaml::out_of_range(x, &self.text()))
+        }
+    }
+
+    /// The JSON Schema of a `ty` ("number" or "integer") in this range.
+    pub fn schema(&self, ty: &str) -> Schema {
+        let mut m = serde_json::Map::new();
+        m.insert("type".into(), ty.into());
+        let num = |x: f64| {
+            if ty == "integer" {
+                serde_json::Value::from(x as i64)
+            } else {
+                serde_json::Value::from(x)
+            }
+        };
+        match self.lo {
+            End::Open(a) => _ = m.insert("exclusiveMinimum".into(), num(a)),
+            End::Closed(a) => _ = m.insert("minimum".into(), num(a)),
+            End::Unbounded => {}
+        }
+        match self.hi {
+            End::Open(b) => _ = m.insert("exclusiveMaximum".into(), num(b)),
+            End::Closed(b) => _ = m.insert("maximum".into(), num(b)),
+            End::Unbounded => {}
+        }
+        Schema::from(m)
+    }
+}
+
+/// Defines a named `f64` type restricted to a range.
+macro_rules! number {
+    ($(#[$doc:meta])* $name:ident, $lo:expr, $hi:expr) => {
+        $(#[$doc])*
+        #[derive(Clone, Copy, Debug, PartialEq, PartialOrd, Serialize)]
+        #[serde(transparent)]
+        pub struct $name(f64);
+
+        impl $name {
+            pub const RANGE: Range = Range { lo: $lo, hi: $hi };
+
+            /// `x`, checked against the range.
+            pub fn new(x: f64) -> Result<Self, String> {
+                Self::RANGE.check(x).map(|()| $name(x))
+            }
+
+            /// A value written in the code (a default): `const` so it costs nothing, and
+            /// checked against the range by a test over every kind's defaults.
+            pub const fn of(x: f64) -> Self {
+                $name(x)
+            }
+
+            pub fn get(self) -> f64 {
+                self.0
+            }
+        }
+
+        impl Deref for $name {
+            type Target = f64;
+            fn deref(&self) -> &f64 {
+                &self.0
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                self.0.fmt(f)
+            }
+        }
+
+        impl<'de> Deserialize<'de> for $name {
+            fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                $name::new(f64::deserialize(d)?).map_err(D::Error::custom)
+            }
+        }
+
+        impl JsonSchema for $name {
+            fn inline_schema() -> bool {
+                true
+            }
+            fn schema_name() -> Cow<'static, str> {
+                stringify!($name).into()
+            }
+            fn json_schema(_: &mut SchemaGenerator) -> Schema {
+                Self::RANGE.schema("number")
+            }
+        }
+    };
+}
+
+number!(
+    /// A number > 0: ε, a scale, a sensitivity, a kernel width σ, a tolerance that must bite.
+    Positive,
+    End::Open(0.0),
+    End::Unbounded
+);
+number!(
+    /// A number ≥ 0: δ of a pure-or-approximate mechanism, a distance, a tolerance.
+    NonNegative,
+    End::Closed(0.0),
+    End::Unbounded
+);
+number!(
+    /// A probability or a quantile, in [0, 1].
+    Probability,
+    End::Closed(0.0),
+    End::Closed(1.0)
+);
+number!(
+    /// A confidence level, or any probability that must be neither 0 nor 1, in (0, 1).
+    Level,
+    End::Open(0.0),
+    End::Open(1.0)
+);
+number!(
+    /// δ of approximate DP, or a slack that may be 0 but not 1, in [0, 1).
+    Fraction,
+    End::Closed(0.0),
+    End::Open(1.0)
+);
+number!(
+    /// A share that may be 1 but not 0, in (0, 1].
+    Share,
+    End::Open(0.0),
+    End::Closed(1.0)
+);
+
+/// An integer ≥ `MIN` (a count of samples, points, bins).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(transparent)]
+pub struct AtLeast<const MIN: u64>(u64);
+
+/// An integer in [`LO`, `HI`] (digits, steps).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(transparent)]
+pub struct Between<const LO: u64, const HI: u64>(u64);
+
+/// A count ≥ 1.
+pub type Count = AtLeast<1>;
+
+impl<const MIN: u64> AtLeast<MIN> {
+    pub const RANGE: Range = Range {
+        lo: End::Closed(MIN as f64),
+        hi: End::Unbounded,
+    };
+
+    pub fn new(n: u64) -> Result<Self, String> {
+        if n >= MIN {
+            Ok(AtLeast(n))
+        } else {
+            Err(crate::yaml::out_of_range(n, &Self::RANGE.text()))
+        }
+    }
+
+    /// A value written in the code (a default); see the `f64` types' `of`.
+    pub const fn of(n: u64) -> Self {
+        AtLeast(n)
+    }
+
+    pub fn get(self) -> u64 {
+        self.0
+    }
+}
+
+impl<const LO: u64, const HI: u64> Between<LO, HI> {
+    pub const RANGE: Range = Range {
+        lo: End::Closed(LO as f64),
+        hi: End::Closed(HI as f64),
+    };
+
+    pub fn new(n: u64) -> Result<Self, String> {
+        if (LO..=HI).contains(&n) {
+            Ok(Between(n))
+        } else {
+            Err(crate::yaml::out_of_range(n, &Self::RANGE.text()))
+        }
+    }
+
+    /// A value written in the code (a default); see the `f64` types' `of`.
+    pub const fn of(n: u64) -> Self {
+        Between(n)
+    }
+
+    pub fn get(self) -> u64 {
+        self.0
+    }
+}
+
+macro_rules! integer_impls {
+    ($ty:ident < $(const $p:ident: u64),* >, $name:literal) => {
+        impl<$(const $p: u64),*> Deref for $ty<$($p),*> {
+            type Target = u64;
+            fn deref(&self) -> &u64 {
+                &self.0
+            }
+        }
+
+        impl<$(const $p: u64),*> fmt::Display for $ty<$($p),*> {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                self.0.fmt(f)
+            }
+        }
+
+        impl<'de, $(const $p: u64),*> Deserialize<'de> for $ty<$($p),*> {
+            fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                Self::new(u64::deserialize(d)?).map_err(D::Error::custom)
+            }
+        }
+
+        impl<$(const $p: u64),*> JsonSchema for $ty<$($p),*> {
+            fn inline_schema() -> bool {
+                true
+            }
+            fn schema_name() -> Cow<'static, str> {
+                format!(concat!($name $(, "_{", stringify!($p), "}")*) $(, $p = $p)*).into()
+            }
+            fn json_schema(_: &mut SchemaGenerator) -> Schema {
+                Self::RANGE.schema("integer")
+            }
+        }
+    };
+}
+
+integer_impls!(AtLeast<const MIN: u64>, "AtLeast");
+integer_impls!(Between<const LO: u64, const HI: u64>, "Between");
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Deserialize, JsonSchema, Debug)]
+    #[serde(deny_unknown_fields)]
+    struct P {
+        epsilon: Positive,
+        level: Level,
+        #[serde(default)]
+        q: Vec<Probability>,
+        samples: AtLeast<1000>,
+        digits: Between<1, 17>,
+    }
+
+    fn de(y: &str) -> Result<P, crate::yaml::DeError> {
+        crate::yaml::deserialize(serde_yaml_ng::from_str(y).unwrap())
+    }
+
+    #[test]
+    fn a_value_outside_its_range_names_the_key_the_value_and_the_range() {
+        let ok = "{epsilon: 0.5, level: 0.95, q: [0, 1], samples: 1e3, digits: 3}";
+        let p = de(ok).unwrap();
+        assert_eq!(
+            (*p.epsilon, p.samples.get(), p.digits.get()),
+            (0.5, 1000, 3)
+        );
+        assert_eq!((*p.level, p.q.len()), (0.95, 2));
+        let good = [
+            ("epsilon", "0.5"),
+            ("level", "0.95"),
+            ("q", "[0, 1]"),
+            ("samples", "1e3"),
+            ("digits", "3"),
+        ];
+        for (key, value, path, msg) in [
+            (
+                "epsilon",
+                "-1",
+                "epsilon",
+                "epsilon = -1 is invalid: must be > 0",
+            ),
+            (
+                "level",
+                "1",
+                "level",
+                "level = 1 is invalid: must be in (0, 1)",
+            ),
+            (
+                "q",
+                "[0.5, 1.5]",
+                "q.1",
+                "q.1 = 1.5 is invalid: must be in [0, 1]",
+            ),
+            (
+                "samples",
+                "999",
+                "samples",
+                "samples = 999 is invalid: must be ≥ 1000",
+            ),
+            (
+                "digits",
+                "18",
+                "digits",
+                "digits = 18 is invalid: must be in [1, 17]",
+            ),
+        ] {
+            let y: Vec<String> = good
+                .iter()
+                .map(|&(k, v)| format!("{k}: {}", if k == key { value } else { v }))
+                .collect();
+            let e = de(&format!("{{{}}}", y.join(", "))).unwrap_err();
+            assert_eq!(e.path.join("."), path);
+            assert_eq!(e.message, msg);
+        }
+    }
+
+    #[test]
+    fn the_schema_carries_the_same_bounds() {
+        let s = schemars::generate::SchemaSettings::draft07()
+            .into_generator()
+            .into_root_schema_for::<P>();
+        let props = &s.as_value()["properties"];
+        assert_eq!(props["epsilon"]["exclusiveMinimum"], 0.0);
+        assert_eq!(props["level"]["exclusiveMaximum"], 1.0);
+        assert_eq!(props["q"]["items"]["maximum"], 1.0);
+        assert_eq!(props["samples"]["minimum"], 1000);
+        assert_eq!(props["samples"]["type"], "integer");
+        assert_eq!(props["digits"]["maximum"], 17);
+    }
+}
