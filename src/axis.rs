@@ -355,6 +355,36 @@ fn check_keys(
     Ok(())
 }
 
+/// The JSON Schema of a grid (an axis, or a grid-valued parameter): a list or one value, a
+/// `{from, to, step}` range, or `{linspace: …}` / `{logspace: …}`. Titled "grid" so that
+/// `dplab list` names it in one word. The full checks (step sign, counts, limits) stay in
+/// [`walk_grid`]; the schema gives editors the shape.
+pub fn grid_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    let space = serde_json::json!({
+        "type": "object",
+        "properties": {"from": {"type": "number"}, "to": {"type": "number"}, "num": {"type": "integer", "minimum": 1}},
+        "required": ["from", "to", "num"],
+        "additionalProperties": false
+    });
+    let scalar = serde_json::json!({"type": ["number", "string"]});
+    schemars::Schema::try_from(serde_json::json!({
+        "title": "grid",
+        "anyOf": [
+            {"type": "array", "items": scalar},
+            scalar,
+            {
+                "type": "object",
+                "properties": {"from": {"type": "number"}, "to": {"type": "number"}, "step": {"type": "number"}},
+                "required": ["from", "to", "step"],
+                "additionalProperties": false
+            },
+            {"type": "object", "properties": {"linspace": space}, "required": ["linspace"], "additionalProperties": false},
+            {"type": "object", "properties": {"logspace": space}, "required": ["logspace"], "additionalProperties": false}
+        ]
+    }))
+    .expect("an object is a schema")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
