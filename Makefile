@@ -28,11 +28,13 @@ run-all: build
 report: build
 	$(DPLAB) report results --pipelines pipelines/
 
-## Unit and integration tests, then every pipeline under --profile ci compared with tests/golden/.
+## Unit and integration tests, `dplab schema` against an independent validator (tests/schema-check),
+## then every pipeline under --profile ci compared with tests/golden/.
 ## Every run here uses a fresh instance store, so nothing passes because of stored work.
 test: build
 	rm -rf target/test-store target/ci-store target/ci-results
 	DPLAB_STORE=$(abspath target/test-store) $(CARGO) test --release --locked
+	DPLAB=$(abspath $(DPLAB)) $(CARGO) test --release --locked -p dplab-schema-check
 	$(DPLAB) run pipelines/ --profile ci --out target/ci-results --jobs $(JOBS) --skip-unavailable --store target/ci-store
 	$(DPLAB) compare target/ci-results tests/golden $(if $(DPLAB_DATA_MIRROR),,--allow-missing)
 	tests/browser/run.sh target/ci-results pipelines

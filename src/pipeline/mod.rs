@@ -11,6 +11,7 @@ pub mod files;
 pub mod graph;
 pub mod locate;
 pub mod plan;
+pub mod schema;
 pub mod seed;
 pub mod shard;
 pub mod show;

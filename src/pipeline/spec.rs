@@ -4,6 +4,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 use indexmap::IndexMap;
+use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_yaml_ng::Value;
 
@@ -41,40 +42,66 @@ impl fmt::Display for SpecError {
 
 impl std::error::Error for SpecError {}
 
-/// Top level of a pipeline file. Every struct denies unknown keys.
-#[derive(Debug, Clone, Deserialize)]
+/// Top level of a pipeline file. Every struct denies unknown keys. The doc comments of these
+/// types are also the descriptions of `dplab schema` (editors show them).
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RawPipeline {
+    /// The pipeline's name: its results directory, so letters, digits, `-`, `_` and `.` only.
     pub name: String,
+    /// A one-line title, shown in the report.
     pub title: String,
+    /// The paper and the item in it that this pipeline reproduces.
     pub source: Source,
+    /// What the experiment is and how we reproduce it (Markdown, shown in the report).
     pub description: String,
+    /// The seed every instance's generator derives from (with the stage name, axis values and
+    /// repetition).
     pub seed: u64,
+    /// The sweep: each axis is a grid (a list, `{from, to, step}`, `{linspace: …}`,
+    /// `{logspace: …}`); stages refer to an axis value as `$name` in `with:`.
     #[serde(default)]
+    #[schemars(schema_with = "axes_schema")]
     pub axes: IndexMap<String, Value>,
+    /// The stages, by name (a name becomes a file name: letters, digits, `-`, `_`).
     pub stages: IndexMap<String, RawStage>,
+    /// Named variants of the pipeline (`--profile NAME`), e.g. `ci`: smaller grids, fewer
+    /// repetitions.
     #[serde(default)]
     pub profiles: IndexMap<String, RawProfile>,
 }
 
+fn axes_schema(g: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    let grid = crate::axis::grid_schema(g);
+    schemars::json_schema!({"type": "object", "additionalProperties": grid})
+}
+
 /// What a pipeline reproduces.
-#[derive(Debug, Clone, Deserialize, serde::Serialize)]
+#[derive(Debug, Clone, Deserialize, serde::Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Source {
+    /// The paper (authors, year, title).
     pub paper: String,
+    /// The figure, table or theorem in it.
     pub item: String,
 }
 
-#[derive(Debug, Clone, Deserialize)]
+/// One stage: a kind, its inputs and its parameters.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RawStage {
+    /// The stage kind (`dplab list` lists them).
     pub kind: String,
+    /// The stage (or list of stages) whose frames this one reads.
     #[serde(default)]
     pub input: Inputs,
+    /// The kind's parameters (`dplab list KIND`); a value may be `$axis`.
     #[serde(default)]
+    #[schemars(with = "Option<serde_json::Map<String, serde_json::Value>>")]
     pub with: Option<Value>,
     /// Axes this stage gathers into one instance (`all`, or a list).
     #[serde(default)]
+    #[schemars(schema_with = "over_schema")]
     pub over: Option<Value>,
     /// Write the stage's frame to the results directory.
     #[serde(default = "yes")]
@@ -84,12 +111,18 @@ pub struct RawStage {
     pub repeat: Option<u64>,
 }
 
+fn over_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({
+        "anyOf": [{"const": "all"}, {"type": "array", "items": {"type": "string"}}]
+    })
+}
+
 fn yes() -> bool {
     true
 }
 
 /// `input: a` or `input: [a, b]`.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
 #[serde(untagged)]
 pub enum Inputs {
     #[default]
@@ -109,19 +142,22 @@ impl Inputs {
 }
 
 /// Overrides applied by `--profile NAME`.
-#[derive(Debug, Clone, Deserialize, Default)]
+#[derive(Debug, Clone, Deserialize, Default, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RawProfile {
+    /// What the profile is for.
     #[serde(default)]
     pub description: Option<String>,
     /// Replacement grids, by axis name.
     #[serde(default)]
+    #[schemars(schema_with = "axes_schema")]
     pub axes: IndexMap<String, Value>,
     /// Replacement repetition counts, by stage name.
     #[serde(default)]
     pub repeat: IndexMap<String, u64>,
     /// Parameter overrides merged into a stage's `with:`, by stage name.
     #[serde(default)]
+    #[schemars(with = "IndexMap<String, serde_json::Map<String, serde_json::Value>>")]
     pub with: IndexMap<String, Value>,
 }
 

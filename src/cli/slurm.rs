@@ -12,15 +12,14 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitCode};
+use std::process::Command;
 use std::time::{Duration, SystemTime};
 
 use clap::Args;
 
-use super::{check_outputs, load_plan, pipeline_files, report_spec_errors, Common, DataLoc};
+use crate::cli::run::{check_outputs, load_plan, pipeline_files, report_spec_errors};
+use crate::{Common, DataLoc, Failure, Outcome};
 
-/// Exit code with `--wait` when a shard failed or was cancelled (so the merge did not run).
-const SHARD_FAILED: u8 = 3;
 /// Most array tasks: the engine's bound. Clusters often cap arrays lower (`MaxArraySize`, 1001
 /// by default), and sbatch says so.
 const MAX_SHARDS: usize = dplab::pipeline::shard::MAX_SHARDS;
@@ -72,7 +71,7 @@ pub struct SlurmArgs {
     time: Option<String>,
     /// CPUs of each job; dplab runs as many worker threads (`--jobs`).
     #[arg(long, value_name = "C", default_value_t = 1,
-          value_parser = clap::value_parser!(u32).range(1..=super::MAX_JOBS as i64))]
+          value_parser = clap::value_parser!(u32).range(1..=crate::MAX_JOBS as i64))]
     cpus_per_task: u32,
     /// Memory of each job, e.g. 4G (sbatch --mem).
     #[arg(long, value_name = "M")]
@@ -140,23 +139,20 @@ struct Job {
 }
 
 /// `dplab slurm …`.
-pub fn main(args: SlurmArgs) -> ExitCode {
+pub fn main(args: SlurmArgs) -> Outcome {
     args.loc.install();
     let job = match prepare(&args) {
         Ok(j) => j,
-        Err(e) => {
-            if !e.is_empty() {
-                errln!("error: {e}");
-            }
-            return ExitCode::from(2);
-        }
+        Err(e) => return Err(Failure::BadInput(e)),
     };
     let (shards, merge) = (shards_script(&job), merge_script(&job));
     let (shards_path, merge_path) = (job.dir.join("shards.sbatch"), job.dir.join("merge.sbatch"));
     for (path, text) in [(&shards_path, &shards), (&merge_path, &merge)] {
         if let Err(e) = std::fs::write(path, text) {
-            errln!("error: cannot write {}: {e}", path.display());
-            return ExitCode::from(2);
+            return Err(Failure::BadInput(format!(
+                "cannot write {}: {e}",
+                path.display()
+            )));
         }
     }
     if args.dry_run {
@@ -168,13 +164,14 @@ sbatch --dependency=afterok:$A --kill-on-invalid-dep=yes {}",
             quote(&shards_path.to_string_lossy()),
             quote(&merge_path.to_string_lossy())
         );
-        return ExitCode::SUCCESS;
+        return Ok(());
     }
     let array = match sbatch(&[], &shards_path) {
         Ok(id) => id,
         Err(e) => {
-            errln!("error: sbatch refused the array job (nothing was submitted): {e}");
-            return ExitCode::from(2);
+            return Err(Failure::BadInput(format!(
+                "sbatch refused the array job (nothing was submitted): {e}"
+            )));
         }
     };
     let dependency = [
@@ -184,13 +181,12 @@ sbatch --dependency=afterok:$A --kill-on-invalid-dep=yes {}",
     let merge_id = match sbatch(&dependency, &merge_path) {
         Ok(id) => id,
         Err(e) => {
-            errln!(
-                "error: the array job {array} was submitted, but sbatch refused the merge job: {e}\n\
+            return Err(Failure::Failed(format!(
+                "the array job {array} was submitted, but sbatch refused the merge job: {e}\n\
 The shards still fill the store. Cancel them with `scancel {array}`, or submit the merge when\n\
 they are done: sbatch --dependency=afterok:{array} --kill-on-invalid-dep=yes {}",
                 quote(&merge_path.to_string_lossy())
-            );
-            return ExitCode::from(1);
+            )));
         }
     };
     let ids = format!("array {array}\nmerge {merge_id}\n");
@@ -210,7 +206,7 @@ If a shard fails, the merge is cancelled; submit the same command again and only
         job.out
     );
     if !args.wait {
-        return ExitCode::SUCCESS;
+        return Ok(());
     }
     wait(&job, &array, &merge_id, args.poll)
 }
@@ -748,8 +744,8 @@ fn recorded(dir: &Path, name: &str) -> Option<i32> {
 }
 
 /// `--wait`: looks at the queue every `poll` until the merge job and every shard have ended,
-/// then says how they went (exit 0, 1 or [`SHARD_FAILED`]).
-fn wait(job: &Job, array: &str, merge: &str, poll: Duration) -> ExitCode {
+/// then says how they went (exit 0, 1, or 3 when a shard failed: [`Failure::ShardFailed`]).
+fn wait(job: &Job, array: &str, merge: &str, poll: Duration) -> Outcome {
     // Progress is logged (hidden by -q); the outcome is printed.
     tracing::info!(
         "waiting for jobs {array} and {merge} (squeue every {} s; interrupting stops the waiting, not the jobs)",
@@ -768,10 +764,9 @@ fn wait(job: &Job, array: &str, merge: &str, poll: Duration) -> ExitCode {
             Err(e) => {
                 errors += 1;
                 if errors >= MAX_QUEUE_ERRORS {
-                    errln!(
-                        "error: {e}\nGave up waiting after {errors} failed looks at the queue; the jobs go on: squeue -j {array},{merge}"
-                    );
-                    return ExitCode::from(1);
+                    return Err(Failure::Failed(format!(
+                        "{e}\nGave up waiting after {errors} failed looks at the queue; the jobs go on: squeue -j {array},{merge}"
+                    )));
                 }
                 tracing::warn!("{e} (trying again)");
                 std::thread::sleep(poll);
@@ -840,7 +835,7 @@ fn outcome(
     merge: &str,
     shards: &BTreeMap<u32, String>,
     merge_row: Option<(String, String)>,
-) -> ExitCode {
+) -> Outcome {
     let (merge_state, _) = merge_row.unwrap_or_default();
     let merge_code = recorded(&job.dir, "merge");
     if merge_code == Some(0) || merge_state == "COMPLETED" {
@@ -848,7 +843,7 @@ fn outcome(
             "done: every shard and the merge succeeded; results in {}/",
             job.out
         );
-        return ExitCode::SUCCESS;
+        return Ok(());
     }
     let logs = job.dir.join("logs");
     let failed: Vec<String> = (0..job.shards)
@@ -874,25 +869,23 @@ fn outcome(
         })
         .collect();
     if !failed.is_empty() {
-        errln!(
+        return Err(Failure::ShardFailed(format!(
             "{} of {} shard(s) did not succeed, so the merge job {merge} did not run:\n{}\n\
 What they finished is in the store: submit the same command again and only the missing instances run.",
             failed.len(),
             job.shards,
             failed.join("\n")
-        );
-        return ExitCode::from(SHARD_FAILED);
+        )));
     }
     let how = match (merge_code, merge_state.as_str()) {
         (Some(c), _) => format!("exited with {c}"),
         (None, "") => "ended without a record".to_string(),
         (None, s) => format!("ended {s}"),
     };
-    errln!(
-        "error: every shard succeeded, but the merge job {merge} {how} (log {})",
+    Err(Failure::Failed(format!(
+        "every shard succeeded, but the merge job {merge} {how} (log {})",
         logs.join(format!("merge-{merge}.out")).display()
-    );
-    ExitCode::from(1)
+    )))
 }
 
 #[cfg(test)]

@@ -1,0 +1,68 @@
+//! `dplab list` (every kind and its parameters, rendered from their schemas) and `dplab man`.
+
+use std::path::Path;
+
+use dplab::pipeline::spec;
+use dplab::stages;
+
+use crate::{Cli, Failure, Outcome};
+
+/// `dplab man`: the top page to stdout, or every page into `dir`.
+pub(crate) fn man(dir: Option<&Path>) -> Outcome {
+    let cmd = <Cli as clap::CommandFactory>::command();
+    let Some(dir) = dir else {
+        let mut out = Vec::new();
+        if let Err(e) = clap_mangen::Man::new(cmd).render(&mut out) {
+            return Err(Failure::Failed(format!("rendering the manual page: {e}")));
+        }
+        out_raw!("{}", String::from_utf8_lossy(&out));
+        return Ok(());
+    };
+    let written = std::fs::create_dir_all(dir)
+        .map_err(|e| anyhow::anyhow!("cannot create {}: {e}", dir.display()))
+        .and_then(|()| {
+            clap_mangen::generate_to(cmd, dir)
+                .map_err(|e| anyhow::anyhow!("writing pages into {}: {e}", dir.display()))
+        });
+    match written {
+        Ok(()) => {
+            out!("manual pages written to {}", dir.display());
+            Ok(())
+        }
+        Err(e) => Err(Failure::BadInput(format!("{e:#}"))),
+    }
+}
+
+pub(crate) fn list(kind: Option<&str>) -> Outcome {
+    let kinds: Vec<_> = stages::registry()
+        .iter()
+        .filter(|k| kind.is_none_or(|n| k.name == n))
+        .collect();
+    if kinds.is_empty() {
+        let name = kind.unwrap_or_default();
+        let hint = spec::suggest(name, stages::registry().iter().map(|k| k.name))
+            .map(|s| format!("; did you mean `{s}`?"))
+            .unwrap_or_default();
+        return Err(Failure::BadInput(format!("no stage kind `{name}`{hint}")));
+    }
+    for k in kinds {
+        out!("{}\n    {}", k.name, k.summary);
+        if k.gather == stages::Gather::All {
+            out!("    (gathers every axis of its inputs into one instance unless `over:` says otherwise)");
+        }
+        for p in k.param_lines() {
+            out!(
+                "    {:<16} {} ({})\n    {:<16} {}",
+                p.name,
+                p.ty,
+                p.default,
+                "",
+                p.meaning
+            );
+        }
+        out!("");
+    }
+    out!("Every stage also takes: kind, input (a stage or a list), with (the parameters above), \
+over (axes to gather: `all` or a list), repeat (run N times over axis `rep`), store (write its frame; default true).");
+    Ok(())
+}

@@ -1,0 +1,72 @@
+//! `dplab report`: the HTML reproduction report of a results directory.
+
+use std::path::{Path, PathBuf};
+
+use dplab::pipeline::spec;
+
+use crate::cli::data::missing_datasets;
+use crate::cli::run::pipeline_files;
+use crate::{Failure, Outcome};
+
+/// `dplab report RESULTS [--pipelines …]`.
+pub(crate) fn report_cmd(results: &Path, pipelines: &[PathBuf]) -> Outcome {
+    let files = if pipelines.is_empty() {
+        Vec::new()
+    } else {
+        match pipeline_files(pipelines) {
+            Ok(f) => f,
+            Err(e) => {
+                return Err(Failure::BadInput(e.to_string()));
+            }
+        }
+    };
+    let mut expected = Vec::new();
+    for f in &files {
+        match spec::load(f) {
+            Ok(s) => expected.push(dplab::report::Expected {
+                file: f.clone(),
+                missing_data: missing_datasets(f),
+                name: s.raw.name,
+                title: s.raw.title,
+                paper: s.raw.source.paper,
+                item: s.raw.source.item,
+                description: s.raw.description,
+            }),
+            Err(e) => {
+                return Err(Failure::BadInput(format!("{e}")));
+            }
+        }
+    }
+    match dplab::report::write(results, &expected) {
+        Ok(w) => {
+            let s = &w.summary;
+            out!(
+                "wrote {}: {} experiments ({} with results, {} without data, {} not run, {} damaged); {} printed numbers compared: {} agree, {} differ ({} explained)",
+                w.path.display(),
+                s.experiments,
+                s.with_results,
+                s.unavailable,
+                s.not_run,
+                s.damaged,
+                s.compared,
+                s.agree,
+                s.differ,
+                s.explained
+            );
+            for p in &w.problems {
+                errln!("error: {p}");
+            }
+            if w.problems.is_empty() {
+                Ok(())
+            } else {
+                errln!(
+                    "{} problem(s) in {} (shown on the page too)",
+                    w.problems.len(),
+                    results.display()
+                );
+                Err(Failure::Failed(String::new()))
+            }
+        }
+        Err(e) => Err(Failure::BadInput(e.to_string())),
+    }
+}
