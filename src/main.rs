@@ -276,8 +276,9 @@ Exit codes: 0 written, 1 written but the results are damaged (listed on the page
     Report {
         /// A results root (the --out of `dplab run`).
         results: PathBuf,
-        /// Pipeline files or directories: every experiment they define gets a section.
-        #[arg(long, value_name = "PATH")]
+        /// Pipeline files or directories: every experiment they define gets a section (several
+        /// after one flag, or the flag repeated).
+        #[arg(long, value_name = "PATH", num_args = 1..)]
         pipelines: Vec<PathBuf>,
         #[command(flatten)]
         loc: DataLoc,
@@ -341,8 +342,9 @@ available\"). Exit codes: 0 everything needed is here, 1 something is missing, 2
         /// Every registered dataset.
         #[arg(long)]
         all: bool,
-        /// The files these pipelines read (files or directories searched for *.yaml).
-        #[arg(long, value_name = "PATH", conflicts_with_all = ["names", "all", "accept_unverified"])]
+        /// The files these pipelines read (files or directories searched for *.yaml; several
+        /// after one flag, or the flag repeated).
+        #[arg(long, value_name = "PATH", num_args = 1.., conflicts_with_all = ["names", "all", "accept_unverified"])]
         pipelines: Vec<PathBuf>,
         /// Download files that have no registered checksum and print their sha256.
         #[arg(long)]
