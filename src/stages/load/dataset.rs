@@ -378,6 +378,36 @@ mod tests {
     use crate::stages::frame::FrameBuilder;
 
     #[test]
+    fn output_columns_come_from_the_registry_where_it_lists_them() {
+        let out = |y: &str| {
+            let p: LoadDataset = crate::yaml::deserialize(serde_yaml_ng::from_str(y).unwrap())
+                .unwrap_or_else(|e| panic!("{y}: {}", e.message));
+            p.columns_out(&[])
+        };
+        let ratings = Some(
+            ["user_id", "item_id", "rating", "timestamp"]
+                .map(String::from)
+                .to_vec(),
+        );
+        assert_eq!(
+            out("{dataset: movielens-100k, table: ratings, where: [item_id == 785]}"),
+            ratings
+        );
+        // `columns` picks, in its order; names from a header row or a .names file are unknown.
+        assert_eq!(
+            out("{dataset: adult, table: train, columns: [sex, age]}"),
+            Some(vec!["sex".to_string(), "age".to_string()])
+        );
+        assert_eq!(out("{dataset: adult, table: train}"), None);
+        assert_eq!(out("{dataset: parkinsons}"), None);
+        // An empty frame may stand in for a missing dataset.
+        assert_eq!(
+            out("{dataset: movielens-100k, table: ratings, if_missing: empty}"),
+            None
+        );
+    }
+
+    #[test]
     fn conditions_parse() {
         let c = Condition::parse("item_id == 785").unwrap();
         assert_eq!(
