@@ -539,11 +539,12 @@ fn type_text(p: &serde_json::Value) -> String {
         ["boolean"] => "bool".into(),
         ["array"] => {
             let item = type_text(&p["items"]);
-            let item = match item.as_str() {
-                "string" => "strings".to_string(),
-                "number" => "numbers".to_string(),
-                "integer" => "integers".to_string(),
-                other => other.to_string(),
+            // "numbers ≥ 0", "integers in [1, 17]": the plural keeps an item's range.
+            let item = match item.split_once(' ') {
+                None if item == "string" => "strings".to_string(),
+                Some((ty @ ("number" | "integer"), range)) => format!("{ty}s {range}"),
+                None if item == "number" || item == "integer" => format!("{item}s"),
+                _ => item,
             };
             format!("list of {item}")
         }

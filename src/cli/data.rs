@@ -13,7 +13,7 @@ pub(crate) fn plan_needs(p: &plan::Plan) -> Vec<data::need::Need> {
     let mut out = indexmap::IndexSet::new();
     for st in p.stages.iter().filter(|s| s.kind.name == "load.dataset") {
         for inst in &st.instances {
-            if let Some(n) = stages::dataset::need(&st.params(inst)) {
+            if let Some(n) = stages::load::dataset::need(&st.params(inst)) {
                 out.insert(n);
             }
         }

@@ -96,6 +96,21 @@ pub struct TableSpec {
 }
 
 impl TableSpec {
+    /// The table's column names when the registry lists them (`columns`, then
+    /// `append_columns` for text files): known without reading any file. `None` when they come
+    /// from the file's header row or a `.names` file.
+    pub fn known_columns(&self) -> Option<Vec<String>> {
+        if self.header || self.names.is_some() {
+            return None;
+        }
+        let mut cols = self.columns.clone()?;
+        // An xls sheet takes exactly `columns` (read_xls); a text file appends the rest.
+        if self.format != Format::Xls {
+            cols.extend(self.append_columns.iter().cloned());
+        }
+        Some(cols)
+    }
+
     /// Relations serde cannot express.
     pub fn check(&self) -> Result<(), String> {
         let sources = [self.header, self.columns.is_some(), self.names.is_some()]

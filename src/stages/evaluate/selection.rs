@@ -1,0 +1,121 @@
+//! `evaluate.selection`: expected utility and Pr[not optimal] of a `mechanism.select` output.
+
+use anyhow::Result;
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+use super::{level, Dist};
+use crate::mech::stats::wilson;
+use crate::stages::frame::FrameBuilder;
+use crate::stages::param::Level;
+use crate::stages::{build, params, Ctx, Gather, KindInfo, Output, Params, Stage};
+
+pub const KIND: KindInfo = KindInfo {
+    name: "evaluate.selection",
+    version: 1,
+    random: true,
+    summary: "Expected utility and Pr[not optimal] of a `mechanism.select` output: exact, and Monte-Carlo with confidence intervals.",
+    params: Params::Typed(params::<Selection>),
+    gather: Gather::Nothing,
+    build: build::<Selection>,
+};
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct Selection {
+    /// confidence level of the intervals
+    #[serde(default = "level")]
+    level: Level,
+}
+
+impl Stage for Selection {
+    /// Reads the fixed columns of a `mechanism.select` frame; its own are fixed too.
+    fn columns_out(&self, _: &[Option<Vec<String>>]) -> Option<Vec<String>> {
+        Some(
+            [
+                "method",
+                "range_size",
+                "opt",
+                "expected_utility",
+                "mc_mean",
+                "mc_ci_lo",
+                "mc_ci_hi",
+                "pr_suboptimal",
+                "mc_pr_suboptimal",
+                "mc_pr_ci_lo",
+                "mc_pr_ci_hi",
+                "samples",
+            ]
+            .map(String::from)
+            .to_vec(),
+        )
+    }
+
+    fn run(&self, ctx: &mut Ctx) -> Result<Output> {
+        let d = Dist::read(ctx.input()?, "the input")?;
+        let opt = d.opt();
+        let is_opt: Vec<bool> = d.utility.iter().map(|&u| u == opt).collect();
+        let exact_mean = d
+            .prob
+            .as_ref()
+            .map(|p| p.iter().zip(&d.utility).map(|(p, u)| p * u).sum::<f64>());
+        let exact_sub = d.prob.as_ref().map(|p| {
+            p.iter()
+                .zip(&is_opt)
+                .filter(|(_, o)| !**o)
+                .map(|(p, _)| p)
+                .sum::<f64>()
+        });
+        let n = d.samples();
+        let (mut mc_mean, mut lo, mut hi, mut sub, mut sub_lo, mut sub_hi) =
+            (None, None, None, None, None, None);
+        if n > 1 {
+            let nf = n as f64;
+            let mean = d
+                .count
+                .iter()
+                .zip(&d.utility)
+                .map(|(&c, u)| c as f64 * u)
+                .sum::<f64>()
+                / nf;
+            let var = d
+                .count
+                .iter()
+                .zip(&d.utility)
+                .map(|(&c, u)| c as f64 * (u - mean).powi(2))
+                .sum::<f64>()
+                / (nf - 1.0);
+            let z = crate::mech::stats::normal_quantile(0.5 + *self.level / 2.0);
+            let half = z * (var / nf).sqrt();
+            mc_mean = Some(mean);
+            lo = Some(mean - half);
+            hi = Some(mean + half);
+            let k: u64 = d
+                .count
+                .iter()
+                .zip(&is_opt)
+                .filter(|(_, o)| !**o)
+                .map(|(c, _)| c)
+                .sum();
+            let (a, b) = wilson(k, n, *self.level);
+            sub = Some(k as f64 / nf);
+            sub_lo = Some(a);
+            sub_hi = Some(b);
+        }
+        Ok(FrameBuilder::new()
+            .str("method", vec![d.method])
+            .i64("range_size", vec![d.utility.len() as i64])
+            .f64("opt", vec![opt])
+            .opt_f64("expected_utility", vec![exact_mean])
+            .opt_f64("mc_mean", vec![mc_mean])
+            .opt_f64("mc_ci_lo", vec![lo])
+            .opt_f64("mc_ci_hi", vec![hi])
+            .opt_f64("pr_suboptimal", vec![exact_sub])
+            .opt_f64("mc_pr_suboptimal", vec![sub])
+            .opt_f64("mc_pr_ci_lo", vec![sub_lo])
+            .opt_f64("mc_pr_ci_hi", vec![sub_hi])
+            .i64("samples", vec![n as i64])
+            .build()?
+            .into())
+    }
+}

@@ -1,0 +1,79 @@
+//! `frame.shape`: the number of rows and columns of each input, for dataset tables.
+
+use anyhow::Result;
+use indexmap::IndexMap;
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+use crate::stages::frame::FrameBuilder;
+use crate::stages::{build, params, Ctx, Gather, KindInfo, Output, Params, Stage};
+
+pub const KIND: KindInfo = KindInfo {
+    name: "frame.shape",
+    version: 1,
+    random: false,
+    summary: "One row per input: its number of rows n and columns d, and the column names; an input with no columns is reported as `no data`.",
+    params: Params::Typed(params::<Shape>),
+    gather: Gather::Nothing,
+    build: build::<Shape>,
+};
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct Shape {
+    /// the label of each input in the `source` column (default: the stage's name)
+    #[serde(default)]
+    #[schemars(title = "map stage → label")]
+    source: IndexMap<String, String>,
+}
+
+impl Stage for Shape {
+    fn columns_out(&self, _: &[Option<Vec<String>>]) -> Option<Vec<String>> {
+        Some(
+            ["source", "n", "d", "status", "columns"]
+                .map(String::from)
+                .to_vec(),
+        )
+    }
+
+    fn run(&self, ctx: &mut Ctx) -> Result<Output> {
+        let mut source = Vec::new();
+        let mut n = Vec::new();
+        let mut d = Vec::new();
+        let mut status = Vec::new();
+        let mut names = Vec::new();
+        for (df, stage) in ctx.inputs.iter().zip(ctx.input_names) {
+            source.push(
+                self.source
+                    .get(stage)
+                    .cloned()
+                    .unwrap_or_else(|| stage.clone()),
+            );
+            if df.width() == 0 {
+                n.push(None);
+                d.push(None);
+                status.push("no data".to_string());
+                names.push(String::new());
+            } else {
+                n.push(Some(df.height() as f64));
+                d.push(Some(df.width() as f64));
+                status.push("ok".to_string());
+                names.push(
+                    df.get_column_names()
+                        .iter()
+                        .map(|s| s.as_str())
+                        .collect::<Vec<_>>()
+                        .join(" "),
+                );
+            }
+        }
+        Ok(FrameBuilder::new()
+            .str("source", source)
+            .opt_f64("n", n)
+            .opt_f64("d", d)
+            .str("status", status)
+            .str("columns", names)
+            .build()?
+            .into())
+    }
+}

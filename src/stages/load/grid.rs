@@ -1,0 +1,69 @@
+//! `load.grid`: one column holding a grid of values fixed in advance.
+
+use anyhow::Result;
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_yaml_ng::Value;
+
+use crate::axis::AxisValue;
+use crate::stages::frame::FrameBuilder;
+use crate::stages::{
+    build, check_grid_param, grid_param, params, Ctx, Gather, KindInfo, Output, ParamError, Params,
+    Stage,
+};
+
+pub const KIND: KindInfo = KindInfo {
+    name: "load.grid",
+    version: 1,
+    random: false,
+    summary:
+        "One column holding a grid fixed in advance (e.g. the candidate prices of an auction).",
+    params: Params::Typed(params::<LoadGrid>),
+    gather: Gather::Nothing,
+    build: build::<LoadGrid>,
+};
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct LoadGrid {
+    /// name of the column
+    column: String,
+    /// a list, {from, to, step}, {linspace: {from, to, num}} or {logspace: {from, to, num}}
+    #[schemars(schema_with = "crate::axis::grid_schema")]
+    values: Value,
+}
+
+impl Stage for LoadGrid {
+    fn validate(&self) -> Result<(), ParamError> {
+        check_grid_param("values", &self.values, &mut |_| Ok(())).map(|_| ())
+    }
+
+    fn columns_out(&self, _: &[Option<Vec<String>>]) -> Option<Vec<String>> {
+        Some(vec![self.column.clone()])
+    }
+
+    fn run(&self, _ctx: &mut Ctx) -> Result<Output> {
+        let vals = grid_param("values", &self.values).map_err(|e| anyhow::anyhow!(e.message))?;
+        let fb = FrameBuilder::new();
+        let fb = if vals.iter().all(|v| matches!(v, AxisValue::Num(_))) {
+            fb.f64(
+                &self.column,
+                vals.iter()
+                    .map(|v| {
+                        if let AxisValue::Num(x) = v {
+                            *x
+                        } else {
+                            f64::NAN
+                        }
+                    })
+                    .collect(),
+            )
+        } else {
+            fb.str(
+                &self.column,
+                vals.iter().map(AxisValue::canonical).collect(),
+            )
+        };
+        Ok(fb.build()?.into())
+    }
+}

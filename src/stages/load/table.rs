@@ -1,0 +1,146 @@
+//! `load.table`: a table written inline in the pipeline, or read from a CSV file.
+
+use std::path::PathBuf;
+
+use anyhow::Result;
+use indexmap::IndexMap;
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_yaml_ng::Value;
+
+use crate::stages::frame::{read_csv, FrameBuilder};
+use crate::stages::{
+    build, check_size_at, params, product, Ctx, Gather, KindInfo, Limit, Output, ParamError,
+    Params, Stage,
+};
+
+pub const KIND: KindInfo = KindInfo {
+    name: "load.table",
+    version: 1,
+    random: false,
+    summary: "A table written inline (`columns`) or read from a CSV file (`path`).",
+    params: Params::Typed(params::<LoadTable>),
+    gather: Gather::Nothing,
+    build: build::<LoadTable>,
+};
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct LoadTable {
+    /// inline columns of equal length; numbers or strings (a `$axis` may stand for a value)
+    // (`skip_serializing_if`: no `default: null` in the schema; absent means none.)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "columns_schema")]
+    columns: Option<IndexMap<String, Vec<Value>>>,
+    /// a CSV file with a header row, relative to the pipeline file; give `columns` or `path`
+    #[schemars(with = "Option<String>", title = "path")]
+    path: Option<PathBuf>,
+}
+
+/// `columns`: a mapping of column names to lists of numbers or strings.
+fn columns_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({
+        "title": "map of column → list",
+        "type": "object",
+        "additionalProperties": {"type": "array", "items": {"type": ["number", "string"]}}
+    })
+}
+
+impl Stage for LoadTable {
+    fn validate(&self) -> Result<(), ParamError> {
+        match (&self.columns, &self.path) {
+            (Some(_), Some(_)) => {
+                return Err(ParamError::at(
+                    "path",
+                    "give either `columns` or `path`, not both",
+                ))
+            }
+            (None, None) => {
+                return Err(ParamError {
+                    path: vec![],
+                    message: "load.table needs `columns` (inline) or `path` (a CSV file)".into(),
+                })
+            }
+            _ => {}
+        }
+        if let Some(cols) = &self.columns {
+            if cols.is_empty() {
+                return Err(ParamError::at("columns", "no columns given"));
+            }
+            let (width, rows) = (cols.len() as u64, cols[0].len() as u64);
+            check_size_at(
+                "columns",
+                Limit::Cells,
+                &format!("rows × columns ({rows} × {width})"),
+                product(&[rows, width]),
+            )?;
+            let mut len = None;
+            for (name, vals) in cols {
+                if *len.get_or_insert(vals.len()) != vals.len() {
+                    return Err(ParamError::at(
+                        &format!("columns.{name}"),
+                        format!(
+                            "column `{name}` has {} values, the first column {}",
+                            vals.len(),
+                            len.unwrap_or(0)
+                        ),
+                    ));
+                }
+                column_values(name, vals)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn files(&self) -> Vec<(&'static str, &std::path::Path)> {
+        self.path.iter().map(|p| ("path", p.as_path())).collect()
+    }
+
+    /// Inline columns are known; a CSV file's only once it is read.
+    fn columns_out(&self, _: &[Option<Vec<String>>]) -> Option<Vec<String>> {
+        self.columns.as_ref().map(|c| c.keys().cloned().collect())
+    }
+
+    fn run(&self, ctx: &mut Ctx) -> Result<Output> {
+        if let Some(path) = &self.path {
+            let df = read_csv(ctx.file(path)?)
+                .map_err(|e| anyhow::anyhow!("reading {}: {e}", path.display()))?;
+            return Ok(df.into());
+        }
+        let mut fb = FrameBuilder::new();
+        for (name, vals) in self.columns.as_ref().into_iter().flatten() {
+            fb = match column_values(name, vals).map_err(|e| anyhow::anyhow!(e.message))? {
+                Values::Num(v) => fb.f64(name, v),
+                Values::Text(v) => fb.str(name, v),
+            };
+        }
+        Ok(fb.build()?.into())
+    }
+}
+
+enum Values {
+    Num(Vec<f64>),
+    Text(Vec<String>),
+}
+
+/// An inline column's values, all numbers or all strings (`validate` checks it, `run` builds).
+fn column_values(name: &str, vals: &[Value]) -> Result<Values, ParamError> {
+    if vals.iter().all(|v| v.is_number()) {
+        Ok(Values::Num(
+            vals.iter()
+                .map(|v| v.as_f64().unwrap_or(f64::NAN))
+                .collect(),
+        ))
+    } else if vals.iter().all(|v| v.is_string()) {
+        Ok(Values::Text(
+            vals.iter()
+                .map(|v| v.as_str().unwrap_or("").to_string())
+                .collect(),
+        ))
+    } else {
+        Err(ParamError::at(
+            &format!("columns.{name}"),
+            format!("column `{name}` must hold only numbers or only strings"),
+        ))
+    }
+}
