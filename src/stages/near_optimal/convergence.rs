@@ -56,6 +56,7 @@ pub(crate) struct Convergence {
 
 impl Stage for Convergence {
     fn validate(&self) -> Result<(), ParamError> {
+        self.neighbour_set.check()?;
         let nd = check_grid("delta", &self.delta, GridOf::Delta)?;
         check_size_at(
             "delta",

@@ -65,6 +65,7 @@ fn short(x: f64) -> String {
 
 impl Stage for Density {
     fn validate(&self) -> Result<(), ParamError> {
+        self.neighbour_set.check()?;
         check_decimals("delta", *self.delta)?;
         if let Some(r) = self.range {
             // The staircase and the tail of Algorithm 1 have a step per Δf of the range.

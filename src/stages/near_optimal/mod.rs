@@ -20,33 +20,43 @@ use std::ops::Deref;
 use anyhow::{Context, Result};
 use indexmap::IndexMap;
 use schemars::{JsonSchema, Schema, SchemaGenerator};
-use serde::{de::Error as _, Deserialize, Deserializer};
+use serde::{Deserialize, Deserializer};
 use serde_yaml_ng::Value;
 
 use crate::mech::interval::{Decimal, Touching};
 use crate::mech::near_optimal::{NeighbourSet, Options, MAX_STEPS};
+use crate::mech::ParamRangeError;
 use crate::stages::frame::{f64_col, str_col, FrameBuilder};
 use crate::stages::param::Between;
 use crate::stages::ParamError;
 
 /// A neighbour set V, parsed when `with:` is read: `"[0, a] ∪ [b, c]"` (0 < a < b < c) or
-/// `"[0, c]"`.
+/// `"[0, c]"`. A text that is not one is reported by [`Set::check`] (from `validate`), as
+/// `neighbour_set = "…" is invalid: …` at the key.
 #[derive(Clone, Debug)]
-pub struct Set(NeighbourSet);
+pub struct Set(Result<NeighbourSet, ParamRangeError>);
+
+impl Set {
+    /// The parse error, located at `neighbour_set`.
+    pub fn check(&self) -> Result<(), ParamError> {
+        match &self.0 {
+            Ok(_) => Ok(()),
+            Err(e) => Err(ParamError::at("neighbour_set", e.to_string())),
+        }
+    }
+}
 
 impl Deref for Set {
     type Target = NeighbourSet;
+    /// The set; only called once `validate` ran, which refuses a set that did not parse.
     fn deref(&self) -> &NeighbourSet {
-        &self.0
+        self.0.as_ref().expect("checked by validate")
     }
 }
 
 impl<'de> Deserialize<'de> for Set {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let text = String::deserialize(d)?;
-        NeighbourSet::parse(&text)
-            .map(Set)
-            .map_err(|e| D::Error::custom(e.to_string()))
+        Ok(Set(NeighbourSet::parse(&String::deserialize(d)?)))
     }
 }
 

@@ -80,6 +80,7 @@ impl Privacy {
 
 impl Stage for Privacy {
     fn validate(&self) -> Result<(), ParamError> {
+        self.neighbour_set.check()?;
         check_decimals("delta", *self.delta)?;
         // Memory: the outputs r (6 per boundary point, 1 per random point) and the shifts.
         let points = self.points();

@@ -62,6 +62,7 @@ pub(crate) struct Rate {
 
 impl Stage for Rate {
     fn validate(&self) -> Result<(), ParamError> {
+        self.neighbour_set.check()?;
         let nd = check_grid("delta", &self.delta, GridOf::Delta)?;
         let ne = check_grid("epsilon", &self.epsilon, GridOf::Epsilon)?;
         check_size_at(

@@ -70,6 +70,7 @@ fn level99() -> Level {
 
 impl Stage for SampleMean {
     fn validate(&self) -> Result<(), ParamError> {
+        self.neighbour_set.check()?;
         check_decimals("delta", *self.delta)?;
         // Drawn once per geometric convention.
         let samples = self.samples.get();
