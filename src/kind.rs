@@ -455,8 +455,17 @@ fn value_text(v: &serde_json::Value) -> String {
     match v {
         J::Null => "null".into(),
         J::String(s) => s.clone(),
-        // 1 rather than 1.0: as the user would write it.
-        J::Number(n) => n.as_f64().map_or_else(|| n.to_string(), |x| x.to_string()),
+        // 1 rather than 1.0, 1e-9 rather than 0.000000001: as the user would write it.
+        J::Number(n) => n.as_f64().map_or_else(
+            || n.to_string(),
+            |x| {
+                if x != 0.0 && !(1e-4..1e15).contains(&x.abs()) {
+                    format!("{x:e}")
+                } else {
+                    x.to_string()
+                }
+            },
+        ),
         J::Array(a) => format!(
             "[{}]",
             a.iter().map(value_text).collect::<Vec<_>>().join(", ")

@@ -7,7 +7,6 @@
 //! the engine, so adding a kind never touches the engine and no kind imports it.
 
 pub mod aggregate;
-pub mod channel;
 pub mod dataset;
 pub mod evaluate;
 pub mod frame;
@@ -153,8 +152,15 @@ pub fn registry() -> &'static [KindInfo] {
         kinds.push(frame::shape::KIND);
         kinds.extend(noise::kinds());
         kinds.push(mechanism::select::KIND);
-        kinds.extend(channel::kinds());
-        kinds.extend(near_optimal::kinds());
+        kinds.push(mechanism::rate_distortion::KIND);
+        kinds.push(mechanism::symmetric_channel::KIND);
+        kinds.push(near_optimal::rate::KIND);
+        kinds.push(near_optimal::convergence::KIND);
+        kinds.push(near_optimal::density::KIND);
+        kinds.push(near_optimal::sample_mean::KIND);
+        kinds.push(near_optimal::privacy::KIND);
+        kinds.push(near_optimal::best_delta::KIND);
+        kinds.push(near_optimal::trend::KIND);
         kinds.extend(trigonometric::kinds());
         kinds.extend(smooth::kinds());
         kinds.push(evaluate::selection::KIND);

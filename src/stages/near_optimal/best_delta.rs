@@ -1,0 +1,56 @@
+//! `near_optimal.best_delta`: per set and ε of a gathered `near_optimal.rate` frame, the δ of
+//! the grid with the smallest rate.
+
+use anyhow::Result;
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+use super::{column_names, Col, RateFrame, Table};
+use crate::stages::{build, params, Ctx, Gather, KindInfo, Output, Params, Stage};
+
+pub const KIND: KindInfo = KindInfo {
+    name: "near_optimal.best_delta",
+    version: 1,
+    random: true,
+    summary: "From a `near_optimal.rate` frame gathered over V: per set and ε, the δ of the grid with the smallest rate (the paper's δ* of problem (9), on the grid), that rate, and the share of the δ grid where rate < 1.",
+    params: Params::Typed(params::<BestDelta>),
+    gather: Gather::All,
+    build: build::<BestDelta>,
+};
+
+/// The columns, in order (the set's own, read from the input's rows).
+const COLUMNS: &[(&str, Col)] = &[
+    ("V", Col::S),
+    ("sensitivity", Col::F),
+    ("measure", Col::F),
+    ("epsilon", Col::F),
+    ("best_delta", Col::F),
+    ("best_rate", Col::F),
+    ("share_below_one", Col::F),
+];
+
+/// No parameters: the input's columns (those of a `near_optimal.rate` frame) are fixed.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct BestDelta {}
+
+impl Stage for BestDelta {
+    fn columns_out(&self, _: &[Option<Vec<String>>]) -> Option<Vec<String>> {
+        Some(column_names(false, COLUMNS))
+    }
+
+    fn run(&self, ctx: &mut Ctx) -> Result<Output> {
+        let f = RateFrame::read(ctx.input()?)?;
+        let mut t = Table::new(COLUMNS);
+        for ((set, _), b) in f.best_delta() {
+            t.s("V", set);
+            t.f("sensitivity", f.sensitivity[b.row]);
+            t.f("measure", f.measure[b.row]);
+            t.f("epsilon", f.epsilon[b.row]);
+            t.f("best_delta", b.delta);
+            t.f("best_rate", b.rate);
+            t.f("share_below_one", b.below_one as f64 / b.points as f64);
+        }
+        Ok(t.build()?.into())
+    }
+}

@@ -1,0 +1,146 @@
+//! `near_optimal.sample_mean`: Algorithm 2's Monte-Carlo E|X| against Algorithm 1's closed
+//! form, for both readings of its geometric variable.
+
+use anyhow::Result;
+use rayon::prelude::*;
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+use super::{check_decimals, column_names, options, Col, Set, Table};
+use crate::mech::near_optimal::{construct, GeometricSupport, MAX_STEPS};
+use crate::mech::stats::normal_quantile;
+use crate::stages::param::{AtLeast, Level, NonNegative, Positive};
+use crate::stages::{
+    build, check_size_at, params, product, Ctx, Gather, KindInfo, Limit, Output, ParamError,
+    Params, Stage,
+};
+
+/// Draws per sub-stream (see `Ctx::substream`).
+const CHUNK: u64 = 1 << 16;
+
+pub const KIND: KindInfo = KindInfo {
+    name: "near_optimal.sample_mean",
+    version: 1,
+    random: true,
+    summary: "Algorithm 2's Monte-Carlo E|X| with a normal confidence interval against Algorithm 1's closed form, for both readings of its geometric variable (trials to the first success, j ≥ 1; failures before it, j ≥ 0).",
+    params: Params::Typed(params::<SampleMean>),
+    gather: Gather::Nothing,
+    build: build::<SampleMean>,
+};
+
+/// The columns after the set's, in order.
+const COLUMNS: &[(&str, Col)] = &[
+    ("delta", Col::F),
+    ("epsilon", Col::F),
+    ("steps", Col::I),
+    ("tail_mass", Col::F),
+    ("geometric", Col::S),
+    ("mean_abs", Col::F),
+    ("mc_mean_abs", Col::F),
+    ("mc_ci_lo", Col::F),
+    ("mc_ci_hi", Col::F),
+    ("z_score", Col::F),
+    ("agrees", Col::S),
+    ("samples", Col::I),
+];
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct SampleMean {
+    /// V as "[0, a] ∪ [b, c]" (0 < a < b < c) or "[0, c]"; usually `$V`
+    pub neighbour_set: Set,
+    /// δ (at most 18 decimals)
+    pub delta: NonNegative,
+    /// ε
+    pub epsilon: Positive,
+    /// draws per geometric convention
+    #[serde(default = "two_hundred_thousand")]
+    pub samples: AtLeast<1000>,
+    /// confidence level of the interval
+    #[serde(default = "level99")]
+    pub level: Level,
+}
+
+fn two_hundred_thousand() -> AtLeast<1000> {
+    AtLeast::of(200_000)
+}
+fn level99() -> Level {
+    Level::of(0.99)
+}
+
+impl Stage for SampleMean {
+    fn validate(&self) -> Result<(), ParamError> {
+        self.neighbour_set.check()?;
+        check_decimals("delta", *self.delta)?;
+        // Drawn once per geometric convention.
+        let samples = self.samples.get();
+        check_size_at(
+            "samples",
+            Limit::Draws,
+            &format!("samples × 2 geometric conventions ({samples} × 2)"),
+            product(&[samples, 2]),
+        )
+    }
+
+    fn columns_out(&self, _: &[Option<Vec<String>>]) -> Option<Vec<String>> {
+        Some(column_names(true, COLUMNS))
+    }
+
+    fn run(&self, ctx: &mut Ctx) -> Result<Output> {
+        let v = &*self.neighbour_set;
+        let (delta, eps, samples) = (*self.delta, *self.epsilon, self.samples.get());
+        let levels = construct(v, delta, options(MAX_STEPS, true))?;
+        let m = levels.mechanism(eps)?;
+        let analytic = m.summary().mean_abs;
+        let z = normal_quantile(0.5 + *self.level / 2.0);
+        let chunks = samples.div_ceil(CHUNK);
+        let mut t = Table::new(COLUMNS);
+        for (which, support) in [GeometricSupport::FromOne, GeometricSupport::FromZero]
+            .into_iter()
+            .enumerate()
+        {
+            // Fixed chunks, one sub-stream each, summed in chunk order: the result does
+            // not depend on the number of threads.
+            let sums: Vec<(f64, f64)> = (0..chunks)
+                .into_par_iter()
+                .map(|c| {
+                    let mut rng = ctx.substream(((which as u64) << 40) | c);
+                    let n = CHUNK.min(samples - c * CHUNK);
+                    let (mut s, mut s2) = (0.0, 0.0);
+                    for _ in 0..n {
+                        let x = m.sample(&mut rng, support).abs();
+                        s += x;
+                        s2 += x * x;
+                    }
+                    (s, s2)
+                })
+                .collect();
+            let n = samples as f64;
+            let (s, s2) = sums
+                .iter()
+                .fold((0.0, 0.0), |(a, b), (x, y)| (a + x, b + y));
+            let mean = s / n;
+            let se = ((s2 / n - mean * mean).max(0.0) * n / (n - 1.0) / n).sqrt();
+            t.f("delta", delta);
+            t.f("epsilon", eps);
+            t.i("steps", levels.steps() as i64);
+            t.f("tail_mass", m.summary().tail_mass);
+            t.s("geometric", support.name());
+            t.f("mean_abs", analytic);
+            t.f("mc_mean_abs", mean);
+            t.f("mc_ci_lo", mean - z * se);
+            t.f("mc_ci_hi", mean + z * se);
+            t.f("z_score", (mean - analytic) / se);
+            t.s(
+                "agrees",
+                if (mean - analytic).abs() <= z * se {
+                    "yes"
+                } else {
+                    "no"
+                },
+            );
+            t.i("samples", samples as i64);
+        }
+        Ok(t.with_set(v).build()?.into())
+    }
+}
