@@ -7,13 +7,13 @@
 //! the engine, so adding a kind never touches the engine and no kind imports it.
 
 pub mod aggregate;
-pub mod dataset;
 pub mod evaluate;
 pub mod frame;
 pub mod load;
 pub mod mechanism;
 pub mod near_optimal;
 pub mod noise;
+pub mod normalise;
 pub mod param;
 pub mod plot;
 pub mod report;
@@ -148,7 +148,7 @@ pub fn registry() -> &'static [KindInfo] {
         kinds.push(load::grid::KIND);
         kinds.push(load::distribution::KIND);
         kinds.push(load::dataset::KIND);
-        kinds.extend(dataset::kinds());
+        kinds.push(normalise::KIND);
         kinds.push(frame::shape::KIND);
         kinds.extend(noise::kinds());
         kinds.push(mechanism::select::KIND);

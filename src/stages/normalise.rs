@@ -5,31 +5,24 @@ use std::fmt::Write as _;
 
 use anyhow::{bail, Result};
 use polars::prelude::*;
+use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::frame::{column, FrameBuilder};
-use super::{build, Artifact, Ctx, Gather, KindInfo, Output, ParamDoc, ParamError, Params, Stage};
+use super::param::Share;
+use super::{build, params, Artifact, Ctx, Gather, KindInfo, Output, ParamError, Params, Stage};
 
-pub fn kinds() -> Vec<KindInfo> {
-    vec![
-        KindInfo {
-            name: "normalise",
-            version: 1,
-            random: false,
-            summary: "Keeps numeric columns (or `columns`), drops named columns, sparse columns, rows with missing values and constant columns, then min–max scales each column to `range`. Writes <stage>.md saying what was dropped and why.",
-            params: Params::Doc(&[
-                ParamDoc { name: "columns", ty: "list of strings", default: Some("every numeric column"), meaning: "the columns to consider (must be numeric)" },
-                ParamDoc { name: "drop", ty: "list of strings", default: Some("[]"), meaning: "id and target columns to drop by name" },
-                ParamDoc { name: "drop_sparse", ty: "number in (0, 1]", default: Some("—"), meaning: "drop a column when more than this fraction of its values is missing (before rows are dropped)" },
-                ParamDoc { name: "drop_constant", ty: "bool", default: Some("true"), meaning: "drop columns with a single value (they cannot be scaled)" },
-                ParamDoc { name: "range", ty: "[lo, hi]", default: Some("[-1, 1]"), meaning: "target box of the min–max scaling" },
-                ParamDoc { name: "scale", ty: "bool", default: Some("true"), meaning: "false keeps the original values (cleaning only)" },
-            ]),
-            gather: Gather::Nothing,
-            build: build::<Normalise>,
-        },
-    ]
-}
+/// The kind's name has no namespace (pipelines and store keys use it as it is), so its file is
+/// `stages/normalise.rs`.
+pub const KIND: KindInfo = KindInfo {
+    name: "normalise",
+    version: 1,
+    random: false,
+    summary: "Keeps numeric columns (or `columns`), drops named columns, sparse columns, rows with missing values and constant columns, then min–max scales each column to `range`. Writes <stage>.md saying what was dropped and why.",
+    params: Params::Typed(params::<Normalise>),
+    gather: Gather::Nothing,
+    build: build::<Normalise>,
+};
 
 fn default_range() -> [f64; 2] {
     [-1.0, 1.0]
@@ -39,19 +32,24 @@ fn yes() -> bool {
     true
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct Normalise {
-    #[serde(default)]
+    /// the columns to consider (must be numeric); default: every numeric column
     columns: Option<Vec<String>>,
+    /// id and target columns to drop by name
     #[serde(default)]
     drop: Vec<String>,
-    #[serde(default)]
-    drop_sparse: Option<f64>,
+    /// drop a column when more than this fraction of its values is missing (before rows are
+    /// dropped); absent: no column is dropped for being sparse
+    drop_sparse: Option<Share>,
+    /// drop columns with a single value (they cannot be scaled)
     #[serde(default = "yes")]
     drop_constant: bool,
+    /// target box [lo, hi] of the min–max scaling (finite, lo < hi)
     #[serde(default = "default_range")]
     range: [f64; 2],
+    /// false keeps the original values (cleaning only)
     #[serde(default = "yes")]
     scale: bool,
 }
@@ -68,14 +66,6 @@ impl Stage for Normalise {
                 "range",
                 format!("range = [{lo}, {hi}] is invalid: need finite lo < hi"),
             ));
-        }
-        if let Some(f) = self.drop_sparse {
-            if !(f > 0.0 && f <= 1.0) {
-                return Err(ParamError::at(
-                    "drop_sparse",
-                    format!("drop_sparse = {f} is invalid: must be in (0, 1]"),
-                ));
-            }
         }
         Ok(())
     }
@@ -129,7 +119,7 @@ impl Stage for Normalise {
             cols.push((name, v));
         }
         // 2. Sparse columns go before rows are dropped, or they would take most rows with them.
-        if let Some(f) = self.drop_sparse {
+        if let Some(f) = self.drop_sparse.map(Share::get) {
             cols.retain(|(name, v)| {
                 let miss = v.iter().filter(|x| x.is_none()).count();
                 let frac = miss as f64 / n0.max(1) as f64;
