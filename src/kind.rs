@@ -539,11 +539,13 @@ fn type_text(p: &serde_json::Value) -> String {
         ["boolean"] => "bool".into(),
         ["array"] => {
             let item = type_text(&p["items"]);
-            let item = match item.as_str() {
-                "string" => "strings".to_string(),
-                "number" => "numbers".to_string(),
-                "integer" => "integers".to_string(),
-                other => other.to_string(),
+            // "numbers in [0, 1]", not "number in [0, 1]".
+            let item = match item.split_once(' ') {
+                Some((w @ ("string" | "number" | "integer"), rest)) => format!("{w}s {rest}"),
+                None if matches!(item.as_str(), "string" | "number" | "integer") => {
+                    format!("{item}s")
+                }
+                _ => item,
             };
             format!("list of {item}")
         }

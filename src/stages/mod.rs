@@ -19,7 +19,6 @@ pub mod param;
 pub mod plot;
 pub mod report;
 pub mod smooth;
-pub mod transform;
 pub mod trigonometric;
 
 use serde_yaml_ng::Value;
@@ -152,9 +151,10 @@ pub fn registry() -> &'static [KindInfo] {
         kinds.extend(trigonometric::kinds());
         kinds.extend(smooth::kinds());
         kinds.extend(evaluate::kinds());
-        kinds.extend(transform::kinds());
-        kinds.extend(aggregate::kinds());
-        kinds.extend(aggregate::fit_kinds());
+        kinds.push(frame::stack::KIND);
+        kinds.push(aggregate::improvement::KIND);
+        kinds.push(aggregate::summary::KIND);
+        kinds.push(aggregate::loglog_fit::KIND);
         kinds.extend(plot::kinds());
         kinds.extend(report::kinds());
         kinds
