@@ -156,7 +156,7 @@ pub fn registry() -> &'static [KindInfo] {
         kinds.push(aggregate::summary::KIND);
         kinds.push(aggregate::loglog_fit::KIND);
         kinds.extend(plot::kinds());
-        kinds.extend(report::kinds());
+        kinds.push(report::table::KIND);
         kinds
     })
 }

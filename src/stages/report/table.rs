@@ -1,0 +1,557 @@
+//! `report.table`: a result table as a frame and as Markdown, with the paper's numbers
+//! beside ours (and the difference) where the paper prints them.
+
+use std::fmt::Write as _;
+use std::path::PathBuf;
+
+use anyhow::Result;
+use indexmap::IndexMap;
+use polars::prelude::*;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::stages::frame::{column, f64_col_or_nan, str_col};
+use crate::stages::param::Between;
+use crate::stages::{
+    build, distinct, params, Artifact, Ctx, Gather, KindInfo, Output, ParamError, Params, Stage,
+};
+
+use super::format_column;
+
+pub const KIND: KindInfo = KindInfo {
+    name: "report.table",
+    version: 2,
+    random: false,
+    summary: "A table (frame + Markdown + a layout for the HTML report): chosen columns of its input, optionally joined with the paper's printed numbers (columns paper_<c>, diff_<c> = ours − paper and verdict_<c>: agrees within the paper's printed precision, within CI when the printed value meets our interval, else differs).",
+    params: Params::Typed(params::<Table>),
+    gather: Gather::All,
+    build: build::<Table>,
+};
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct Table {
+    /// heading of the Markdown table
+    title: String,
+    /// columns to show, in order (default: all)
+    columns: Option<Vec<String>>,
+    /// human column headers: column → text (e.g. lambda: λ, distortion: D); a compared column
+    /// c shows as `H (ours)`, `H (paper)`, `Δ H`, `verdict`
+    #[serde(default)]
+    headers: IndexMap<String, String>,
+    /// significant digits in the Markdown
+    #[serde(default = "digits")]
+    digits: Between<1, 17>,
+    /// CSV of the paper's numbers, relative to the pipeline file; a value stands for ± half a
+    /// unit of its last printed digit
+    #[schemars(title = "path")]
+    paper: Option<PathBuf>,
+    /// key columns shared by our table and the paper's
+    #[serde(default)]
+    join: Vec<String>,
+    /// which of our columns the paper's columns correspond to: ours → paper column
+    #[serde(default)]
+    compare: IndexMap<String, String>,
+    /// columns holding our 95% interval of a stochastic value, ours → [lo, hi]: the paper's
+    /// value meeting it is `within CI`
+    #[serde(default)]
+    ci: IndexMap<String, [String; 2]>,
+    /// one-line explanations of known differences: `where` maps key columns to values,
+    /// `column` (optional) names the compared column; the first that matches a cell that
+    /// differs goes into its column why_<c>
+    #[serde(default)]
+    explain: Vec<Explain>,
+    /// text printed under the table (how to read it, deviations)
+    notes: Option<String>,
+}
+
+/// A known difference and its one-line reason (`Serialize` only so that the schema shows
+/// the default `[]`).
+#[derive(Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct Explain {
+    /// key column → value (a number or a string): the rows it explains
+    #[serde(rename = "where", default)]
+    #[schemars(with = "IndexMap<String, serde_json::Value>")]
+    at: IndexMap<String, serde_yaml_ng::Value>,
+    /// the compared column it explains (default: any)
+    column: Option<String>,
+    /// the explanation, one line
+    text: String,
+}
+
+fn digits() -> Between<1, 17> {
+    Between::of(4)
+}
+
+/// The verdicts a compared cell can get, as written in `verdict_<c>`.
+pub const AGREES: &str = "agrees";
+pub const WITHIN_CI: &str = "within CI";
+pub const DIFFERS: &str = "differs";
+
+impl Stage for Table {
+    /// The input columns it names: `columns`, the `join` keys, `compare`'s keys (our compared
+    /// columns; the paper's columns are checked when it runs, in the paper's CSV) and the `ci`
+    /// bounds.
+    fn columns_read(&self) -> Vec<(String, String)> {
+        let mut out: Vec<(String, String)> = Vec::new();
+        for (i, c) in self.columns.iter().flatten().enumerate() {
+            out.push((format!("columns.{i}"), c.clone()));
+        }
+        for (i, c) in self.join.iter().enumerate() {
+            out.push((format!("join.{i}"), c.clone()));
+        }
+        for ours in self.compare.keys() {
+            out.push((format!("compare.{ours}"), ours.clone()));
+        }
+        for (ours, bounds) in &self.ci {
+            for (i, c) in bounds.iter().enumerate() {
+                out.push((format!("ci.{ours}.{i}"), c.clone()));
+            }
+        }
+        out
+    }
+
+    /// `columns` (else the first input's columns: the inputs are stacked), then per compared
+    /// column c: paper_c, diff_c, verdict_c. With `explain` they are not known here: a column
+    /// why_c is added only when some row that differs is explained, which the data decide.
+    fn columns_out(&self, inputs: &[Option<Vec<String>>]) -> Option<Vec<String>> {
+        if !self.explain.is_empty() {
+            return None;
+        }
+        let mut out = match &self.columns {
+            Some(cols) => cols.clone(),
+            None => inputs.first()?.clone()?,
+        };
+        if self.paper.is_some() {
+            for ours in self.compare.keys() {
+                for prefix in ["paper", "diff", "verdict"] {
+                    let c = format!("{prefix}_{ours}");
+                    if !out.contains(&c) {
+                        out.push(c);
+                    }
+                }
+            }
+        }
+        Some(out)
+    }
+
+    fn validate(&self) -> Result<(), ParamError> {
+        if let Some(c) = &self.columns {
+            distinct("columns", c)?;
+        }
+        distinct("join", &self.join)?;
+        if self.paper.is_some() && (self.join.is_empty() || self.compare.is_empty()) {
+            return Err(ParamError::at(
+                "paper",
+                "with `paper`, give `join` (key columns) and `compare` (ours → paper columns)",
+            ));
+        }
+        if self.paper.is_none() && (!self.ci.is_empty() || !self.explain.is_empty()) {
+            return Err(ParamError::at(
+                if self.ci.is_empty() { "explain" } else { "ci" },
+                "`ci` and `explain` judge comparisons with the paper: give `paper` too",
+            ));
+        }
+        for ours in self.ci.keys() {
+            if !self.compare.contains_key(ours) {
+                return Err(ParamError::at(
+                    &format!("ci.{ours}"),
+                    format!("`{ours}` is not compared with the paper (not a key of `compare`)"),
+                ));
+            }
+        }
+        for (i, e) in self.explain.iter().enumerate() {
+            if e.text.trim().is_empty() || e.text.contains('\n') {
+                return Err(ParamError::at(
+                    &format!("explain.{i}.text"),
+                    "an explanation is one non-empty line",
+                ));
+            }
+            if let Some(c) = &e.column {
+                if !self.compare.contains_key(c) {
+                    return Err(ParamError::at(
+                        &format!("explain.{i}.column"),
+                        format!("`{c}` is not compared with the paper (not a key of `compare`)"),
+                    ));
+                }
+            }
+            for (k, v) in &e.at {
+                if !self.join.contains(k) {
+                    return Err(ParamError::at(
+                        &format!("explain.{i}.where.{k}"),
+                        format!(
+                            "`{k}` is not a key column (give one of `join`: {:?})",
+                            self.join
+                        ),
+                    ));
+                }
+                if key_text(v).is_none() {
+                    return Err(ParamError::at(
+                        &format!("explain.{i}.where.{k}"),
+                        "a key value is a number or a string",
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn files(&self) -> Vec<(&'static str, &std::path::Path)> {
+        self.paper.iter().map(|p| ("paper", p.as_path())).collect()
+    }
+
+    fn run(&self, ctx: &mut Ctx) -> Result<Output> {
+        let frames: Vec<&DataFrame> = ctx.inputs.iter().collect();
+        let mut df = crate::frames::concat(&frames)?;
+        if let Some(cols) = &self.columns {
+            for c in cols {
+                column(&df, c)?;
+            }
+            df = df.select(cols.iter().map(|s| s.as_str()))?;
+        }
+        let mut layout = Layout {
+            title: self.title.clone(),
+            notes: self.notes.clone(),
+            digits: self.digits.get() as usize,
+            columns: Vec::new(),
+        };
+        let header = |c: &str| {
+            self.headers
+                .get(c)
+                .cloned()
+                .unwrap_or_else(|| c.to_string())
+        };
+        for name in df.get_column_names() {
+            let name = name.to_string();
+            let role = if self.join.contains(&name) {
+                "key"
+            } else {
+                "value"
+            };
+            layout.columns.push(LayoutColumn {
+                header: header(&name),
+                role,
+                name,
+            });
+        }
+        if let Some(paper) = &self.paper {
+            let printed = Printed::read(ctx.file(paper)?).map_err(|e| {
+                anyhow::anyhow!("reading the paper's table {}: {e}", paper.display())
+            })?;
+            let ours_keys: Vec<Vec<String>> = self
+                .join
+                .iter()
+                .map(|k| str_col(&df, k))
+                .collect::<Result<_>>()?;
+            let paper_keys: Vec<&[String]> = self
+                .join
+                .iter()
+                .map(|k| printed.column(k))
+                .collect::<Result<_>>()?;
+            let hits: Vec<Option<usize>> = (0..df.height())
+                .map(|row| {
+                    (0..printed.rows).find(|&pr| {
+                        ours_keys
+                            .iter()
+                            .zip(&paper_keys)
+                            .all(|(a, b)| same_key(&a[row], &b[pr]))
+                    })
+                })
+                .collect();
+            for (ours, theirs) in &self.compare {
+                // Our cell may be empty (e.g. a dataset not on this machine): no difference then.
+                let mine = f64_col_or_nan(&df, ours)?;
+                let interval = match self.ci.get(ours) {
+                    Some([lo, hi]) => Some((f64_col_or_nan(&df, lo)?, f64_col_or_nan(&df, hi)?)),
+                    None => None,
+                };
+                // The paper may print a number on some rows only.
+                let texts = printed.column(theirs)?;
+                let mut pv = Vec::with_capacity(df.height());
+                let mut diff = Vec::with_capacity(df.height());
+                let mut verdict = Vec::with_capacity(df.height());
+                let mut why: Vec<Option<String>> = vec![None; df.height()];
+                for (row, hit) in hits.iter().enumerate() {
+                    let cell = hit.and_then(|pr| printed_value(&texts[pr]));
+                    let m = mine[row];
+                    let judged = cell.filter(|_| m.is_finite());
+                    pv.push(cell.map(|(v, _)| v));
+                    diff.push(judged.map(|(v, _)| m - v));
+                    let v = judged.map(|(v, half)| {
+                        let ci = interval.as_ref().map(|(lo, hi)| (lo[row], hi[row]));
+                        judge(m, v, half, ci)
+                    });
+                    if v == Some(DIFFERS) {
+                        why[row] = self.explanation(&df, row, ours)?;
+                    }
+                    verdict.push(v);
+                }
+                df.with_column(Column::new(format!("paper_{ours}").into(), pv))?;
+                df.with_column(Column::new(format!("diff_{ours}").into(), diff))?;
+                df.with_column(Column::new(format!("verdict_{ours}").into(), verdict))?;
+                let explained = why.iter().any(Option::is_some);
+                if explained {
+                    df.with_column(Column::new(format!("why_{ours}").into(), why))?;
+                }
+                let h = header(ours);
+                let at = layout
+                    .columns
+                    .iter()
+                    .position(|c| &c.name == ours)
+                    .ok_or_else(|| anyhow::anyhow!("`{ours}` is not among the table's columns"))?;
+                layout.columns[at].header = format!("{h} (ours)");
+                layout.columns[at].role = "ours";
+                layout.columns.splice(
+                    at + 1..at + 1,
+                    [
+                        LayoutColumn {
+                            name: format!("paper_{ours}"),
+                            header: format!("{h} (paper)"),
+                            role: "paper",
+                        },
+                        LayoutColumn {
+                            name: format!("diff_{ours}"),
+                            header: format!("Δ {h}"),
+                            role: "diff",
+                        },
+                        LayoutColumn {
+                            name: format!("verdict_{ours}"),
+                            header: "verdict".into(),
+                            role: "verdict",
+                        },
+                    ],
+                );
+                if explained {
+                    layout.columns.insert(
+                        at + 4,
+                        LayoutColumn {
+                            name: format!("why_{ours}"),
+                            header: format!("why {h} differs"),
+                            role: "explanation",
+                        },
+                    );
+                }
+            }
+        }
+        let md = markdown(&df, &layout, ctx.stage)?;
+        let json = serde_json::to_vec_pretty(&layout)?;
+        Ok(Output {
+            frame: df,
+            artifacts: vec![
+                Artifact {
+                    ext: "md",
+                    bytes: md.into_bytes(),
+                },
+                Artifact {
+                    ext: "json",
+                    bytes: json,
+                },
+            ],
+        })
+    }
+}
+
+impl Table {
+    /// The first explanation whose `where` matches the row and whose column (if named) is `ours`.
+    fn explanation(&self, df: &DataFrame, row: usize, ours: &str) -> Result<Option<String>> {
+        for e in &self.explain {
+            if e.column.as_deref().is_some_and(|c| c != ours) {
+                continue;
+            }
+            let mut all = true;
+            for (k, v) in &e.at {
+                let cell = str_col(df, k)?;
+                all &= key_text(v).is_some_and(|t| same_key(&cell[row], &t));
+            }
+            if all {
+                return Ok(Some(e.text.trim().to_string()));
+            }
+        }
+        Ok(None)
+    }
+}
+
+/// A key value written in YAML, as text.
+fn key_text(v: &serde_yaml_ng::Value) -> Option<String> {
+    match v {
+        serde_yaml_ng::Value::String(s) => Some(s.clone()),
+        serde_yaml_ng::Value::Number(n) => Some(n.to_string()),
+        serde_yaml_ng::Value::Bool(b) => Some(b.to_string()),
+        _ => None,
+    }
+}
+
+/// The verdict on our value `ours` against the paper's printed `paper`, which stands for
+/// [paper − half, paper + half]: agrees when ours rounds to what was printed; within CI when
+/// that printed interval meets our 95% interval `ci`; else differs.
+pub fn judge(ours: f64, paper: f64, half: f64, ci: Option<(f64, f64)>) -> &'static str {
+    // Rounding of the printed text itself (0.1 is not exact in binary) must not decide.
+    let slack = half * 1e-9 + f64::EPSILON * paper.abs().max(ours.abs());
+    if (ours - paper).abs() <= half + slack {
+        return AGREES;
+    }
+    if let Some((lo, hi)) = ci.filter(|(lo, hi)| lo.is_finite() && hi.is_finite() && lo <= hi) {
+        if paper - half <= hi + slack && paper + half >= lo - slack {
+            return WITHIN_CI;
+        }
+    }
+    DIFFERS
+}
+
+/// A printed number and half a unit of its last printed digit: `0.509` → (0.509, 0.0005),
+/// `100000` → (100000, 0.5), `1.5e-3` → (0.0015, 0.00005). Empty text or `NA` is no number.
+pub fn printed_value(text: &str) -> Option<(f64, f64)> {
+    let t = text.trim();
+    let v: f64 = t.parse().ok().filter(|v: &f64| v.is_finite())?;
+    let (mantissa, exp) = match t.find(['e', 'E']) {
+        Some(i) => (&t[..i], t[i + 1..].parse::<i32>().ok()?),
+        None => (t, 0),
+    };
+    let decimals = mantissa.find('.').map_or(0, |i| mantissa.len() - i - 1) as i32;
+    Some((v, 0.5 * 10f64.powi(exp - decimals)))
+}
+
+/// The paper's CSV as text, so each value keeps the precision it was printed with.
+struct Printed {
+    names: Vec<String>,
+    cells: Vec<Vec<String>>,
+    rows: usize,
+}
+
+impl Printed {
+    fn read(bytes: &[u8]) -> Result<Printed> {
+        let mut r = csv::ReaderBuilder::new()
+            .has_headers(true)
+            .from_reader(bytes);
+        let names: Vec<String> = r.headers()?.iter().map(|h| h.trim().to_string()).collect();
+        let mut cells = vec![Vec::new(); names.len()];
+        let mut rows = 0;
+        for rec in r.records() {
+            let rec = rec?;
+            for (i, col) in cells.iter_mut().enumerate() {
+                col.push(rec.get(i).unwrap_or("").to_string());
+            }
+            rows += 1;
+        }
+        Ok(Printed { names, cells, rows })
+    }
+
+    fn column(&self, name: &str) -> Result<&[String]> {
+        let i = self.names.iter().position(|n| n == name).ok_or_else(|| {
+            anyhow::anyhow!("no column `{name}` (it has {})", self.names.join(", "))
+        })?;
+        Ok(&self.cells[i])
+    }
+}
+
+/// How the HTML report shows the table: headers, column roles, digits, notes.
+#[derive(serde::Serialize)]
+struct Layout {
+    title: String,
+    notes: Option<String>,
+    digits: usize,
+    columns: Vec<LayoutColumn>,
+}
+
+#[derive(serde::Serialize)]
+struct LayoutColumn {
+    name: String,
+    header: String,
+    /// key | value | ours | paper | diff | verdict | explanation
+    role: &'static str,
+}
+
+/// Keys match as text, or as numbers when both parse (so `0.5` matches `0.50`).
+fn same_key(a: &str, b: &str) -> bool {
+    a == b
+        || matches!((a.parse::<f64>(), b.parse::<f64>()), (Ok(x), Ok(y)) if (x - y).abs() <= 1e-9 * x.abs().max(1.0))
+}
+
+fn markdown(df: &DataFrame, layout: &Layout, stage: &str) -> Result<String> {
+    let mut s = format!("## {}\n\n", layout.title);
+    let cells: Vec<Vec<String>> = layout
+        .columns
+        .iter()
+        .map(|c| -> Result<Vec<String>> {
+            let col = column(df, &c.name)?;
+            if col.dtype().is_float() || col.dtype().is_integer() {
+                let v = col.cast(&DataType::Float64)?;
+                let v: Vec<Option<f64>> = v.f64()?.iter().collect();
+                let mut out = format_column(&v, layout.digits);
+                if c.role == "diff" {
+                    for (t, x) in out.iter_mut().zip(&v) {
+                        if x.is_some_and(|x| x > 0.0) {
+                            t.insert(0, '+');
+                        }
+                    }
+                }
+                Ok(out)
+            } else {
+                let v = col.cast(&DataType::String)?;
+                Ok(v.str()?
+                    .iter()
+                    .map(|x| x.unwrap_or("—").replace('|', "\\|"))
+                    .collect())
+            }
+        })
+        .collect::<Result<_>>()?;
+    let headers: Vec<String> = layout
+        .columns
+        .iter()
+        .map(|c| c.header.replace('|', "\\|"))
+        .collect();
+    writeln!(s, "| {} |", headers.join(" | "))?;
+    writeln!(
+        s,
+        "|{}|",
+        headers.iter().map(|_| "---").collect::<Vec<_>>().join("|")
+    )?;
+    for r in 0..df.height() {
+        writeln!(
+            s,
+            "| {} |",
+            cells
+                .iter()
+                .map(|c| c[r].as_str())
+                .collect::<Vec<_>>()
+                .join(" | ")
+        )?;
+    }
+    if let Some(n) = &layout.notes {
+        write!(s, "\n{}\n", n.trim())?;
+    }
+    writeln!(s, "\n_Stage `{stage}`; full precision in `{stage}.csv`._")?;
+    Ok(s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn printed_precision_is_half_a_unit_of_the_last_digit() {
+        assert_eq!(printed_value("0.509"), Some((0.509, 0.0005)));
+        assert_eq!(printed_value("100000"), Some((100000.0, 0.5)));
+        let (v, h) = printed_value("1.5e-3").unwrap();
+        assert!((v - 0.0015).abs() < 1e-18 && (h - 0.00005).abs() < 1e-18);
+        assert_eq!(printed_value(""), None);
+        assert_eq!(printed_value("NA"), None);
+        assert_eq!(printed_value("inf"), None);
+    }
+
+    #[test]
+    fn verdicts_follow_the_printed_precision_and_our_interval() {
+        // 0.5086 rounds to the printed 0.509 (3 decimals): agrees.
+        assert_eq!(judge(0.50859, 0.509, 0.0005, None), AGREES);
+        // 0.7947 is not 0.78 ± 0.005.
+        assert_eq!(judge(0.7947, 0.78, 0.005, None), DIFFERS);
+        // Printed 0.05 ± 0.0005 meets our interval [0.0502, 0.06]: within CI.
+        assert_eq!(judge(0.055, 0.05, 0.0005, Some((0.0502, 0.06))), WITHIN_CI);
+        assert_eq!(judge(0.055, 0.04, 0.0005, Some((0.0502, 0.06))), DIFFERS);
+        // A broken interval judges nothing.
+        assert_eq!(judge(0.055, 0.05, 0.0005, Some((f64::NAN, 0.06))), DIFFERS);
+        // The binary value of the printed text does not decide the boundary.
+        assert_eq!(judge(0.1235, 0.123, 0.0005, None), AGREES);
+    }
+}
