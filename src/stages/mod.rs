@@ -155,7 +155,9 @@ pub fn registry() -> &'static [KindInfo] {
         kinds.push(aggregate::improvement::KIND);
         kinds.push(aggregate::summary::KIND);
         kinds.push(aggregate::loglog_fit::KIND);
-        kinds.extend(plot::kinds());
+        kinds.push(plot::lines::KIND);
+        kinds.push(plot::histogram::KIND);
+        kinds.push(plot::heatmap::KIND);
         kinds.push(report::table::KIND);
         kinds
     })
