@@ -83,10 +83,11 @@ impl Stage for Histogram {
             product(&[self.bins.get(), 2]),
         )?;
         if let Some([lo, hi]) = self.range {
-            if !(lo.is_finite() && hi.is_finite() && lo < hi) {
+            // Both are finite: `build` refuses other numbers in every kind's `with:`.
+            if lo >= hi {
                 return Err(ParamError::at(
                     "range",
-                    format!("range [{lo}, {hi}] is invalid: need finite low < high"),
+                    format!("range [{lo}, {hi}] is invalid: need low < high"),
                 ));
             }
         }

@@ -215,6 +215,20 @@ impl Stage for Lines {
         if self.lo.is_some() != self.hi.is_some() {
             return Err(ParamError::at("lo", "bands need both `lo` and `hi`"));
         }
+        if let (Some(lo), Some(hi)) = (&self.lo, &self.hi) {
+            let at = |i: usize| match lo {
+                OneOrMany::One(_) => "lo".to_string(),
+                OneOrMany::Many(_) => format!("lo.{i}"),
+            };
+            for (i, (l, h)) in lo.list().iter().zip(hi.list()).enumerate() {
+                if l.is_empty() != h.is_empty() {
+                    return Err(ParamError::at(
+                        &at(i),
+                        format!("`lo` names `{l}` where `hi` names `{h}`: give both band columns, or \"\" for both"),
+                    ));
+                }
+            }
+        }
         if !self.y_labels.is_empty() && self.facet.is_none() {
             return Err(ParamError::at(
                 "y_labels",
@@ -287,12 +301,8 @@ impl Stage for Lines {
                     let band = if lo.is_empty() {
                         None
                     } else {
-                        let band_col = |c: &str| {
-                            cols.get(c).ok_or_else(|| {
-                                anyhow::anyhow!("`lo` names `{lo}` where `hi` names `{hi}`: give both band columns, or \"\" for both")
-                            })
-                        };
-                        let (l, h) = (band_col(lo)?, band_col(hi)?);
+                        // `validate`: `hi` names a column wherever `lo` does.
+                        let (l, h) = (&cols[lo.as_str()], &cols[hi.as_str()]);
                         Some((
                             idx.iter().map(|&r| l[r]).collect(),
                             idx.iter().map(|&r| h[r]).collect(),
@@ -412,6 +422,27 @@ mod tests {
         assert_eq!(e.path.join("."), "y_scales.share");
         let e = build("y_scales: {share: linear}").unwrap();
         assert!(e.message.contains("give `facet`"), "{}", e.message);
+    }
+
+    /// A band needs its two columns: `lo` and `hi` are both "" or both columns, item by item,
+    /// checked with the other parameters (not when the figure is drawn).
+    #[test]
+    fn band_columns_come_in_pairs() {
+        let build = |bands: &str| {
+            let v: serde_yaml_ng::Value = serde_yaml_ng::from_str(&format!(
+                "{{x: k, y: [a, b], title: t, x_label: x, y_label: y, {bands}}}"
+            ))
+            .unwrap();
+            crate::kind::build::<Lines>(&v).err()
+        };
+        assert!(build("lo: ['', a_lo], hi: ['', a_hi]").is_none());
+        let e = build("lo: ['', a_lo], hi: [b_hi, a_hi]").unwrap();
+        assert_eq!(e.path.join("."), "lo.0");
+        assert!(
+            e.message.contains("give both band columns"),
+            "{}",
+            e.message
+        );
     }
 
     #[test]
