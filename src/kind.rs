@@ -548,11 +548,12 @@ fn type_text(p: &serde_json::Value) -> String {
         ["boolean"] => "bool".into(),
         ["array"] => {
             let item = type_text(&p["items"]);
-            // "numbers ≥ 0", "integers in [1, 17]": the plural keeps an item's range.
+            // "numbers in [0, 1]", not "number in [0, 1]".
             let item = match item.split_once(' ') {
-                None if item == "string" => "strings".to_string(),
-                Some((ty @ ("number" | "integer"), range)) => format!("{ty}s {range}"),
-                None if item == "number" || item == "integer" => format!("{item}s"),
+                Some((w @ ("string" | "number" | "integer"), rest)) => format!("{w}s {rest}"),
+                None if matches!(item.as_str(), "string" | "number" | "integer") => {
+                    format!("{item}s")
+                }
                 _ => item,
             };
             format!("list of {item}")

@@ -1179,7 +1179,7 @@ mod logic {
             e.contains("p/summary.csv changed, its store keys did not") && e.contains(kind),
             "{e}"
         );
-        assert!(e.contains("src/stages/aggregate.rs:"), "{e}");
+        assert!(e.contains("src/stages/aggregate/summary.rs:"), "{e}");
         assert!(e.contains("data (`load.sample`"), "{e}");
         assert_eq!(fs::read_to_string(&lock_path).unwrap(), locked);
         assert_eq!(

@@ -18,7 +18,6 @@ pub mod param;
 pub mod plot;
 pub mod report;
 pub mod smooth;
-pub mod transform;
 pub mod trigonometric;
 
 use serde_yaml_ng::Value;
@@ -167,11 +166,14 @@ pub fn registry() -> &'static [KindInfo] {
         kinds.push(evaluate::utility_tail::KIND);
         kinds.push(evaluate::tv_distance::KIND);
         kinds.push(evaluate::privacy_loss::KIND);
-        kinds.extend(transform::kinds());
-        kinds.extend(aggregate::kinds());
-        kinds.extend(aggregate::fit_kinds());
-        kinds.extend(plot::kinds());
-        kinds.extend(report::kinds());
+        kinds.push(frame::stack::KIND);
+        kinds.push(aggregate::improvement::KIND);
+        kinds.push(aggregate::summary::KIND);
+        kinds.push(aggregate::loglog_fit::KIND);
+        kinds.push(plot::lines::KIND);
+        kinds.push(plot::histogram::KIND);
+        kinds.push(plot::heatmap::KIND);
+        kinds.push(report::table::KIND);
         kinds
     })
 }

@@ -1,6 +1,7 @@
 //! Small helpers so stage kinds read and build polars frames in one line each.
 
 pub mod shape;
+pub mod stack;
 
 use anyhow::{anyhow, Result};
 use polars::prelude::*;

@@ -1,38 +1,67 @@
-//! Frame plumbing: `frame.stack` puts the results of several stages into one frame, so
-//! that a plot or a table can show them side by side.
+//! `frame.stack`: puts the results of several stages into one frame, so that a plot or a
+//! table can show them side by side.
 
 use anyhow::Result;
 use indexmap::IndexMap;
 use polars::prelude::*;
+use schemars::JsonSchema;
 use serde::Deserialize;
 
-use super::{build, Ctx, Gather, KindInfo, Output, ParamDoc, Params, Stage};
+use crate::stages::{build, params, Ctx, Gather, KindInfo, Output, Params, Stage};
 
-pub fn kinds() -> Vec<KindInfo> {
-    vec![KindInfo {
-        name: "frame.stack",
-        version: 1,
-        random: false,
-        summary: "Stacks its inputs' rows into one frame: the union of their columns (missing cells empty), optional per-input renames, and a `source` column naming the input each row came from.",
-        params: Params::Doc(&[
-            ParamDoc { name: "rename", ty: "map stage → {old: new}", default: Some("{}"), meaning: "column renames applied to one input before stacking" },
-            ParamDoc { name: "source", ty: "map stage → label", default: Some("stage names"), meaning: "the value of the `source` column for each input" },
-        ]),
-        gather: Gather::Nothing,
-        build: build::<StackFrames>,
-    }]
-}
+pub const KIND: KindInfo = KindInfo {
+    name: "frame.stack",
+    version: 1,
+    random: false,
+    summary: "Stacks its inputs' rows into one frame: the union of their columns (missing cells empty), optional per-input renames, and a `source` column naming the input each row came from.",
+    params: Params::Typed(params::<StackFrames>),
+    gather: Gather::Nothing,
+    build: build::<StackFrames>,
+};
 
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct StackFrames {
+    /// column renames applied to one input before stacking: input stage → {old: new}
     #[serde(default)]
     rename: IndexMap<String, IndexMap<String, String>>,
+    /// the value of the `source` column for each input: input stage → label (an input not
+    /// named here is labelled by its stage name)
     #[serde(default)]
     source: IndexMap<String, String>,
 }
 
 impl Stage for StackFrames {
+    /// The renamed columns: each is checked against the inputs' columns (against the one
+    /// input it belongs to when the stage runs).
+    fn columns_read(&self) -> Vec<(String, String)> {
+        self.rename
+            .iter()
+            .flat_map(|(stage, map)| {
+                map.keys()
+                    .map(move |old| (format!("rename.{stage}.{old}"), old.clone()))
+            })
+            .collect()
+    }
+
+    /// `source`, then the union of the inputs' columns in first-seen order. With `rename`
+    /// they are not known here: renames are keyed by the input's stage name, which this does
+    /// not get.
+    fn columns_out(&self, inputs: &[Option<Vec<String>>]) -> Option<Vec<String>> {
+        if !self.rename.is_empty() {
+            return None;
+        }
+        let mut out = vec!["source".to_string()];
+        for cols in inputs {
+            for c in cols.as_ref()? {
+                if !out.contains(c) {
+                    out.push(c.clone());
+                }
+            }
+        }
+        Some(out)
+    }
+
     fn run(&self, ctx: &mut Ctx) -> Result<Output> {
         for key in self.rename.keys().chain(self.source.keys()) {
             if !ctx.input_names.contains(key) {

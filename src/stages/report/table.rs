@@ -7,71 +7,81 @@ use std::path::PathBuf;
 use anyhow::Result;
 use indexmap::IndexMap;
 use polars::prelude::*;
-use serde::Deserialize;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 
-use super::frame::{column, str_col};
-use super::{build, Artifact, Ctx, Gather, KindInfo, Output, ParamDoc, ParamError, Params, Stage};
+use crate::stages::frame::{column, f64_col_or_nan, str_col};
+use crate::stages::param::Between;
+use crate::stages::{
+    build, distinct, params, Artifact, Ctx, Gather, KindInfo, Output, ParamError, Params, Stage,
+};
 
-pub fn kinds() -> Vec<KindInfo> {
-    vec![KindInfo {
-        name: "report.table",
-        version: 2,
-        random: false,
-        summary: "A table (frame + Markdown + a layout for the HTML report): chosen columns of its input, optionally joined with the paper's printed numbers (columns paper_<c>, diff_<c> = ours − paper and verdict_<c>: agrees within the paper's printed precision, within CI when the printed value meets our interval, else differs).",
-        params: Params::Doc(&[
-            ParamDoc { name: "title", ty: "string", default: None, meaning: "heading of the Markdown table" },
-            ParamDoc { name: "columns", ty: "list of strings", default: Some("all"), meaning: "columns to show, in order" },
-            ParamDoc { name: "headers", ty: "map column → text", default: Some("{}"), meaning: "human column headers (e.g. lambda: λ, distortion: D); a compared column c shows as `H (ours)`, `H (paper)`, `Δ H`, `verdict`" },
-            ParamDoc { name: "digits", ty: "integer", default: Some("4"), meaning: "significant digits in the Markdown" },
-            ParamDoc { name: "paper", ty: "path", default: Some("—"), meaning: "CSV of the paper's numbers, relative to the pipeline file; a value stands for ± half a unit of its last printed digit" },
-            ParamDoc { name: "join", ty: "list of strings", default: Some("[]"), meaning: "key columns shared by our table and the paper's" },
-            ParamDoc { name: "compare", ty: "map ours → paper column", default: Some("{}"), meaning: "which of our columns the paper's columns correspond to" },
-            ParamDoc { name: "ci", ty: "map ours → [lo, hi]", default: Some("{}"), meaning: "columns holding our 95% interval of a stochastic value: the paper's value meeting it is `within CI`" },
-            ParamDoc { name: "explain", ty: "list of {where, column, text}", default: Some("[]"), meaning: "one-line explanations of known differences: `where` maps key columns to values, `column` (optional) names the compared column; the first that matches a cell that differs goes into its column why_<c>" },
-            ParamDoc { name: "notes", ty: "string", default: Some("—"), meaning: "text printed under the table (how to read it, deviations)" },
-        ]),
-        gather: Gather::All,
-        build: build::<Table>,
-    }]
-}
+use super::format_column;
 
-#[derive(Deserialize)]
+pub const KIND: KindInfo = KindInfo {
+    name: "report.table",
+    version: 2,
+    random: false,
+    summary: "A table (frame + Markdown + a layout for the HTML report): chosen columns of its input, optionally joined with the paper's printed numbers (columns paper_<c>, diff_<c> = ours − paper and verdict_<c>: agrees within the paper's printed precision, within CI when the printed value meets our interval, else differs).",
+    params: Params::Typed(params::<Table>),
+    gather: Gather::All,
+    build: build::<Table>,
+};
+
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct Table {
+    /// heading of the Markdown table
     title: String,
-    #[serde(default)]
+    /// columns to show, in order (default: all)
     columns: Option<Vec<String>>,
+    /// human column headers: column → text (e.g. lambda: λ, distortion: D); a compared column
+    /// c shows as `H (ours)`, `H (paper)`, `Δ H`, `verdict`
     #[serde(default)]
     headers: IndexMap<String, String>,
+    /// significant digits in the Markdown
     #[serde(default = "digits")]
-    digits: usize,
-    #[serde(default)]
+    digits: Between<1, 17>,
+    /// CSV of the paper's numbers, relative to the pipeline file; a value stands for ± half a
+    /// unit of its last printed digit
+    #[schemars(title = "path")]
     paper: Option<PathBuf>,
+    /// key columns shared by our table and the paper's
     #[serde(default)]
     join: Vec<String>,
+    /// which of our columns the paper's columns correspond to: ours → paper column
     #[serde(default)]
     compare: IndexMap<String, String>,
+    /// columns holding our 95% interval of a stochastic value, ours → [lo, hi]: the paper's
+    /// value meeting it is `within CI`
     #[serde(default)]
     ci: IndexMap<String, [String; 2]>,
+    /// one-line explanations of known differences: `where` maps key columns to values,
+    /// `column` (optional) names the compared column; the first that matches a cell that
+    /// differs goes into its column why_<c>
     #[serde(default)]
     explain: Vec<Explain>,
-    #[serde(default)]
+    /// text printed under the table (how to read it, deviations)
     notes: Option<String>,
 }
 
-/// A known difference and its one-line reason.
-#[derive(Deserialize)]
+/// A known difference and its one-line reason (`Serialize` only so that the schema shows
+/// the default `[]`).
+#[derive(Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct Explain {
+    /// key column → value (a number or a string): the rows it explains
     #[serde(rename = "where", default)]
+    #[schemars(with = "IndexMap<String, serde_json::Value>")]
     at: IndexMap<String, serde_yaml_ng::Value>,
-    #[serde(default)]
+    /// the compared column it explains (default: any)
     column: Option<String>,
+    /// the explanation, one line
     text: String,
 }
 
-fn digits() -> usize {
-    4
+fn digits() -> Between<1, 17> {
+    Between::of(4)
 }
 
 /// The verdicts a compared cell can get, as written in `verdict_<c>`.
@@ -80,8 +90,9 @@ pub const WITHIN_CI: &str = "within CI";
 pub const DIFFERS: &str = "differs";
 
 impl Stage for Table {
-    /// The input columns it names: `columns`, the `join` keys and the `ci` bounds (`compare`'s
-    /// keys are checked when it runs, beside the paper's columns).
+    /// The input columns it names: `columns`, the `join` keys, `compare`'s keys (our compared
+    /// columns; the paper's columns are checked when it runs, in the paper's CSV) and the `ci`
+    /// bounds.
     fn columns_read(&self) -> Vec<(String, String)> {
         let mut out: Vec<(String, String)> = Vec::new();
         for (i, c) in self.columns.iter().flatten().enumerate() {
@@ -89,6 +100,9 @@ impl Stage for Table {
         }
         for (i, c) in self.join.iter().enumerate() {
             out.push((format!("join.{i}"), c.clone()));
+        }
+        for ours in self.compare.keys() {
+            out.push((format!("compare.{ours}"), ours.clone()));
         }
         for (ours, bounds) in &self.ci {
             for (i, c) in bounds.iter().enumerate() {
@@ -98,17 +112,35 @@ impl Stage for Table {
         out
     }
 
+    /// `columns` (else the first input's columns: the inputs are stacked), then per compared
+    /// column c: paper_c, diff_c, verdict_c. With `explain` they are not known here: a column
+    /// why_c is added only when some row that differs is explained, which the data decide.
+    fn columns_out(&self, inputs: &[Option<Vec<String>>]) -> Option<Vec<String>> {
+        if !self.explain.is_empty() {
+            return None;
+        }
+        let mut out = match &self.columns {
+            Some(cols) => cols.clone(),
+            None => inputs.first()?.clone()?,
+        };
+        if self.paper.is_some() {
+            for ours in self.compare.keys() {
+                for prefix in ["paper", "diff", "verdict"] {
+                    let c = format!("{prefix}_{ours}");
+                    if !out.contains(&c) {
+                        out.push(c);
+                    }
+                }
+            }
+        }
+        Some(out)
+    }
+
     fn validate(&self) -> Result<(), ParamError> {
         if let Some(c) = &self.columns {
-            super::distinct("columns", c)?;
+            distinct("columns", c)?;
         }
-        super::distinct("join", &self.join)?;
-        if !(1..=17).contains(&self.digits) {
-            return Err(ParamError::at(
-                "digits",
-                format!("digits = {} is invalid: must be in [1, 17]", self.digits),
-            ));
-        }
+        distinct("join", &self.join)?;
         if self.paper.is_some() && (self.join.is_empty() || self.compare.is_empty()) {
             return Err(ParamError::at(
                 "paper",
@@ -181,7 +213,7 @@ impl Stage for Table {
         let mut layout = Layout {
             title: self.title.clone(),
             notes: self.notes.clone(),
-            digits: self.digits,
+            digits: self.digits.get() as usize,
             columns: Vec::new(),
         };
         let header = |c: &str| {
@@ -229,12 +261,9 @@ impl Stage for Table {
                 .collect();
             for (ours, theirs) in &self.compare {
                 // Our cell may be empty (e.g. a dataset not on this machine): no difference then.
-                let mine = super::frame::f64_col_or_nan(&df, ours)?;
+                let mine = f64_col_or_nan(&df, ours)?;
                 let interval = match self.ci.get(ours) {
-                    Some([lo, hi]) => Some((
-                        super::frame::f64_col_or_nan(&df, lo)?,
-                        super::frame::f64_col_or_nan(&df, hi)?,
-                    )),
+                    Some([lo, hi]) => Some((f64_col_or_nan(&df, lo)?, f64_col_or_nan(&df, hi)?)),
                     None => None,
                 };
                 // The paper may print a number on some rows only.
@@ -439,43 +468,6 @@ fn same_key(a: &str, b: &str) -> bool {
         || matches!((a.parse::<f64>(), b.parse::<f64>()), (Ok(x), Ok(y)) if (x - y).abs() <= 1e-9 * x.abs().max(1.0))
 }
 
-/// A column's numbers in one format: integers when every value is whole, else `digits`
-/// significant digits, in scientific notation for the whole column when its magnitudes need it
-/// (one format per column, not 0.001 above 1e-4).
-pub fn format_column(values: &[Option<f64>], digits: usize) -> Vec<String> {
-    let finite: Vec<f64> = values
-        .iter()
-        .flatten()
-        .copied()
-        .filter(|x| x.is_finite())
-        .collect();
-    let whole = finite.iter().all(|x| x.fract() == 0.0 && x.abs() < 1e15);
-    let nonzero = finite.iter().filter(|x| **x != 0.0).map(|x| x.abs());
-    let (lo, hi) = nonzero.fold((f64::INFINITY, 0f64), |(lo, hi), x| (lo.min(x), hi.max(x)));
-    let scientific = !whole && (hi >= 1e6 || (lo.is_finite() && lo < 1e-3));
-    values
-        .iter()
-        .map(|v| match v {
-            None => "—".to_string(),
-            Some(x) if x.is_nan() => "—".to_string(),
-            Some(x) if x.is_infinite() => if *x > 0.0 { "∞" } else { "−∞" }.to_string(),
-            // Zero (and −0) reads as 0 in every format of the column.
-            Some(x) if *x == 0.0 => "0".to_string(),
-            Some(x) if whole => format!("{x:.0}"),
-            Some(x) if scientific => format!("{x:.*e}", digits.saturating_sub(1)),
-            Some(x) => {
-                let mag = if *x == 0.0 {
-                    0
-                } else {
-                    x.abs().log10().floor() as i32
-                };
-                let decimals = (digits as i32 - 1 - mag).clamp(0, 17) as usize;
-                format!("{x:.decimals$}")
-            }
-        })
-        .collect()
-}
-
 fn markdown(df: &DataFrame, layout: &Layout, stage: &str) -> Result<String> {
     let mut s = format!("## {}\n\n", layout.title);
     let cells: Vec<Vec<String>> = layout
@@ -561,15 +553,5 @@ mod tests {
         assert_eq!(judge(0.055, 0.05, 0.0005, Some((f64::NAN, 0.06))), DIFFERS);
         // The binary value of the printed text does not decide the boundary.
         assert_eq!(judge(0.1235, 0.123, 0.0005, None), AGREES);
-    }
-
-    #[test]
-    fn a_column_has_one_number_format() {
-        let col = format_column(&[Some(2.0), Some(0.50858), None], 4);
-        assert_eq!(col, ["2.000", "0.5086", "—"]);
-        let whole = format_column(&[Some(1993.0), Some(100000.0)], 4);
-        assert_eq!(whole, ["1993", "100000"]);
-        let small = format_column(&[Some(0.001), Some(0.00012345), Some(-0.0)], 3);
-        assert_eq!(small, ["1.00e-3", "1.23e-4", "0"]);
     }
 }

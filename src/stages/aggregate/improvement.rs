@@ -1,0 +1,70 @@
+//! `aggregate.improvement`: how much smaller one column is than another over the rows.
+
+use anyhow::Result;
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+use crate::stages::frame::{f64_col, FrameBuilder};
+use crate::stages::{build, params, Ctx, Gather, KindInfo, Output, Params, Stage};
+
+pub const KIND: KindInfo = KindInfo {
+    name: "aggregate.improvement",
+    version: 1,
+    random: false,
+    summary: "How much smaller `ours` is than `baseline` over the rows (e.g. leakage or distortion of two mechanisms): mean of (b − o)/b per row, and (Σb − Σo)/Σb. One row, with n.",
+    params: Params::Typed(params::<Improvement>),
+    gather: Gather::All,
+    build: build::<Improvement>,
+};
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct Improvement {
+    /// column of the improved mechanism
+    ours: String,
+    /// column of the baseline
+    baseline: String,
+    /// text for a `claim` column (to join with a paper's table); without it, no `claim` column
+    label: Option<String>,
+}
+
+impl Stage for Improvement {
+    fn columns_read(&self) -> Vec<(String, String)> {
+        vec![
+            ("ours".into(), self.ours.clone()),
+            ("baseline".into(), self.baseline.clone()),
+        ]
+    }
+
+    fn columns_out(&self, _: &[Option<Vec<String>>]) -> Option<Vec<String>> {
+        let mut out: Vec<String> = self.label.iter().map(|_| "claim".to_string()).collect();
+        out.extend(["n", "mean_relative", "ratio_of_sums"].map(str::to_string));
+        Some(out)
+    }
+
+    fn run(&self, ctx: &mut Ctx) -> Result<Output> {
+        let frames: Vec<&polars::prelude::DataFrame> = ctx.inputs.iter().collect();
+        let df = crate::frames::concat(&frames)?;
+        let o = f64_col(&df, &self.ours)?;
+        let b = f64_col(&df, &self.baseline)?;
+        if o.is_empty() {
+            anyhow::bail!("aggregate.improvement: no rows");
+        }
+        if let Some(v) = b.iter().find(|v| **v == 0.0) {
+            anyhow::bail!("aggregate.improvement: baseline `{}` has the value {v}; relative changes need a non-zero baseline", self.baseline);
+        }
+        let n = o.len() as f64;
+        let mean_rel = o.iter().zip(&b).map(|(o, b)| (b - o) / b).sum::<f64>() / n;
+        let (so, sb) = (o.iter().sum::<f64>(), b.iter().sum::<f64>());
+        let mut fb = FrameBuilder::new();
+        if let Some(l) = &self.label {
+            fb = fb.str("claim", vec![l.clone()]);
+        }
+        Ok(fb
+            .i64("n", vec![o.len() as i64])
+            .f64("mean_relative", vec![mean_rel])
+            .f64("ratio_of_sums", vec![(sb - so) / sb])
+            .build()?
+            .into())
+    }
+}

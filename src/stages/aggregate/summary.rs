@@ -1,0 +1,138 @@
+//! `aggregate.summary`: statistics of value columns per group — typically over the
+//! repetitions (`over: [rep]`) or the Monte-Carlo samples of a stage.
+
+use anyhow::Result;
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+use crate::mech::stats::{quantile_sorted, summarise};
+use crate::stages::frame::{f64_col, group_rows, FrameBuilder};
+use crate::stages::param::{Level, Probability};
+use crate::stages::{
+    build, check_size_run, distinct, params, product, Ctx, Gather, KindInfo, Limit, Output,
+    ParamError, Params, Stage,
+};
+
+pub const KIND: KindInfo = KindInfo {
+    name: "aggregate.summary",
+    version: 1,
+    random: false,
+    summary: "Per group and value column: n, mean, std, standard error, confidence interval of the mean (Student t), min, max and quantiles. One row per (group, value), long format.",
+    params: Params::Typed(params::<Summary>),
+    gather: Gather::Nothing,
+    build: build::<Summary>,
+};
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct Summary {
+    /// numeric columns to summarise
+    values: Vec<String>,
+    /// columns that define the groups (besides the instance's own axes)
+    #[serde(default)]
+    by: Vec<String>,
+    /// confidence level
+    #[serde(default = "super::level")]
+    level: Level,
+    /// quantiles to report, as columns q<100·q>
+    #[serde(default)]
+    quantiles: Vec<Probability>,
+}
+
+impl Stage for Summary {
+    fn validate(&self) -> Result<(), ParamError> {
+        distinct("values", &self.values)?;
+        distinct("by", &self.by)?;
+        distinct("quantiles", &self.quantiles)?;
+        if self.values.is_empty() {
+            return Err(ParamError::at(
+                "values",
+                "name at least one column to summarise",
+            ));
+        }
+        Ok(())
+    }
+
+    fn columns_read(&self) -> Vec<(String, String)> {
+        let named = |key: &str, cols: &[String]| -> Vec<(String, String)> {
+            cols.iter()
+                .enumerate()
+                .map(|(i, c)| (format!("{key}.{i}"), c.clone()))
+                .collect()
+        };
+        let mut out = named("values", &self.values);
+        out.extend(named("by", &self.by));
+        out
+    }
+
+    fn columns_out(&self, _: &[Option<Vec<String>>]) -> Option<Vec<String>> {
+        let mut out = self.by.clone();
+        out.push("value".into());
+        out.extend(self.stat_names());
+        Some(out)
+    }
+
+    fn run(&self, ctx: &mut Ctx) -> Result<Output> {
+        let df = ctx.input()?;
+        let groups = group_rows(df, &self.by)?;
+        // One row per (group, value), with the keys, the value's name, 8 statistics and the
+        // quantiles as columns.
+        let (ng, nv) = (groups.len() as u64, self.values.len() as u64);
+        let width = (self.by.len() + 9 + self.quantiles.len()) as u64;
+        check_size_run(
+            Limit::Cells,
+            &format!("groups × values × columns ({ng} × {nv} × {width})"),
+            product(&[ng, nv, width]),
+        )?;
+        let mut key_cols: Vec<Vec<String>> = vec![Vec::new(); self.by.len()];
+        let mut value_name = Vec::new();
+        let mut stats: Vec<Vec<f64>> = vec![Vec::new(); 8 + self.quantiles.len()];
+        let columns: Vec<Vec<f64>> = self
+            .values
+            .iter()
+            .map(|v| f64_col(df, v))
+            .collect::<Result<_>>()?;
+        for (key, rows) in &groups {
+            for (name, col) in self.values.iter().zip(&columns) {
+                let xs: Vec<f64> = rows.iter().map(|&r| col[r]).collect();
+                let s = summarise(&xs, *self.level);
+                let mut sorted = xs.clone();
+                sorted.sort_by(f64::total_cmp);
+                for (k, kc) in key.iter().zip(&mut key_cols) {
+                    kc.push(k.clone());
+                }
+                value_name.push(name.clone());
+                let row = [
+                    s.n as f64, s.mean, s.std, s.se, s.ci_lo, s.ci_hi, s.min, s.max,
+                ];
+                for (dst, v) in stats.iter_mut().zip(row) {
+                    dst.push(v);
+                }
+                for (i, q) in self.quantiles.iter().enumerate() {
+                    stats[8 + i].push(quantile_sorted(&sorted, **q));
+                }
+            }
+        }
+        let mut fb = FrameBuilder::new().keys(&self.by, key_cols);
+        fb = fb.str("value", value_name);
+        for (i, (col, name)) in stats.into_iter().zip(self.stat_names()).enumerate() {
+            fb = if i == 0 {
+                fb.i64(&name, col.iter().map(|&x| x as i64).collect())
+            } else {
+                fb.f64(&name, col)
+            };
+        }
+        Ok(fb.build()?.into())
+    }
+}
+
+impl Summary {
+    /// The statistics' columns, in order: 8 fixed, then one per quantile (`q50`).
+    fn stat_names(&self) -> Vec<String> {
+        ["n", "mean", "std", "se", "ci_lo", "ci_hi", "min", "max"]
+            .into_iter()
+            .map(str::to_string)
+            .chain(self.quantiles.iter().map(|q| format!("q{}", **q * 100.0)))
+            .collect()
+    }
+}

@@ -1,0 +1,217 @@
+//! `plot.histogram`: histograms of a numeric column as step outlines, one per value of
+//! `series`, one panel per value of `facet`.
+
+use anyhow::Result;
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+use super::{no_columns, svg_output};
+use crate::plot::{self, LineFigure, LineStyle, Panel, Series};
+use crate::stages::frame::{f64_col_or_nan as f64_col, group_rows, take_rows};
+use crate::stages::param::Count;
+use crate::stages::{
+    build, check_size_at, check_size_run, params, product, Ctx, Gather, KindInfo, Limit, Output,
+    ParamError, Params, Stage,
+};
+
+pub const KIND: KindInfo = KindInfo {
+    name: "plot.histogram",
+    version: 4,
+    random: false,
+    summary: "Histograms (as step outlines, so several series stay readable) of a numeric column, one per value of `series`, one panel per value of `facet`; counts or densities.",
+    params: Params::Typed(params::<Histogram>),
+    gather: Gather::All,
+    build: build::<Histogram>,
+};
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct Histogram {
+    /// the numeric column to bin
+    column: String,
+    /// number of equal-width bins
+    #[serde(default = "fifty")]
+    bins: Count,
+    /// binned interval [low, high] (default: the data range); values outside are not counted
+    #[schemars(title = "[low, high]")]
+    range: Option<[f64; 2]>,
+    /// normalise each series to integrate to 1 (else counts)
+    #[serde(default = "yes")]
+    density: bool,
+    /// column whose values split the rows into series
+    series: Option<String>,
+    /// column whose values split the rows into panels
+    facet: Option<String>,
+    /// figure title
+    title: String,
+    /// x axis label, with units
+    x_label: String,
+    /// logarithmic y axis
+    #[serde(default)]
+    log_y: bool,
+    /// panels per row (0: automatic)
+    #[serde(default)]
+    columns: usize,
+}
+
+fn fifty() -> Count {
+    Count::of(50)
+}
+fn yes() -> bool {
+    true
+}
+
+impl Stage for Histogram {
+    fn columns_read(&self) -> Vec<(String, String)> {
+        let mut out = vec![("column".to_string(), self.column.clone())];
+        for (key, col) in [("series", &self.series), ("facet", &self.facet)] {
+            out.extend(col.iter().map(|c| (key.to_string(), c.clone())));
+        }
+        out
+    }
+
+    fn columns_out(&self, _: &[Option<Vec<String>>]) -> Option<Vec<String>> {
+        no_columns()
+    }
+
+    fn validate(&self) -> Result<(), ParamError> {
+        // Each bin is two points of the outline.
+        check_size_at(
+            "bins",
+            Limit::Cells,
+            &format!("bins × 2 outline points ({} × 2)", self.bins),
+            product(&[self.bins.get(), 2]),
+        )?;
+        if let Some([lo, hi]) = self.range {
+            // Both are finite: `build` refuses other numbers in every kind's `with:`.
+            if lo >= hi {
+                return Err(ParamError::at(
+                    "range",
+                    format!("range [{lo}, {hi}] is invalid: need low < high"),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    fn run(&self, ctx: &mut Ctx) -> Result<Output> {
+        let df = ctx.input()?;
+        let v = f64_col(df, &self.column)?;
+        let (lo, hi) = match self.range {
+            Some([lo, hi]) => (lo, hi),
+            None => {
+                let finite = v.iter().copied().filter(|x| x.is_finite());
+                let lo = finite.clone().fold(f64::INFINITY, f64::min);
+                let hi = finite.fold(f64::NEG_INFINITY, f64::max);
+                if lo.partial_cmp(&hi) != Some(std::cmp::Ordering::Less) {
+                    anyhow::bail!("plot.histogram: column `{}` has no spread to bin (min {lo}, max {hi}); give `range`", self.column);
+                }
+                (lo, hi)
+            }
+        };
+        let bins = self.bins.get() as usize;
+        let width = (hi - lo) / bins as f64;
+        let facet_keys: Vec<String> = self.facet.iter().cloned().collect();
+        let series_keys: Vec<String> = self.series.iter().cloned().collect();
+        let facets = group_rows(df, &facet_keys)?;
+        // Every (panel, series) gets an outline of 2 points per bin.
+        let outlines = if self.series.is_some() {
+            group_rows(df, &[facet_keys.clone(), series_keys.clone()].concat())?.len()
+        } else {
+            facets.len()
+        } as u64;
+        check_size_run(
+            Limit::Cells,
+            &format!(
+                "histogram outlines × bins × 2 points ({outlines} × {} × 2)",
+                self.bins
+            ),
+            product(&[outlines, self.bins.get(), 2]),
+        )?;
+        let mut panels = Vec::new();
+        for (fkey, frows) in facets {
+            let sub = frame_rows(df, &frows)?;
+            let mut series = Vec::new();
+            for (skey, rows) in group_rows(&sub, &series_keys)? {
+                let mut counts = vec![0.0; bins];
+                let vals = f64_col(&sub, &self.column)?;
+                for &r in &rows {
+                    let x = vals[r];
+                    if x >= lo && x <= hi {
+                        let b = (((x - lo) / width) as usize).min(bins - 1);
+                        counts[b] += 1.0;
+                    }
+                }
+                if self.density {
+                    let total: f64 = counts.iter().sum::<f64>() * width;
+                    if total > 0.0 {
+                        counts.iter_mut().for_each(|c| *c /= total);
+                    }
+                }
+                // A step outline: up and across each bin.
+                let (mut xs, mut ys) = (vec![lo], vec![0.0]);
+                for (b, c) in counts.iter().enumerate() {
+                    let left = lo + b as f64 * width;
+                    xs.extend([left, left + width]);
+                    ys.extend([*c, *c]);
+                }
+                xs.push(hi);
+                ys.push(0.0);
+                if self.log_y {
+                    ys.iter_mut()
+                        .filter(|y| **y <= 0.0)
+                        .for_each(|y| *y = f64::NAN);
+                }
+                let name = skey.first().cloned().unwrap_or_else(|| self.column.clone());
+                series.push(Series {
+                    name,
+                    x: xs,
+                    y: ys,
+                    band: None,
+                    style: LineStyle::Solid,
+                });
+            }
+            let title = match (&self.facet, fkey.first()) {
+                (Some(f), Some(v)) => format!("{f} = {v}"),
+                _ => String::new(),
+            };
+            panels.push(Panel {
+                title,
+                series,
+                hlines: Vec::new(),
+                y_label: String::new(),
+                log_y: None,
+            });
+        }
+        let fig = LineFigure {
+            title: self.title.clone(),
+            x_label: self.x_label.clone(),
+            y_label: if self.density {
+                "density".into()
+            } else {
+                "count".into()
+            },
+            log_x: false,
+            log_y: self.log_y,
+            panels,
+            columns: self.columns,
+            width: 640,
+            height: 440,
+        };
+        let svg = plot::render_lines(&fig)?;
+        Ok(svg_output(svg))
+    }
+}
+
+/// The rows `rows` of `df`, in that order.
+fn frame_rows(
+    df: &polars::prelude::DataFrame,
+    rows: &[usize],
+) -> Result<polars::prelude::DataFrame> {
+    let cols = df
+        .columns()
+        .iter()
+        .map(|c| take_rows(c, rows))
+        .collect::<Result<Vec<_>>>()?;
+    Ok(polars::prelude::DataFrame::new(rows.len(), cols)?)
+}
