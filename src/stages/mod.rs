@@ -14,13 +14,12 @@ pub mod frame;
 pub mod load;
 pub mod mechanism;
 pub mod near_optimal;
-pub mod noise;
 pub mod param;
 pub mod plot;
+pub mod point_set;
+pub mod query;
 pub mod report;
-pub mod smooth;
 pub mod transform;
-pub mod trigonometric;
 
 use serde_yaml_ng::Value;
 
@@ -145,12 +144,17 @@ pub fn registry() -> &'static [KindInfo] {
         let mut kinds = Vec::new();
         kinds.extend(load::kinds());
         kinds.extend(dataset::kinds());
-        kinds.extend(noise::kinds());
+        kinds.push(mechanism::noise::KIND);
+        kinds.push(query::revenue::KIND);
+        kinds.push(query::argmax::KIND);
         kinds.push(mechanism::select::KIND);
         kinds.extend(channel::kinds());
         kinds.extend(near_optimal::kinds());
-        kinds.extend(trigonometric::kinds());
-        kinds.extend(smooth::kinds());
+        kinds.push(mechanism::trigonometric::KIND);
+        kinds.push(load::sample::KIND);
+        kinds.push(query::smooth::KIND);
+        kinds.push(evaluate::smooth_queries::KIND);
+        kinds.push(report::verdict::KIND);
         kinds.extend(evaluate::kinds());
         kinds.extend(transform::kinds());
         kinds.extend(aggregate::kinds());

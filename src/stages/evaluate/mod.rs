@@ -3,6 +3,8 @@
 //! on neighbouring utility vectors (Thm 3.10). Exact values come from the mechanisms'
 //! output distributions; Monte-Carlo values come with confidence intervals.
 
+pub mod smooth_queries;
+
 use anyhow::{anyhow, Context, Result};
 use rand::Rng;
 use rand_distr::{Binomial, Distribution};

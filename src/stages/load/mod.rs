@@ -1,5 +1,7 @@
 //! Loading stages: inline tables, CSV files, grids and discrete distributions.
 
+pub mod sample;
+
 use std::path::PathBuf;
 
 use anyhow::Result;

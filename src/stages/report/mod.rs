@@ -1,6 +1,8 @@
 //! `report.table`: a result table as a frame and as Markdown, with the paper's numbers
 //! beside ours (and the difference) where the paper prints them.
 
+pub mod verdict;
+
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
