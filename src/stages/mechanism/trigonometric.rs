@@ -147,14 +147,20 @@ struct Trigonometric {
     pca_iterations: Option<Count>,
     /// κ: semi-axes κ·√λ̂ of the ellipsoid (improved: required)
     kappa: Option<Positive>,
-    /// how points are drawn in the ellipsoid (improved; default uniform)
-    ellipsoid: Option<Ellipsoid>,
     /// improved I: private PCA's Laplace scale (default text)
+    // Optional without a null in its schema, so that `dplab list` shows its choices' docs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "PcaNoise")]
     pca_noise: Option<PcaNoise>,
     /// diagnostics, NOT private: run these steps without noise (the noise is still drawn, so
     /// the rest of the run is paired with the private one)
     #[serde(default)]
     exact: Vec<ExactStep>,
+    /// how points are drawn in the ellipsoid (improved; default uniform)
+    // Optional without a null in its schema (see `pca_noise`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Ellipsoid")]
+    ellipsoid: Option<Ellipsoid>,
     /// how the noise is calibrated
     #[serde(default)]
     calibration: CalibrationKind,

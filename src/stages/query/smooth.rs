@@ -96,6 +96,7 @@ struct Answers {
     /// how many queries, J kernels per query (thesis: 10), and the seed that fixes them
     queries: QuerySpec,
     /// kernel widths σ; one pass over the data serves them all
+    #[schemars(title = "list of numbers > 0")]
     sigmas: Vec<Positive>,
 }
 
