@@ -12,13 +12,12 @@ pub mod frame;
 pub mod load;
 pub mod mechanism;
 pub mod near_optimal;
-pub mod noise;
 pub mod normalise;
 pub mod param;
 pub mod plot;
+pub mod point_set;
+pub mod query;
 pub mod report;
-pub mod smooth;
-pub mod trigonometric;
 
 use serde_yaml_ng::Value;
 
@@ -136,46 +135,47 @@ pub fn check_grid_param(
     }
 }
 
-/// Every stage kind dplab knows, in the order `dplab list` prints them.
-// One `push` line per kind: kinds are added and moved without touching their neighbours.
-#[allow(clippy::vec_init_then_push)]
+/// Every stage kind dplab knows, in the order `dplab list` prints them: one line per kind.
 pub fn registry() -> &'static [KindInfo] {
-    static KINDS: std::sync::OnceLock<Vec<KindInfo>> = std::sync::OnceLock::new();
-    KINDS.get_or_init(|| {
-        let mut kinds = Vec::new();
-        kinds.push(load::table::KIND);
-        kinds.push(load::grid::KIND);
-        kinds.push(load::distribution::KIND);
-        kinds.push(load::dataset::KIND);
-        kinds.push(normalise::KIND);
-        kinds.push(frame::shape::KIND);
-        kinds.extend(noise::kinds());
-        kinds.push(mechanism::select::KIND);
-        kinds.push(mechanism::rate_distortion::KIND);
-        kinds.push(mechanism::symmetric_channel::KIND);
-        kinds.push(near_optimal::rate::KIND);
-        kinds.push(near_optimal::convergence::KIND);
-        kinds.push(near_optimal::density::KIND);
-        kinds.push(near_optimal::sample_mean::KIND);
-        kinds.push(near_optimal::privacy::KIND);
-        kinds.push(near_optimal::best_delta::KIND);
-        kinds.push(near_optimal::trend::KIND);
-        kinds.extend(trigonometric::kinds());
-        kinds.extend(smooth::kinds());
-        kinds.push(evaluate::selection::KIND);
-        kinds.push(evaluate::utility_tail::KIND);
-        kinds.push(evaluate::tv_distance::KIND);
-        kinds.push(evaluate::privacy_loss::KIND);
-        kinds.push(frame::stack::KIND);
-        kinds.push(aggregate::improvement::KIND);
-        kinds.push(aggregate::summary::KIND);
-        kinds.push(aggregate::loglog_fit::KIND);
-        kinds.push(plot::lines::KIND);
-        kinds.push(plot::histogram::KIND);
-        kinds.push(plot::heatmap::KIND);
-        kinds.push(report::table::KIND);
-        kinds
-    })
+    static KINDS: &[KindInfo] = &[
+        load::table::KIND,
+        load::grid::KIND,
+        load::distribution::KIND,
+        load::dataset::KIND,
+        normalise::KIND,
+        frame::shape::KIND,
+        mechanism::noise::KIND,
+        query::revenue::KIND,
+        query::argmax::KIND,
+        mechanism::select::KIND,
+        mechanism::rate_distortion::KIND,
+        mechanism::symmetric_channel::KIND,
+        near_optimal::rate::KIND,
+        near_optimal::convergence::KIND,
+        near_optimal::density::KIND,
+        near_optimal::sample_mean::KIND,
+        near_optimal::privacy::KIND,
+        near_optimal::best_delta::KIND,
+        near_optimal::trend::KIND,
+        mechanism::trigonometric::KIND,
+        load::sample::KIND,
+        query::smooth::KIND,
+        evaluate::smooth_queries::KIND,
+        report::verdict::KIND,
+        evaluate::selection::KIND,
+        evaluate::utility_tail::KIND,
+        evaluate::tv_distance::KIND,
+        evaluate::privacy_loss::KIND,
+        frame::stack::KIND,
+        aggregate::improvement::KIND,
+        aggregate::summary::KIND,
+        aggregate::loglog_fit::KIND,
+        plot::lines::KIND,
+        plot::histogram::KIND,
+        plot::heatmap::KIND,
+        report::table::KIND,
+    ];
+    KINDS
 }
 
 /// Looks a kind up by name.

@@ -5,6 +5,7 @@
 
 pub mod privacy_loss;
 pub mod selection;
+pub mod smooth_queries;
 pub mod tv_distance;
 pub mod utility_tail;
 

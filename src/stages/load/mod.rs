@@ -3,4 +3,5 @@
 pub mod dataset;
 pub mod distribution;
 pub mod grid;
+pub mod sample;
 pub mod table;

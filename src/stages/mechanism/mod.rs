@@ -1,6 +1,8 @@
 //! `mechanism.*`: the kinds that apply a privacy mechanism of [`crate::mech`] to a frame.
 
+pub mod noise;
 pub mod rate_distortion;
 pub mod select;
 pub mod source;
 pub mod symmetric_channel;
+pub mod trigonometric;

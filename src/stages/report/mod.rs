@@ -2,6 +2,7 @@
 //! HTML report).
 
 pub mod table;
+pub mod verdict;
 
 /// A column's numbers in one format: integers when every value is whole, else `digits`
 /// significant digits, in scientific notation for the whole column when its magnitudes need it

@@ -1,414 +1,76 @@
-//! Smooth queries (Huang 2014, eq. 2.1): Gaussian-kernel mixtures answered on a point set, and
-//! the worst-case error of a synthetic database on them; plus `load.sample`, points from a
-//! smooth density on [−1, 1]^d for the convergence-rate experiment.
-//!
-//! The queries are regenerated from their own `seed` wherever they are needed, so the stage
-//! answering them on the original data (once, for every σ of the sweep) and the stage scoring
-//! each synthetic database see the same queries without passing 10^5 centres through frames.
+//! `report.verdict`: a paper's table cell by cell beside our private runs, the partial-noise
+//! runs and the no-noise floor, with a verdict per cell by a stated rule ([`judge`]).
 
-use anyhow::{bail, Result};
-use rand::SeedableRng;
-use rand_distr::{Beta, Distribution};
-use rand_pcg::Pcg64Mcg;
-use serde::Deserialize;
+use anyhow::Result;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 
-use super::frame::{f64_col, FrameBuilder};
-use super::trigonometric::{PointSet, DIAGNOSTIC_PREFIX};
-use super::{
-    build, check_size_at, check_size_run, product, Ctx, Gather, KindInfo, Limit, Output, ParamDoc,
-    ParamError, Params, Stage,
+use crate::stages::frame::{f64_col, f64_col_or_nan, read_csv, str_col, FrameBuilder};
+use crate::stages::param::{Between, Fraction};
+use crate::stages::{
+    build, params, Artifact, Ctx, Gather, KindInfo, Output, ParamError, Params, Stage,
 };
-use crate::mech::trig::kernel::{mean_answers, KernelMixtures};
 
-pub fn kinds() -> Vec<KindInfo> {
-    vec![
-        KindInfo {
-            name: "load.sample",
-            version: 1,
-            random: true,
-            summary: "n points in [−1, 1]^d, each coordinate 2·B − 1 with B ~ Beta(a, b) independently: a smooth density for rate experiments. Columns x1 … xd.",
-            params: Params::Doc(&[
-                ParamDoc { name: "n", ty: "integer ≥ 1", default: None, meaning: "number of points" },
-                ParamDoc { name: "dim", ty: "integer ≥ 1", default: None, meaning: "dimension d" },
-                ParamDoc { name: "beta", ty: "[a, b], both > 0", default: Some("[2, 3]"), meaning: "shape of each coordinate's Beta distribution" },
-            ]),
-            gather: Gather::Nothing,
-            build: build::<Sample>,
-        },
-        KindInfo {
-            name: "query.smooth",
-            version: 1,
-            random: false,
-            summary: "Answers of random Gaussian-kernel-mixture queries (Huang 2014 eq. 2.1) on a point set (weighted by `weight` when present), for every σ at once. Output: sigma, query, answer.",
-            params: Params::Doc(QUERY_PARAMS),
-            gather: Gather::Nothing,
-            build: build::<Answers>,
-        },
-        KindInfo {
-            name: "evaluate.smooth_queries",
-            version: 1,
-            random: false,
-            summary: "Worst-case and mean absolute and relative error of a synthetic database (first input) on the queries, against their answers on the original data (second input: query.smooth). One row; the synthesis_* columns of the first input are carried along.",
-            params: Params::Doc(&[
-                ParamDoc { name: "queries", ty: "{count, per_query, seed}", default: None, meaning: "the same query family as the query.smooth stage that made the second input" },
-                ParamDoc { name: "sigma", ty: "number > 0", default: None, meaning: "the kernel width σ to score (a σ the second input has)" },
-            ]),
-            gather: Gather::Nothing,
-            build: build::<Score>,
-        },
-        verdict_kind(),
-    ]
-}
+pub const KIND: KindInfo = KindInfo {
+    name: "report.verdict",
+    version: 1,
+    random: false,
+    summary: "A paper's table cell by cell beside our private runs, partial-noise runs and a no-noise floor, with a verdict per cell by a stated rule (within our 95% interval; explained by a stated cause; unexplained). Input: aggregate.summary rows with a variant column. Output `cells` (one row per paper cell, Markdown in the paper's layout) or `long` (for plot.lines).",
+    params: Params::Typed(params::<Verdict>),
+    gather: Gather::All,
+    build: build::<Verdict>,
+};
 
-const QUERY_PARAMS: &[ParamDoc] = &[
-    ParamDoc {
-        name: "queries",
-        ty: "{count, per_query, seed}",
-        default: None,
-        meaning: "how many queries, J kernels per query (thesis: 10), and the seed that fixes them",
-    },
-    ParamDoc {
-        name: "sigmas",
-        ty: "list of numbers > 0",
-        default: None,
-        meaning: "kernel widths σ; one pass over the data serves them all",
-    },
-];
-
-/// Largest query seed: it is stored in a frame and compared as a float.
-const MAX_EXACT_SEED: u64 = 1 << 53;
-
-/// The query family: `count` mixtures of `per_query` kernels, fixed by `seed`.
-#[derive(Deserialize, Clone, Copy)]
-#[serde(deny_unknown_fields)]
-struct QuerySpec {
-    count: usize,
-    #[serde(default = "ten")]
-    per_query: usize,
-    seed: u64,
-}
-
-fn ten() -> usize {
-    10
-}
-
-impl QuerySpec {
-    fn validate(&self) -> Result<(), ParamError> {
-        // The seed is written into the answers' frame for the scoring stage to check.
-        if self.seed > MAX_EXACT_SEED {
-            return Err(ParamError::at(
-                "queries.seed",
-                format!(
-                    "seed = {} is invalid: must be ≤ 2^53 = {MAX_EXACT_SEED}",
-                    self.seed
-                ),
-            ));
-        }
-        if self.count == 0 || self.per_query == 0 {
-            return Err(ParamError::at(
-                "queries",
-                format!(
-                    "{} queries × {} kernels is invalid: both must be ≥ 1",
-                    self.count, self.per_query
-                ),
-            ));
-        }
-        check_size_at(
-            "queries",
-            Limit::Cells,
-            &format!("queries × kernels ({} × {})", self.count, self.per_query),
-            product(&[self.count as u64, self.per_query as u64]),
-        )
-    }
-
-    /// The family in `dim` dimensions (its size, known only now, checked first).
-    fn generate(&self, dim: usize) -> Result<KernelMixtures> {
-        check_size_run(
-            Limit::Cells,
-            &format!(
-                "queries × kernels × dimensions ({} × {} × {dim}) kernel coordinates",
-                self.count, self.per_query
-            ),
-            product(&[self.count as u64, self.per_query as u64, dim as u64]),
-        )?;
-        let mut rng = Pcg64Mcg::seed_from_u64(self.seed);
-        Ok(KernelMixtures::random(
-            self.count,
-            self.per_query,
-            dim,
-            &mut rng,
-        ))
-    }
-}
-
-fn check_sigma(path: &str, s: f64) -> Result<(), ParamError> {
-    if s.is_finite() && s > 0.0 {
-        Ok(())
-    } else {
-        Err(ParamError::at(
-            path,
-            format!("σ = {s} is invalid: must be a finite number > 0"),
-        ))
-    }
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Sample {
-    n: usize,
-    dim: usize,
-    #[serde(default = "beta")]
-    beta: [f64; 2],
-}
-
-fn beta() -> [f64; 2] {
-    [2.0, 3.0]
-}
-
-impl Stage for Sample {
-    fn validate(&self) -> Result<(), ParamError> {
-        if self.n == 0 || self.dim == 0 {
-            return Err(ParamError::at(
-                "n",
-                format!(
-                    "n = {}, dim = {} is invalid: both must be ≥ 1",
-                    self.n, self.dim
-                ),
-            ));
-        }
-        check_size_at(
-            "n",
-            Limit::Cells,
-            &format!("n × dim ({} × {}) coordinates", self.n, self.dim),
-            product(&[self.n as u64, self.dim as u64]),
-        )?;
-        if !self.beta.iter().all(|v| v.is_finite() && *v > 0.0) {
-            return Err(ParamError::at(
-                "beta",
-                format!("beta = {:?} is invalid: both shapes must be > 0", self.beta),
-            ));
-        }
-        Ok(())
-    }
-
-    fn run(&self, ctx: &mut Ctx) -> Result<Output> {
-        let dist = Beta::new(self.beta[0], self.beta[1])?;
-        let mut cols = vec![Vec::with_capacity(self.n); self.dim];
-        for _ in 0..self.n {
-            for c in &mut cols {
-                c.push(2.0 * dist.sample(&mut ctx.rng) - 1.0);
-            }
-        }
-        let mut fb = FrameBuilder::new();
-        for (j, c) in cols.into_iter().enumerate() {
-            fb = fb.f64(&format!("x{}", j + 1), c);
-        }
-        Ok(fb.build()?.into())
-    }
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Answers {
-    queries: QuerySpec,
-    sigmas: Vec<f64>,
-}
-
-impl Stage for Answers {
-    fn validate(&self) -> Result<(), ParamError> {
-        super::distinct("sigmas", &self.sigmas)?;
-        self.queries.validate()?;
-        if self.sigmas.is_empty() {
-            return Err(ParamError::at("sigmas", "list at least one σ"));
-        }
-        for (i, s) in self.sigmas.iter().enumerate() {
-            check_sigma(&format!("sigmas.{i}"), *s)?;
-        }
-        Ok(())
-    }
-
-    fn run(&self, ctx: &mut Ctx) -> Result<Output> {
-        let set = PointSet::read(ctx.input()?, ctx.axis_names, &ctx.input_names[0])?;
-        let mix = self.queries.generate(set.dim())?;
-        let answers = mean_answers(&mix, &set.points, set.weights.as_deref(), &self.sigmas)?;
-        let q = self.queries.count;
-        let mut sigma = Vec::with_capacity(q * self.sigmas.len());
-        let mut query = Vec::with_capacity(sigma.capacity());
-        let mut answer = Vec::with_capacity(sigma.capacity());
-        for (s, a) in self.sigmas.iter().zip(answers) {
-            sigma.extend(std::iter::repeat_n(*s, q));
-            query.extend(0..q as i64);
-            answer.extend(a);
-        }
-        // The query family's identity, so the scoring stage can check it uses the same one.
-        let rows = sigma.len();
-        Ok(FrameBuilder::new()
-            .f64("sigma", sigma)
-            .i64("query", query)
-            .f64("answer", answer)
-            .i64("query_dim", vec![set.dim() as i64; rows])
-            .i64("query_per_query", vec![self.queries.per_query as i64; rows])
-            .i64("query_seed", vec![self.queries.seed as i64; rows])
-            .build()?
-            .into())
-    }
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Score {
-    queries: QuerySpec,
-    sigma: f64,
-}
-
-impl Stage for Score {
-    fn validate(&self) -> Result<(), ParamError> {
-        self.queries.validate()?;
-        check_sigma("sigma", self.sigma)
-    }
-
-    fn run(&self, ctx: &mut Ctx) -> Result<Output> {
-        let [synthetic, truth] = ctx.inputs else {
-            bail!(
-                "evaluate.smooth_queries takes two inputs, [synthetic database, query.smooth answers on the original data]; got {}",
-                ctx.inputs.len()
-            );
-        };
-        let truth_sigma = f64_col(truth, "sigma")?;
-        let truth_query = f64_col(truth, "query")?;
-        let truth_answer = f64_col(truth, "answer")?;
-        let q = self.queries.count;
-        let mut reference = vec![f64::NAN; q];
-        let mut found = 0;
-        for ((s, i), a) in truth_sigma.iter().zip(&truth_query).zip(&truth_answer) {
-            if (s - self.sigma).abs() <= 1e-12 * self.sigma && *i >= 0.0 && (*i as usize) < q {
-                reference[*i as usize] = *a;
-                found += 1;
-            }
-        }
-        if found != q {
-            let mut have: Vec<f64> = truth_sigma.clone();
-            have.sort_by(f64::total_cmp);
-            have.dedup();
-            bail!(
-                "the answers `{}` hold {found} of the {q} queries at σ = {} (σ there: {have:?}); give both stages the same `queries` and list this σ in its `sigmas`",
-                ctx.input_names[1],
-                self.sigma
-            );
-        }
-        let set = PointSet::read(synthetic, ctx.axis_names, &ctx.input_names[0])?;
-        let identity = [
-            ("query_dim", set.dim() as f64, "data columns"),
-            (
-                "query_per_query",
-                self.queries.per_query as f64,
-                "kernels per query",
-            ),
-            ("query_seed", self.queries.seed as f64, "seed"),
-        ];
-        for (column, ours, what) in identity {
-            let theirs = f64_col(truth, column)?;
-            if let Some(t) = theirs.iter().find(|t| **t != ours) {
-                bail!(
-                    "the answers `{}` were made with {what} = {t}, this stage has {ours}: the two stages must answer the same queries on data of the same dimension",
-                    ctx.input_names[1]
-                );
-            }
-        }
-        let mix = self.queries.generate(set.dim())?;
-        let ours = mean_answers(&mix, &set.points, set.weights.as_deref(), &[self.sigma])?
-            .pop()
-            .unwrap_or_default();
-        let (mut max_abs, mut max_rel, mut sum_abs) = (0.0f64, 0.0f64, 0.0);
-        for (o, t) in ours.iter().zip(&reference) {
-            let e = (o - t).abs();
-            max_abs = max_abs.max(e);
-            max_rel = max_rel.max(e / t.abs());
-            sum_abs += e;
-        }
-        let mut fb = FrameBuilder::new()
-            .f64("sigma", vec![self.sigma])
-            .i64("queries", vec![q as i64])
-            .f64("max_abs_error", vec![max_abs])
-            .f64("max_rel_error", vec![max_rel])
-            .f64("mean_abs_error", vec![sum_abs / q as f64]);
-        for c in synthetic.columns() {
-            let name = c.name().as_str();
-            if name.starts_with(DIAGNOSTIC_PREFIX) {
-                fb = fb.f64(
-                    name,
-                    vec![f64_col(synthetic, name)?
-                        .first()
-                        .copied()
-                        .unwrap_or(f64::NAN)],
-                );
-            }
-        }
-        Ok(fb.build()?.into())
-    }
-}
-
-// ---------------------------------------------------------------------------------------------
-// report.verdict: the thesis's cells beside ours, with the partial-noise runs and a verdict.
-
-/// The verdict kind, registered through [`kinds`] (this module owns the smooth-query tables).
-pub fn verdict_kind() -> KindInfo {
-    KindInfo {
-        name: "report.verdict",
-        version: 1,
-        random: false,
-        summary: "A paper's table cell by cell beside our private runs, partial-noise runs and a no-noise floor, with a verdict per cell by a stated rule (within our 95% interval; explained by a stated cause; unexplained). Input: aggregate.summary rows with a variant column. Output `cells` (one row per paper cell, Markdown in the paper's layout) or `long` (for plot.lines).",
-        params: Params::Doc(&[
-            ParamDoc { name: "title", ty: "string", default: None, meaning: "heading of the Markdown table" },
-            ParamDoc { name: "paper", ty: "path", default: None, meaning: "CSV of the paper's cells: the key columns, `mean` (judged values) and `max` (side-by-side values), relative to the pipeline file" },
-            ParamDoc { name: "variant", ty: "string", default: Some("variant"), meaning: "column of the input naming the run (private reading, partial-noise run, floor)" },
-            ParamDoc { name: "ours", ty: "list of strings", default: None, meaning: "variants that are the private mechanism (each reading); the first is the headline" },
-            ParamDoc { name: "floor", ty: "string", default: None, meaning: "the variant of the grid floor (no noise at all)" },
-            ParamDoc { name: "causes", ty: "list of strings", default: Some("[]"), meaning: "variants with part of the privacy removed or changed, each a stated cause when the paper's value falls in its 95% interval" },
-            ParamDoc { name: "judged", ty: "list of strings", default: None, meaning: "the `value`s that get a verdict (e.g. max_abs_error, max_rel_error)" },
-            ParamDoc { name: "side_by_side", ty: "list of strings", default: Some("[]"), meaning: "`value`s shown beside the paper's `max` without a verdict (e.g. synthesis_seconds)" },
-            ParamDoc { name: "grid", ty: "string", default: Some("—"), meaning: "the `value` holding the grid size N (shown with the floor)" },
-            ParamDoc { name: "floor_slack", ty: "number in [0, 1)", default: Some("0.1"), meaning: "the floor is not a strict bound (an LP fit can land a little below the snapped data): a paper value counts as below it only under (1 − slack)·floor, and as at it when it meets [(1 − slack)·floor, floor]" },
-            ParamDoc { name: "printed_digits", ty: "integer in [0, 12]", default: Some("3"), meaning: "decimals the paper prints: its value stands for the interval ± half a unit of the last digit" },
-            ParamDoc { name: "output", ty: "cells | long", default: Some("cells"), meaning: "one row per paper cell with the verdict, or long rows (panel, sigma, series, mean, lo, hi) for a figure" },
-            ParamDoc { name: "notes", ty: "string", default: Some("—"), meaning: "text printed under the table" },
-        ]),
-        gather: Gather::All,
-        build: build::<Verdict>,
-    }
-}
-
-#[derive(Deserialize, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Deserialize, Serialize, JsonSchema, Clone, Copy, Default, PartialEq, Eq)]
 #[serde(rename_all = "snake_case")]
 enum VerdictOutput {
+    /// one row per paper cell with the verdict
     #[default]
     Cells,
+    /// long rows (panel, sigma, series, mean, lo, hi) for a figure
     Long,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct Verdict {
+    /// heading of the Markdown table
     title: String,
+    /// CSV of the paper's cells: the key columns, `mean` (judged values) and `max`
+    /// (side-by-side values), relative to the pipeline file
+    #[schemars(title = "path")]
     paper: std::path::PathBuf,
+    /// column of the input naming the run (private reading, partial-noise run, floor)
     #[serde(default = "variant_col")]
     variant: String,
+    /// variants that are the private mechanism (each reading); the first is the headline
     ours: Vec<String>,
+    /// the variant of the grid floor (no noise at all)
     floor: String,
+    /// variants with part of the privacy removed or changed, each a stated cause when the
+    /// paper's value falls in its 95% interval
     #[serde(default)]
     causes: Vec<String>,
+    /// the `value`s that get a verdict (e.g. max_abs_error, max_rel_error)
     judged: Vec<String>,
+    /// `value`s shown beside the paper's `max` without a verdict (e.g. synthesis_seconds)
     #[serde(default)]
     side_by_side: Vec<String>,
-    #[serde(default)]
+    /// the `value` holding the grid size N (shown with the floor)
     grid: Option<String>,
+    /// the floor is not a strict bound (an LP fit can land a little below the snapped data):
+    /// a paper value counts as below it only under (1 − slack)·floor, and as at it when it
+    /// meets [(1 − slack)·floor, floor]
     #[serde(default = "slack")]
-    floor_slack: f64,
+    floor_slack: Fraction,
+    /// decimals the paper prints: its value stands for the interval ± half a unit of the
+    /// last digit
     #[serde(default = "three")]
-    printed_digits: u32,
+    printed_digits: Between<0, 12>,
+    /// what the output frame holds
     #[serde(default)]
     output: VerdictOutput,
-    #[serde(default)]
+    /// text printed under the table
     notes: Option<String>,
 }
 
@@ -416,12 +78,12 @@ fn variant_col() -> String {
     "variant".into()
 }
 
-fn three() -> u32 {
-    3
+fn three() -> Between<0, 12> {
+    Between::of(3)
 }
 
-fn slack() -> f64 {
-    0.1
+fn slack() -> Fraction {
+    Fraction::of(0.1)
 }
 
 /// One summarised run of one cell: mean and 95% interval (NaN when there is one repetition).
@@ -549,24 +211,6 @@ impl Stage for Verdict {
         if self.judged.is_empty() {
             return Err(ParamError::at("judged", "name at least one value to judge"));
         }
-        if !(0.0..1.0).contains(&self.floor_slack) {
-            return Err(ParamError::at(
-                "floor_slack",
-                format!(
-                    "floor_slack = {} is invalid: must be in [0, 1)",
-                    self.floor_slack
-                ),
-            ));
-        }
-        if self.printed_digits > 12 {
-            return Err(ParamError::at(
-                "printed_digits",
-                format!(
-                    "printed_digits = {} is invalid: must be in [0, 12]",
-                    self.printed_digits
-                ),
-            ));
-        }
         let mut seen = std::collections::HashSet::new();
         for (i, l) in self.ours.iter().chain(&self.causes).enumerate() {
             if !seen.insert(l) || *l == self.floor {
@@ -583,19 +227,40 @@ impl Stage for Verdict {
         Ok(())
     }
 
+    fn columns_read(&self) -> Vec<(String, String)> {
+        vec![("variant".into(), self.variant.clone())]
+    }
+
+    fn columns_out(&self, _: &[Option<Vec<String>>]) -> Option<Vec<String>> {
+        Some(match self.output {
+            VerdictOutput::Cells => {
+                let mut out: Vec<String> = ["source", "value", "sigma", "paper"]
+                    .map(String::from)
+                    .into();
+                for l in self.ours.iter().chain(&self.causes) {
+                    out.extend([l.clone(), format!("{l}_lo"), format!("{l}_hi")]);
+                }
+                out.extend(["floor", "grid", "verdict", "cause"].map(String::from));
+                out
+            }
+            VerdictOutput::Long => ["panel", "sigma", "series", "mean", "ci_lo", "ci_hi"]
+                .map(String::from)
+                .into(),
+        })
+    }
+
     fn run(&self, ctx: &mut Ctx) -> Result<Output> {
         use polars::prelude::DataFrame;
         use std::collections::BTreeMap;
         let frames: Vec<&DataFrame> = ctx.inputs.iter().collect();
         let df = crate::frames::concat(&frames)?;
         let (src, var, val) = (
-            super::frame::str_col(&df, "source")?,
-            super::frame::str_col(&df, &self.variant)?,
-            super::frame::str_col(&df, "value")?,
+            str_col(&df, "source")?,
+            str_col(&df, &self.variant)?,
+            str_col(&df, "value")?,
         );
         let sigma = f64_col(&df, "sigma")?;
-        let [mean, lo, hi, max] =
-            ["mean", "ci_lo", "ci_hi", "max"].map(|c| super::frame::f64_col_or_nan(&df, c));
+        let [mean, lo, hi, max] = ["mean", "ci_lo", "ci_hi", "max"].map(|c| f64_col_or_nan(&df, c));
         let (mean, lo, hi, max) = (mean?, lo?, hi?, max?);
         // (source, value, σ in thousandths, variant) → cell. σ keys are exact for the
         // printed widths, and the BTreeMap makes every output order deterministic.
@@ -617,19 +282,16 @@ impl Stage for Verdict {
                 },
             );
         }
-        let pdf = super::frame::read_csv(ctx.file(&self.paper)?).map_err(|e| {
+        let pdf = read_csv(ctx.file(&self.paper)?).map_err(|e| {
             anyhow::anyhow!("reading the paper's table {}: {e}", self.paper.display())
         })?;
         let (psrc, pval, psig) = (
-            super::frame::str_col(&pdf, "source")?,
-            super::frame::str_col(&pdf, "value")?,
+            str_col(&pdf, "source")?,
+            str_col(&pdf, "value")?,
             f64_col(&pdf, "sigma")?,
         );
-        let (pmean, pmax) = (
-            super::frame::f64_col_or_nan(&pdf, "mean")?,
-            super::frame::f64_col_or_nan(&pdf, "max")?,
-        );
-        let h = 0.5 * 10f64.powi(-(self.printed_digits as i32));
+        let (pmean, pmax) = (f64_col_or_nan(&pdf, "mean")?, f64_col_or_nan(&pdf, "max")?);
+        let h = 0.5 * 10f64.powi(-(self.printed_digits.get() as i32));
         let get = |s: &str, v: &str, sg: i64, variant: &str| {
             cells
                 .get(&(s.to_string(), v.to_string(), sg, variant.to_string()))
@@ -674,7 +336,7 @@ impl Stage for Verdict {
                     h,
                     &named(0..self.ours.len()),
                     floor,
-                    self.floor_slack,
+                    *self.floor_slack,
                     &named(self.ours.len()..labels.len()),
                 );
                 (j.verdict, j.cause)
@@ -689,7 +351,7 @@ impl Stage for Verdict {
                 let frame = rows.frame(&labels)?;
                 Ok(Output {
                     frame,
-                    artifacts: vec![super::Artifact {
+                    artifacts: vec![Artifact {
                         ext: "md",
                         bytes: md.into_bytes(),
                     }],
@@ -978,7 +640,7 @@ fn verdict_markdown(
 }
 
 #[cfg(test)]
-mod verdict_tests {
+mod tests {
     use super::*;
 
     fn cell(mean: f64, lo: f64, hi: f64) -> Cell {

@@ -1,0 +1,72 @@
+//! `load.sample`: points from a smooth density on [−1, 1]^d, for the convergence-rate
+//! experiment.
+
+use anyhow::Result;
+use rand_distr::{Beta, Distribution};
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+use crate::stages::frame::FrameBuilder;
+use crate::stages::param::{Count, Positive};
+use crate::stages::{
+    build, check_size_at, params, product, Ctx, Gather, KindInfo, Limit, Output, ParamError,
+    Params, Stage,
+};
+
+pub const KIND: KindInfo = KindInfo {
+    name: "load.sample",
+    version: 1,
+    random: true,
+    summary: "n points in [−1, 1]^d, each coordinate 2·B − 1 with B ~ Beta(a, b) independently: a smooth density for rate experiments. Columns x1 … xd.",
+    params: Params::Typed(params::<Sample>),
+    gather: Gather::Nothing,
+    build: build::<Sample>,
+};
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct Sample {
+    /// number of points
+    n: Count,
+    /// dimension d
+    dim: Count,
+    /// shape of each coordinate's Beta distribution
+    #[serde(default = "beta")]
+    #[schemars(title = "[a, b], both > 0")]
+    beta: [Positive; 2],
+}
+
+fn beta() -> [Positive; 2] {
+    [Positive::of(2.0), Positive::of(3.0)]
+}
+
+impl Stage for Sample {
+    fn validate(&self) -> Result<(), ParamError> {
+        check_size_at(
+            "n",
+            Limit::Cells,
+            &format!("n × dim ({} × {}) coordinates", self.n, self.dim),
+            product(&[self.n.get(), self.dim.get()]),
+        )
+    }
+
+    fn columns_out(&self, _: &[Option<Vec<String>>]) -> Option<Vec<String>> {
+        Some((1..=self.dim.get()).map(|j| format!("x{j}")).collect())
+    }
+
+    fn run(&self, ctx: &mut Ctx) -> Result<Output> {
+        let (n, dim) = (self.n.get() as usize, self.dim.get() as usize);
+        let dist = Beta::new(*self.beta[0], *self.beta[1])?;
+        let mut cols = vec![Vec::with_capacity(n); dim];
+        for _ in 0..n {
+            for c in &mut cols {
+                c.push(2.0 * dist.sample(&mut ctx.rng) - 1.0);
+            }
+        }
+        let mut fb = FrameBuilder::new();
+        for (j, c) in cols.into_iter().enumerate() {
+            fb = fb.f64(&format!("x{}", j + 1), c);
+        }
+        Ok(fb.build()?.into())
+    }
+}

@@ -1,0 +1,146 @@
+//! `query.smooth`: smooth queries (Huang 2014, eq. 2.1), Gaussian-kernel mixtures answered on
+//! a point set; and their family ([`QuerySpec`]), which `evaluate.smooth_queries` shares.
+//!
+//! The queries are regenerated from their own `seed` wherever they are needed, so the stage
+//! answering them on the original data (once, for every σ of the sweep) and the stage scoring
+//! each synthetic database see the same queries without passing 10^5 centres through frames.
+
+use anyhow::Result;
+use rand::SeedableRng;
+use rand_pcg::Pcg64Mcg;
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+use crate::mech::trig::kernel::{mean_answers, KernelMixtures};
+use crate::stages::frame::FrameBuilder;
+use crate::stages::param::{Between, Count, Positive};
+use crate::stages::point_set::PointSet;
+use crate::stages::{
+    build, check_size_at, check_size_run, distinct, params, product, Ctx, Gather, KindInfo, Limit,
+    Output, ParamError, Params, Stage,
+};
+
+pub const KIND: KindInfo = KindInfo {
+    name: "query.smooth",
+    version: 1,
+    random: false,
+    summary: "Answers of random Gaussian-kernel-mixture queries (Huang 2014 eq. 2.1) on a point set (weighted by `weight` when present), for every σ at once. Output: sigma, query, answer.",
+    params: Params::Typed(params::<Answers>),
+    gather: Gather::Nothing,
+    build: build::<Answers>,
+};
+
+/// Largest query seed: it is stored in a frame and compared as a float.
+const MAX_EXACT_SEED: u64 = 1 << 53;
+
+/// The query family: `count` mixtures of `per_query` kernels, fixed by `seed`.
+#[derive(Deserialize, JsonSchema, Clone, Copy)]
+#[serde(deny_unknown_fields)]
+pub struct QuerySpec {
+    /// how many queries
+    pub count: Count,
+    /// J, kernels per query (thesis: 10)
+    #[serde(default = "ten")]
+    pub per_query: Count,
+    /// the seed that fixes them (at most 2^53: it is written into the answers' frame, for the
+    /// scoring stage to check)
+    pub seed: Between<0, MAX_EXACT_SEED>,
+}
+
+fn ten() -> Count {
+    Count::of(10)
+}
+
+impl QuerySpec {
+    /// Checks the family's size (`key` is where it is given in `with:`).
+    pub fn validate(&self, key: &str) -> Result<(), ParamError> {
+        check_size_at(
+            key,
+            Limit::Cells,
+            &format!("queries × kernels ({} × {})", self.count, self.per_query),
+            product(&[self.count.get(), self.per_query.get()]),
+        )
+    }
+
+    /// The number of queries.
+    pub fn count(&self) -> usize {
+        self.count.get() as usize
+    }
+
+    /// The family in `dim` dimensions (its size, known only now, checked first).
+    pub fn generate(&self, dim: usize) -> Result<KernelMixtures> {
+        check_size_run(
+            Limit::Cells,
+            &format!(
+                "queries × kernels × dimensions ({} × {} × {dim}) kernel coordinates",
+                self.count, self.per_query
+            ),
+            product(&[self.count.get(), self.per_query.get(), dim as u64]),
+        )?;
+        let mut rng = Pcg64Mcg::seed_from_u64(self.seed.get());
+        Ok(KernelMixtures::random(
+            self.count(),
+            self.per_query.get() as usize,
+            dim,
+            &mut rng,
+        ))
+    }
+}
+
+/// The columns of `query.smooth`'s frame that say which family its answers are of.
+pub const IDENTITY: [&str; 3] = ["query_dim", "query_per_query", "query_seed"];
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct Answers {
+    /// how many queries, J kernels per query (thesis: 10), and the seed that fixes them
+    queries: QuerySpec,
+    /// kernel widths σ; one pass over the data serves them all
+    #[schemars(title = "list of numbers > 0")]
+    sigmas: Vec<Positive>,
+}
+
+impl Stage for Answers {
+    fn validate(&self) -> Result<(), ParamError> {
+        distinct("sigmas", &self.sigmas)?;
+        self.queries.validate("queries")?;
+        if self.sigmas.is_empty() {
+            return Err(ParamError::at("sigmas", "list at least one σ"));
+        }
+        Ok(())
+    }
+
+    fn columns_out(&self, _: &[Option<Vec<String>>]) -> Option<Vec<String>> {
+        let mut out: Vec<String> = ["sigma", "query", "answer"].map(String::from).into();
+        out.extend(IDENTITY.map(String::from));
+        Some(out)
+    }
+
+    fn run(&self, ctx: &mut Ctx) -> Result<Output> {
+        let set = PointSet::read(ctx.input()?, ctx.axis_names, &ctx.input_names[0])?;
+        let mix = self.queries.generate(set.dim())?;
+        let sigmas: Vec<f64> = self.sigmas.iter().map(|s| s.get()).collect();
+        let answers = mean_answers(&mix, &set.points, set.weights.as_deref(), &sigmas)?;
+        let q = self.queries.count();
+        let mut sigma = Vec::with_capacity(q * sigmas.len());
+        let mut query = Vec::with_capacity(sigma.capacity());
+        let mut answer = Vec::with_capacity(sigma.capacity());
+        for (s, a) in sigmas.iter().zip(answers) {
+            sigma.extend(std::iter::repeat_n(*s, q));
+            query.extend(0..q as i64);
+            answer.extend(a);
+        }
+        // The query family's identity, so the scoring stage can check it uses the same one.
+        let rows = sigma.len();
+        let [dim, per_query, seed] = IDENTITY;
+        Ok(FrameBuilder::new()
+            .f64("sigma", sigma)
+            .i64("query", query)
+            .f64("answer", answer)
+            .i64(dim, vec![set.dim() as i64; rows])
+            .i64(per_query, vec![self.queries.per_query.get() as i64; rows])
+            .i64(seed, vec![self.queries.seed.get() as i64; rows])
+            .build()?
+            .into())
+    }
+}
