@@ -14,16 +14,6 @@ use schemars::{JsonSchema, Schema};
 use serde::de::DeserializeOwned;
 use serde_yaml_ng::Value;
 
-/// One parameter of a stage kind, as `dplab list` prints it (the older hand-written form;
-/// kinds move to [`Params::Typed`], whose lines are rendered from the JSON Schema).
-pub struct ParamDoc {
-    pub name: &'static str,
-    pub ty: &'static str,
-    /// `None` when the parameter is required.
-    pub default: Option<&'static str>,
-    pub meaning: &'static str,
-}
-
 /// Whether a kind, by default, gathers every axis of its inputs into one instance
 /// (plots and reports do: one figure for the whole sweep).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -322,15 +312,6 @@ pub fn distinct<T: std::fmt::Display>(name: &str, items: &[T]) -> Result<(), Par
     Ok(())
 }
 
-/// Where a kind's parameters are described.
-pub enum Params {
-    /// A hand-written table (being replaced by `Typed`).
-    Doc(&'static [ParamDoc]),
-    /// The JSON Schema of the kind's parameter type ([`params::<T>`]): its field doc comments,
-    /// serde defaults and range types are the one description of every parameter.
-    Typed(fn() -> Schema),
-}
-
 /// The JSON Schema of parameter type `T`, as a kind declares it in [`KindInfo::params`].
 /// Draft 7, every subschema inline: what editors' YAML support reads best, and what
 /// [`param_lines`] renders without resolving references.
@@ -359,21 +340,7 @@ pub struct ParamLine {
 impl KindInfo {
     /// The kind's parameters, in declaration order, as `dplab list` prints them.
     pub fn param_lines(&self) -> Vec<ParamLine> {
-        match self.params {
-            Params::Doc(docs) => docs
-                .iter()
-                .map(|p| ParamLine {
-                    name: p.name.into(),
-                    ty: p.ty.into(),
-                    default: match p.default {
-                        None => "required".into(),
-                        Some(d) => format!("default {d}"),
-                    },
-                    meaning: p.meaning.into(),
-                })
-                .collect(),
-            Params::Typed(schema) => param_lines(&schema()),
-        }
+        param_lines(&(self.params)())
     }
 
     /// The names of the kind's parameters (the keys of `with:`).
@@ -381,13 +348,9 @@ impl KindInfo {
         self.param_lines().into_iter().map(|p| p.name).collect()
     }
 
-    /// The JSON Schema of the kind's `with:` mapping (`None` while it has only a hand-written
-    /// table).
-    pub fn schema(&self) -> Option<Schema> {
-        match self.params {
-            Params::Doc(_) => None,
-            Params::Typed(schema) => Some(schema()),
-        }
+    /// The JSON Schema of the kind's `with:` mapping.
+    pub fn schema(&self) -> Schema {
+        (self.params)()
     }
 }
 
@@ -430,7 +393,16 @@ fn meaning(p: &serde_json::Value) -> String {
             .join(" ")
     };
     let mut text = one_line(&p["description"]);
-    let choices = p["oneOf"].as_array().or(p["items"]["oneOf"].as_array());
+    // The choices of an enum, of a list of them, or of an optional one (`anyOf: [enum, null]`).
+    let choices = p["oneOf"]
+        .as_array()
+        .or(p["items"]["oneOf"].as_array())
+        .or_else(|| {
+            p["anyOf"]
+                .as_array()?
+                .iter()
+                .find_map(|alt| alt["oneOf"].as_array())
+        });
     let documented: Vec<String> = choices
         .into_iter()
         .flatten()
@@ -592,7 +564,10 @@ pub struct KindInfo {
     /// which its golden frames show.
     pub random: bool,
     pub summary: &'static str,
-    pub params: Params,
+    /// The JSON Schema of its parameter type, [`params::<T>`]: the type's field doc comments,
+    /// serde defaults and range types are the one description of every parameter, which
+    /// `dplab list`, `dplab schema` and the planner's did-you-mean read.
+    pub params: fn() -> Schema,
     pub gather: Gather,
     pub build: fn(&Value) -> Result<Box<dyn StageRun>, ParamError>,
 }

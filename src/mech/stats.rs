@@ -114,7 +114,7 @@ pub fn normal_quantile(p: f64) -> f64 {
 /// 95 % and 55 % too small at df = 1, level 0.99.)
 ///
 /// Returns NaN, rather than panicking, for a level outside (0, 1) or df = 0: callers then
-/// report NaN interval bounds, and stages check the level up front (`stages::check_level`).
+/// report NaN interval bounds, and stages take the level as `stages::param::Level`, checked when `with:` is read.
 pub fn t_critical(level: f64, df: usize) -> f64 {
     // `!(0 < level < 1)` also catches NaN; statrs' inverse_cdf asserts on its input.
     if !(level > 0.0 && level < 1.0) || df == 0 {

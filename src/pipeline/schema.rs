@@ -37,8 +37,8 @@ pub fn pipeline_schema(registry: &[KindInfo]) -> Value {
     });
     let per_kind: Vec<Value> = registry
         .iter()
-        .filter_map(|k| {
-            let mut with = k.schema()?.to_value();
+        .map(|k| {
+            let mut with = k.schema().to_value();
             if let Some(m) = with.as_object_mut() {
                 m.remove("$schema");
                 m.remove("title");
@@ -50,10 +50,10 @@ pub fn pipeline_schema(registry: &[KindInfo]) -> Value {
             if required {
                 then["required"] = json!(["with"]);
             }
-            Some(json!({
+            json!({
                 "if": {"properties": {"kind": {"const": k.name}}, "required": ["kind"]},
                 "then": then,
-            }))
+            })
         })
         .collect();
     stage["allOf"] = Value::Array(per_kind);

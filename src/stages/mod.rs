@@ -23,20 +23,8 @@ use serde_yaml_ng::Value;
 
 pub use crate::kind::{
     build, distinct, params, rng_from_seed, substream, Artifact, Ctx, FileSource, Gather, KindInfo,
-    Output, ParamDoc, ParamError, Params, Stage, StageRun, Unavailable,
+    Output, ParamError, Stage, StageRun, Unavailable,
 };
-
-/// A confidence level in (0, 1).
-pub fn check_level(level: f64) -> Result<(), ParamError> {
-    if level > 0.0 && level < 1.0 {
-        Ok(())
-    } else {
-        Err(ParamError::at(
-            "level",
-            format!("level = {level} is invalid: must be in (0, 1)"),
-        ))
-    }
-}
 
 /// The shared limit a size counts against (see [`crate::limits`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -10,7 +10,7 @@ use serde::Deserialize;
 
 use super::frame::{column, FrameBuilder};
 use super::param::Share;
-use super::{build, params, Artifact, Ctx, Gather, KindInfo, Output, ParamError, Params, Stage};
+use super::{build, params, Artifact, Ctx, Gather, KindInfo, Output, ParamError, Stage};
 
 /// The kind's name has no namespace (pipelines and store keys use it as it is), so its file is
 /// `stages/normalise.rs`.
@@ -19,7 +19,7 @@ pub const KIND: KindInfo = KindInfo {
     version: 1,
     random: false,
     summary: "Keeps numeric columns (or `columns`), drops named columns, sparse columns, rows with missing values and constant columns, then min–max scales each column to `range`. Writes <stage>.md saying what was dropped and why.",
-    params: Params::Typed(params::<Normalise>),
+    params: params::<Normalise>,
     gather: Gather::Nothing,
     build: build::<Normalise>,
 };

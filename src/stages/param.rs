@@ -391,4 +391,59 @@ mod tests {
         assert_eq!(props["samples"]["type"], "integer");
         assert_eq!(props["digits"]["maximum"], 17);
     }
+
+    /// A choice of the test kind below.
+    #[derive(Deserialize, JsonSchema, Serialize, Debug)]
+    #[serde(rename_all = "snake_case")]
+    enum Way {
+        /// the first way
+        Up,
+        /// the second way
+        Down,
+    }
+
+    fn half() -> Probability {
+        Probability::of(0.5)
+    }
+
+    #[derive(Deserialize, JsonSchema, Debug)]
+    #[serde(deny_unknown_fields)]
+    #[allow(dead_code)]
+    struct Q {
+        /// privacy parameter ε
+        epsilon: Positive,
+        /// the quantiles
+        #[serde(default)]
+        q: Vec<Probability>,
+        /// a share
+        #[serde(default = "half")]
+        p: Probability,
+        /// which way; absent: both
+        way: Option<Way>,
+        /// draws
+        n: AtLeast<1000>,
+    }
+
+    #[test]
+    fn dplab_list_renders_types_ranges_defaults_and_choices_from_the_schema() {
+        let lines = crate::kind::param_lines(&crate::kind::params::<Q>());
+        let row = |i: usize| {
+            let l = &lines[i];
+            format!("{} | {} | {} | {}", l.name, l.ty, l.default, l.meaning)
+        };
+        assert_eq!(
+            row(0),
+            "epsilon | number > 0 | required | privacy parameter ε"
+        );
+        assert_eq!(
+            row(1),
+            "q | list of numbers in [0, 1] | default [] | the quantiles"
+        );
+        assert_eq!(row(2), "p | number in [0, 1] | default 0.5 | a share");
+        assert_eq!(
+            row(3),
+            "way | up | down | optional | which way; absent: both — up: the first way; down: the second way"
+        );
+        assert_eq!(row(4), "n | integer ≥ 1000 | required | draws");
+    }
 }

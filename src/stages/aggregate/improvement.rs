@@ -5,14 +5,14 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use crate::stages::frame::{f64_col, FrameBuilder};
-use crate::stages::{build, params, Ctx, Gather, KindInfo, Output, Params, Stage};
+use crate::stages::{build, params, Ctx, Gather, KindInfo, Output, Stage};
 
 pub const KIND: KindInfo = KindInfo {
     name: "aggregate.improvement",
     version: 1,
     random: false,
     summary: "How much smaller `ours` is than `baseline` over the rows (e.g. leakage or distortion of two mechanisms): mean of (b − o)/b per row, and (Σb − Σo)/Σb. One row, with n.",
-    params: Params::Typed(params::<Improvement>),
+    params: params::<Improvement>,
     gather: Gather::All,
     build: build::<Improvement>,
 };

@@ -7,16 +7,14 @@ use serde::{Deserialize, Serialize};
 
 use crate::stages::frame::{f64_col, group_rows, FrameBuilder};
 use crate::stages::param::Level;
-use crate::stages::{
-    build, distinct, params, Ctx, Gather, KindInfo, Output, ParamError, Params, Stage,
-};
+use crate::stages::{build, distinct, params, Ctx, Gather, KindInfo, Output, ParamError, Stage};
 
 pub const KIND: KindInfo = KindInfo {
     name: "aggregate.loglog_fit",
     version: 1,
     random: false,
     summary: "Least-squares slope of log y on log x per group (a convergence rate), with a t-interval, beside a predicted slope. `output: slopes` gives one row per group; `lines` gives every input row with the fitted and the predicted line (anchored at the fit's centre) for plotting.",
-    params: Params::Typed(params::<LogLogFit>),
+    params: params::<LogLogFit>,
     gather: Gather::All,
     build: build::<LogLogFit>,
 };

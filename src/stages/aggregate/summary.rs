@@ -10,7 +10,7 @@ use crate::stages::frame::{f64_col, group_rows, FrameBuilder};
 use crate::stages::param::{Level, Probability};
 use crate::stages::{
     build, check_size_run, distinct, params, product, Ctx, Gather, KindInfo, Limit, Output,
-    ParamError, Params, Stage,
+    ParamError, Stage,
 };
 
 pub const KIND: KindInfo = KindInfo {
@@ -18,7 +18,7 @@ pub const KIND: KindInfo = KindInfo {
     version: 1,
     random: false,
     summary: "Per group and value column: n, mean, std, standard error, confidence interval of the mean (Student t), min, max and quantiles. One row per (group, value), long format.",
-    params: Params::Typed(params::<Summary>),
+    params: params::<Summary>,
     gather: Gather::Nothing,
     build: build::<Summary>,
 };

@@ -11,7 +11,7 @@ use crate::stages::mechanism::select::{candidate, one, range_error, utility, Met
 use crate::stages::param::Positive;
 use crate::stages::{
     build, check_size_at, check_size_run, params, product, Ctx, Gather, KindInfo, Limit, Output,
-    ParamError, Params, Stage,
+    ParamError, Stage,
 };
 
 pub const KIND: KindInfo = KindInfo {
@@ -19,7 +19,7 @@ pub const KIND: KindInfo = KindInfo {
     version: 1,
     random: true,
     summary: "The largest |ln Pr[M(x) = r] − ln Pr[M(y) = r]| over neighbouring utility vectors y of the input utilities x (|u(x,r) − u(y,r)| ≤ Δu): every worst-case neighbour (one candidate up by Δu, the rest down, and the reverse) and random ones.",
-    params: Params::Typed(params::<PrivacyLoss>),
+    params: params::<PrivacyLoss>,
     gather: Gather::Nothing,
     build: build::<PrivacyLoss>,
 };

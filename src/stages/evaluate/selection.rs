@@ -8,14 +8,14 @@ use super::{level, Dist};
 use crate::mech::stats::wilson;
 use crate::stages::frame::FrameBuilder;
 use crate::stages::param::Level;
-use crate::stages::{build, params, Ctx, Gather, KindInfo, Output, Params, Stage};
+use crate::stages::{build, params, Ctx, Gather, KindInfo, Output, Stage};
 
 pub const KIND: KindInfo = KindInfo {
     name: "evaluate.selection",
     version: 1,
     random: true,
     summary: "Expected utility and Pr[not optimal] of a `mechanism.select` output: exact, and Monte-Carlo with confidence intervals.",
-    params: Params::Typed(params::<Selection>),
+    params: params::<Selection>,
     gather: Gather::Nothing,
     build: build::<Selection>,
 };

@@ -10,14 +10,14 @@ use crate::stages::frame::{f64_col, FrameBuilder};
 use crate::stages::param::Positive;
 use crate::stages::point_set::{PointSet, DIAGNOSTIC_PREFIX};
 use crate::stages::query::smooth::{QuerySpec, IDENTITY};
-use crate::stages::{build, params, Ctx, Gather, KindInfo, Output, ParamError, Params, Stage};
+use crate::stages::{build, params, Ctx, Gather, KindInfo, Output, ParamError, Stage};
 
 pub const KIND: KindInfo = KindInfo {
     name: "evaluate.smooth_queries",
     version: 1,
     random: false,
     summary: "Worst-case and mean absolute and relative error of a synthetic database (first input) on the queries, against their answers on the original data (second input: query.smooth). One row; the synthesis_* columns of the first input are carried along.",
-    params: Params::Typed(params::<Score>),
+    params: params::<Score>,
     gather: Gather::Nothing,
     build: build::<Score>,
 };

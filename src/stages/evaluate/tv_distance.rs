@@ -13,7 +13,7 @@ use crate::stages::frame::FrameBuilder;
 use crate::stages::param::AtLeast;
 use crate::stages::{
     build, check_size_at, check_size_run, params, product, Ctx, Gather, KindInfo, Limit, Output,
-    ParamError, Params, Stage,
+    ParamError, Stage,
 };
 
 pub const KIND: KindInfo = KindInfo {
@@ -21,7 +21,7 @@ pub const KIND: KindInfo = KindInfo {
     version: 1,
     random: true,
     summary: "Total-variation distance between the output distributions of two `mechanism.select` stages on the same candidates: exact; the first's Monte-Carlo frequencies against the second's exact distribution, with a 95% basic-bootstrap interval (clamped at 0); and the mean and 95% quantile of that statistic when the two distributions are equal (simulated), since a Monte-Carlo TV is biased upwards.",
-    params: Params::Typed(params::<Tv>),
+    params: params::<Tv>,
     gather: Gather::Nothing,
     build: build::<Tv>,
 };

@@ -12,7 +12,7 @@ use crate::stages::mechanism::select::one;
 use crate::stages::param::{Level, Positive};
 use crate::stages::{
     build, check_grid_param, distinct, grid_param, params, Ctx, Gather, KindInfo, Output,
-    ParamError, Params, Stage,
+    ParamError, Stage,
 };
 
 pub const KIND: KindInfo = KindInfo {
@@ -20,7 +20,7 @@ pub const KIND: KindInfo = KindInfo {
     version: 1,
     random: true,
     summary: "Pr[u(output) ≤ c] of a `mechanism.select` output against the bound (|R|/|R_OPT|)·exp(ε(c − OPT)/2Δu) of Thm 3.11 (|R_OPT| = 1: Corollary 3.12), at c = OPT − (2Δu/ε)(ln(|R|/|R_OPT|) + t) for each t, or at given thresholds c.",
-    params: Params::Typed(params::<Tail>),
+    params: params::<Tail>,
     gather: Gather::Nothing,
     build: build::<Tail>,
 };

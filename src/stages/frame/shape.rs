@@ -6,14 +6,14 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use crate::stages::frame::FrameBuilder;
-use crate::stages::{build, params, Ctx, Gather, KindInfo, Output, Params, Stage};
+use crate::stages::{build, params, Ctx, Gather, KindInfo, Output, Stage};
 
 pub const KIND: KindInfo = KindInfo {
     name: "frame.shape",
     version: 1,
     random: false,
     summary: "One row per input: its number of rows n and columns d, and the column names; an input with no columns is reported as `no data`.",
-    params: Params::Typed(params::<Shape>),
+    params: params::<Shape>,
     gather: Gather::Nothing,
     build: build::<Shape>,
 };

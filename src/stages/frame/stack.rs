@@ -7,14 +7,14 @@ use polars::prelude::*;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use crate::stages::{build, params, Ctx, Gather, KindInfo, Output, Params, Stage};
+use crate::stages::{build, params, Ctx, Gather, KindInfo, Output, Stage};
 
 pub const KIND: KindInfo = KindInfo {
     name: "frame.stack",
     version: 1,
     random: false,
     summary: "Stacks its inputs' rows into one frame: the union of their columns (missing cells empty), optional per-input renames, and a `source` column naming the input each row came from.",
-    params: Params::Typed(params::<StackFrames>),
+    params: params::<StackFrames>,
     gather: Gather::Nothing,
     build: build::<StackFrames>,
 };

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use crate::data::{self, DataError, Registry};
 use crate::stages::frame::column;
 use crate::stages::{
-    build, distinct, params, Ctx, Gather, KindInfo, Output, ParamError, Params, Stage, Unavailable,
+    build, distinct, params, Ctx, Gather, KindInfo, Output, ParamError, Stage, Unavailable,
 };
 
 pub const KIND: KindInfo = KindInfo {
@@ -17,7 +17,7 @@ pub const KIND: KindInfo = KindInfo {
     version: 1,
     random: false,
     summary: "A registered public dataset (see `dplab data list`), checked against its sha256, read into typed columns; missing markers become nulls.",
-    params: Params::Typed(params::<LoadDataset>),
+    params: params::<LoadDataset>,
     gather: Gather::Nothing,
     build: build::<LoadDataset>,
 };

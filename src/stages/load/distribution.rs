@@ -10,7 +10,7 @@ use crate::stages::frame::{opt_str_col, FrameBuilder};
 use crate::stages::param::{Fraction, NonNegative};
 use crate::stages::{
     build, check_size_run, distinct, params, product, Ctx, Gather, KindInfo, Limit, Output,
-    ParamError, Params, Stage,
+    ParamError, Stage,
 };
 
 pub const KIND: KindInfo = KindInfo {
@@ -18,7 +18,7 @@ pub const KIND: KindInfo = KindInfo {
     version: 1,
     random: false,
     summary: "A discrete distribution p(x): printed (checked to be non-negative and to sum to 1), or counted from a column of its input (and jointly with a second column).",
-    params: Params::Typed(params::<LoadDistribution>),
+    params: params::<LoadDistribution>,
     gather: Gather::Nothing,
     build: build::<LoadDistribution>,
 };

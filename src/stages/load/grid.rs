@@ -8,8 +8,7 @@ use serde_yaml_ng::Value;
 use crate::axis::AxisValue;
 use crate::stages::frame::FrameBuilder;
 use crate::stages::{
-    build, check_grid_param, grid_param, params, Ctx, Gather, KindInfo, Output, ParamError, Params,
-    Stage,
+    build, check_grid_param, grid_param, params, Ctx, Gather, KindInfo, Output, ParamError, Stage,
 };
 
 pub const KIND: KindInfo = KindInfo {
@@ -18,7 +17,7 @@ pub const KIND: KindInfo = KindInfo {
     random: false,
     summary:
         "One column holding a grid fixed in advance (e.g. the candidate prices of an auction).",
-    params: Params::Typed(params::<LoadGrid>),
+    params: params::<LoadGrid>,
     gather: Gather::Nothing,
     build: build::<LoadGrid>,
 };

@@ -9,8 +9,7 @@ use serde::Deserialize;
 use crate::stages::frame::FrameBuilder;
 use crate::stages::param::{Count, Positive};
 use crate::stages::{
-    build, check_size_at, params, product, Ctx, Gather, KindInfo, Limit, Output, ParamError,
-    Params, Stage,
+    build, check_size_at, params, product, Ctx, Gather, KindInfo, Limit, Output, ParamError, Stage,
 };
 
 pub const KIND: KindInfo = KindInfo {
@@ -18,7 +17,7 @@ pub const KIND: KindInfo = KindInfo {
     version: 1,
     random: true,
     summary: "n points in [−1, 1]^d, each coordinate 2·B − 1 with B ~ Beta(a, b) independently: a smooth density for rate experiments. Columns x1 … xd.",
-    params: Params::Typed(params::<Sample>),
+    params: params::<Sample>,
     gather: Gather::Nothing,
     build: build::<Sample>,
 };

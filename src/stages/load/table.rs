@@ -10,8 +10,7 @@ use serde_yaml_ng::Value;
 
 use crate::stages::frame::{read_csv, FrameBuilder};
 use crate::stages::{
-    build, check_size_at, params, product, Ctx, Gather, KindInfo, Limit, Output, ParamError,
-    Params, Stage,
+    build, check_size_at, params, product, Ctx, Gather, KindInfo, Limit, Output, ParamError, Stage,
 };
 
 pub const KIND: KindInfo = KindInfo {
@@ -19,7 +18,7 @@ pub const KIND: KindInfo = KindInfo {
     version: 1,
     random: false,
     summary: "A table written inline (`columns`) or read from a CSV file (`path`).",
-    params: Params::Typed(params::<LoadTable>),
+    params: params::<LoadTable>,
     gather: Gather::Nothing,
     build: build::<LoadTable>,
 };

@@ -14,7 +14,7 @@ use crate::stages::frame::{f64_col, FrameBuilder};
 use crate::stages::param::{Count, Level, Positive};
 use crate::stages::{
     build, check_size_at, check_size_run, params, product, Ctx, Gather, KindInfo, Limit, Output,
-    ParamError, Params, Stage,
+    ParamError, Stage,
 };
 
 pub const KIND: KindInfo = KindInfo {
@@ -23,7 +23,7 @@ pub const KIND: KindInfo = KindInfo {
     random: true,
     summary:
         "Adds Laplace, Gaussian or geometric noise to a numeric column, `samples` times per row.",
-    params: Params::Typed(params::<AddNoise>),
+    params: params::<AddNoise>,
     gather: Gather::Nothing,
     build: build::<AddNoise>,
 };

@@ -13,7 +13,7 @@ use crate::stages::frame::{f64_col, str_col, FrameBuilder};
 use crate::stages::param::{Count, NonNegative, Positive};
 use crate::stages::{
     build, check_size_at, check_size_run, params, product, Ctx, Gather, KindInfo, Limit, Output,
-    ParamError, Params, Stage,
+    ParamError, Stage,
 };
 
 pub const KIND: KindInfo = KindInfo {
@@ -21,7 +21,7 @@ pub const KIND: KindInfo = KindInfo {
     version: 1,
     random: false,
     summary: "The channel minimising I(X; X̂) + λ·E[d] by Blahut–Arimoto exactly as Wu et al. 2020 Algorithm 1 (uniform start, stop when the MI changes by less than T). One row: mi (bits), distortion, epsilon (nats, Algorithm 3), iterations.",
-    params: Params::Typed(params::<RateDistortion>),
+    params: params::<RateDistortion>,
     gather: Gather::Nothing,
     build: build::<RateDistortion>,
 };

@@ -15,7 +15,7 @@ use crate::stages::frame::{f64_col, str_col, FrameBuilder};
 use crate::stages::param::Positive;
 use crate::stages::{
     build, check_size_at, check_size_run, params, product, Ctx, Gather, KindInfo, Limit, Output,
-    ParamError, Params, Stage,
+    ParamError, Stage,
 };
 
 /// Draws per sub-stream (see `Ctx::substream`).
@@ -26,7 +26,7 @@ pub const KIND: KindInfo = KindInfo {
     version: 1,
     random: true,
     summary: "Private selection of a candidate by its utility: exponential mechanism, Report Noisy Max (Laplace), Report One-Sided Noisy Arg-Max (exponential noise), Gumbel-max. Outputs, per candidate: method, candidate, utility, probability (exact; empty when unknown), count and frequency of the Monte-Carlo draws.",
-    params: Params::Typed(params::<Select>),
+    params: params::<Select>,
     gather: Gather::Nothing,
     build: build::<Select>,
 };

@@ -11,8 +11,7 @@ use crate::mech::rate_distortion as rd;
 use crate::stages::frame::{column, f64_col};
 use crate::stages::param::NonNegative;
 use crate::stages::{
-    build, check_size_run, params, product, Ctx, Gather, KindInfo, Limit, Output, ParamError,
-    Params, Stage,
+    build, check_size_run, params, product, Ctx, Gather, KindInfo, Limit, Output, ParamError, Stage,
 };
 
 pub const KIND: KindInfo = KindInfo {
@@ -20,7 +19,7 @@ pub const KIND: KindInfo = KindInfo {
     version: 1,
     random: false,
     summary: "The symmetric channel (k-ary randomized response: q(x|x) = 1 − D, D/(m−1) elsewhere) at a given distortion, ε or MI; with a second input, at each row's value of `column`. Adds sym_distortion, sym_mi (bits), sym_epsilon (nats).",
-    params: Params::Typed(params::<Symmetric>),
+    params: params::<Symmetric>,
     gather: Gather::Nothing,
     build: build::<Symmetric>,
 };

@@ -27,8 +27,7 @@ use crate::stages::frame::FrameBuilder;
 use crate::stages::param::{Count, Level, Positive};
 use crate::stages::point_set::{PointSet, DIAGNOSTIC_PREFIX, WEIGHT};
 use crate::stages::{
-    build, check_size_at, params, product, Ctx, Gather, KindInfo, Limit, Output, ParamError,
-    Params, Stage,
+    build, check_size_at, params, product, Ctx, Gather, KindInfo, Limit, Output, ParamError, Stage,
 };
 
 pub const KIND: KindInfo = KindInfo {
@@ -36,7 +35,7 @@ pub const KIND: KindInfo = KindInfo {
     version: 1,
     random: true,
     summary: "Synthetic database for smooth queries by the trigonometric mechanism (Huang 2014): mechanisms I/II on the full grid (Algorithms 4/5) or the improved I/II (Algorithms 9/10). Output: `weight` + the data columns + `synthesis_*` diagnostics.",
-    params: Params::Typed(params::<Trigonometric>),
+    params: params::<Trigonometric>,
     gather: Gather::Nothing,
     build: build::<Trigonometric>,
 };

@@ -6,14 +6,14 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::{column_names, Col, RateFrame, Table};
-use crate::stages::{build, params, Ctx, Gather, KindInfo, Output, Params, Stage};
+use crate::stages::{build, params, Ctx, Gather, KindInfo, Output, Stage};
 
 pub const KIND: KindInfo = KindInfo {
     name: "near_optimal.best_delta",
     version: 1,
     random: true,
     summary: "From a `near_optimal.rate` frame gathered over V: per set and ε, the δ of the grid with the smallest rate (the paper's δ* of problem (9), on the grid), that rate, and the share of the δ grid where rate < 1.",
-    params: Params::Typed(params::<BestDelta>),
+    params: params::<BestDelta>,
     gather: Gather::All,
     build: build::<BestDelta>,
 };

@@ -12,8 +12,7 @@ use super::{
 use crate::mech::interval::Touching;
 use crate::mech::near_optimal::{sweep, Options};
 use crate::stages::{
-    build, check_size_at, params, product, Ctx, Gather, KindInfo, Limit, Output, ParamError,
-    Params, Stage,
+    build, check_size_at, params, product, Ctx, Gather, KindInfo, Limit, Output, ParamError, Stage,
 };
 
 pub const KIND: KindInfo = KindInfo {
@@ -21,7 +20,7 @@ pub const KIND: KindInfo = KindInfo {
     version: 1,
     random: true,
     summary: "Steps to convergence (Definition 2) of the sets R_i for one V over a grid of δ, with touching intervals merged (closed sets) and kept separate, beside the step predicted by the widest-gap formula; a_n, the largest number of intervals in one R_i (the paper's N) and their total.",
-    params: Params::Typed(params::<Convergence>),
+    params: params::<Convergence>,
     gather: Gather::Nothing,
     build: build::<Convergence>,
 };

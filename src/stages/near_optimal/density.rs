@@ -12,7 +12,7 @@ use crate::mech::staircase::Staircase;
 use crate::stages::param::{AtLeast, NonNegative, Positive};
 use crate::stages::{
     build, check_size_at, check_size_run, params, product, Ctx, Gather, KindInfo, Limit, Output,
-    ParamError, Params, Stage,
+    ParamError, Stage,
 };
 
 pub const KIND: KindInfo = KindInfo {
@@ -20,7 +20,7 @@ pub const KIND: KindInfo = KindInfo {
     version: 1,
     random: true,
     summary: "The noise densities of the Laplace mechanism (b = Δf/ε), the optimal staircase mechanism and Algorithm 1 for one (V, δ, ε) on [−range, range]; step densities are given at their breakpoints (left and right values), so lines draw them exactly. Columns: mechanism, panel (the mechanism and its E|X|), r, density, level (Algorithm 1; −1 otherwise).",
-    params: Params::Typed(params::<Density>),
+    params: params::<Density>,
     gather: Gather::Nothing,
     build: build::<Density>,
 };

@@ -12,8 +12,7 @@ use crate::mech::interval::{Decimal, Int};
 use crate::mech::near_optimal::{construct, Levels, NearOptimalError, MAX_STEPS};
 use crate::stages::param::{NonNegative, Positive};
 use crate::stages::{
-    build, check_size_at, params, product, Ctx, Gather, KindInfo, Limit, Output, ParamError,
-    Params, Stage,
+    build, check_size_at, params, product, Ctx, Gather, KindInfo, Limit, Output, ParamError, Stage,
 };
 
 pub const KIND: KindInfo = KindInfo {
@@ -21,7 +20,7 @@ pub const KIND: KindInfo = KindInfo {
     version: 1,
     random: true,
     summary: "Measured privacy loss of Algorithm 1 for one (V, δ, ε), in exact arithmetic: the largest |level(r) − level(r − v)| over outputs r (random, and every boundary of the R_i with its neighbours) and shifts v ∈ ±V (its endpoints and random points), i.e. max |ln p(r)/p(r − v)|/ε; and ∫p through the partition of [0, a_n + Δf] by the R_i (checked for gaps and overlaps).",
-    params: Params::Typed(params::<Privacy>),
+    params: params::<Privacy>,
     gather: Gather::Nothing,
     build: build::<Privacy>,
 };

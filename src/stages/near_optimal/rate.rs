@@ -13,8 +13,7 @@ use crate::mech::laplace::Laplace;
 use crate::mech::near_optimal::sweep;
 use crate::mech::staircase::Staircase;
 use crate::stages::{
-    build, check_size_at, params, product, Ctx, Gather, KindInfo, Limit, Output, ParamError,
-    Params, Stage,
+    build, check_size_at, params, product, Ctx, Gather, KindInfo, Limit, Output, ParamError, Stage,
 };
 
 pub const KIND: KindInfo = KindInfo {
@@ -22,7 +21,7 @@ pub const KIND: KindInfo = KindInfo {
     version: 1,
     random: true,
     summary: "Algorithm 1 of Wu–He–Xia 2017 over a grid of δ and ε for one neighbour set V: per (δ, ε) the steps n to convergence, E|X| (closed form with the geometric tail), the staircase and Laplace E|X|, rate = E|X|(e^ε − 1)/(Δf e^(ε/2)) and the tail's probability. The sets I_i are built once and shared by every δ.",
-    params: Params::Typed(params::<Rate>),
+    params: params::<Rate>,
     gather: Gather::Nothing,
     build: build::<Rate>,
 };

@@ -11,8 +11,7 @@ use crate::mech::near_optimal::{construct, GeometricSupport, MAX_STEPS};
 use crate::mech::stats::normal_quantile;
 use crate::stages::param::{AtLeast, Level, NonNegative, Positive};
 use crate::stages::{
-    build, check_size_at, params, product, Ctx, Gather, KindInfo, Limit, Output, ParamError,
-    Params, Stage,
+    build, check_size_at, params, product, Ctx, Gather, KindInfo, Limit, Output, ParamError, Stage,
 };
 
 /// Draws per sub-stream (see `Ctx::substream`).
@@ -23,7 +22,7 @@ pub const KIND: KindInfo = KindInfo {
     version: 1,
     random: true,
     summary: "Algorithm 2's Monte-Carlo E|X| with a normal confidence interval against Algorithm 1's closed form, for both readings of its geometric variable (trials to the first success, j ≥ 1; failures before it, j ≥ 0).",
-    params: Params::Typed(params::<SampleMean>),
+    params: params::<SampleMean>,
     gather: Gather::Nothing,
     build: build::<SampleMean>,
 };

@@ -8,14 +8,14 @@ use serde::Deserialize;
 
 use super::{column_names, Col, RateFrame, Table};
 use crate::stages::param::NonNegative;
-use crate::stages::{build, params, Ctx, Gather, KindInfo, Output, Params, Stage};
+use crate::stages::{build, params, Ctx, Gather, KindInfo, Output, Stage};
 
 pub const KIND: KindInfo = KindInfo {
     name: "near_optimal.trend",
     version: 1,
     random: true,
     summary: "Whether rate moves with μ(V) or Δf as the paper concludes, measured on a `near_optimal.rate` frame gathered over V: sets sharing the other quantity are ordered by the varied one, and the ordering of their rates is checked at every (δ, ε) and, per ε, for the best δ of each set.",
-    params: Params::Typed(params::<Trend>),
+    params: params::<Trend>,
     gather: Gather::All,
     build: build::<Trend>,
 };

@@ -8,7 +8,7 @@ use super::{no_columns, svg_output};
 use crate::plot::{self, HeatPanel, HeatmapFigure};
 use crate::stages::frame::{f64_col_or_nan as f64_col, group_rows};
 use crate::stages::{
-    build, check_size_run, params, product, Ctx, Gather, KindInfo, Limit, Output, Params, Stage,
+    build, check_size_run, params, product, Ctx, Gather, KindInfo, Limit, Output, Stage,
 };
 
 pub const KIND: KindInfo = KindInfo {
@@ -16,7 +16,7 @@ pub const KIND: KindInfo = KindInfo {
     version: 5,
     random: false,
     summary: "A heatmap of z over (x, y) with a colour bar shared by all panels; optional contour line z = level.",
-    params: Params::Typed(params::<Heatmap>),
+    params: params::<Heatmap>,
     gather: Gather::All,
     build: build::<Heatmap>,
 };

@@ -11,7 +11,7 @@ use crate::stages::frame::{f64_col_or_nan as f64_col, group_rows, take_rows};
 use crate::stages::param::Count;
 use crate::stages::{
     build, check_size_at, check_size_run, params, product, Ctx, Gather, KindInfo, Limit, Output,
-    ParamError, Params, Stage,
+    ParamError, Stage,
 };
 
 pub const KIND: KindInfo = KindInfo {
@@ -19,7 +19,7 @@ pub const KIND: KindInfo = KindInfo {
     version: 4,
     random: false,
     summary: "Histograms (as step outlines, so several series stay readable) of a numeric column, one per value of `series`, one panel per value of `facet`; counts or densities.",
-    params: Params::Typed(params::<Histogram>),
+    params: params::<Histogram>,
     gather: Gather::All,
     build: build::<Histogram>,
 };

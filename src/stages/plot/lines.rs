@@ -9,14 +9,14 @@ use serde::{Deserialize, Serialize};
 use super::{no_columns, svg_output};
 use crate::plot::{self, LineFigure, LineStyle, Panel, Series};
 use crate::stages::frame::{f64_col_or_nan as f64_col, group_rows, str_col};
-use crate::stages::{build, params, Ctx, Gather, KindInfo, Output, ParamError, Params, Stage};
+use crate::stages::{build, params, Ctx, Gather, KindInfo, Output, ParamError, Stage};
 
 pub const KIND: KindInfo = KindInfo {
     name: "plot.lines",
     version: 7,
     random: false,
     summary: "Lines (optionally with confidence bands) of y against x, one series per value of `series` and/or per y column, one panel per value of `facet`; log axes; labelled reference lines.",
-    params: Params::Typed(params::<Lines>),
+    params: params::<Lines>,
     gather: Gather::All,
     build: build::<Lines>,
 };

@@ -5,7 +5,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use crate::stages::frame::f64_col;
-use crate::stages::{build, params, Ctx, Gather, KindInfo, Output, Params, Stage};
+use crate::stages::{build, params, Ctx, Gather, KindInfo, Output, Stage};
 
 pub const KIND: KindInfo = KindInfo {
     name: "query.argmax",
@@ -13,7 +13,7 @@ pub const KIND: KindInfo = KindInfo {
     random: false,
     summary:
         "The row with the largest value of a column (ties: the first), e.g. the optimal price.",
-    params: Params::Typed(params::<Argmax>),
+    params: params::<Argmax>,
     gather: Gather::Nothing,
     build: build::<Argmax>,
 };

@@ -7,14 +7,14 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use crate::stages::frame::f64_col;
-use crate::stages::{build, params, Ctx, Gather, KindInfo, Output, Params, Stage};
+use crate::stages::{build, params, Ctx, Gather, KindInfo, Output, Stage};
 
 pub const KIND: KindInfo = KindInfo {
     name: "query.revenue",
     version: 1,
     random: false,
     summary: "Revenue of posting each price to a set of bidders: price × #{bids ≥ price} (Dwork & Roth Example 3.5).",
-    params: Params::Typed(params::<Revenue>),
+    params: params::<Revenue>,
     gather: Gather::Nothing,
     build: build::<Revenue>,
 };

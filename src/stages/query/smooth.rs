@@ -17,7 +17,7 @@ use crate::stages::param::{Between, Count, Positive};
 use crate::stages::point_set::PointSet;
 use crate::stages::{
     build, check_size_at, check_size_run, distinct, params, product, Ctx, Gather, KindInfo, Limit,
-    Output, ParamError, Params, Stage,
+    Output, ParamError, Stage,
 };
 
 pub const KIND: KindInfo = KindInfo {
@@ -25,7 +25,7 @@ pub const KIND: KindInfo = KindInfo {
     version: 1,
     random: false,
     summary: "Answers of random Gaussian-kernel-mixture queries (Huang 2014 eq. 2.1) on a point set (weighted by `weight` when present), for every σ at once. Output: sigma, query, answer.",
-    params: Params::Typed(params::<Answers>),
+    params: params::<Answers>,
     gather: Gather::Nothing,
     build: build::<Answers>,
 };

@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use crate::stages::frame::{column, f64_col_or_nan, str_col};
 use crate::stages::param::Between;
 use crate::stages::{
-    build, distinct, params, Artifact, Ctx, Gather, KindInfo, Output, ParamError, Params, Stage,
+    build, distinct, params, Artifact, Ctx, Gather, KindInfo, Output, ParamError, Stage,
 };
 
 use super::format_column;
@@ -23,7 +23,7 @@ pub const KIND: KindInfo = KindInfo {
     version: 2,
     random: false,
     summary: "A table (frame + Markdown + a layout for the HTML report): chosen columns of its input, optionally joined with the paper's printed numbers (columns paper_<c>, diff_<c> = ours − paper and verdict_<c>: agrees within the paper's printed precision, within CI when the printed value meets our interval, else differs).",
-    params: Params::Typed(params::<Table>),
+    params: params::<Table>,
     gather: Gather::All,
     build: build::<Table>,
 };

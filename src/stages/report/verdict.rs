@@ -7,16 +7,14 @@ use serde::{Deserialize, Serialize};
 
 use crate::stages::frame::{f64_col, f64_col_or_nan, read_csv, str_col, FrameBuilder};
 use crate::stages::param::{Between, Fraction};
-use crate::stages::{
-    build, params, Artifact, Ctx, Gather, KindInfo, Output, ParamError, Params, Stage,
-};
+use crate::stages::{build, params, Artifact, Ctx, Gather, KindInfo, Output, ParamError, Stage};
 
 pub const KIND: KindInfo = KindInfo {
     name: "report.verdict",
     version: 1,
     random: false,
     summary: "A paper's table cell by cell beside our private runs, partial-noise runs and a no-noise floor, with a verdict per cell by a stated rule (within our 95% interval; explained by a stated cause; unexplained). Input: aggregate.summary rows with a variant column. Output `cells` (one row per paper cell, Markdown in the paper's layout) or `long` (for plot.lines).",
-    params: Params::Typed(params::<Verdict>),
+    params: params::<Verdict>,
     gather: Gather::All,
     build: build::<Verdict>,
 };
