@@ -72,7 +72,7 @@ impl Range {
     }
 
     /// `Ok` when `x` is in the range, else the message [`crate::yaml::deserialize`] locates.
-    pub fn check(&self, x: impl Into<f64> + fmt::Display + Copy) -> Result<(), String> {
+    fn check(&self, x: impl Into<f64> + fmt::Display + Copy) -> Result<(), String> {
         if self.contains(x.into()) {
             Ok(())
         } else {
@@ -116,8 +116,9 @@ macro_rules! number {
         impl $name {
             pub const RANGE: Range = Range { lo: $lo, hi: $hi };
 
-            /// `x`, checked against the range.
-            pub fn new(x: f64) -> Result<Self, String> {
+            /// `x`, checked against the range. Private: its message carries the marker that
+            /// [`crate::yaml::deserialize`] turns into `key = value is invalid: …`.
+            fn new(x: f64) -> Result<Self, String> {
                 Self::RANGE.check(x).map(|()| $name(x))
             }
 
@@ -221,7 +222,7 @@ impl<const MIN: u64> AtLeast<MIN> {
         hi: End::Unbounded,
     };
 
-    pub fn new(n: u64) -> Result<Self, String> {
+    fn new(n: u64) -> Result<Self, String> {
         if n >= MIN {
             Ok(AtLeast(n))
         } else {
@@ -245,7 +246,7 @@ impl<const LO: u64, const HI: u64> Between<LO, HI> {
         hi: End::Closed(HI as f64),
     };
 
-    pub fn new(n: u64) -> Result<Self, String> {
+    fn new(n: u64) -> Result<Self, String> {
         if (LO..=HI).contains(&n) {
             Ok(Between(n))
         } else {
