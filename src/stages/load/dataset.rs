@@ -61,6 +61,22 @@ struct LoadDataset {
 }
 
 impl LoadDataset {
+    /// The columns of the tables read, when the registry lists them (no header row or
+    /// `.names` file) and the stacked tables agree; `None` otherwise.
+    fn table_columns(&self) -> Option<Vec<String>> {
+        let ds = Registry::current().ok()?.dataset(&self.dataset).ok()?;
+        let mut known = None;
+        for t in self.tables() {
+            let cols = ds.table(&self.dataset, t).ok()?.1.known_columns()?;
+            // Stacked tables must agree (else the run fails on stacking them).
+            if known.as_ref().is_some_and(|k| *k != cols) {
+                return None;
+            }
+            known = Some(cols);
+        }
+        known
+    }
+
     fn tables(&self) -> Vec<Option<&str>> {
         match &self.table {
             None => vec![None],
@@ -129,8 +145,28 @@ impl Stage for LoadDataset {
                 Err(e) => return Err(ParamError::at("table", e.to_string())),
             }
         }
+        // Column names are checked against the registry where it lists the table's columns,
+        // so a misspelt name is found before any file is read (else when the table is read).
+        let known = self.table_columns();
+        let check = |path: String, name: &str| match &known {
+            Some(cols) if !cols.iter().any(|c| c == name) => {
+                let hint = crate::text::suggest(name, cols.iter().map(String::as_str))
+                    .map(|s| format!("; did you mean `{s}`?"))
+                    .unwrap_or_default();
+                Err(ParamError::at(
+                    &path,
+                    format!(
+                        "no column `{name}` in dataset `{}`{hint} (its columns: {})",
+                        self.dataset,
+                        cols.join(", ")
+                    ),
+                ))
+            }
+            _ => Ok(()),
+        };
         for (i, c) in self.conditions.iter().enumerate() {
-            Condition::parse(c).map_err(|m| ParamError::at(&format!("where.{i}"), m))?;
+            let cond = Condition::parse(c).map_err(|m| ParamError::at(&format!("where.{i}"), m))?;
+            check(format!("where.{i}"), &cond.column)?;
         }
         if let Some(c) = &self.columns {
             if c.is_empty() {
@@ -138,6 +174,9 @@ impl Stage for LoadDataset {
                     "columns",
                     "an empty column list keeps nothing",
                 ));
+            }
+            for (i, name) in c.iter().enumerate() {
+                check(format!("columns.{i}"), name)?;
             }
         }
         Ok(())
@@ -155,17 +194,7 @@ impl Stage for LoadDataset {
         if let Some(c) = &self.columns {
             return Some(c.clone());
         }
-        let ds = Registry::current().ok()?.dataset(&self.dataset).ok()?;
-        let mut known = None;
-        for t in self.tables() {
-            let cols = ds.table(&self.dataset, t).ok()?.1.known_columns()?;
-            // Stacked tables must agree (else the run fails on stacking them).
-            if known.as_ref().is_some_and(|k| *k != cols) {
-                return None;
-            }
-            known = Some(cols);
-        }
-        known
+        self.table_columns()
     }
 
     fn run(&self, _ctx: &mut Ctx) -> Result<Output> {
@@ -405,6 +434,39 @@ mod tests {
             out("{dataset: movielens-100k, table: ratings, if_missing: empty}"),
             None
         );
+    }
+
+    #[test]
+    fn misspelt_columns_are_found_from_the_registry_before_anything_is_read() {
+        let check = |y: &str| {
+            let p: LoadDataset = crate::yaml::deserialize(serde_yaml_ng::from_str(y).unwrap())
+                .unwrap_or_else(|e| panic!("{y}: {}", e.message));
+            p.validate()
+        };
+        check(
+            "{dataset: movielens-100k, table: ratings, where: [item_id == 785], columns: [rating]}",
+        )
+        .unwrap();
+        let e =
+            check("{dataset: movielens-100k, table: ratings, where: [itemid == 785]}").unwrap_err();
+        assert_eq!(e.path, ["where", "0"]);
+        assert!(
+            e.message.contains(
+                "no column `itemid` in dataset `movielens-100k`; did you mean `item_id`?"
+            ),
+            "{}",
+            e.message
+        );
+        let e = check("{dataset: movielens-100k, table: ratings, columns: [rating, timestmp]}")
+            .unwrap_err();
+        assert_eq!(e.path, ["columns", "1"]);
+        assert!(
+            e.message.contains("did you mean `timestamp`?"),
+            "{}",
+            e.message
+        );
+        // Names from a header row are known only when the file is read.
+        check("{dataset: adult, table: train, columns: [sexx]}").unwrap();
     }
 
     #[test]
