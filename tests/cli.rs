@@ -804,3 +804,46 @@ profiles:
         "{e}"
     );
 }
+
+/// `--pipelines` takes several paths after one flag (and the flag repeated), for `report` and
+/// `data fetch` alike.
+#[test]
+fn pipelines_take_several_paths_after_one_flag() {
+    let dir = TempDir::new().unwrap();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("pipelines/dwork-roth");
+    let (a, b) = (
+        root.join("dr-pumpkin.yaml"),
+        root.join("dr-two-diseases.yaml"),
+    );
+    let o = dplab()
+        .arg("report")
+        .arg(dir.path())
+        .arg("--pipelines")
+        .args([&a, &b])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", common::text(&o));
+    assert!(
+        common::text(&o).contains("2 experiments (0 with results, 0 without data, 2 not run"),
+        "{}",
+        common::text(&o)
+    );
+    // Pipelines that read no dataset need nothing fetched: exit 0 either way of giving them.
+    for args in [
+        vec!["--pipelines".as_ref(), a.as_os_str(), b.as_os_str()],
+        vec![
+            "--pipelines".as_ref(),
+            a.as_os_str(),
+            "--pipelines".as_ref(),
+            b.as_os_str(),
+        ],
+    ] {
+        let o = dplab()
+            .args(["data", "fetch"])
+            .args(args)
+            .env("DPLAB_DATA_DIR", dir.path().join("cache"))
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", common::text(&o));
+    }
+}

@@ -4,15 +4,28 @@ use assert_cmd::Command;
 
 /// `dplab` with a fresh, empty instance store: no test passes because of work an earlier
 /// command stored (tests of the store pass `--store` themselves).
+///
+/// The stores live under `target/tmp/test-stores/<test file>/`, which the first call of a
+/// test process empties: the space a test run takes is bounded by one run, not left behind in
+/// the system's temporary directory run after run (each store is a few MB to a few hundred).
 #[allow(dead_code)] // the store tests pass their own --store
 pub fn dplab() -> Command {
     use std::sync::atomic::{AtomicU64, Ordering};
     static N: AtomicU64 = AtomicU64::new(0);
-    let store = std::env::temp_dir().join(format!(
-        "dplab-test-store-{}-{}",
-        std::process::id(),
-        N.fetch_add(1, Ordering::Relaxed)
-    ));
+    static ROOT: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+    let root = ROOT.get_or_init(|| {
+        // The test file's name: the executable is `<file>-<hash>`; cargo never runs one test
+        // file twice at once.
+        let exe = std::env::current_exe().expect("the test executable");
+        let stem = exe.file_stem().unwrap().to_string_lossy().into_owned();
+        let file = stem.rsplit_once('-').map_or(stem.as_str(), |(f, _)| f);
+        let root = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+            .join("test-stores")
+            .join(file);
+        let _ = std::fs::remove_dir_all(&root);
+        root
+    });
+    let store = root.join(N.fetch_add(1, Ordering::Relaxed).to_string());
     let mut c = Command::cargo_bin("dplab").expect("binary built");
     c.env("DPLAB_STORE", store);
     c
