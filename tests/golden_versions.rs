@@ -884,14 +884,14 @@ mod logic {
                 version: 3
             }]
         );
-        let m = refusal_report(&r, &|_| "src/stages/aggregate.rs:30".into(), &|p| {
+        let m = refusal_report(&r, &|_| "src/stages/aggregate/summary.rs:30".into(), &|p| {
             assert_eq!(p, "p");
-            vec!["data (`load.sample`, src/stages/smooth.rs:27)".into()]
+            vec!["data (`load.sample`, src/stages/load/sample.rs:27)".into()]
         });
         assert!(
             m.contains(&format!(
                 "{F} changed, its store keys did not: kind `aggregate.summary`, version 3 in \
-                 src/stages/aggregate.rs:30"
+                 src/stages/aggregate/summary.rs:30"
             )),
             "{m}"
         );
