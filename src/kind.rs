@@ -316,14 +316,18 @@ pub fn distinct<T: std::fmt::Display>(name: &str, items: &[T]) -> Result<(), Par
 /// Draft 7, every subschema inline: what editors' YAML support reads best, and what
 /// [`param_lines`] renders without resolving references.
 pub fn params<T: JsonSchema>() -> Schema {
-    SchemaSettings::draft07()
-        .with(|s| {
-            s.inline_subschemas = true;
-            s.meta_schema = None;
-        })
-        .for_deserialize()
+    schema_settings()
+        .with(|s| s.meta_schema = None)
         .into_generator()
         .into_root_schema_for::<T>()
+}
+
+/// How every schema of dplab is generated (a kind's parameters, a whole pipeline file): draft
+/// 7, for what is read (defaults, no serialisation-only keys), every subschema inline.
+pub fn schema_settings() -> SchemaSettings {
+    SchemaSettings::draft07()
+        .with(|s| s.inline_subschemas = true)
+        .for_deserialize()
 }
 
 /// One parameter as `dplab list` prints it.
@@ -345,7 +349,10 @@ impl KindInfo {
 
     /// The names of the kind's parameters (the keys of `with:`).
     pub fn param_names(&self) -> Vec<String> {
-        self.param_lines().into_iter().map(|p| p.name).collect()
+        self.schema().as_value()["properties"]
+            .as_object()
+            .map(|m| m.keys().cloned().collect())
+            .unwrap_or_default()
     }
 
     /// The JSON Schema of the kind's `with:` mapping.
@@ -421,23 +428,43 @@ fn meaning(p: &serde_json::Value) -> String {
     text
 }
 
+/// A number as a person writes it: 1 rather than 1.0, 1e-9 rather than 0.000000001.
+pub fn number_text(x: f64) -> String {
+    if x != 0.0 && !(1e-4..1e15).contains(&x.abs()) {
+        format!("{x:e}")
+    } else {
+        x.to_string()
+    }
+}
+
+/// A range as messages and `dplab list` write it: "> 0", "≥ 1", "≤ 12", "in (0, 1)",
+/// "in [0, 1)"; each end is (value, included). `None` when both ends are open-ended. The one
+/// renderer of ranges: the range types' messages (`stages::param`) and the types `dplab list`
+/// reads off a schema both use it, so they never disagree.
+pub fn range_text(lo: Option<(f64, bool)>, hi: Option<(f64, bool)>) -> Option<String> {
+    Some(match (lo, hi) {
+        (None, None) => return None,
+        (Some((a, true)), None) => format!("≥ {}", number_text(a)),
+        (Some((a, false)), None) => format!("> {}", number_text(a)),
+        (None, Some((b, true))) => format!("≤ {}", number_text(b)),
+        (None, Some((b, false))) => format!("< {}", number_text(b)),
+        (Some((a, ai)), Some((b, bi))) => format!(
+            "in {}{}, {}{}",
+            if ai { '[' } else { '(' },
+            number_text(a),
+            number_text(b),
+            if bi { ']' } else { ')' }
+        ),
+    })
+}
+
 /// A JSON value as a person writes it in YAML: `1`, `[2, 3]`, `{}`, `candidate`.
 fn value_text(v: &serde_json::Value) -> String {
     use serde_json::Value as J;
     match v {
         J::Null => "null".into(),
         J::String(s) => s.clone(),
-        // 1 rather than 1.0, 1e-9 rather than 0.000000001: as the user would write it.
-        J::Number(n) => n.as_f64().map_or_else(
-            || n.to_string(),
-            |x| {
-                if x != 0.0 && !(1e-4..1e15).contains(&x.abs()) {
-                    format!("{x:e}")
-                } else {
-                    x.to_string()
-                }
-            },
-        ),
+        J::Number(n) => n.as_f64().map_or_else(|| n.to_string(), number_text),
         J::Array(a) => format!(
             "[{}]",
             a.iter().map(value_text).collect::<Vec<_>>().join(", ")
@@ -487,31 +514,18 @@ fn type_text(p: &serde_json::Value) -> String {
         _ => Vec::new(),
     };
     let types: Vec<&str> = types.into_iter().filter(|t| *t != "null").collect();
-    let bound = |key: &str| p.get(key).map(value_text);
-    let range = match (
-        bound("minimum"),
-        bound("exclusiveMinimum"),
-        bound("maximum"),
-        bound("exclusiveMaximum"),
+    let end = |closed: &str, open: &str| {
+        let num = |key: &str| p.get(key).and_then(serde_json::Value::as_f64);
+        num(closed)
+            .map(|x| (x, true))
+            .or(num(open).map(|x| (x, false)))
+    };
+    let range = match range_text(
+        end("minimum", "exclusiveMinimum"),
+        end("maximum", "exclusiveMaximum"),
     ) {
-        (None, None, None, None) => String::new(),
-        (Some(a), None, None, None) => format!(" ≥ {a}"),
-        (None, Some(a), None, None) => format!(" > {a}"),
-        (None, None, Some(b), None) => format!(" ≤ {b}"),
-        (None, None, None, Some(b)) => format!(" < {b}"),
-        (lo, xlo, hi, xhi) => {
-            let (l, a) = match (lo, xlo) {
-                (Some(a), _) => ('[', a),
-                (None, Some(a)) => ('(', a),
-                (None, None) => ('(', "−∞".into()),
-            };
-            let (r, b) = match (hi, xhi) {
-                (Some(b), _) => (']', b),
-                (None, Some(b)) => (')', b),
-                (None, None) => (')', "∞".into()),
-            };
-            format!(" in {l}{a}, {b}{r}")
-        }
+        Some(r) => format!(" {r}"),
+        None => String::new(),
     };
     match types.as_slice() {
         ["number"] => format!("number{range}"),

@@ -8,7 +8,6 @@
 //! what needs the whole pipeline (inputs that exist, cycles, axes that exist, column names,
 //! limits) only `dplab validate` checks.
 
-use schemars::generate::SchemaSettings;
 use serde_json::{json, Value};
 
 use super::spec::RawPipeline;
@@ -19,9 +18,7 @@ const AXIS_REF: &str = r"^\$[^\s.$]+$";
 
 /// The schema of a pipeline file, given the kinds it may use.
 pub fn pipeline_schema(registry: &[KindInfo]) -> Value {
-    let mut root = SchemaSettings::draft07()
-        .with(|s| s.inline_subschemas = true)
-        .for_deserialize()
+    let mut root = crate::kind::schema_settings()
         .into_generator()
         .into_root_schema_for::<RawPipeline>()
         .to_value();

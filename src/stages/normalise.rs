@@ -1,6 +1,7 @@
 //! Dataset cleaning: `normalise` (numeric columns, no missing values, no constant columns,
 //! min–max scaled to a box).
 
+use crate::stages::param::yes;
 use std::fmt::Write as _;
 
 use anyhow::{bail, Result};
@@ -26,10 +27,6 @@ pub const KIND: KindInfo = KindInfo {
 
 fn default_range() -> [f64; 2] {
     [-1.0, 1.0]
-}
-
-fn yes() -> bool {
-    true
 }
 
 #[derive(Deserialize, JsonSchema)]

@@ -47,28 +47,14 @@ impl Range {
         lo && hi
     }
 
-    /// "> 0", "≥ 1", "in (0, 1)", "in [0, 1)", "≤ 12".
+    /// "> 0", "≥ 1", "in (0, 1)", "in [0, 1)", "≤ 12" (as `dplab list` writes it too).
     pub fn text(&self) -> String {
-        match (self.lo, self.hi) {
-            (End::Unbounded, End::Unbounded) => "a number".into(),
-            (End::Open(a), End::Unbounded) => format!("> {a}"),
-            (End::Closed(a), End::Unbounded) => format!("≥ {a}"),
-            (End::Unbounded, End::Open(b)) => format!("< {b}"),
-            (End::Unbounded, End::Closed(b)) => format!("≤ {b}"),
-            (lo, hi) => {
-                let (l, a) = match lo {
-                    End::Open(a) => ('(', a),
-                    End::Closed(a) => ('[', a),
-                    End::Unbounded => unreachable!(),
-                };
-                let (r, b) = match hi {
-                    End::Open(b) => (')', b),
-                    End::Closed(b) => (']', b),
-                    End::Unbounded => unreachable!(),
-                };
-                format!("in {l}{a}, {b}{r}")
-            }
-        }
+        let end = |e: End| match e {
+            End::Open(x) => Some((x, false)),
+            End::Closed(x) => Some((x, true)),
+            End::Unbounded => None,
+        };
+        crate::kind::range_text(end(self.lo), end(self.hi)).unwrap_or_else(|| "a number".into())
     }
 
     /// `Ok` when `x` is in the range, else the message [`crate::yaml::deserialize`] locates.
@@ -203,49 +189,29 @@ number!(
     End::Closed(1.0)
 );
 
-/// An integer ≥ `MIN` (a count of samples, points, bins).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
-#[serde(transparent)]
-pub struct AtLeast<const MIN: u64>(u64);
-
-/// An integer in [`LO`, `HI`] (digits, steps).
+/// An integer in [`LO`, `HI`] (digits, steps); `HI = u64::MAX` leaves it unbounded above
+/// ([`AtLeast`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 #[serde(transparent)]
 pub struct Between<const LO: u64, const HI: u64>(u64);
 
+/// An integer ≥ `MIN` (a count of samples, points, bins).
+pub type AtLeast<const MIN: u64> = Between<MIN, { u64::MAX }>;
+
 /// A count ≥ 1.
 pub type Count = AtLeast<1>;
-
-impl<const MIN: u64> AtLeast<MIN> {
-    pub const RANGE: Range = Range {
-        lo: End::Closed(MIN as f64),
-        hi: End::Unbounded,
-    };
-
-    fn new(n: u64) -> Result<Self, String> {
-        if n >= MIN {
-            Ok(AtLeast(n))
-        } else {
-            Err(crate::yaml::out_of_range(n, &Self::RANGE.text()))
-        }
-    }
-
-    /// A value written in the code (a default); see the `f64` types' `of`.
-    pub const fn of(n: u64) -> Self {
-        AtLeast(n)
-    }
-
-    pub fn get(self) -> u64 {
-        self.0
-    }
-}
 
 impl<const LO: u64, const HI: u64> Between<LO, HI> {
     pub const RANGE: Range = Range {
         lo: End::Closed(LO as f64),
-        hi: End::Closed(HI as f64),
+        hi: if HI == u64::MAX {
+            End::Unbounded
+        } else {
+            End::Closed(HI as f64)
+        },
     };
 
+    /// `n`, checked against the range; private for the same reason as the `f64` types' `new`.
     fn new(n: u64) -> Result<Self, String> {
         if (LO..=HI).contains(&n) {
             Ok(Between(n))
@@ -264,43 +230,46 @@ impl<const LO: u64, const HI: u64> Between<LO, HI> {
     }
 }
 
-macro_rules! integer_impls {
-    ($ty:ident < $(const $p:ident: u64),* >, $name:literal) => {
-        impl<$(const $p: u64),*> Deref for $ty<$($p),*> {
-            type Target = u64;
-            fn deref(&self) -> &u64 {
-                &self.0
-            }
-        }
-
-        impl<$(const $p: u64),*> fmt::Display for $ty<$($p),*> {
-            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                self.0.fmt(f)
-            }
-        }
-
-        impl<'de, $(const $p: u64),*> Deserialize<'de> for $ty<$($p),*> {
-            fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-                Self::new(u64::deserialize(d)?).map_err(D::Error::custom)
-            }
-        }
-
-        impl<$(const $p: u64),*> JsonSchema for $ty<$($p),*> {
-            fn inline_schema() -> bool {
-                true
-            }
-            fn schema_name() -> Cow<'static, str> {
-                format!(concat!($name $(, "_{", stringify!($p), "}")*) $(, $p = $p)*).into()
-            }
-            fn json_schema(_: &mut SchemaGenerator) -> Schema {
-                Self::RANGE.schema("integer")
-            }
-        }
-    };
+impl<const LO: u64, const HI: u64> Deref for Between<LO, HI> {
+    type Target = u64;
+    fn deref(&self) -> &u64 {
+        &self.0
+    }
 }
 
-integer_impls!(AtLeast<const MIN: u64>, "AtLeast");
-integer_impls!(Between<const LO: u64, const HI: u64>, "Between");
+impl<const LO: u64, const HI: u64> fmt::Display for Between<LO, HI> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl<'de, const LO: u64, const HI: u64> Deserialize<'de> for Between<LO, HI> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        Self::new(u64::deserialize(d)?).map_err(D::Error::custom)
+    }
+}
+
+impl<const LO: u64, const HI: u64> JsonSchema for Between<LO, HI> {
+    fn inline_schema() -> bool {
+        true
+    }
+    fn schema_name() -> Cow<'static, str> {
+        format!("Between_{LO}_{HI}").into()
+    }
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        Self::RANGE.schema("integer")
+    }
+}
+
+/// The default confidence level, 95 %.
+pub fn level_95() -> Level {
+    Level::of(0.95)
+}
+
+/// The default of a `bool` parameter that is on unless turned off.
+pub fn yes() -> bool {
+    true
+}
 
 #[cfg(test)]
 mod tests {

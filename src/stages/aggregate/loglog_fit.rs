@@ -1,6 +1,7 @@
 //! `aggregate.loglog_fit`: the least-squares slope of log y on log x per group (a
 //! convergence rate), beside a predicted slope.
 
+use crate::stages::param::level_95;
 use anyhow::Result;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -47,7 +48,7 @@ struct LogLogFit {
     #[serde(default)]
     output: FitOutput,
     /// confidence level of the slope interval
-    #[serde(default = "super::level")]
+    #[serde(default = "level_95")]
     level: Level,
     /// with `output: lines`, numeric input columns carried to each row (e.g. ci_lo, ci_hi, for
     /// bands around the measured points)

@@ -4,10 +4,3 @@
 pub mod improvement;
 pub mod loglog_fit;
 pub mod summary;
-
-use crate::stages::param::Level;
-
-/// The default confidence level of the kinds' intervals.
-fn level() -> Level {
-    Level::of(0.95)
-}

@@ -1,6 +1,7 @@
 //! `aggregate.summary`: statistics of value columns per group — typically over the
 //! repetitions (`over: [rep]`) or the Monte-Carlo samples of a stage.
 
+use crate::stages::param::level_95;
 use anyhow::Result;
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -32,7 +33,7 @@ struct Summary {
     #[serde(default)]
     by: Vec<String>,
     /// confidence level
-    #[serde(default = "super::level")]
+    #[serde(default = "level_95")]
     level: Level,
     /// quantiles to report, as columns q<100·q>
     #[serde(default)]

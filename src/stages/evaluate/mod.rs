@@ -12,12 +12,6 @@ pub mod utility_tail;
 use anyhow::{Context, Result};
 
 use crate::stages::frame::{f64_col, str_col};
-use crate::stages::param::Level;
-
-/// The default confidence level.
-fn level() -> Level {
-    Level::of(0.95)
-}
 
 /// One `mechanism.select` output: utilities, exact probabilities (if known), counts.
 pub(crate) struct Dist {

@@ -1,10 +1,11 @@
 //! `evaluate.selection`: expected utility and Pr[not optimal] of a `mechanism.select` output.
 
+use crate::stages::param::level_95;
 use anyhow::Result;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use super::{level, Dist};
+use super::Dist;
 use crate::mech::stats::wilson;
 use crate::stages::frame::FrameBuilder;
 use crate::stages::param::Level;
@@ -24,7 +25,7 @@ pub const KIND: KindInfo = KindInfo {
 #[serde(deny_unknown_fields)]
 struct Selection {
     /// confidence level of the intervals
-    #[serde(default = "level")]
+    #[serde(default = "level_95")]
     level: Level,
 }
 

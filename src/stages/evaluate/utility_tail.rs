@@ -1,11 +1,12 @@
 //! `evaluate.utility_tail`: Pr[u(output) ≤ c] of a `mechanism.select` output against the
 //! bound of Thm 3.11 (Corollary 3.12).
 
+use crate::stages::param::level_95;
 use anyhow::{anyhow, Result};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::{level, Dist};
+use super::Dist;
 use crate::mech::stats::wilson;
 use crate::stages::frame::FrameBuilder;
 use crate::stages::mechanism::select::one;
@@ -57,7 +58,7 @@ struct Tail {
     #[serde(default = "theorem")]
     bound: BoundKind,
     /// confidence level (Wilson intervals)
-    #[serde(default = "level")]
+    #[serde(default = "level_95")]
     level: Level,
 }
 

@@ -12,6 +12,7 @@
 //! `exact` runs chosen steps without noise, and `variant: grid_floor` outputs the data snapped
 //! to A^d — the floor the grid alone sets.
 
+use crate::stages::param::yes;
 use anyhow::Result;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -174,10 +175,6 @@ struct Trigonometric {
     /// how the LP is solved (both exact; `full` is the slow reference)
     #[serde(default)]
     lp: LpKind,
-}
-
-fn yes() -> bool {
-    true
 }
 
 impl Trigonometric {

@@ -1,6 +1,7 @@
 //! `plot.histogram`: histograms of a numeric column as step outlines, one per value of
 //! `series`, one panel per value of `facet`.
 
+use crate::stages::param::yes;
 use anyhow::Result;
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -56,9 +57,6 @@ struct Histogram {
 
 fn fifty() -> Count {
     Count::of(50)
-}
-fn yes() -> bool {
-    true
 }
 
 impl Stage for Histogram {
