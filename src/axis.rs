@@ -1,8 +1,10 @@
 //! Axis values and grids: the sweep grammar of a pipeline file (`[…]`, `{from, to, step}`,
-//! `{linspace: …}`, `{logspace: …}`). Below the engine and the stage kinds, which both read
-//! grids (the engine for axes, kinds for grid-valued parameters such as a δ range).
+//! `{linspace: …}`, `{logspace: …}`, and for axes a list of records). Below the engine and the
+//! stage kinds, which both read grids (the engine for axes, kinds for grid-valued parameters
+//! such as a δ range).
 
 use std::fmt;
+use std::sync::Arc;
 
 use serde_yaml_ng::Value;
 
@@ -13,18 +15,47 @@ use crate::text::suggest;
 pub enum AxisValue {
     Num(f64),
     Text(String),
+    /// A structured value (a dataset with its cleaning settings, a mechanism with its
+    /// parameters) that stages read by field: `$data.drop`. Shared, since every instance's
+    /// key holds one.
+    Record(Arc<Record>),
+}
+
+/// A record on an axis: a YAML mapping with a text `name`. The name is the value as far as
+/// the engine is concerned: the axis column of a frame holds it, seeds and file names use it,
+/// and two records of one axis may not share it. The other fields reach stages only through
+/// `$axis.field` references, and so reach the store keys of exactly the stages that read them.
+#[derive(Debug, PartialEq)]
+pub struct Record {
+    pub name: String,
+    /// The whole mapping, `name` included.
+    pub fields: serde_yaml_ng::Mapping,
+}
+
+impl Record {
+    /// The value at a dotted field path (`["load", "table"]`), if the record has it.
+    pub fn field(&self, path: &[&str]) -> Option<&Value> {
+        let (first, rest) = path.split_first()?;
+        let mut at = self.fields.get(*first)?;
+        for k in rest {
+            at = at.as_mapping()?.get(*k)?;
+        }
+        Some(at)
+    }
 }
 
 impl AxisValue {
-    /// The canonical text of the value: the shortest decimal that round-trips. Seeds hash
-    /// it, so it must never change for a given value.
+    /// The canonical text of the value: the shortest decimal that round-trips, or a record's
+    /// name. Seeds hash it, so it must never change for a given value.
     pub fn canonical(&self) -> String {
         match self {
             AxisValue::Num(x) => format!("{x}"),
             AxisValue::Text(s) => s.clone(),
+            AxisValue::Record(r) => r.name.clone(),
         }
     }
 
+    /// The value as written in a pipeline file (a record: its whole mapping).
     pub fn to_yaml(&self) -> Value {
         match self {
             AxisValue::Num(x) if x.fract() == 0.0 && x.abs() < 9.0e15 => {
@@ -32,6 +63,16 @@ impl AxisValue {
             }
             AxisValue::Num(x) => Value::Number(serde_yaml_ng::Number::from(*x)),
             AxisValue::Text(s) => Value::String(s.clone()),
+            AxisValue::Record(r) => Value::Mapping(r.fields.clone()),
+        }
+    }
+
+    /// What a frame's axis column holds: the number, or the text (a record's name).
+    pub fn cell(&self) -> Result<f64, &str> {
+        match self {
+            AxisValue::Num(x) => Ok(*x),
+            AxisValue::Text(s) => Err(s),
+            AxisValue::Record(r) => Err(&r.name),
         }
     }
 }
@@ -60,7 +101,12 @@ fn tidy(x: f64) -> f64 {
 /// Parses an axis grid: a list, a scalar, `{from, to, step}`, `{linspace: {from, to, num}}`
 /// or `{logspace: {from, to, num}}`. Errors carry the path (relative to the axis) and message.
 pub fn parse_axis(v: &Value) -> Result<Vec<AxisValue>, (String, String)> {
-    parse_grid(v, MAX_AXIS_LEN as u64)
+    let mut out = Vec::new();
+    walk(v, MAX_AXIS_LEN as u64, true, &mut |x| {
+        out.push(x);
+        Ok(())
+    })?;
+    Ok(out)
 }
 
 /// A count written as an integer or as a float with an integer value (`1e6`), as counts
@@ -138,6 +184,57 @@ fn text(s: &str, at: &str) -> Result<AxisValue, (String, String)> {
     Ok(AxisValue::Text(s.to_string()))
 }
 
+/// The largest record on an axis, in bytes of YAML. Its fields are copied into the
+/// parameters of every instance that reads them: a few KiB is a dataset's cleaning settings,
+/// a megabyte is a mistake that would cost memory times the instances.
+pub const MAX_RECORD: usize = 64 * 1024;
+
+/// A record axis value, checked: a mapping of identifier keys with a text `name`
+/// ([`text`]'s rules), at most [`MAX_RECORD`] bytes.
+fn record(m: &serde_yaml_ng::Mapping, at: &str) -> Result<AxisValue, (String, String)> {
+    for k in m.keys() {
+        let ok = k.as_str().is_some_and(|k| {
+            !k.is_empty() && k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+        });
+        if !ok {
+            return Err((
+                at.to_string(),
+                format!(
+                    "a record's keys are names (letters, digits, `_`), read as `$axis.key`: not {}",
+                    crate::text::brief(&serde_yaml_ng::to_string(k).unwrap_or_default(), 40)
+                ),
+            ));
+        }
+    }
+    let name = match m.get("name") {
+        Some(Value::String(s)) => text(s, &format!("{at}.name"))?.canonical(),
+        Some(_) => {
+            return Err((
+                format!("{at}.name"),
+                "a record's `name` is text: it labels the record in frames, seeds and file names"
+                    .into(),
+            ))
+        }
+        None => {
+            return Err((
+                at.to_string(),
+                "a record on an axis needs a `name:` (text): it labels the record in frames, seeds and file names".into(),
+            ))
+        }
+    };
+    let size = serde_yaml_ng::to_string(m).map(|s| s.len()).unwrap_or(0);
+    if size > MAX_RECORD {
+        return Err((
+            at.to_string(),
+            format!("a record of {size} bytes is too large: at most {MAX_RECORD}"),
+        ));
+    }
+    Ok(AxisValue::Record(Arc::new(Record {
+        name,
+        fields: m.clone(),
+    })))
+}
+
 /// Checks the grid `v` as [`parse_grid`] does and hands its values to `sink` one by one,
 /// without keeping them: a `{from, to, step}`, `linspace` or `logspace` grid of any length
 /// is checked in constant memory (its values are monotone, so equal ones are neighbours).
@@ -145,6 +242,17 @@ fn text(s: &str, at: &str) -> Result<AxisValue, (String, String)> {
 pub fn walk_grid(
     v: &Value,
     max_len: u64,
+    sink: &mut dyn FnMut(AxisValue) -> Result<(), (String, String)>,
+) -> Result<u64, (String, String)> {
+    walk(v, max_len, false, sink)
+}
+
+/// [`walk_grid`], with records among a list's values when `records` (axes; a grid-valued
+/// parameter holds numbers or text).
+fn walk(
+    v: &Value,
+    max_len: u64,
+    records: bool,
     sink: &mut dyn FnMut(AxisValue) -> Result<(), (String, String)>,
 ) -> Result<u64, (String, String)> {
     let num = |v: &Value, key: &str| -> Result<f64, (String, String)> {
@@ -160,20 +268,32 @@ pub fn walk_grid(
                     // `0.0 + x` turns −0 into 0: they are one value.
                     Value::Number(_) => AxisValue::Num(0.0 + num(item, &i.to_string())?),
                     Value::String(s) => text(s, &i.to_string())?,
+                    Value::Mapping(m) if records => record(m, &i.to_string())?,
+                    _ if records => {
+                        return Err((
+                            i.to_string(),
+                            "axis values are numbers, strings or records (`{name: …, field: …}`)"
+                                .into(),
+                        ))
+                    }
                     _ => {
                         return Err((
                             i.to_string(),
-                            "axis values must be numbers or strings".into(),
+                            "grid values must be numbers or strings".into(),
                         ))
                     }
                 });
             }
-            let kinds = out
-                .iter()
-                .filter(|x| matches!(x, AxisValue::Num(_)))
-                .count();
-            if kinds != 0 && kinds != out.len() {
-                return Err((String::new(), "an axis mixes numbers and strings".into()));
+            let sort = |x: &AxisValue| match x {
+                AxisValue::Num(_) => "numbers",
+                AxisValue::Text(_) => "strings",
+                AxisValue::Record(_) => "records",
+            };
+            if let Some(odd) = out.iter().find(|x| sort(x) != sort(&out[0])) {
+                return Err((
+                    String::new(),
+                    format!("an axis mixes {} and {}", sort(&out[0]), sort(odd)),
+                ));
             }
             out
         }
@@ -360,6 +480,16 @@ fn check_keys(
 /// `dplab list` names it in one word. The full checks (step sign, counts, limits) stay in
 /// [`walk_grid`]; the schema gives editors the shape.
 pub fn grid_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schema_of(false)
+}
+
+/// The JSON Schema of an axis: a grid ([`grid_schema`]), or a list of records
+/// (`{name: …, field: …}`).
+pub fn axis_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schema_of(true)
+}
+
+fn schema_of(records: bool) -> schemars::Schema {
     let space = serde_json::json!({
         "type": "object",
         "properties": {"from": {"type": "number"}, "to": {"type": "number"}, "num": {"type": "integer", "minimum": 1}},
@@ -367,10 +497,21 @@ pub fn grid_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
         "additionalProperties": false
     });
     let scalar = serde_json::json!({"type": ["number", "string"]});
+    let item = if records {
+        serde_json::json!({"anyOf": [scalar, {
+            "type": "object",
+            "description": "a record: stages read its fields as `$axis.field`; its name labels it in frames, seeds and file names",
+            "properties": {"name": {"type": "string", "maxLength": MAX_TEXT_VALUE}},
+            "required": ["name"],
+            "propertyNames": {"pattern": "^[A-Za-z0-9_]+$"}
+        }]})
+    } else {
+        scalar.clone()
+    };
     schemars::Schema::try_from(serde_json::json!({
-        "title": "grid",
+        "title": if records { "axis" } else { "grid" },
         "anyOf": [
-            {"type": "array", "items": scalar},
+            {"type": "array", "items": item},
             scalar,
             {
                 "type": "object",
@@ -432,6 +573,56 @@ mod tests {
         assert!(m.contains("did you mean `step`"), "{m}");
         assert!(axis("[1, a]").is_err());
         assert!(axis("{logspace: {from: 0, to: 1, num: 3}}").is_err());
+    }
+
+    #[test]
+    fn records_are_named_mappings_read_by_field() {
+        let v =
+            axis("[{name: CRM, id: communities, clean: {drop: [a, b]}}, {name: WDBC, id: wdbc}]")
+                .unwrap();
+        let AxisValue::Record(r) = &v[0] else {
+            panic!("{v:?}")
+        };
+        assert_eq!((r.name.as_str(), v[0].canonical()), ("CRM", "CRM".into()));
+        assert_eq!(r.field(&["id"]), Some(&Value::String("communities".into())));
+        assert_eq!(
+            r.field(&["clean", "drop"])
+                .and_then(Value::as_sequence)
+                .map(Vec::len),
+            Some(2)
+        );
+        assert_eq!(r.field(&["table"]), None);
+        assert_eq!(r.field(&["id", "x"]), None);
+        assert_eq!(v[1].cell(), Err("WDBC"));
+        // The value as written comes back whole (`dplab show`).
+        assert_eq!(
+            v[1].to_yaml(),
+            serde_yaml_ng::from_str::<Value>("{name: WDBC, id: wdbc}").unwrap()
+        );
+    }
+
+    #[test]
+    fn bad_records_are_refused_with_the_item() {
+        let msg = |y: &str| {
+            let (at, m) = axis(y).unwrap_err();
+            format!("{at}: {m}")
+        };
+        assert!(msg("[{name: a}, {id: b}]").starts_with("1: a record on an axis needs a `name:`"));
+        assert!(msg("[{name: 3}]").starts_with("0.name: a record's `name` is text"));
+        assert!(msg("[{name: a}, {name: a, x: 1}]").contains("holds a twice"));
+        assert!(msg("[{name: a}, 2]").contains("mixes records and numbers"));
+        assert!(msg("[a, {name: b}]").contains("mixes strings and records"));
+        assert!(msg("[{name: a, 'x.y': 1}]").contains("a record's keys are names"));
+        assert!(msg("[{name: a, 1: 1}]").contains("a record's keys are names"));
+        assert!(msg("[{name: \"a\\e[2J\"}]").contains("control"));
+        let big = format!("[{{name: a, x: '{}'}}]", "y".repeat(MAX_RECORD));
+        assert!(msg(&big).contains("too large"), "{}", msg(&big));
+        // A grid-valued parameter holds numbers or text, never records.
+        let grid: Value = serde_yaml_ng::from_str("[{name: a}]").unwrap();
+        assert!(parse_grid(&grid, 10)
+            .unwrap_err()
+            .1
+            .contains("numbers or strings"));
     }
 
     #[test]

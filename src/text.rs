@@ -73,3 +73,11 @@ mod tests {
         );
     }
 }
+
+/// `text` cut to `max` characters, with `…` when cut.
+pub fn brief(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        Some((at, _)) => format!("{}…", &text[..at]),
+        None => text.to_string(),
+    }
+}

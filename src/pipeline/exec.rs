@@ -1074,13 +1074,11 @@ fn with_axis_columns(frame: DataFrame, key: &[(Arc<str>, AxisValue)]) -> Result<
     let height = frame.height();
     let mut cols: Vec<Column> = key
         .iter()
-        .map(|(axis, v)| match v {
-            AxisValue::Num(x) => Column::new_scalar((&**axis).into(), Scalar::from(*x), height),
-            AxisValue::Text(s) => Column::new_scalar(
-                (&**axis).into(),
-                Scalar::from(PlSmallStr::from(s.as_str())),
-                height,
-            ),
+        .map(|(axis, v)| match v.cell() {
+            Ok(x) => Column::new_scalar((&**axis).into(), Scalar::from(x), height),
+            Err(s) => {
+                Column::new_scalar((&**axis).into(), Scalar::from(PlSmallStr::from(s)), height)
+            }
         })
         .collect();
     for c in frame.columns() {
@@ -1100,15 +1098,15 @@ fn with_axis_columns(frame: DataFrame, key: &[(Arc<str>, AxisValue)]) -> Result<
 
 /// Whether every row of `c` is the axis value `v`.
 fn holds_only(c: &Column, v: &AxisValue) -> bool {
-    match v {
-        AxisValue::Num(x) => c
+    match v.cell() {
+        Ok(x) => c
             .cast(&DataType::Float64)
             .ok()
-            .and_then(|c| c.f64().ok().map(|ca| ca.iter().all(|y| y == Some(*x))))
+            .and_then(|c| c.f64().ok().map(|ca| ca.iter().all(|y| y == Some(x))))
             .unwrap_or(false),
-        AxisValue::Text(s) => c
+        Err(s) => c
             .str()
-            .map(|ca| ca.iter().all(|y| y == Some(s.as_str())))
+            .map(|ca| ca.iter().all(|y| y == Some(s)))
             .unwrap_or(false),
     }
 }

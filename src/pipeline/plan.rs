@@ -479,7 +479,7 @@ struct StageParams<'c> {
     kind: &'static KindInfo,
     composed: &'c ComposedWith<'c>,
     /// The `$axis` references of its `with:`, and the axes they name (its own axes).
-    refs: &'c [(String, String)],
+    refs: &'c [Ref],
     own: &'c BTreeSet<String>,
 }
 
@@ -497,8 +497,18 @@ struct Shape {
     reps_out: Option<u64>,
 }
 
-/// The `$axis` references of a `with:`: (path in it, axis).
-type Refs = Vec<(String, String)>;
+/// The `$axis` references of a `with:`.
+type Refs = Vec<Ref>;
+
+/// One `$axis` or `$axis.field…` reference in a `with:`.
+#[derive(Debug, PartialEq)]
+struct Ref {
+    /// Where it is: the dotted path in `with:`.
+    path: String,
+    axis: String,
+    /// The field path into a record (empty: the whole value).
+    field: Vec<String>,
+}
 
 /// One `--set` argument, parsed.
 #[derive(Debug)]
@@ -897,12 +907,19 @@ impl<'a> Planner<'a> {
         collect_refs(with, &mut Vec::new(), &mut refs);
         let mut own = BTreeSet::new();
         let mut bad = false;
-        for (path, axis) in &refs {
+        for Ref { path, axis, field } in &refs {
             if self.full() {
                 break;
             }
-            if axes.contains_key(axis) {
+            if let Some(values) = axes.get(axis) {
                 own.insert(axis.clone());
+                if let Err(msg) = check_field(axis, field, values) {
+                    self.err(
+                        &format!("stages.{name}.with.{path}"),
+                        format!("stage `{name}`: {msg}"),
+                    );
+                    bad = true;
+                }
                 continue;
             }
             let hint = suggest(axis, axes.keys().map(String::as_str))
@@ -1445,10 +1462,36 @@ impl<'a> Planner<'a> {
             ),
         };
         let about_value = !pe.message.starts_with("unknown key");
-        if let Some((_, axis)) = refs.iter().find(|(p, _)| *p == sub && about_value) {
-            let apos = spec.locs.find(&format!("axes.{axis}"));
+        if let Some(Ref { axis, field, .. }) = refs.iter().find(|r| r.path == sub && about_value) {
+            // A record's field: at the field in the file's record of that name (a profile's
+            // or `--set`'s axis points at the axis).
+            let (at, what) = match key.iter().find(|(a, _)| **a == **axis) {
+                Some((_, AxisValue::Record(r))) if !field.is_empty() => {
+                    let item = spec
+                        .raw
+                        .axes
+                        .get(axis)
+                        .and_then(Value::as_sequence)
+                        .and_then(|items| {
+                            items.iter().position(|it| {
+                                it.get("name").and_then(Value::as_str) == Some(r.name.as_str())
+                            })
+                        });
+                    let field = field.join(".");
+                    let at = match item {
+                        Some(i) => format!("axes.{axis}.{i}.{field}"),
+                        None => format!("axes.{axis}"),
+                    };
+                    (
+                        at,
+                        format!("field `{field}` of record `{}` of axis `{axis}`", r.name),
+                    )
+                }
+                _ => (format!("axes.{axis}"), format!("axis `{axis}`")),
+            };
+            let apos = spec.locs.find(&at);
             e.hint = Some(format!(
-                "the value comes from axis `{axis}` (line {}, column {})",
+                "the value comes from {what} (line {}, column {})",
                 apos.line, apos.col
             ));
         } else if kind
@@ -1635,14 +1678,19 @@ fn topo_order(inputs: &[Vec<usize>]) -> Result<Vec<usize>, Vec<usize>> {
 /// points at that ancestor). Real paths inside `with:` are a few dozen bytes.
 const MAX_REF_PATH: usize = 256;
 
-/// `$name` strings inside `with`, with their dotted paths. `path` holds the keys above `v`;
-/// a path is joined only for a reference, not for every node: joining at every node copied
-/// each ancestor's key into every descendant (a 2 MiB key over 300 000 numbers: 29 s).
-fn collect_refs(v: &Value, path: &mut Vec<String>, out: &mut Vec<(String, String)>) {
+/// `$name` and `$name.field…` strings inside `with`, with their dotted paths. `path` holds
+/// the keys above `v`; a path is joined only for a reference, not for every node: joining at
+/// every node copied each ancestor's key into every descendant (a 2 MiB key over 300 000
+/// numbers: 29 s).
+fn collect_refs(v: &Value, path: &mut Vec<String>, out: &mut Refs) {
     match v {
         Value::String(s) => {
-            if let Some(axis) = axis_ref(s) {
-                out.push((ref_path(path), axis.to_string()));
+            if let Some((axis, field)) = axis_ref(s) {
+                out.push(Ref {
+                    path: ref_path(path),
+                    axis: axis.to_string(),
+                    field: field.map(str::to_string).collect(),
+                });
             }
         }
         Value::Sequence(items) => {
@@ -1684,9 +1732,60 @@ fn ref_path(keys: &[String]) -> String {
     out
 }
 
-fn axis_ref(s: &str) -> Option<&str> {
-    let name = s.strip_prefix('$')?;
-    (!name.is_empty() && name.chars().all(|c| c.is_alphanumeric() || c == '_')).then_some(name)
+/// The axis and the field path of a reference: `$eps` → (`eps`, []), `$data.load.table` →
+/// (`data`, [`load`, `table`]). Any other string is a plain value.
+fn axis_ref(s: &str) -> Option<(&str, std::str::Split<'_, char>)> {
+    let body = s.strip_prefix('$')?;
+    let word = |w: &str| !w.is_empty() && w.chars().all(|c| c.is_alphanumeric() || c == '_');
+    if !body.split('.').all(word) {
+        return None;
+    }
+    let mut parts = body.split('.');
+    let axis = parts.next()?;
+    Some((axis, parts))
+}
+
+/// Whether every value of an axis can give `$axis.field`: the axis holds records and the
+/// field is one of theirs. A record that lacks a field another has leaves the parameter out
+/// (its default applies), so the field need be in one record only.
+fn check_field(axis: &str, field: &[String], values: &[AxisValue]) -> Result<(), String> {
+    let Some(first) = field.first() else {
+        return Ok(());
+    };
+    let reference = format!("${axis}.{}", field.join("."));
+    let records: Vec<&crate::axis::Record> = values
+        .iter()
+        .filter_map(|v| match v {
+            AxisValue::Record(r) => Some(&**r),
+            _ => None,
+        })
+        .collect();
+    if records.is_empty() {
+        return Err(format!(
+            "`{reference}` reads a field, but axis `{axis}` holds {} values, not records (a record is `{{name: …, {first}: …}}`)",
+            match values.first() {
+                Some(AxisValue::Num(_)) => "number",
+                _ => "text",
+            }
+        ));
+    }
+    let path: Vec<&str> = field.iter().map(String::as_str).collect();
+    if records.iter().any(|r| r.field(&path).is_some()) {
+        return Ok(());
+    }
+    let mut known: Vec<&str> = records
+        .iter()
+        .flat_map(|r| r.fields.keys().filter_map(Value::as_str))
+        .collect();
+    known.sort_unstable();
+    known.dedup();
+    let hint = suggest(first, known.iter().copied())
+        .map(|s| format!("; did you mean `${axis}.{s}`?"))
+        .unwrap_or_default();
+    Err(format!(
+        "`{reference}`: no record of axis `{axis}` has it{hint} (fields: {})",
+        known.join(", ")
+    ))
 }
 
 /// What the store key needs of a parameter set: its canonical text, the sha256 of each file
@@ -1743,13 +1842,7 @@ fn brief(text: &str) -> String {
     brief_to(text, 40)
 }
 
-/// `text` cut to `max` characters, with `…` when cut.
-fn brief_to(text: &str, max: usize) -> String {
-    match text.char_indices().nth(max) {
-        Some((at, _)) => format!("{}…", &text[..at]),
-        None => text.to_string(),
-    }
-}
+use crate::text::brief as brief_to;
 
 /// What kind of YAML value `v` is, for messages.
 fn describe(v: &Value) -> String {
@@ -1906,23 +1999,41 @@ pub fn canonical(v: &Value) -> String {
     out
 }
 
-/// `with` with every `$axis` replaced by this instance's value.
+/// `with` with every `$axis` replaced by this instance's value, and every `$axis.field` by
+/// that field of its record. A field this record lacks leaves its key out of a mapping (the
+/// parameter's default applies) and is null in a list.
 fn substitute(v: &Value, key: &[(Arc<str>, AxisValue)]) -> Value {
-    match v {
-        Value::String(s) => match axis_ref(s).and_then(|a| key.iter().find(|(k, _)| &**k == a)) {
-            Some((_, val)) => val.to_yaml(),
-            None => v.clone(),
-        },
+    resolve(v, key).unwrap_or(Value::Null)
+}
+
+/// [`substitute`]; `None` for a field the record lacks.
+fn resolve(v: &Value, key: &[(Arc<str>, AxisValue)]) -> Option<Value> {
+    Some(match v {
+        Value::String(s) => {
+            let Some((axis, field)) = axis_ref(s) else {
+                return Some(v.clone());
+            };
+            let Some((_, val)) = key.iter().find(|(k, _)| &**k == axis) else {
+                return Some(v.clone());
+            };
+            let field: Vec<&str> = field.collect();
+            match (val, field.is_empty()) {
+                (_, true) => val.to_yaml(),
+                (AxisValue::Record(r), false) => r.field(&field)?.clone(),
+                // Planning refused a field of a number or text axis.
+                _ => v.clone(),
+            }
+        }
         Value::Sequence(items) => {
             Value::Sequence(items.iter().map(|i| substitute(i, key)).collect())
         }
         Value::Mapping(m) => Value::Mapping(
             m.iter()
-                .map(|(k, i)| (k.clone(), substitute(i, key)))
+                .filter_map(|(k, i)| Some((k.clone(), resolve(i, key)?)))
                 .collect(),
         ),
         _ => v.clone(),
-    }
+    })
 }
 
 /// The cartesian product of the axes' values, first axis varying slowest.
@@ -2022,13 +2133,12 @@ mod tests {
             serde_yaml_ng::from_str("{epsilon: $eps, hlines: [{y: 1}, {y: $c}], n: 3}").unwrap();
         let mut refs = Vec::new();
         collect_refs(&with, &mut Vec::new(), &mut refs);
-        assert_eq!(
-            refs,
-            [
-                ("epsilon".to_string(), "eps".to_string()),
-                ("hlines.1.y".to_string(), "c".to_string())
-            ]
-        );
+        let r = |path: &str, axis: &str| Ref {
+            path: path.into(),
+            axis: axis.into(),
+            field: Vec::new(),
+        };
+        assert_eq!(refs, [r("epsilon", "eps"), r("hlines.1.y", "c")]);
         // A 2 MiB key over 300 000 values, one of them a reference: the path is cut.
         let long = "k".repeat(2 << 20);
         let mut items = vec![Value::Number(0.into()); 300_000];
@@ -2038,7 +2148,8 @@ mod tests {
         let t0 = std::time::Instant::now();
         let mut refs = Vec::new();
         collect_refs(&Value::Mapping(m), &mut Vec::new(), &mut refs);
-        assert_eq!(refs, [("…".to_string(), "eps".to_string())]);
+        assert_eq!(refs.len(), 1);
+        assert_eq!((refs[0].path.as_str(), refs[0].axis.as_str()), ("…", "eps"));
         assert!(
             t0.elapsed() < std::time::Duration::from_secs(2),
             "{:?}",
@@ -2154,6 +2265,87 @@ stages:
 profiles:
   ci: {axes: {eps: [0.5]}, with: {a: {x: 2}}}
 ";
+
+    fn yaml(s: &str) -> Value {
+        serde_yaml_ng::from_str(s).unwrap()
+    }
+
+    const RECORDS: &str = "axes:
+  m:
+    - {name: a, x: 2, deep: {y: 3}}
+    - {name: b, list: [1]}
+  eps: [1, 2]
+stages:
+  s: {kind: t.each, with: {x: $m.x}}
+  d: {kind: t.each, with: {x: $m.deep.y}}
+  l: {kind: t.each, with: {x: $eps}}
+";
+
+    #[test]
+    fn a_record_axis_gives_stages_its_fields_and_frames_its_name() {
+        let plan = plan(&file(RECORDS), &Overrides::default(), KINDS).unwrap();
+        let params = |stage: usize| -> Vec<Value> {
+            let s = &plan.stages[stage];
+            s.instances.iter().map(|i| s.params(i)).collect()
+        };
+        // A field the record lacks leaves the parameter out: its default applies.
+        assert_eq!(params(0), [yaml("{x: 2}"), yaml("{}")]);
+        assert_eq!(params(1), [yaml("{x: 3}"), yaml("{}")]);
+        let s = &plan.stages[0];
+        assert_eq!(s.instances[0].label(), "m=a");
+        assert_eq!(s.axes, ["m"]);
+        // The name is the value: seeds follow it, not the fields, so editing a record's
+        // settings reruns the stages that read them (their parameters change), with the
+        // same randomness.
+        let edited = plan_of(&RECORDS.replace("x: 2", "x: 5"));
+        assert_eq!(edited.stages[0].instances[0].seed, s.instances[0].seed);
+        assert_ne!(
+            edited.stages[0].canonical_params(&edited.stages[0].instances[0]),
+            s.canonical_params(&s.instances[0])
+        );
+    }
+
+    fn plan_of(body: &str) -> Plan {
+        plan(&file(body), &Overrides::default(), KINDS).unwrap()
+    }
+
+    #[test]
+    fn a_field_reference_is_checked_against_the_records_before_anything_runs() {
+        let errors = |with: &str| -> Vec<SpecError> {
+            let body = RECORDS.replace("{x: $m.x}", with);
+            match plan(&file(&body), &Overrides::default(), KINDS) {
+                Ok(_) => panic!("{with} planned"),
+                Err(e) => e,
+            }
+        };
+        let e = errors("{x: $m.xx}");
+        assert_eq!(
+            e[0].message,
+            "stage `s`: `$m.xx`: no record of axis `m` has it; did you mean `$m.x`? (fields: deep, list, name, x)"
+        );
+        assert_eq!(
+            e[0].pos.map(|p| p.line),
+            Some(12),
+            "located at the reference"
+        );
+        let e = errors("{x: $eps.x}");
+        assert!(
+            e[0].message.contains(
+                "`$eps.x` reads a field, but axis `eps` holds number values, not records"
+            ),
+            "{e:?}"
+        );
+        // A field of the wrong type is the kind's error, with where the value came from.
+        let e = errors("{x: $m.list}");
+        assert!(e[0].message.contains("(at m=b)"), "{e:?}");
+        assert!(
+            e[0].hint
+                .as_deref()
+                .unwrap_or("")
+                .starts_with("the value comes from field `list` of record `b` of axis `m` (line 9"),
+            "{e:?}"
+        );
+    }
 
     #[test]
     fn names_that_would_be_unsafe_paths_or_collide_are_all_reported() {

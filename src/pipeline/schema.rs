@@ -13,8 +13,9 @@ use serde_json::{json, Value};
 use super::spec::RawPipeline;
 use crate::kind::KindInfo;
 
-/// A value in `with:` may be an axis reference (`$eps`) wherever the kind expects a value.
-const AXIS_REF: &str = r"^\$[^\s.$]+$";
+/// A value in `with:` may be an axis reference (`$eps`, or a record's field `$data.drop`)
+/// wherever the kind expects a value.
+const AXIS_REF: &str = r"^\$[^\s.$]+(\.[^\s.$]+)*$";
 
 /// The schema of a pipeline file, given the kinds it may use.
 pub fn pipeline_schema(registry: &[KindInfo]) -> Value {

@@ -59,7 +59,8 @@ pub struct RawPipeline {
     /// repetition).
     pub seed: u64,
     /// The sweep: each axis is a grid (a list, `{from, to, step}`, `{linspace: …}`,
-    /// `{logspace: …}`); stages refer to an axis value as `$name` in `with:`.
+    /// `{logspace: …}`) or a list of records (`{name: …, field: …}`); stages refer to an axis
+    /// value as `$name` in `with:`, and to a record's field as `$name.field`.
     #[serde(default)]
     #[schemars(schema_with = "axes_schema")]
     pub axes: IndexMap<String, Value>,
@@ -72,8 +73,8 @@ pub struct RawPipeline {
 }
 
 fn axes_schema(g: &mut schemars::SchemaGenerator) -> schemars::Schema {
-    let grid = crate::axis::grid_schema(g);
-    schemars::json_schema!({"type": "object", "additionalProperties": grid})
+    let axis = crate::axis::axis_schema(g);
+    schemars::json_schema!({"type": "object", "additionalProperties": axis})
 }
 
 /// What a pipeline reproduces.

@@ -314,7 +314,16 @@ fn write_all(
         .map(|(k, v)| {
             (
                 k.clone(),
-                json!(v.iter().map(|x| x.canonical()).collect::<Vec<_>>()),
+                // A record as written (its fields say what ran), a number or text as its
+                // canonical text.
+                json!(v
+                    .iter()
+                    .map(|x| match x {
+                        AxisValue::Record(r) =>
+                            serde_json::to_value(&r.fields).unwrap_or_else(|_| json!(r.name)),
+                        _ => json!(x.canonical()),
+                    })
+                    .collect::<Vec<_>>()),
             )
         })
         .collect();

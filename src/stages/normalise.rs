@@ -17,7 +17,8 @@ use super::{build, params, Artifact, Ctx, Gather, KindInfo, Output, ParamError, 
 /// `stages/normalise.rs`.
 pub const KIND: KindInfo = KindInfo {
     name: "normalise",
-    version: 1,
+    // 2: axis columns are left out of the candidates (were listed as dropped, not numeric)
+    version: 2,
     random: false,
     summary: "Keeps numeric columns (or `columns`), drops named columns, sparse columns, rows with missing values and constant columns, then min–max scales each column to `range`. Writes <stage>.md saying what was dropped and why.",
     params: params::<Normalise>,
@@ -71,7 +72,8 @@ impl Stage for Normalise {
         let df = ctx.input()?;
         let mut report = String::new();
         let _ = writeln!(report, "# normalise `{}` {}\n", ctx.stage, ctx.label);
-        if df.width() == 0 {
+        let is_data = |c: &&PlSmallStr| !ctx.axis_names.iter().any(|a| a == c.as_str());
+        if !df.get_column_names().iter().any(is_data) {
             let _ = writeln!(report, "The input has no columns (no data): nothing to do.");
             return Ok(Output {
                 frame: DataFrame::empty(),
@@ -90,10 +92,13 @@ impl Stage for Normalise {
         let mut cols: Vec<(String, Vec<Option<f64>>)> = Vec::new();
         let candidates: Vec<String> = match &self.columns {
             Some(c) => c.clone(),
+            // The axis columns say which instance a row came from: not data, and the engine
+            // puts them back on the output.
             None => df
                 .get_column_names()
                 .iter()
                 .map(|s| s.to_string())
+                .filter(|s| !ctx.axis_names.contains(s))
                 .collect(),
         };
         for name in candidates {

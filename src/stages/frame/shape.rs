@@ -10,7 +10,8 @@ use crate::stages::{build, params, Ctx, Gather, KindInfo, Output, Stage};
 
 pub const KIND: KindInfo = KindInfo {
     name: "frame.shape",
-    version: 1,
+    // 2: the axis columns are not counted in d
+    version: 2,
     random: false,
     summary: "One row per input: its number of rows n and columns d, and the column names; an input with no columns is reported as `no data`.",
     params: params::<Shape>,
@@ -49,22 +50,23 @@ impl Stage for Shape {
                     .cloned()
                     .unwrap_or_else(|| stage.clone()),
             );
-            if df.width() == 0 {
+            // The axis columns the engine added say which instance the frame is: not data.
+            let data: Vec<&str> = df
+                .get_column_names()
+                .iter()
+                .map(|s| s.as_str())
+                .filter(|c| !ctx.axis_names.iter().any(|a| a == c))
+                .collect();
+            if data.is_empty() {
                 n.push(None);
                 d.push(None);
                 status.push("no data".to_string());
                 names.push(String::new());
             } else {
                 n.push(Some(df.height() as f64));
-                d.push(Some(df.width() as f64));
+                d.push(Some(data.len() as f64));
                 status.push("ok".to_string());
-                names.push(
-                    df.get_column_names()
-                        .iter()
-                        .map(|s| s.as_str())
-                        .collect::<Vec<_>>()
-                        .join(" "),
-                );
+                names.push(data.join(" "));
             }
         }
         Ok(FrameBuilder::new()

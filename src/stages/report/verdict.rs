@@ -41,6 +41,10 @@ struct Verdict {
     /// column of the input naming the run (private reading, partial-noise run, floor)
     #[serde(default = "variant_col")]
     variant: String,
+    /// column of the input naming the dataset, matched with the paper's `source` column (the
+    /// output's `source`)
+    #[serde(default = "source_col")]
+    dataset: String,
     /// variants that are the private mechanism (each reading); the first is the headline
     ours: Vec<String>,
     /// the variant of the grid floor (no noise at all)
@@ -74,6 +78,10 @@ struct Verdict {
 
 fn variant_col() -> String {
     "variant".into()
+}
+
+fn source_col() -> String {
+    "source".into()
 }
 
 fn three() -> Between<0, 12> {
@@ -226,7 +234,10 @@ impl Stage for Verdict {
     }
 
     fn columns_read(&self) -> Vec<(String, String)> {
-        vec![("variant".into(), self.variant.clone())]
+        vec![
+            ("variant".into(), self.variant.clone()),
+            ("dataset".into(), self.dataset.clone()),
+        ]
     }
 
     fn columns_out(&self, _: &[Option<Vec<String>>]) -> Option<Vec<String>> {
@@ -253,7 +264,7 @@ impl Stage for Verdict {
         let frames: Vec<&DataFrame> = ctx.inputs.iter().collect();
         let df = crate::frames::concat(&frames)?;
         let (src, var, val) = (
-            str_col(&df, "source")?,
+            str_col(&df, &self.dataset)?,
             str_col(&df, &self.variant)?,
             str_col(&df, "value")?,
         );
