@@ -222,17 +222,40 @@ fn record(m: &serde_yaml_ng::Mapping, at: &str) -> Result<AxisValue, (String, St
             ))
         }
     };
-    let size = serde_yaml_ng::to_string(m).map(|s| s.len()).unwrap_or(0);
-    if size > MAX_RECORD {
+    let mut budget = MAX_RECORD;
+    if !m
+        .iter()
+        .all(|(k, v)| fits(k, &mut budget) && fits(v, &mut budget))
+    {
         return Err((
             at.to_string(),
-            format!("a record of {size} bytes is too large: at most {MAX_RECORD}"),
+            format!("the record is too large: at most {MAX_RECORD} bytes of keys and values"),
         ));
     }
     Ok(AxisValue::Record(Arc::new(Record {
         name,
         fields: m.clone(),
     })))
+}
+
+/// Whether `v`'s keys and values take at most `budget` bytes (a few per node besides its
+/// text), counted down and stopped as soon as they do not: an alias-built record can stand
+/// for far more than its file's bytes, and must not be measured by building it.
+fn fits(v: &Value, budget: &mut usize) -> bool {
+    let cost = match v {
+        Value::String(s) => s.len() + 2,
+        _ => 2,
+    };
+    let Some(left) = budget.checked_sub(cost) else {
+        return false;
+    };
+    *budget = left;
+    match v {
+        Value::Sequence(items) => items.iter().all(|i| fits(i, budget)),
+        Value::Mapping(m) => m.iter().all(|(k, i)| fits(k, budget) && fits(i, budget)),
+        Value::Tagged(t) => fits(&t.value, budget),
+        _ => true,
+    }
 }
 
 /// Checks the grid `v` as [`parse_grid`] does and hands its values to `sink` one by one,
@@ -617,6 +640,14 @@ mod tests {
         assert!(msg("[{name: \"a\\e[2J\"}]").contains("control"));
         let big = format!("[{{name: a, x: '{}'}}]", "y".repeat(MAX_RECORD));
         assert!(msg(&big).contains("too large"), "{}", msg(&big));
+        // Aliases make a record far larger than its text: refused without building it.
+        let mut bomb = String::from("[{name: a, x: &a0 [1, 1, 1, 1, 1, 1, 1, 1, 1, 1]");
+        for i in 1..6 {
+            let p = format!("*a{}", i - 1);
+            bomb += &format!(", x{i}: &a{i} [{}]", vec![p; 10].join(", "));
+        }
+        bomb += "}]";
+        assert!(msg(&bomb).contains("too large"), "{}", msg(&bomb));
         // A grid-valued parameter holds numbers or text, never records.
         let grid: Value = serde_yaml_ng::from_str("[{name: a}]").unwrap();
         assert!(parse_grid(&grid, 10)

@@ -34,6 +34,14 @@ fn max_distance(candidate: &str) -> usize {
     2.max(candidate.len() / 3)
 }
 
+/// `text` cut to `max` characters, with `…` when cut.
+pub fn brief(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        Some((at, _)) => format!("{}…", &text[..at]),
+        None => text.to_string(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -71,13 +79,5 @@ mod tests {
             "{:?}",
             t0.elapsed()
         );
-    }
-}
-
-/// `text` cut to `max` characters, with `…` when cut.
-pub fn brief(text: &str, max: usize) -> String {
-    match text.char_indices().nth(max) {
-        Some((at, _)) => format!("{}…", &text[..at]),
-        None => text.to_string(),
     }
 }

@@ -17,8 +17,7 @@ use super::{build, params, Artifact, Ctx, Gather, KindInfo, Output, ParamError, 
 /// `stages/normalise.rs`.
 pub const KIND: KindInfo = KindInfo {
     name: "normalise",
-    // 2: axis columns are left out of the candidates (were listed as dropped, not numeric)
-    version: 2,
+    version: 2, // 2: axis columns are not data (were listed as dropped, not numeric)
     random: false,
     summary: "Keeps numeric columns (or `columns`), drops named columns, sparse columns, rows with missing values and constant columns, then min–max scales each column to `range`. Writes <stage>.md saying what was dropped and why.",
     params: params::<Normalise>,

@@ -10,8 +10,7 @@ use crate::stages::{build, params, Ctx, Gather, KindInfo, Output, Stage};
 
 pub const KIND: KindInfo = KindInfo {
     name: "frame.shape",
-    // 2: the axis columns are not counted in d
-    version: 2,
+    version: 2, // 2: the axis columns are not counted in d
     random: false,
     summary: "One row per input: its number of rows n and columns d, and the column names; an input with no columns is reported as `no data`.",
     params: params::<Shape>,
