@@ -41,6 +41,17 @@ impl ParamError {
     }
 }
 
+/// A stage's `run` may also return a `ParamError`, for what only the data can show about a
+/// parameter (a value outside the `bounds` it declares): the engine locates it as it locates a
+/// [`MissingColumn`].
+impl std::fmt::Display for ParamError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for ParamError {}
+
 /// The error a stage returns when an external input it needs (a dataset file) is not on this
 /// machine. The engine marks such a failure as `unavailable`, so the CLI can skip the pipeline
 /// (`--skip-unavailable`) instead of failing it; the message says how to obtain the input.

@@ -847,3 +847,57 @@ fn pipelines_take_several_paths_after_one_flag() {
         assert!(o.status.success(), "{}", common::text(&o));
     }
 }
+
+/// `aggregate.summary`'s `bounds`: the interval of a bounded value's mean stays inside its
+/// bounds (a t-interval over two runs of a share near 1 reaches 1.12), and a value outside them
+/// fails the run, located at the bound.
+#[test]
+fn a_bounded_value_keeps_its_interval_inside_its_bounds() {
+    let dir = TempDir::new().unwrap();
+    let pipeline = |bounds: &str| {
+        format!(
+            "name: bounded
+title: Bounds
+source: {{paper: test, item: none}}
+description: a share near 1 over two runs
+seed: 1
+stages:
+  runs: {{kind: load.table, with: {{columns: {{share: [0.98, 1.0]}}}}}}
+  summary: {{kind: aggregate.summary, input: runs, with: {{values: [share]{bounds}}}}}
+"
+        )
+    };
+    let out = dir.path().join("out");
+    let run = |name: &str, bounds: &str, code: i32| {
+        let p = write(dir.path(), name, &pipeline(bounds));
+        let o = dplab()
+            .args(["run", "--no-store", "-q", "--out"])
+            .arg(&out)
+            .arg(&p)
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(code), "{}", common::text(&o));
+        (p, common::text(&o))
+    };
+    let hi = |csv: &str| -> f64 {
+        let mut lines = csv.lines();
+        let head: Vec<&str> = lines.next().unwrap().split(',').collect();
+        let row: Vec<&str> = lines.next().unwrap().split(',').collect();
+        let at = head.iter().position(|c| *c == "ci_hi").unwrap();
+        row[at].parse().unwrap()
+    };
+    run("free.yaml", "", 0);
+    let free = fs::read_to_string(out.join("bounded/summary.csv")).unwrap();
+    assert!(hi(&free) > 1.1, "{free}");
+    run("bounded.yaml", ", bounds: {share: [0, 1]}", 0);
+    let cut = fs::read_to_string(out.join("bounded/summary.csv")).unwrap();
+    assert_eq!(hi(&cut), 1.0, "{cut}");
+    let (p, e) = run("tight.yaml", ", bounds: {share: [0, 0.99]}", 1);
+    assert!(
+        e.contains(&format!(
+            "{}:8:91: `bounds.share`: a value of `share` is 1, outside its bounds [0, 0.99]",
+            p.display()
+        )),
+        "{e}"
+    );
+}

@@ -810,10 +810,14 @@ impl<'a> Run<'a> {
                         Some((res, false))
                     }
                     Err(e) => {
-                        let message = match e.downcast_ref::<crate::kind::MissingColumn>() {
-                            Some(mc) => self.plan.column_error(si, inst, mc),
-                            None => format!("{e:#}"),
-                        };
+                        let message =
+                            if let Some(mc) = e.downcast_ref::<crate::kind::MissingColumn>() {
+                                self.plan.column_error(si, inst, mc)
+                            } else if let Some(pe) = e.downcast_ref::<crate::kind::ParamError>() {
+                                self.plan.located(si, &pe.path.join("."), &pe.message)
+                            } else {
+                                format!("{e:#}")
+                            };
                         let err = RunError {
                             pipeline: self.plan.name.clone(),
                             stage: stage.name.clone(),

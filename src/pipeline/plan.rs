@@ -145,9 +145,16 @@ impl Plan {
         let what = no_column(&e.name, &available);
         let mut at = Vec::new();
         find_string(&stage.params(inst), &e.name, &mut Vec::new(), &mut at);
-        let Some(path) = at.first() else {
-            return what;
-        };
+        match at.first() {
+            Some(path) => self.located(si, path, &what),
+            None => what,
+        }
+    }
+
+    /// `message` about the parameter at `path` in stage `si`'s `with:`, prefixed with where it
+    /// was given: file:line:col (in the file or the profile) or the `--set` argument.
+    pub fn located(&self, si: usize, path: &str, what: &str) -> String {
+        let stage = &self.stages[si];
         let set = stage.from_set.iter().map(|(k, a)| (k.as_str(), a.as_str()));
         match given_at(
             &stage.name,

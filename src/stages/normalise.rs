@@ -10,7 +10,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::frame::{column, FrameBuilder};
-use super::param::Share;
+use super::param::{Interval, Share};
 use super::{build, params, Artifact, Ctx, Gather, KindInfo, Output, ParamError, Stage};
 
 /// The kind's name has no namespace (pipelines and store keys use it as it is), so its file is
@@ -25,8 +25,8 @@ pub const KIND: KindInfo = KindInfo {
     build: build::<Normalise>,
 };
 
-fn default_range() -> [f64; 2] {
-    [-1.0, 1.0]
+fn default_range() -> Interval {
+    Interval::of(-1.0, 1.0)
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -43,9 +43,9 @@ struct Normalise {
     /// drop columns with a single value (they cannot be scaled)
     #[serde(default = "yes")]
     drop_constant: bool,
-    /// target box [lo, hi] of the min–max scaling (finite, lo < hi)
+    /// target box [lo, hi] of the min–max scaling
     #[serde(default = "default_range")]
-    range: [f64; 2],
+    range: Interval,
     /// false keeps the original values (cleaning only)
     #[serde(default = "yes")]
     scale: bool,
@@ -57,13 +57,6 @@ impl Stage for Normalise {
             super::distinct("columns", c)?;
         }
         super::distinct("drop", &self.drop)?;
-        let [lo, hi] = self.range;
-        if !(lo.is_finite() && hi.is_finite() && lo < hi) {
-            return Err(ParamError::at(
-                "range",
-                format!("range = [{lo}, {hi}] is invalid: need finite lo < hi"),
-            ));
-        }
         Ok(())
     }
 
@@ -172,7 +165,7 @@ impl Stage for Normalise {
             kept.push((name, v, mn, mx));
         }
         // 5. Min–max scaling to [lo, hi].
-        let [lo, hi] = self.range;
+        let Interval { lo, hi } = self.range;
         let mut fb = FrameBuilder::new();
         for (name, v, mn, mx) in &kept {
             let scaled = if self.scale {

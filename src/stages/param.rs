@@ -189,6 +189,60 @@ number!(
     End::Closed(1.0)
 );
 
+/// A closed interval `[lo, hi]` of finite numbers with lo < hi: a target box, the known
+/// range of a value. Written `[lo, hi]`.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[serde(into = "[f64; 2]")]
+pub struct Interval {
+    pub lo: f64,
+    pub hi: f64,
+}
+
+impl Interval {
+    /// A value written in the code (a default).
+    pub const fn of(lo: f64, hi: f64) -> Self {
+        Interval { lo, hi }
+    }
+}
+
+impl From<Interval> for [f64; 2] {
+    fn from(i: Interval) -> Self {
+        [i.lo, i.hi]
+    }
+}
+
+impl<'de> Deserialize<'de> for Interval {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let [lo, hi] = <[f64; 2]>::deserialize(d)?;
+        if lo.is_finite() && hi.is_finite() && lo < hi {
+            Ok(Interval { lo, hi })
+        } else {
+            Err(D::Error::custom(crate::yaml::out_of_range(
+                format!("[{lo}, {hi}]"),
+                "[lo, hi] with finite lo < hi",
+            )))
+        }
+    }
+}
+
+impl JsonSchema for Interval {
+    fn inline_schema() -> bool {
+        true
+    }
+    fn schema_name() -> Cow<'static, str> {
+        "Interval".into()
+    }
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        schemars::json_schema!({
+            "title": "[lo, hi]",
+            "type": "array",
+            "items": {"type": "number"},
+            "minItems": 2,
+            "maxItems": 2
+        })
+    }
+}
+
 /// An integer in [`LO`, `HI`] (digits, steps); `HI = u64::MAX` leaves it unbounded above
 /// ([`AtLeast`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]

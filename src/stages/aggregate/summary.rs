@@ -8,7 +8,7 @@ use serde::Deserialize;
 
 use crate::mech::stats::{quantile_sorted, summarise};
 use crate::stages::frame::{f64_col, group_rows, FrameBuilder};
-use crate::stages::param::{Level, Probability};
+use crate::stages::param::{Interval, Level, Probability};
 use crate::stages::{
     build, check_size_run, distinct, params, product, Ctx, Gather, KindInfo, Limit, Output,
     ParamError, Stage,
@@ -38,6 +38,11 @@ struct Summary {
     /// quantiles to report, as columns q<100·q>
     #[serde(default)]
     quantiles: Vec<Probability>,
+    /// values known to lie in [lo, hi] (a share: [0, 1]): value → [lo, hi]. The interval of
+    /// their mean is cut to it (a t-interval over few runs can leave it; the mean lies in it
+    /// too, so the cut keeps the coverage), and a value outside it is an error
+    #[serde(default)]
+    bounds: indexmap::IndexMap<String, Interval>,
 }
 
 impl Stage for Summary {
@@ -45,6 +50,17 @@ impl Stage for Summary {
         distinct("values", &self.values)?;
         distinct("by", &self.by)?;
         distinct("quantiles", &self.quantiles)?;
+        for col in self.bounds.keys() {
+            if !self.values.contains(col) {
+                return Err(ParamError::at(
+                    "bounds",
+                    format!(
+                        "`{col}` is not one of `values` ({}): only a summarised value has bounds",
+                        self.values.join(", ")
+                    ),
+                ));
+            }
+        }
         if self.values.is_empty() {
             return Err(ParamError::at(
                 "values",
@@ -96,7 +112,26 @@ impl Stage for Summary {
         for (key, rows) in &groups {
             for (name, col) in self.values.iter().zip(&columns) {
                 let xs: Vec<f64> = rows.iter().map(|&r| col[r]).collect();
-                let s = summarise(&xs, *self.level);
+                let mut s = summarise(&xs, *self.level);
+                if let Some(&Interval { lo, hi }) = self.bounds.get(name) {
+                    if let Some(x) = xs.iter().find(|x| !(lo..=hi).contains(*x)) {
+                        let group = if key.is_empty() {
+                            String::new()
+                        } else {
+                            format!(" (group {})", key.join(", "))
+                        };
+                        return Err(ParamError::at(
+                            &format!("bounds.{name}"),
+                            format!("a value of `{name}` is {x}{group}, outside its bounds [{lo}, {hi}]"),
+                        )
+                        .into());
+                    }
+                    // One run has no interval (NaN), and cutting must not make one.
+                    if s.ci_lo.is_finite() {
+                        s.ci_lo = s.ci_lo.max(lo);
+                        s.ci_hi = s.ci_hi.min(hi);
+                    }
+                }
                 let mut sorted = xs.clone();
                 sorted.sort_by(f64::total_cmp);
                 for (k, kc) in key.iter().zip(&mut key_cols) {
