@@ -154,6 +154,12 @@ impl Ctx<'_> {
         })
     }
 
+    /// Whether `column` of an input is one of the axis columns the engine added (which say
+    /// which instance a row came from, and are not data).
+    pub fn is_axis(&self, column: &str) -> bool {
+        self.axis_names.iter().any(|a| a == column)
+    }
+
     /// The single input of a stage that takes exactly one.
     pub fn input(&self) -> anyhow::Result<&DataFrame> {
         match self.inputs {

@@ -64,8 +64,7 @@ impl Stage for Normalise {
         let df = ctx.input()?;
         let mut report = String::new();
         let _ = writeln!(report, "# normalise `{}` {}\n", ctx.stage, ctx.label);
-        let is_data = |c: &&PlSmallStr| !ctx.axis_names.iter().any(|a| a == c.as_str());
-        if !df.get_column_names().iter().any(is_data) {
+        if df.get_column_names().iter().all(|c| ctx.is_axis(c)) {
             let _ = writeln!(report, "The input has no columns (no data): nothing to do.");
             return Ok(Output {
                 frame: DataFrame::empty(),
@@ -90,7 +89,7 @@ impl Stage for Normalise {
                 .get_column_names()
                 .iter()
                 .map(|s| s.to_string())
-                .filter(|s| !ctx.axis_names.contains(s))
+                .filter(|s| !ctx.is_axis(s))
                 .collect(),
         };
         for name in candidates {

@@ -54,7 +54,7 @@ impl Stage for Shape {
                 .get_column_names()
                 .iter()
                 .map(|s| s.as_str())
-                .filter(|c| !ctx.axis_names.iter().any(|a| a == c))
+                .filter(|c| !ctx.is_axis(c))
                 .collect();
             if data.is_empty() {
                 n.push(None);
