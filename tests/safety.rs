@@ -928,6 +928,18 @@ fn alias_bombs_and_deep_nesting_are_located_errors() {
         e.contains("p.yaml:2:8:") && e.contains("aliases expand"),
         "{e}"
     );
+    // Few aliases of a large anchor: under the parser's repetition limit (it counts nodes),
+    // yet ten thousand copies of 60 KB took 4.4 GB before the expanded size was counted.
+    let wide = format!(
+        "a: [&s '{}', {}]\n",
+        "x".repeat(60_000),
+        vec!["*s"; 10_000].join(", ")
+    );
+    let e = invalid(&format!("{wide}{BASE}"));
+    assert!(
+        e.contains("p.yaml:1:60012:") && e.contains("aliases expand this file to more than 64 MiB"),
+        "{e}"
+    );
     let deep = BASE.replace(
         "eps: [0.5, 1.0]",
         &format!("eps: {}1{}", "[".repeat(100_000), "]".repeat(100_000)),

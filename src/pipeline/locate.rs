@@ -14,6 +14,15 @@ pub const MAX_DEPTH: usize = 64;
 /// fall back to the nearest recorded ancestor; a real pipeline needs a few hundred KiB.
 pub const MAX_PATH_BYTES: usize = 64 << 20;
 
+/// Most bytes a file may stand for once its aliases are expanded, counting each scalar's text
+/// and [`NODE_BYTES`] per node. Expanding is what the YAML parser does before anything else
+/// looks at the file, and its repetition limit counts aliases, not bytes: ten thousand aliases
+/// of a 60 KB anchor took 4.4 GB in ten seconds. A real pipeline stands for a few hundred KiB.
+pub const MAX_EXPANDED_BYTES: u64 = 64 << 20;
+
+/// What one parsed node costs besides its text (about the size of a parsed YAML value).
+const NODE_BYTES: u64 = 32;
+
 /// A 1-based line and column.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub struct Pos {
@@ -51,6 +60,20 @@ impl Locations {
                 format!("YAML syntax error: {}", e.info()),
             )
         })?;
+        if rec.expanded > MAX_EXPANDED_BYTES {
+            let at = rec
+                .events
+                .iter()
+                .find(|(e, _)| matches!(e, Ev::Alias))
+                .map_or(Pos { line: 1, col: 1 }, |(_, p)| *p);
+            return Err((
+                at,
+                format!(
+                    "aliases expand this file to more than {} MiB: write the values out, or repeat fewer of them",
+                    MAX_EXPANDED_BYTES >> 20
+                ),
+            ));
+        }
         // Bounded nesting keeps every recursive reader of the file (ours, serde's) off the
         // end of its stack; a real pipeline nests half a dozen levels.
         let mut depth = 0usize;
@@ -149,6 +172,22 @@ enum Ev {
 #[derive(Default)]
 struct Recorder {
     events: Vec<(Ev, Pos)>,
+    /// The expanded size of each anchored node ([`MAX_EXPANDED_BYTES`]).
+    anchors: HashMap<usize, u64>,
+    /// The open collections: anchor id (0: none) and expanded size so far.
+    open: Vec<(usize, u64)>,
+    /// The expanded size of the whole file so far.
+    expanded: u64,
+}
+
+impl Recorder {
+    /// Adds a finished node of expanded size `cost` to its parent.
+    fn add(&mut self, cost: u64) {
+        match self.open.last_mut() {
+            Some((_, c)) => *c = c.saturating_add(cost),
+            None => self.expanded = self.expanded.saturating_add(cost),
+        }
+    }
 }
 
 impl<'a> SpannedEventReceiver<'a> for Recorder {
@@ -157,6 +196,33 @@ impl<'a> SpannedEventReceiver<'a> for Recorder {
             line: span.start.line(),
             col: span.start.col() + 1,
         };
+        // The expanded size, node by node: an alias costs what its anchor's node did.
+        match &ev {
+            Event::Scalar(s, _, anchor, tag) => {
+                let tag = tag.as_ref().map_or(0, |t| t.handle.len() + t.suffix.len());
+                let cost = NODE_BYTES + (s.len() + tag) as u64;
+                if *anchor != 0 {
+                    self.anchors.insert(*anchor, cost);
+                }
+                self.add(cost);
+            }
+            Event::SequenceStart(anchor, _) | Event::MappingStart(anchor, _) => {
+                self.open.push((*anchor, NODE_BYTES));
+            }
+            Event::SequenceEnd | Event::MappingEnd => {
+                if let Some((anchor, cost)) = self.open.pop() {
+                    if anchor != 0 {
+                        self.anchors.insert(anchor, cost);
+                    }
+                    self.add(cost);
+                }
+            }
+            Event::Alias(id) => {
+                let cost = self.anchors.get(id).copied().unwrap_or(NODE_BYTES);
+                self.add(cost);
+            }
+            _ => {}
+        }
         let ev = match ev {
             Event::Scalar(s, ..) => Ev::Scalar(s.into_owned()),
             Event::SequenceStart(..) => Ev::SeqStart,
