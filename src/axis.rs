@@ -201,7 +201,10 @@ fn record(m: &serde_yaml_ng::Mapping, at: &str) -> Result<AxisValue, (String, St
                 at.to_string(),
                 format!(
                     "a record's keys are names (letters, digits, `_`), read as `$axis.key`: not {}",
-                    crate::text::brief(&serde_yaml_ng::to_string(k).unwrap_or_default(), 40)
+                    crate::text::brief(
+                        serde_yaml_ng::to_string(k).unwrap_or_default().trim_end(),
+                        40
+                    )
                 ),
             ));
         }
@@ -244,6 +247,8 @@ fn record(m: &serde_yaml_ng::Mapping, at: &str) -> Result<AxisValue, (String, St
 fn fits(v: &Value, budget: &mut usize) -> bool {
     let cost = match v {
         Value::String(s) => s.len() + 2,
+        Value::Number(n) => n.to_string().len() + 2,
+        Value::Tagged(t) => t.tag.to_string().len() + 2,
         _ => 2,
     };
     let Some(left) = budget.checked_sub(cost) else {
@@ -328,6 +333,12 @@ fn walk(
                 .filter_map(|k| k.as_str().map(str::to_string))
                 .collect();
             let get = |k: &str| m.get(k);
+            if records && get("name").is_some() {
+                return Err((
+                    String::new(),
+                    "a record goes in a list, even alone: `[{name: …, …}]`".into(),
+                ));
+            }
             if let Some(spec) = get("linspace").or_else(|| get("logspace")) {
                 let log = get("logspace").is_some();
                 let which = if log { "logspace" } else { "linspace" };
@@ -634,12 +645,19 @@ mod tests {
         assert!(msg("[{name: 3}]").starts_with("0.name: a record's `name` is text"));
         assert!(msg("[{name: a}, {name: a, x: 1}]").contains("holds a twice"));
         assert!(msg("[{name: a}, 2]").contains("mixes records and numbers"));
+        assert!(msg("{name: a, x: 1}").contains("a record goes in a list"));
         assert!(msg("[a, {name: b}]").contains("mixes strings and records"));
         assert!(msg("[{name: a, 'x.y': 1}]").contains("a record's keys are names"));
         assert!(msg("[{name: a, 1: 1}]").contains("a record's keys are names"));
         assert!(msg("[{name: \"a\\e[2J\"}]").contains("control"));
         let big = format!("[{{name: a, x: '{}'}}]", "y".repeat(MAX_RECORD));
         assert!(msg(&big).contains("too large"), "{}", msg(&big));
+        // Numbers count by their text too.
+        let numbers = format!(
+            "[{{name: a, x: [{}]}}]",
+            vec!["1.2345678901234567e-300"; 4000].join(", ")
+        );
+        assert!(msg(&numbers).contains("too large"), "{}", msg(&numbers));
         // Aliases make a record far larger than its text: refused without building it.
         let bomb = format!(
             "[{{name: a, s: &s '{}', l: [{}]}}]",

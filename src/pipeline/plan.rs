@@ -507,6 +507,30 @@ struct Shape {
 /// The `$axis` references of a `with:`.
 type Refs = Vec<Ref>;
 
+/// Where an axis's values were written.
+enum AxisOrigin<'a> {
+    /// A `--set AXIS=…` argument.
+    Set(&'a str),
+    /// A path in the file (`axes.x` or `profiles.p.axes.x`) and the values written there.
+    File(String, &'a Value),
+    Unknown,
+}
+
+impl AxisOrigin<'_> {
+    /// What an error about a reference adds when the axis's values were not the file's own.
+    fn note(&self) -> String {
+        match self {
+            AxisOrigin::Set(arg) => {
+                format!(" (the axis as `--set {}` gives it)", brief_to(arg, 80))
+            }
+            AxisOrigin::File(path, _) if path.starts_with("profiles.") => {
+                format!(" (the axis as `{path}` gives it)")
+            }
+            _ => String::new(),
+        }
+    }
+}
+
 /// One `$axis` or `$axis.field…` reference in a `with:`.
 #[derive(Debug, PartialEq)]
 struct Ref {
@@ -810,7 +834,7 @@ impl<'a> Planner<'a> {
         let st = &spec.raw.stages[si];
         let kind = env.graph.kinds[si];
         let composed = self.with(name, st, env.profile, env.param_sets)?;
-        let (refs, own) = self.axis_refs(name, &composed.with, env.axes)?;
+        let (refs, own) = self.axis_refs(name, &composed, env.axes)?;
         let inputs = &env.graph.inputs[si];
         let mut ups = Vec::with_capacity(inputs.len());
         for &ii in inputs {
@@ -903,50 +927,92 @@ impl<'a> Planner<'a> {
     }
 
     /// The axes `with:` refers to as `$name` (with their paths in it), each an axis of the
-    /// pipeline.
+    /// pipeline, and each `$name.field` a field of its records. An error points where the
+    /// reference was written: the file, the profile's `with:`, or the `--set` argument.
     fn axis_refs(
         &mut self,
         name: &str,
-        with: &Value,
+        composed: &ComposedWith,
         axes: &IndexMap<String, Vec<AxisValue>>,
     ) -> Option<(Refs, BTreeSet<String>)> {
         let mut refs = Vec::new();
-        collect_refs(with, &mut Vec::new(), &mut refs);
+        collect_refs(&composed.with, &mut Vec::new(), &mut refs);
         let mut own = BTreeSet::new();
         let mut bad = false;
+        // Each (axis, field) is checked once however often it is written: a check reads every
+        // record, and a file may hold many of both.
+        let mut checked: HashMap<(&str, &[String]), Result<(), String>> = HashMap::new();
         for Ref { path, axis, field } in &refs {
             if self.full() {
                 break;
             }
-            if let Some(values) = axes.get(axis) {
+            let msg = if let Some(values) = axes.get(axis) {
                 own.insert(axis.clone());
-                if let Err(msg) = check_field(axis, field, values) {
-                    self.err(
-                        &format!("stages.{name}.with.{path}"),
-                        format!("stage `{name}`: {msg}"),
-                    );
-                    bad = true;
+                let r = checked
+                    .entry((axis.as_str(), field.as_slice()))
+                    .or_insert_with(|| check_field(axis, field, values));
+                match r {
+                    Ok(()) => continue,
+                    Err(m) => format!("{m}{}", self.axis_origin(axis).note()),
                 }
-                continue;
-            }
-            let hint = suggest(axis, axes.keys().map(String::as_str))
-                .map(|s| format!("; did you mean `${s}`?"))
-                .unwrap_or_default();
-            let avail = if axes.is_empty() {
-                "the pipeline defines no axes".to_string()
             } else {
-                format!(
-                    "axes: {}",
-                    axes.keys().cloned().collect::<Vec<_>>().join(", ")
-                )
+                let hint = suggest(axis, axes.keys().map(String::as_str))
+                    .map(|s| format!("; did you mean `${s}`?"))
+                    .unwrap_or_default();
+                let avail = if axes.is_empty() {
+                    "the pipeline defines no axes".to_string()
+                } else {
+                    format!(
+                        "axes: {}",
+                        axes.keys().cloned().collect::<Vec<_>>().join(", ")
+                    )
+                };
+                format!("uses `${axis}`, which is not an axis{hint} ({avail})")
             };
-            self.err(
-                &format!("stages.{name}.with.{path}"),
-                format!("stage `{name}` uses `${axis}`, which is not an axis{hint} ({avail})"),
-            );
+            let set = composed.from_set.iter().map(|(k, a)| (k.as_str(), *a));
+            let e = match given_at(
+                name,
+                path,
+                self.ov.profile.as_deref(),
+                &composed.from_profile,
+                set,
+            ) {
+                Ok(at) => self.spec.err(&at, format!("stage `{name}`: {msg}")),
+                Err(arg) => SpecError {
+                    file: self.spec.path.clone(),
+                    pos: None,
+                    message: format!("--set {}: stage `{name}`: {msg}", brief_to(arg, 200)),
+                    hint: None,
+                },
+            };
+            self.errors.push(e);
             bad = true;
         }
         (!bad).then_some((refs, own))
+    }
+
+    /// Where the values of `axis` come from: the last `--set AXIS=…`, else the profile's
+    /// `axes:`, else the file's.
+    fn axis_origin(&self, axis: &str) -> AxisOrigin<'a> {
+        let ov: &'a Overrides = self.ov;
+        let set = ov.set.iter().rev().find(|a| {
+            a.split_once('=')
+                .is_some_and(|(k, _)| k.trim() == axis && !k.contains('.'))
+        });
+        if let Some(arg) = set {
+            return AxisOrigin::Set(arg);
+        }
+        let spec: &'a SpecFile = self.spec;
+        match ov.profile.as_deref().and_then(|p| {
+            let items = spec.raw.profiles.get(p)?.axes.get(axis)?;
+            Some((p, items))
+        }) {
+            Some((p, items)) => AxisOrigin::File(format!("profiles.{p}.axes.{axis}"), items),
+            None => match spec.raw.axes.get(axis) {
+                Some(items) => AxisOrigin::File(format!("axes.{axis}"), items),
+                None => AxisOrigin::Unknown,
+            },
+        }
     }
 
     /// The axes a stage varies over: its own (`$axis` in `with:`), its inputs' not gathered,
@@ -1470,31 +1536,41 @@ impl<'a> Planner<'a> {
         };
         let about_value = !pe.message.starts_with("unknown key");
         if let Some(Ref { axis, field, .. }) = refs.iter().find(|r| r.path == sub && about_value) {
-            // A record's field: at the field in the file's record of that name (a profile's
-            // or `--set`'s axis points at the axis).
-            let (at, what) = match key.iter().find(|(a, _)| **a == **axis) {
-                Some((_, AxisValue::Record(r))) if !field.is_empty() => {
-                    let item = spec
-                        .raw
-                        .axes
-                        .get(axis)
-                        .and_then(Value::as_sequence)
-                        .and_then(|items| {
-                            items.iter().position(|it| {
-                                it.get("name").and_then(Value::as_str) == Some(r.name.as_str())
-                            })
-                        });
-                    let field = field.join(".");
-                    let at = match item {
-                        Some(i) => format!("axes.{axis}.{i}.{field}"),
-                        None => format!("axes.{axis}"),
-                    };
-                    (
-                        at,
-                        format!("field `{field}` of record `{}` of axis `{axis}`", r.name),
-                    )
+            // A record's field: at the field of the record of that name where the axis was
+            // written (the file or the profile), or the `--set` argument that gave it.
+            let origin = self.axis_origin(axis);
+            let what = match key.iter().find(|(a, _)| **a == **axis) {
+                Some((_, AxisValue::Record(r))) if !field.is_empty() => format!(
+                    "field `{}` of record `{}` of axis `{axis}`",
+                    field.join("."),
+                    r.name
+                ),
+                _ => format!("axis `{axis}`"),
+            };
+            let at = match &origin {
+                AxisOrigin::Set(arg) => {
+                    e.hint = Some(format!(
+                        "the value comes from {what}, as `--set {}` gives it",
+                        brief_to(arg, 80)
+                    ));
+                    return e;
                 }
-                _ => (format!("axes.{axis}"), format!("axis `{axis}`")),
+                AxisOrigin::File(base, items) => {
+                    let name = match key.iter().find(|(a, _)| **a == **axis) {
+                        Some((_, AxisValue::Record(r))) if !field.is_empty() => Some(&r.name),
+                        _ => None,
+                    };
+                    let item = name.and_then(|n| {
+                        items.as_sequence()?.iter().position(|it| {
+                            it.get("name").and_then(Value::as_str) == Some(n.as_str())
+                        })
+                    });
+                    match item {
+                        Some(i) => format!("{base}.{i}.{}", field.join(".")),
+                        None => base.clone(),
+                    }
+                }
+                AxisOrigin::Unknown => format!("axes.{axis}"),
             };
             let apos = spec.locs.find(&at);
             e.hint = Some(format!(
@@ -1530,9 +1606,13 @@ fn parse_set(
     let name = name.trim();
     if let Some((stage, path)) = name.split_once('.') {
         let Some(st) = raw.stages.get(stage) else {
-            let hint = suggest(stage, raw.stages.keys().map(String::as_str))
-                .map(|s| format!("; did you mean `{s}`?"))
-                .unwrap_or_default();
+            let hint = if axes.contains_key(stage) || raw.axes.contains_key(stage) {
+                format!("; `{stage}` is an axis: `--set '{stage}=[…]'` gives all its values (a record's fields with them)")
+            } else {
+                suggest(stage, raw.stages.keys().map(String::as_str))
+                    .map(|s| format!("; did you mean `{s}`?"))
+                    .unwrap_or_default()
+            };
             return Err(format!("no stage `{stage}` in this pipeline{hint}"));
         };
         let path: Vec<String> = path.split('.').map(str::to_string).collect();
@@ -1759,7 +1839,7 @@ fn check_field(axis: &str, field: &[String], values: &[AxisValue]) -> Result<(),
     let Some(first) = field.first() else {
         return Ok(());
     };
-    let reference = format!("${axis}.{}", field.join("."));
+    let reference = brief_to(&format!("${axis}.{}", field.join(".")), 80);
     let records: Vec<&crate::axis::Record> = values
         .iter()
         .filter_map(|v| match v {
@@ -2350,6 +2430,65 @@ stages:
                 .as_deref()
                 .unwrap_or("")
                 .starts_with("the value comes from field `list` of record `b` of axis `m` (line 9"),
+            "{e:?}"
+        );
+    }
+
+    #[test]
+    fn a_record_error_points_where_the_reference_or_the_record_was_written() {
+        let body = "axes:
+  m:
+    - {name: a, n: 5}
+stages:
+  s: {kind: t.each, with: {x: $m.n}}
+profiles:
+  typo: {with: {s: {x: $m.nn}}}
+  neg: {axes: {m: [{name: a, n: -1}]}}
+";
+        let errors = |profile: Option<&str>, set: &[&str]| -> Vec<SpecError> {
+            let ov = Overrides {
+                profile: profile.map(str::to_string),
+                set: set.iter().map(|s| s.to_string()).collect(),
+                ..Overrides::default()
+            };
+            match plan(&file(body), &ov, KINDS) {
+                Ok(_) => panic!("{profile:?} {set:?} planned"),
+                Err(e) => e,
+            }
+        };
+        // A reference the profile wrote: at the profile's line.
+        let e = errors(Some("typo"), &[]);
+        assert_eq!(e[0].pos.map(|p| p.line), Some(12), "{e:?}");
+        // One a --set wrote: named, with no line of the file.
+        let e = errors(None, &["s.x=$m.nn"]);
+        assert!(
+            e[0].message
+                .starts_with("--set s.x=$m.nn: stage `s`: `$m.nn`"),
+            "{e:?}"
+        );
+        assert_eq!(e[0].pos, None);
+        // A bad value from the profile's record: the hint points at the profile's record.
+        let e = errors(Some("neg"), &[]);
+        assert!(
+            e[0].hint
+                .as_deref()
+                .unwrap_or("")
+                .contains("of axis `m` (line 13"),
+            "{e:?}"
+        );
+        let e = errors(None, &["m=[{name: a, n: -1}]"]);
+        assert!(
+            e[0].hint
+                .as_deref()
+                .unwrap_or("")
+                .ends_with("as `--set m=[{name: a, n: -1}]` gives it"),
+            "{e:?}"
+        );
+        // An axis the --set made plain text: the reference's error says so.
+        let e = errors(None, &["m=[a]"]);
+        assert!(
+            e[0].message
+                .ends_with("(the axis as `--set m=[a]` gives it)"),
             "{e:?}"
         );
     }

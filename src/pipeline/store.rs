@@ -319,8 +319,10 @@ fn write_all(
                 json!(v
                     .iter()
                     .map(|x| match x {
-                        AxisValue::Record(r) =>
-                            serde_json::to_value(&r.fields).unwrap_or_else(|_| json!(r.name)),
+                        // JSON has only text keys: a record with others is kept as YAML.
+                        AxisValue::Record(r) => serde_json::to_value(&r.fields).unwrap_or_else(
+                            |_| json!(serde_yaml_ng::to_string(&r.fields).unwrap_or_default()),
+                        ),
                         _ => json!(x.canonical()),
                     })
                     .collect::<Vec<_>>()),
