@@ -1,7 +1,7 @@
 //! Planning: from a parsed file (+ profile and `--set` overrides) to validated stage
 //! instances. Everything a user typed is checked here, before anything runs.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -268,6 +268,9 @@ pub fn plan(
                 String::new()
             }
         );
+    }
+    for w in unread_fields(&plan) {
+        tracing::warn!("{}: {w}", spec.path.display());
     }
     let mut errors = Vec::new();
     // The other profiles share one budget with the plan in use: checking them costs at most
@@ -1832,6 +1835,56 @@ fn axis_ref(s: &str) -> Option<(&str, std::str::Split<'_, char>)> {
     Some((axis, parts))
 }
 
+/// The fields of records that no stage reads, one line each (at most a few, then a count). A
+/// misspelt field (`betta` beside `beta`) would otherwise leave its parameter at the default
+/// without a word; a field kept only for people to read gets the same warning, which is cheap.
+fn unread_fields(plan: &Plan) -> Vec<String> {
+    const SHOWN: usize = 8;
+    let mut read: HashSet<(String, String)> = HashSet::new();
+    for st in &plan.stages {
+        let mut refs = Vec::new();
+        collect_refs(&st.with, &mut Vec::new(), &mut refs);
+        for r in refs {
+            if let Some(f) = r.field.into_iter().next() {
+                read.insert((r.axis, f));
+            }
+        }
+    }
+    let mut out = Vec::new();
+    let mut more = 0usize;
+    for (axis, values) in &plan.axes {
+        let used: Vec<&str> = read
+            .iter()
+            .filter(|(a, _)| a == axis)
+            .map(|(_, f)| f.as_str())
+            .collect();
+        let mut seen = HashSet::new();
+        for v in values {
+            let AxisValue::Record(r) = v else { continue };
+            for k in r.fields.keys().filter_map(Value::as_str) {
+                if k == "name" || read.contains(&(axis.clone(), k.to_string())) || !seen.insert(k) {
+                    continue;
+                }
+                if out.len() == SHOWN {
+                    more += 1;
+                    continue;
+                }
+                let hint = suggest(k, used.iter().copied())
+                    .map(|s| format!("; did you mean `{s}`?"))
+                    .unwrap_or_default();
+                out.push(format!(
+                    "axis `{axis}`: no stage reads the field `{k}` of record `{}` (as `${axis}.{k}`){hint}",
+                    brief_to(&r.name, 40)
+                ));
+            }
+        }
+    }
+    if more > 0 {
+        out.push(format!("… and {more} more fields no stage reads"));
+    }
+    out
+}
+
 /// Whether every value of an axis can give `$axis.field`: the axis holds records and the
 /// field is one of theirs. A record that lacks a field another has leaves the parameter out
 /// (its default applies), so the field need be in one record only.
@@ -2389,6 +2442,22 @@ stages:
         assert_ne!(
             edited.stages[0].canonical_params(&edited.stages[0].instances[0]),
             s.canonical_params(&s.instances[0])
+        );
+    }
+
+    #[test]
+    fn a_record_field_no_stage_reads_is_named_with_the_nearest_read_one() {
+        let plan = plan_of(&RECORDS.replace("{name: b, list: [1]}", "{name: b, xx: 3, note: hi}"));
+        assert_eq!(
+            unread_fields(&plan),
+            [
+                "axis `m`: no stage reads the field `xx` of record `b` (as `$m.xx`); did you mean `x`?",
+                "axis `m`: no stage reads the field `note` of record `b` (as `$m.note`)"
+            ]
+        );
+        assert!(
+            unread_fields(&plan_of(RECORDS)).len() == 1,
+            "`list` is read by none"
         );
     }
 
