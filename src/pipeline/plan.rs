@@ -1541,16 +1541,19 @@ impl<'a> Planner<'a> {
         if let Some(Ref { axis, field, .. }) = refs.iter().find(|r| r.path == sub && about_value) {
             // A record's field: at the field of the record of that name where the axis was
             // written (the file or the profile), or the `--set` argument that gave it.
-            let origin = self.axis_origin(axis);
-            let what = match key.iter().find(|(a, _)| **a == **axis) {
-                Some((_, AxisValue::Record(r))) if !field.is_empty() => format!(
+            let record = match key.iter().find(|(a, _)| **a == **axis) {
+                Some((_, AxisValue::Record(r))) if !field.is_empty() => Some(&**r),
+                _ => None,
+            };
+            let what = match record {
+                Some(r) => format!(
                     "field `{}` of record `{}` of axis `{axis}`",
                     field.join("."),
                     r.name
                 ),
-                _ => format!("axis `{axis}`"),
+                None => format!("axis `{axis}`"),
             };
-            let at = match &origin {
+            let at = match self.axis_origin(axis) {
                 AxisOrigin::Set(arg) => {
                     e.hint = Some(format!(
                         "the value comes from {what}, as `--set {}` gives it",
@@ -1559,18 +1562,14 @@ impl<'a> Planner<'a> {
                     return e;
                 }
                 AxisOrigin::File(base, items) => {
-                    let name = match key.iter().find(|(a, _)| **a == **axis) {
-                        Some((_, AxisValue::Record(r))) if !field.is_empty() => Some(&r.name),
-                        _ => None,
-                    };
-                    let item = name.and_then(|n| {
+                    let item = record.and_then(|r| {
                         items.as_sequence()?.iter().position(|it| {
-                            it.get("name").and_then(Value::as_str) == Some(n.as_str())
+                            it.get("name").and_then(Value::as_str) == Some(r.name.as_str())
                         })
                     });
                     match item {
                         Some(i) => format!("{base}.{i}.{}", field.join(".")),
-                        None => base.clone(),
+                        None => base,
                     }
                 }
                 AxisOrigin::Unknown => format!("axes.{axis}"),
