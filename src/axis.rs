@@ -189,14 +189,18 @@ fn text(s: &str, at: &str) -> Result<AxisValue, (String, String)> {
 /// a megabyte is a mistake that would cost memory times the instances.
 pub const MAX_RECORD: usize = 64 * 1024;
 
+/// Whether `s` can be one step of a reference (`$axis.field.sub`): letters, digits and `_`,
+/// as axis names are. A record's keys must be, so that every field can be read.
+/// (`dplab schema` writes the same rule as a pattern: `pipeline::schema::AXIS_REF`.)
+pub fn is_word(s: &str) -> bool {
+    !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
 /// A record axis value, checked: a mapping of identifier keys with a text `name`
 /// ([`text`]'s rules), at most [`MAX_RECORD`] bytes.
 fn record(m: &serde_yaml_ng::Mapping, at: &str) -> Result<AxisValue, (String, String)> {
     for k in m.keys() {
-        let ok = k.as_str().is_some_and(|k| {
-            !k.is_empty() && k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
-        });
-        if !ok {
+        if !k.as_str().is_some_and(is_word) {
             return Err((
                 at.to_string(),
                 format!(

@@ -377,6 +377,7 @@ fn plan_one(
         spent,
         errors: Vec::new(),
         replaced: Vec::new(),
+        set_axes: HashMap::new(),
         input_files: InputFiles::default(),
         total_instances: 0,
     };
@@ -454,6 +455,8 @@ struct Planner<'a> {
     input_files: InputFiles,
     /// Instances of the stages planned so far.
     total_instances: u64,
+    /// The axes a `--set AXIS=…` replaced, with the argument (the last one, which won).
+    set_axes: HashMap<String, &'a str>,
 }
 
 /// The stages as a graph: names (file order), kinds, inputs and a topological order.
@@ -736,6 +739,7 @@ impl<'a> Planner<'a> {
                 Ok(SetArg::Seed(n)) => seed = n,
                 Ok(SetArg::Param(p)) => params.push(p),
                 Ok(SetArg::Axis(name, vals)) => {
+                    self.set_axes.insert(name.clone(), s);
                     axes.insert(name, vals);
                 }
                 Err(msg) => self.errors.push(SpecError {
@@ -997,14 +1001,10 @@ impl<'a> Planner<'a> {
     /// Where the values of `axis` come from: the last `--set AXIS=…`, else the profile's
     /// `axes:`, else the file's.
     fn axis_origin(&self, axis: &str) -> AxisOrigin<'a> {
-        let ov: &'a Overrides = self.ov;
-        let set = ov.set.iter().rev().find(|a| {
-            a.split_once('=')
-                .is_some_and(|(k, _)| k.trim() == axis && !k.contains('.'))
-        });
-        if let Some(arg) = set {
+        if let Some(arg) = self.set_axes.get(axis) {
             return AxisOrigin::Set(arg);
         }
+        let ov: &'a Overrides = self.ov;
         let spec: &'a SpecFile = self.spec;
         match ov.profile.as_deref().and_then(|p| {
             let items = spec.raw.profiles.get(p)?.axes.get(axis)?;
@@ -1825,8 +1825,7 @@ fn ref_path(keys: &[String]) -> String {
 /// (`data`, [`load`, `table`]). Any other string is a plain value.
 fn axis_ref(s: &str) -> Option<(&str, std::str::Split<'_, char>)> {
     let body = s.strip_prefix('$')?;
-    let word = |w: &str| !w.is_empty() && w.chars().all(|c| c.is_alphanumeric() || c == '_');
-    if !body.split('.').all(word) {
+    if !body.split('.').all(crate::axis::is_word) {
         return None;
     }
     let mut parts = body.split('.');
@@ -2385,6 +2384,7 @@ mod tests {
             spent: Box::leak(Box::new(0)),
             errors: Vec::new(),
             replaced: Vec::new(),
+            set_axes: HashMap::new(),
             input_files: InputFiles::default(),
             total_instances: 0,
         };

@@ -14,8 +14,8 @@ use super::spec::RawPipeline;
 use crate::kind::KindInfo;
 
 /// A value in `with:` may be an axis reference (`$eps`, or a record's field `$data.drop`)
-/// wherever the kind expects a value.
-const AXIS_REF: &str = r"^\$[^\s.$]+(\.[^\s.$]+)*$";
+/// wherever the kind expects a value: steps of [`crate::axis::is_word`] joined by dots.
+const AXIS_REF: &str = r"^\$[A-Za-z0-9_]+(\.[A-Za-z0-9_]+)*$";
 
 /// The schema of a pipeline file, given the kinds it may use.
 pub fn pipeline_schema(registry: &[KindInfo]) -> Value {
