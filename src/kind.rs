@@ -244,6 +244,11 @@ pub trait Stage: DeserializeOwned + Send + Sync + 'static {
         let _ = inputs;
         None
     }
+    /// The confidence intervals its output holds, each as the columns of (estimate, lower
+    /// end, upper end). See [`check_intervals`]: every run is held to them.
+    fn intervals(&self) -> Vec<[String; 3]> {
+        Vec::new()
+    }
     fn run(&self, ctx: &mut Ctx) -> anyhow::Result<Output>;
 }
 
@@ -251,7 +256,9 @@ struct Typed<T>(T);
 
 impl<T: Stage> StageRun for Typed<T> {
     fn run(&self, ctx: &mut Ctx) -> anyhow::Result<Output> {
-        self.0.run(ctx)
+        let out = self.0.run(ctx)?;
+        check_intervals(&out.frame, &self.0.intervals())?;
+        Ok(out)
     }
     fn files(&self) -> Vec<(&'static str, &Path)> {
         self.0.files()
@@ -265,6 +272,38 @@ impl<T: Stage> StageRun for Typed<T> {
     fn columns_out(&self, inputs: &[Option<Vec<String>>]) -> Option<Vec<String>> {
         self.0.columns_out(inputs)
     }
+}
+
+/// An interval must contain its estimate: in every row where the estimate and both ends are
+/// numbers, lower ≤ estimate ≤ upper. An interval method that can leave its estimate (a basic
+/// bootstrap near a boundary put [0, 0] around 3.2e-4) is a statistics bug that a figure's band
+/// makes look like a result; checking here, for every kind that declares intervals
+/// ([`Stage::intervals`]), fails the run at the first such row instead.
+pub fn check_intervals(frame: &DataFrame, intervals: &[[String; 3]]) -> anyhow::Result<()> {
+    let col = |name: &str| -> anyhow::Result<Vec<Option<f64>>> {
+        let c = frame.column(name).map_err(|_| {
+            anyhow::anyhow!("the kind declares the interval column `{name}` but did not write it (a bug in the kind)")
+        })?;
+        Ok(c.cast(&polars::prelude::DataType::Float64)?
+            .f64()?
+            .iter()
+            .map(|v| v.filter(|x| x.is_finite()))
+            .collect())
+    };
+    for [est, lo, hi] in intervals {
+        let (e, l, h) = (col(est)?, col(lo)?, col(hi)?);
+        for (row, ((e, l), h)) in e.iter().zip(&l).zip(&h).enumerate() {
+            if let (Some(e), Some(l), Some(h)) = (e, l, h) {
+                if !(l <= e && e <= h) {
+                    anyhow::bail!(
+                        "row {}: the interval [`{lo}`, `{hi}`] = [{l}, {h}] excludes its estimate `{est}` = {e}: an interval must contain its estimate (a bug in the kind's interval method)",
+                        row + 1
+                    );
+                }
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Parses `with:` into `T` (reporting the path of a bad key) and validates it.
@@ -601,4 +640,49 @@ pub struct KindInfo {
     pub params: fn() -> Schema,
     pub gather: Gather,
     pub build: fn(&Value) -> Result<Box<dyn StageRun>, ParamError>,
+}
+
+#[cfg(test)]
+mod tests {
+    use polars::prelude::{Column, DataFrame};
+
+    /// An interval that leaves its estimate fails the run, naming the row, the columns and
+    /// the values; missing values (an interval not computed) pass; an undeclared-but-missing
+    /// column is a bug in the kind.
+    #[test]
+    fn an_interval_must_contain_its_estimate() {
+        let frame = |est: Vec<Option<f64>>, lo: Vec<Option<f64>>, hi: Vec<Option<f64>>| {
+            DataFrame::new(
+                est.len(),
+                vec![
+                    Column::new("tv".into(), est),
+                    Column::new("tv_lo".into(), lo),
+                    Column::new("tv_hi".into(), hi),
+                ],
+            )
+            .unwrap()
+        };
+        let iv = [["tv", "tv_lo", "tv_hi"].map(str::to_string)];
+        let ok = frame(
+            vec![Some(0.1), Some(0.0), None],
+            vec![Some(0.0), Some(0.0), Some(0.0)],
+            vec![Some(0.2), Some(0.0), Some(1.0)],
+        );
+        assert!(super::check_intervals(&ok, &iv).is_ok());
+        // dr-noisy-argmax at ε = 0.056: [0, 0] around 3.2e-4.
+        let bad = frame(
+            vec![Some(0.1), Some(3.2e-4)],
+            vec![Some(0.0); 2],
+            vec![Some(0.2), Some(0.0)],
+        );
+        let e = super::check_intervals(&bad, &iv).unwrap_err().to_string();
+        assert!(
+            e.contains("row 2") && e.contains("[0, 0] excludes its estimate `tv` = 0.00032"),
+            "{e}"
+        );
+        let e = super::check_intervals(&ok, &[["tv", "lo", "tv_hi"].map(str::to_string)])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("`lo` but did not write it"), "{e}");
+    }
 }

@@ -72,6 +72,10 @@ impl Stage for LogLogFit {
         out
     }
 
+    fn intervals(&self) -> Vec<[String; 3]> {
+        vec![["slope", "slope_ci_lo", "slope_ci_hi"].map(str::to_string)]
+    }
+
     /// The keys of `by`; with `output: lines` x, y and the fitted and predicted lines; the
     /// slope, its interval and the predicted slope; then the `keep` columns.
     fn columns_out(&self, _: &[Option<Vec<String>>]) -> Option<Vec<String>> {

@@ -82,6 +82,10 @@ impl Stage for Summary {
         out
     }
 
+    fn intervals(&self) -> Vec<[String; 3]> {
+        vec![["mean", "ci_lo", "ci_hi"].map(str::to_string)]
+    }
+
     fn columns_out(&self, _: &[Option<Vec<String>>]) -> Option<Vec<String>> {
         let mut out = self.by.clone();
         out.push("value".into());

@@ -30,6 +30,13 @@ struct Selection {
 }
 
 impl Stage for Selection {
+    fn intervals(&self) -> Vec<[String; 3]> {
+        vec![
+            ["mc_mean", "mc_ci_lo", "mc_ci_hi"].map(str::to_string),
+            ["mc_pr_suboptimal", "mc_pr_ci_lo", "mc_pr_ci_hi"].map(str::to_string),
+        ]
+    }
+
     /// Reads the fixed columns of a `mechanism.select` frame; its own are fixed too.
     fn columns_out(&self, _: &[Option<Vec<String>>]) -> Option<Vec<String>> {
         Some(

@@ -113,6 +113,10 @@ impl Stage for Tail {
         }
     }
 
+    fn intervals(&self) -> Vec<[String; 3]> {
+        vec![["pr_mc", "pr_ci_lo", "pr_ci_hi"].map(str::to_string)]
+    }
+
     /// Reads the fixed columns of a `mechanism.select` frame; its own are fixed too.
     fn columns_out(&self, _: &[Option<Vec<String>>]) -> Option<Vec<String>> {
         Some(

@@ -81,6 +81,10 @@ impl Stage for SampleMean {
         )
     }
 
+    fn intervals(&self) -> Vec<[String; 3]> {
+        vec![["mc_mean_abs", "mc_ci_lo", "mc_ci_hi"].map(str::to_string)]
+    }
+
     fn columns_out(&self, _: &[Option<Vec<String>>]) -> Option<Vec<String>> {
         Some(column_names(true, COLUMNS))
     }
