@@ -9,7 +9,7 @@ JOBS ?= 2
 MIRROR ?= $(wildcard ../shared/datasets)
 export DPLAB_DATA_MIRROR ?= $(if $(MIRROR),$(abspath $(MIRROR)),)
 
-.PHONY: build run-all report test browser-test test-slurm golden bench lint fuzz clean
+.PHONY: build run-all report test figure-check browser-test test-slurm golden bench lint fuzz clean
 
 build:
 	$(CARGO) build --release --locked
@@ -29,7 +29,8 @@ report: build
 	$(DPLAB) report results --pipelines pipelines/
 
 ## Unit and integration tests, `dplab schema` against an independent validator (tests/schema-check),
-## then every pipeline under --profile ci compared with tests/golden/.
+## then every pipeline under --profile ci compared with tests/golden/, every figure rendered and
+## held against the frame it drew, and the report in Chromium.
 ## Every run here uses a fresh instance store, so nothing passes because of stored work.
 test: build
 	rm -rf target/test-store target/ci-store target/ci-results
@@ -37,7 +38,15 @@ test: build
 	DPLAB=$(abspath $(DPLAB)) $(CARGO) test --release --locked -p dplab-schema-check
 	$(DPLAB) run pipelines/ --profile ci --out target/ci-results --jobs $(JOBS) --skip-unavailable --store target/ci-store
 	$(DPLAB) compare target/ci-results tests/golden $(if $(DPLAB_DATA_MIRROR),,--allow-missing)
+	$(MAKE) figure-check
 	tests/browser/run.sh target/ci-results pipelines
+
+## Every figure of target/ci-results rendered by librsvg (rsvg-convert; installed with apt-get
+## when missing, as root) and held against the frame of what it drew: each series of the frame
+## in the legend, each legend entry drawn. See tests/figure-check/check.py.
+figure-check:
+	command -v rsvg-convert >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends librsvg2-bin >/dev/null; }
+	python3 tests/figure-check/check.py target/ci-results
 
 ## The report in a real browser: Debian's Chromium (installed with apt-get when missing, as root),
 ## headless, on target/ci-results (made by `make test`; run that first). Fails if an experiment has

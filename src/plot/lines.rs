@@ -20,9 +20,14 @@ struct Prepared<'a> {
     s: &'a Series,
     color: RGBColor,
     marker: usize,
+    /// How it is drawn: the series' style, but dashed where a solid line would repeat the
+    /// colour of an earlier series (more series than colours).
+    style: LineStyle,
     pts: Vec<Option<(f64, f64)>>,
     /// (x, lower, upper) in axis units; lower = -inf means "to axis bottom".
     band: Vec<Option<(f64, f64, f64)>>,
+    /// x in axis units of the points marked on the bottom edge ([`Series::below`]).
+    below: Vec<f64>,
 }
 
 /// Reference-line dash patterns (on, off px), so several lines stay distinct.
@@ -39,6 +44,8 @@ enum Glyph {
     HLine {
         pattern: usize,
     },
+    /// The mark of a point below a logarithmic axis ([`Series::below`]).
+    Below,
 }
 
 #[derive(Clone)]
@@ -70,8 +77,7 @@ fn panel_name(p: &Panel, i: usize) -> String {
 fn prepare<'a>(
     (log_x, log_y): (bool, bool),
     s: &'a Series,
-    color: RGBColor,
-    marker: usize,
+    (color, marker, repeated): (RGBColor, usize, bool),
 ) -> Result<Prepared<'a>, PlotError> {
     let n = s.x.len();
     if s.y.len() != n {
@@ -104,7 +110,25 @@ fn prepare<'a>(
         }
         pts.push(Some((scale::fwd(log_x, x), scale::fwd(log_y, y))));
     }
-    if pts.iter().all(Option::is_none) {
+    let mut below = Vec::with_capacity(s.below.len());
+    for &x in &s.below {
+        if !x.is_finite() {
+            return Err(PlotError::NonFinite {
+                series: s.name.clone(),
+                what: "x of a point below the axis".into(),
+                value: x,
+            });
+        }
+        if log_x && x <= 0.0 {
+            return Err(PlotError::NonPositiveOnLog {
+                series: s.name.clone(),
+                axis: "x",
+                value: x,
+            });
+        }
+        below.push(scale::fwd(log_x, x));
+    }
+    if pts.iter().all(Option::is_none) && below.is_empty() {
         return Err(PlotError::NoFiniteData {
             series: s.name.clone(),
         });
@@ -137,12 +161,18 @@ fn prepare<'a>(
             band.push(Some((scale::fwd(log_x, x), lt, scale::fwd(log_y, h))));
         }
     }
+    let style = match s.style {
+        LineStyle::Solid if repeated => LineStyle::Dashed,
+        other => other,
+    };
     Ok(Prepared {
         s,
         color,
         marker,
+        style,
         pts,
         band,
+        below,
     })
 }
 
@@ -236,11 +266,13 @@ fn render_with(fig: &LineFigure, place: Place) -> Result<(String, f64), PlotErro
         }
     }
     let slots = colour_slots(&names);
+    // (colour slot, marker shape, whether an earlier series has the colour): beyond the
+    // palette's colours a series is told apart by its marker and a dashed line.
     let idx_of = |name: &str| {
-        names
-            .iter()
-            .position(|n| *n == name)
-            .map_or(0, |i| slots[i])
+        let i = names.iter().position(|n| *n == name).unwrap_or(0);
+        let earlier = slots[..i].iter().filter(|&&k| k == slots[i]).count();
+        // The marker follows the slot (stable as series come and go), shifted for a repeat.
+        (slots[i], slots[i] + 3 * earlier, earlier > 0)
     };
 
     let mut prepared: Vec<Vec<Prepared>> = Vec::new();
@@ -257,11 +289,18 @@ fn render_with(fig: &LineFigure, place: Place) -> Result<(String, f64), PlotErro
         let mut ps = Vec::new();
         let (mut x, mut y) = (None, None);
         for s in &p.series {
-            let i = idx_of(&s.name);
-            let pr = prepare((fig.log_x, p_log_y), s, PALETTE[i % PALETTE.len()], i)?;
+            let (slot, marker, repeated) = idx_of(&s.name);
+            let pr = prepare(
+                (fig.log_x, p_log_y),
+                s,
+                (PALETTE[slot % PALETTE.len()], marker, repeated),
+            )?;
             for (px, py) in pr.pts.iter().flatten() {
                 widen(&mut x, *px);
                 widen(&mut y, *py);
+            }
+            for bx in &pr.below {
+                widen(&mut x, *bx);
             }
             for (_, l, h) in pr.band.iter().flatten() {
                 widen(&mut y, *l);
@@ -329,12 +368,22 @@ fn render_with(fig: &LineFigure, place: Place) -> Result<(String, f64), PlotErro
                 label: pr.s.name.clone(),
                 glyph: Glyph::Series {
                     color: pr.color,
-                    style: pr.s.style,
+                    style: pr.style,
                     marker: pr.marker,
                     band: !pr.band.is_empty(),
                 },
             });
         }
+    }
+    if prepared.iter().flatten().any(|pr| !pr.below.is_empty()) {
+        entries.push(Entry {
+            label: if fig.below_label.is_empty() {
+                BELOW_LABEL.to_string()
+            } else {
+                fig.below_label.clone()
+            },
+            glyph: Glyph::Below,
+        });
     }
     let mut hline_labels: Vec<&str> = Vec::new();
     for p in &fig.panels {
@@ -480,7 +529,7 @@ fn render_with(fig: &LineFigure, place: Place) -> Result<(String, f64), PlotErro
             for pr in series {
                 let pix: Vec<Option<(i32, i32)>> =
                     pr.pts.iter().map(|p| p.map(|(x, y)| map(x, y))).collect();
-                let style = pr.s.style;
+                let style = pr.style;
                 for run in runs(&pix) {
                     match style {
                         LineStyle::Solid | LineStyle::LineMarkers if run.len() >= 2 => {
@@ -506,6 +555,10 @@ fn render_with(fig: &LineFigure, place: Place) -> Result<(String, f64), PlotErro
                     if matches!(style, LineStyle::Markers | LineStyle::LineMarkers) || isolated(i) {
                         draw_marker(&root, *p, pr.marker, pr.color)?;
                     }
+                }
+                for &bx in &pr.below {
+                    let (px, _) = map(bx, f64::NEG_INFINITY);
+                    draw_below(&root, (px, ypix.end - 1), pr.color)?;
                 }
             }
             root.draw(&Rectangle::new(
@@ -567,6 +620,27 @@ fn layout_strip(entries: &[Entry], max_w: i32) -> Vec<Vec<(usize, i32)>> {
         used += w;
     }
     rows
+}
+
+/// What the legend says of [`draw_below`]'s triangle, unless the figure says otherwise.
+const BELOW_LABEL: &str = "value ≤ 0, below the log axis";
+
+/// An open triangle pointing down whose tip touches the bottom edge at `x`: a point whose
+/// value the logarithmic axis cannot show.
+fn draw_below<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    (x, bottom): (i32, i32),
+    color: RGBColor,
+) -> Result<(), PlotError> {
+    let r = MARKER_R + 1;
+    let tri = vec![
+        (x - r, bottom - 2 * r - 1),
+        (x + r, bottom - 2 * r - 1),
+        (x, bottom - 1),
+        (x - r, bottom - 2 * r - 1),
+    ];
+    root.draw(&PathElement::new(tri, color.stroke_width(2)))
+        .map_err(draw_err)
 }
 
 fn draw_marker<DB: DrawingBackend>(
@@ -646,6 +720,9 @@ fn draw_entry<DB: DrawingBackend>(
                 root.draw(&PathElement::new(seg, GREY.stroke_width(2)))
                     .map_err(draw_err)?;
             }
+        }
+        Glyph::Below => {
+            draw_below(root, (x + GLYPH_W / 2, y + MARKER_R + 2), INK)?;
         }
     }
     root.draw(&Text::new(

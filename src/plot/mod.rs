@@ -16,9 +16,10 @@
 //! * On a log axis, a non-positive *data* value (series x/y, horizontal
 //!   reference line, heatmap coordinate, z on a log colour scale) is
 //!   **rejected** with [`PlotError::NonPositiveOnLog`], naming the series and
-//!   the value. Confidence-band edges are the exception: a band whose lower
-//!   edge is ≤ 0 on a log y axis is drawn down to the bottom of the axis,
-//!   since "the interval reaches zero" is exactly what that shows.
+//!   the value. Two exceptions say what they show instead of hiding it: a
+//!   band whose lower edge is ≤ 0 on a log y axis is drawn down to the bottom
+//!   of the axis ("the interval reaches zero"), and a point a caller lists in
+//!   [`Series::below`] is marked on the bottom edge with a legend entry.
 //! * Panels of a line figure share the x range; they share the y range too
 //!   unless that would squash a panel to under a fifth of its height, in which
 //!   case each panel gets its own y range.
@@ -120,6 +121,12 @@ pub struct Series {
     /// drawn as a translucent area in the series colour beneath all lines.
     pub band: Option<(Vec<f64>, Vec<f64>)>,
     pub style: LineStyle,
+    /// The x of points below the y axis: y ≤ 0 on a logarithmic axis, or below the lower end
+    /// a figure sets. They have no position on it, yet "the estimate is 0" is a result (a
+    /// thesis's printed 0.000, a Monte-Carlo count of 0): each is drawn as an open triangle
+    /// pointing down on the panel's bottom edge, in the series' colour, and the legend says
+    /// what the triangle means ([`LineFigure::below_label`]). Their `y` stays NaN.
+    pub below: Vec<f64>,
 }
 
 /// One facet of a line figure.
@@ -153,6 +160,9 @@ pub struct LineFigure {
     /// Size of one panel in px.
     pub width: u32,
     pub height: u32,
+    /// What the legend says of the marks of [`Series::below`] (empty: "value ≤ 0, below the
+    /// log axis").
+    pub below_label: String,
 }
 
 /// Renders a line figure to an SVG document (`^` and `_` in its texts as in [`mathtext`]).
@@ -395,7 +405,8 @@ const PALETTE: [RGBColor; 7] = [
     RGBColor(0xCC, 0x79, 0xA7), // reddish purple
     RGBColor(0xE6, 0x9F, 0x00), // orange
     RGBColor(0x56, 0xB4, 0xE9), // sky blue
-    RGBColor(0x00, 0x00, 0x00), // black
+    // Not black: a black line reads as a reference line (grey dashed here) or an axis.
+    RGBColor(0x88, 0x22, 0x55), // wine
 ];
 
 const INK: RGBColor = RGBColor(0x22, 0x22, 0x22);

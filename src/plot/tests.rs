@@ -3,6 +3,7 @@ use super::*;
 fn series(name: &str, x: &[f64], f: impl Fn(f64) -> f64, band: bool, style: LineStyle) -> Series {
     let y: Vec<f64> = x.iter().map(|&v| f(v)).collect();
     Series {
+        below: Vec::new(),
         name: name.into(),
         x: x.to_vec(),
         band: band.then(|| {
@@ -49,6 +50,7 @@ pub(crate) fn sample_lines() -> LineFigure {
         log_y: None,
     };
     LineFigure {
+        below_label: String::new(),
         title: "Mean estimation error vs privacy budget".into(),
         x_label: "privacy budget ε".into(),
         y_label: "mean absolute error".into(),
@@ -283,6 +285,7 @@ fn other_bad_input_is_an_error_not_a_panic() {
 fn degenerate_but_valid_inputs_render() {
     // One point, constant series, infinities, one-cell heatmap, constant z.
     let fig = LineFigure {
+        below_label: String::new(),
         title: String::new(),
         x_label: String::new(),
         y_label: String::new(),
@@ -292,6 +295,7 @@ fn degenerate_but_valid_inputs_render() {
             title: String::new(),
             series: vec![
                 Series {
+                    below: Vec::new(),
                     name: "one".into(),
                     x: vec![1.0],
                     y: vec![2.0],
@@ -299,6 +303,7 @@ fn degenerate_but_valid_inputs_render() {
                     style: LineStyle::Solid,
                 },
                 Series {
+                    below: Vec::new(),
                     name: "flat".into(),
                     x: vec![0.0, 1.0, f64::INFINITY],
                     y: vec![2.0, 2.0, 3.0],
@@ -378,6 +383,7 @@ fn write_samples() {
         ys.extend([c, c]);
     }
     let hist = LineFigure {
+        below_label: String::new(),
         title: "Histogram of noisy counts".into(),
         x_label: "released count".into(),
         y_label: "frequency".into(),
@@ -387,6 +393,7 @@ fn write_samples() {
             title: String::new(),
             series: (0..9)
                 .map(|k| Series {
+                    below: Vec::new(),
                     name: if k == 0 {
                         "histogram".into()
                     } else {
@@ -423,6 +430,7 @@ fn write_samples() {
         height: 440,
     };
     let three = LineFigure {
+        below_label: String::new(),
         title: "Free y scales when panels differ by orders of magnitude".into(),
         x_label: "n".into(),
         y_label: "value".into(),
@@ -432,6 +440,7 @@ fn write_samples() {
             .map(|k| Panel {
                 title: format!("scale 10^{}", 2 * k),
                 series: vec![Series {
+                    below: Vec::new(),
                     name: "signal".into(),
                     x: (0..20).map(|i| i as f64).collect(),
                     y: (0..20)
@@ -522,6 +531,7 @@ fn panels_of_different_measures_carry_their_own_y_labels() {
     let panel = |title: &str, y_label: &str, scale: f64| Panel {
         title: title.into(),
         series: vec![Series {
+            below: Vec::new(),
             name: "σ = 2".into(),
             x: vec![0.0, 1.0, 7.0],
             y: vec![0.15 * scale, 0.08 * scale, 0.1 * scale],
@@ -533,6 +543,7 @@ fn panels_of_different_measures_carry_their_own_y_labels() {
         log_y: None,
     };
     let fig = LineFigure {
+        below_label: String::new(),
         title: "CSN vs κ".into(),
         x_label: "κ".into(),
         y_label: "mean of 10 runs".into(),
@@ -643,6 +654,7 @@ fn panels_of_different_measures_have_their_own_scale_type() {
     let panel = |title: &str, y: Vec<f64>, log_y: Option<bool>| Panel {
         title: title.into(),
         series: vec![Series {
+            below: Vec::new(),
             name: "σ = 2".into(),
             x: vec![1.0, 2.0, 3.0, 4.0],
             y,
@@ -654,6 +666,7 @@ fn panels_of_different_measures_have_their_own_scale_type() {
         log_y,
     };
     let fig = |share_log: Option<bool>| LineFigure {
+        below_label: String::new(),
         title: "CSN vs κ".into(),
         x_label: "κ".into(),
         y_label: "mean of 10 runs".into(),

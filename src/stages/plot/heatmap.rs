@@ -4,7 +4,7 @@ use anyhow::Result;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use super::{no_columns, svg_output};
+use super::figure_output;
 use crate::plot::{self, HeatPanel, HeatmapFigure};
 use crate::stages::frame::{f64_col_or_nan as f64_col, group_rows};
 use crate::stages::{
@@ -13,7 +13,7 @@ use crate::stages::{
 
 pub const KIND: KindInfo = KindInfo {
     name: "plot.heatmap",
-    version: 5,
+    version: 6,
     random: false,
     summary: "A heatmap of z over (x, y) with a colour bar shared by all panels; optional contour line z = level.",
     params: params::<Heatmap>,
@@ -67,7 +67,7 @@ impl Stage for Heatmap {
     }
 
     fn columns_out(&self, _: &[Option<Vec<String>>]) -> Option<Vec<String>> {
-        no_columns()
+        Some(["panel", "x", "y", "z"].map(str::to_string).to_vec())
     }
 
     fn run(&self, ctx: &mut Ctx) -> Result<Output> {
@@ -79,6 +79,8 @@ impl Stage for Heatmap {
         );
         let facet_keys: Vec<String> = self.facet.iter().cloned().collect();
         let mut panels = Vec::new();
+        // What the figure draws, cell by cell (a missing cell is empty).
+        let mut drawn: (Vec<String>, Vec<f64>, Vec<f64>, Vec<Option<f64>>) = Default::default();
         for (fkey, rows) in group_rows(df, &facet_keys)? {
             let grid = |v: &[f64]| {
                 let mut g: Vec<f64> = rows.iter().map(|&r| v[r]).collect();
@@ -94,15 +96,44 @@ impl Stage for Heatmap {
                 product(&[nx, ny]),
             )?;
             let mut z = vec![f64::NAN; gx.len() * gy.len()];
-            for &r in &rows {
-                let ix = gx.partition_point(|&v| v < xs[r]);
-                let iy = gy.partition_point(|&v| v < ys[r]);
-                z[iy * gx.len() + ix] = zs[r];
-            }
+            let mut filled = vec![false; z.len()];
             let title = match (&self.facet, fkey.first()) {
                 (Some(f), Some(v)) => format!("{f} = {v}"),
                 _ => String::new(),
             };
+            for &r in &rows {
+                let ix = gx.partition_point(|&v| v < xs[r]);
+                let iy = gy.partition_point(|&v| v < ys[r]);
+                let cell = iy * gx.len() + ix;
+                // Two rows in one cell: the later would hide the earlier without a word.
+                if std::mem::replace(&mut filled[cell], true)
+                    && z[cell].to_bits() != zs[r].to_bits()
+                {
+                    let place = if title.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" in panel `{title}`")
+                    };
+                    return Err(crate::stages::ParamError::at(
+                        "z",
+                        format!(
+                            "two rows{place} fall in one cell (x = {}, y = {}) with different `{}` ({} and {}): split them with `facet`, or aggregate them first",
+                            xs[r], ys[r], self.z, z[cell], zs[r]
+                        ),
+                    )
+                    .into());
+                }
+                z[cell] = zs[r];
+            }
+            for (iy, y) in gy.iter().enumerate() {
+                for (ix, x) in gx.iter().enumerate() {
+                    drawn.0.push(title.clone());
+                    drawn.1.push(*x);
+                    drawn.2.push(*y);
+                    let v = z[iy * gx.len() + ix];
+                    drawn.3.push(v.is_finite().then_some(v));
+                }
+            }
             panels.push(HeatPanel {
                 title,
                 x: gx,
@@ -125,6 +156,16 @@ impl Stage for Heatmap {
             height: 440,
         };
         let svg = plot::render_heatmap(&fig)?;
-        Ok(svg_output(svg))
+        use polars::prelude::{Column, DataFrame};
+        let frame = DataFrame::new(
+            drawn.0.len(),
+            vec![
+                Column::new("panel".into(), drawn.0),
+                Column::new("x".into(), drawn.1),
+                Column::new("y".into(), drawn.2),
+                Column::new("z".into(), drawn.3),
+            ],
+        )?;
+        Ok(figure_output(svg, frame))
     }
 }

@@ -6,7 +6,7 @@ use anyhow::Result;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use super::{no_columns, svg_output};
+use super::figure_output;
 use crate::plot::{self, LineFigure, LineStyle, Panel, Series};
 use crate::stages::frame::{f64_col_or_nan as f64_col, group_rows, take_rows};
 use crate::stages::param::Count;
@@ -15,9 +15,13 @@ use crate::stages::{
     ParamError, Stage,
 };
 
+/// The columns of the frame a histogram outputs: one row per drawn bin (its count, or its
+/// density when `density`).
+const DRAWN_COLUMNS: [&str; 5] = ["panel", "series", "bin_lo", "bin_hi", "value"];
+
 pub const KIND: KindInfo = KindInfo {
     name: "plot.histogram",
-    version: 4,
+    version: 5,
     random: false,
     summary: "Histograms (as step outlines, so several series stay readable) of a numeric column, one per value of `series`, one panel per value of `facet`; counts or densities.",
     params: params::<Histogram>,
@@ -69,7 +73,7 @@ impl Stage for Histogram {
     }
 
     fn columns_out(&self, _: &[Option<Vec<String>>]) -> Option<Vec<String>> {
-        no_columns()
+        Some(DRAWN_COLUMNS.map(str::to_string).to_vec())
     }
 
     fn validate(&self) -> Result<(), ParamError> {
@@ -127,6 +131,8 @@ impl Stage for Histogram {
             product(&[outlines, self.bins.get(), 2]),
         )?;
         let mut panels = Vec::new();
+        let mut drawn: [Vec<String>; 2] = Default::default();
+        let mut bars: [Vec<f64>; 3] = Default::default();
         for (fkey, frows) in facets {
             let sub = frame_rows(df, &frows)?;
             let mut series = Vec::new();
@@ -161,7 +167,15 @@ impl Stage for Histogram {
                         .for_each(|y| *y = f64::NAN);
                 }
                 let name = skey.first().cloned().unwrap_or_else(|| self.column.clone());
+                for (b, c) in counts.iter().enumerate() {
+                    drawn[0].push(fkey.first().cloned().unwrap_or_default());
+                    drawn[1].push(name.clone());
+                    bars[0].push(lo + b as f64 * width);
+                    bars[1].push(lo + (b + 1) as f64 * width);
+                    bars[2].push(*c);
+                }
                 series.push(Series {
+                    below: Vec::new(),
                     name,
                     x: xs,
                     y: ys,
@@ -182,6 +196,7 @@ impl Stage for Histogram {
             });
         }
         let fig = LineFigure {
+            below_label: String::new(),
             title: self.title.clone(),
             x_label: self.x_label.clone(),
             y_label: if self.density {
@@ -197,7 +212,19 @@ impl Stage for Histogram {
             height: 440,
         };
         let svg = plot::render_lines(&fig)?;
-        Ok(svg_output(svg))
+        let [panel, series] = drawn;
+        let [bin_lo, bin_hi, value] = bars;
+        let frame = polars::prelude::DataFrame::new(
+            panel.len(),
+            vec![
+                polars::prelude::Column::new("panel".into(), panel),
+                polars::prelude::Column::new("series".into(), series),
+                polars::prelude::Column::new("bin_lo".into(), bin_lo),
+                polars::prelude::Column::new("bin_hi".into(), bin_hi),
+                polars::prelude::Column::new("value".into(), value),
+            ],
+        )?;
+        Ok(figure_output(svg, frame))
     }
 }
 

@@ -6,14 +6,14 @@ use indexmap::IndexMap;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::{no_columns, svg_output};
+use super::figure_output;
 use crate::plot::{self, LineFigure, LineStyle, Panel, Series};
-use crate::stages::frame::{f64_col_or_nan as f64_col, group_rows, str_col};
+use crate::stages::frame::{f64_col_or_nan as f64_col, str_col};
 use crate::stages::{build, params, Ctx, Gather, KindInfo, Output, ParamError, Stage};
 
 pub const KIND: KindInfo = KindInfo {
     name: "plot.lines",
-    version: 7,
+    version: 8,
     random: false,
     summary: "Lines (optionally with confidence bands) of y against x, one series per value of `series` and/or per y column, one panel per value of `facet`; log axes; labelled reference lines.",
     params: params::<Lines>,
@@ -106,8 +106,17 @@ struct Lines {
     hi: Option<OneOrMany>,
     /// column whose values split the rows into series
     series: Option<String>,
-    /// column whose values split the rows into panels
+    /// column whose values split the rows into panels; a row with no value in it is drawn in
+    /// every panel (a reference shared by all)
     facet: Option<String>,
+    /// the y is a step function: rows of one series that share an x are the two sides of a
+    /// jump (a piecewise-constant density's levels), drawn as a vertical segment, not refused
+    #[serde(default)]
+    jumps: bool,
+    /// keep only the rows whose column holds one of the listed values: column → values
+    /// (`only: {value: [max_abs_error]}`); a listed value no row holds is an error
+    #[serde(default)]
+    only: IndexMap<String, Vec<Cell>>,
     /// display names for columns and series values: name → text
     #[serde(default)]
     labels: IndexMap<String, String>,
@@ -141,45 +150,122 @@ struct Lines {
     /// logarithmic y axis
     #[serde(default)]
     log_y: bool,
+    /// lower end of the y axis (> 0 on a logarithmic one): a value below it is marked on the
+    /// bottom edge, not drawn, so that values near 0 (1e-60) do not stretch the axis over
+    /// decades no one reads
+    y_min: Option<f64>,
     /// panels per row (0: automatic)
     #[serde(default)]
     columns: usize,
 }
 
-impl Lines {
-    /// On a logarithmic axis a point with a non-positive coordinate has no position; a
-    /// Monte-Carlo estimate of a small probability is often exactly 0. Such points become
-    /// gaps in the line (the frame keeps them) and the count is logged, rather than
-    /// failing the figure or silently moving the point. The point's band goes with it: a
-    /// confidence interval reaching down to 0 would otherwise fill the panel to its bottom.
-    #[allow(clippy::type_complexity)]
-    fn drawable(
-        &self,
-        (name, log_y): (&str, bool),
-        x: Vec<f64>,
-        mut y: Vec<f64>,
-        mut band: Option<(Vec<f64>, Vec<f64>)>,
-    ) -> (Vec<f64>, Vec<f64>, Option<(Vec<f64>, Vec<f64>)>) {
-        let mut dropped = 0usize;
-        for i in 0..x.len() {
-            if (self.log_x && x[i] <= 0.0) || (log_y && y[i] <= 0.0) {
-                dropped += 1;
-                y[i] = f64::NAN;
-                if let Some((lo, hi)) = band.as_mut() {
-                    lo[i] = f64::NAN;
-                    hi[i] = f64::NAN;
-                }
-            }
+/// A value `only` keeps: text, or a number compared as a number (`sigma: [2]` keeps `2.0`).
+#[derive(Deserialize, JsonSchema, Clone)]
+#[serde(untagged)]
+enum Cell {
+    /// a number
+    Number(f64),
+    /// a text
+    Text(String),
+}
+
+impl Cell {
+    fn matches(&self, text: &str) -> bool {
+        match self {
+            Cell::Number(n) => text.trim().parse::<f64>() == Ok(*n),
+            Cell::Text(t) => t == text,
         }
-        if dropped > 0 {
-            tracing::info!(
-                "plot `{}`: {dropped} point(s) of `{name}` are ≤ 0 and are left out of the logarithmic axis",
-                self.title
-            );
-        }
-        (x, y, band)
     }
 }
+
+impl std::fmt::Display for Cell {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Cell::Number(n) => write!(f, "{n}"),
+            Cell::Text(t) => f.write_str(t),
+        }
+    }
+}
+
+/// The columns' distinct values, in order, for messages.
+fn distinct_values(v: &[String], rows: &[usize]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for &r in rows {
+        if !out.contains(&v[r]) {
+            out.push(v[r].clone());
+        }
+    }
+    out
+}
+
+/// `a, b, c` with at most eight items, then `… (n in all)`.
+fn listed(items: &[String]) -> String {
+    let shown: Vec<String> = items.iter().take(8).map(|s| format!("`{s}`")).collect();
+    if items.len() > 8 {
+        format!("{}, … ({} in all)", shown.join(", "), items.len())
+    } else {
+        shown.join(", ")
+    }
+}
+
+/// The drawn points of the figure: the frame `plot.lines` outputs, so that what a figure
+/// shows is a frame the goldens compare and a test can hold against the SVG. A row without
+/// `y` is a point marked below a logarithmic axis (its value ≤ 0).
+#[derive(Default)]
+struct Drawn {
+    panel: Vec<String>,
+    series: Vec<String>,
+    x: Vec<f64>,
+    y: Vec<Option<f64>>,
+    lo: Vec<Option<f64>>,
+    hi: Vec<Option<f64>>,
+}
+
+impl Drawn {
+    /// The series' drawn points (a missing y draws nothing, so has no row), then its points
+    /// marked below a logarithmic axis, which are the rows with no y.
+    fn push(&mut self, panel: &str, s: &Series) {
+        for i in 0..s.x.len() {
+            let finite = |v: f64| v.is_finite().then_some(v);
+            if !(s.x[i].is_finite() && s.y[i].is_finite()) {
+                continue;
+            }
+            self.panel.push(panel.to_string());
+            self.series.push(s.name.clone());
+            self.x.push(s.x[i]);
+            self.y.push(finite(s.y[i]));
+            self.lo.push(s.band.as_ref().and_then(|b| finite(b.0[i])));
+            self.hi.push(s.band.as_ref().and_then(|b| finite(b.1[i])));
+        }
+        for &x in &s.below {
+            self.panel.push(panel.to_string());
+            self.series.push(s.name.clone());
+            self.x.push(x);
+            // A point below the logarithmic axis: its value is ≤ 0, drawn as a mark.
+            self.y.push(None);
+            self.lo.push(None);
+            self.hi.push(None);
+        }
+    }
+
+    fn frame(self) -> Result<polars::prelude::DataFrame> {
+        use polars::prelude::*;
+        Ok(DataFrame::new(
+            self.x.len(),
+            vec![
+                Column::new("panel".into(), self.panel),
+                Column::new("series".into(), self.series),
+                Column::new("x".into(), self.x),
+                Column::new("y".into(), self.y),
+                Column::new("lo".into(), self.lo),
+                Column::new("hi".into(), self.hi),
+            ],
+        )?)
+    }
+}
+
+/// The columns of the frame a line figure outputs: one row per drawn point.
+const DRAWN_COLUMNS: [&str; 6] = ["panel", "series", "x", "y", "lo", "hi"];
 
 impl Stage for Lines {
     fn columns_read(&self) -> Vec<(String, String)> {
@@ -196,11 +282,12 @@ impl Stage for Lines {
                 .iter()
                 .map(|r| ("reference.column".to_string(), r.column.clone())),
         );
+        out.extend(self.only.keys().map(|c| (format!("only.{c}"), c.clone())));
         out
     }
 
     fn columns_out(&self, _: &[Option<Vec<String>>]) -> Option<Vec<String>> {
-        no_columns()
+        Some(DRAWN_COLUMNS.map(str::to_string).to_vec())
     }
 
     fn validate(&self) -> Result<(), ParamError> {
@@ -235,6 +322,15 @@ impl Stage for Lines {
                 "`y_labels` names panels by their `facet` value: give `facet` too (or use `y_label`)",
             ));
         }
+        if let Some(m) = self.y_min {
+            let log = self.log_y || self.y_scales.values().any(|s| *s == ScaleName::Log);
+            if log && m <= 0.0 {
+                return Err(ParamError::at(
+                    "y_min",
+                    format!("y_min = {m} is invalid on a logarithmic y axis: it must be > 0"),
+                ));
+            }
+        }
         if !self.y_scales.is_empty() && self.facet.is_none() {
             return Err(ParamError::at(
                 "y_scales",
@@ -247,91 +343,126 @@ impl Stage for Lines {
     fn run(&self, ctx: &mut Ctx) -> Result<Output> {
         let df = ctx.input()?;
         let label = |s: &str| self.labels.get(s).cloned().unwrap_or_else(|| s.to_string());
+        let rows = self.kept_rows(df)?;
         let xs = f64_col(df, &self.x)?;
         let ys = self.y.list();
-        let los = self
-            .lo
-            .as_ref()
-            .map(|b| b.list())
-            .unwrap_or_else(|| vec![String::new(); ys.len()]);
-        let his = self
-            .hi
-            .as_ref()
-            .map(|b| b.list())
-            .unwrap_or_else(|| vec![String::new(); ys.len()]);
-        let facet_keys: Vec<String> = self.facet.iter().cloned().collect();
+        let none = || vec![String::new(); ys.len()];
+        let los = self.lo.as_ref().map_or_else(none, |b| b.list());
+        let his = self.hi.as_ref().map_or_else(none, |b| b.list());
         // Each column is read once, not once per panel and series.
-        let series_names = match &self.series {
-            Some(s) => str_col(df, s)?,
-            None => vec![String::new(); df.height()],
+        let text = |c: &Option<String>| -> Result<Option<Vec<String>>> {
+            c.as_ref().map(|c| str_col(df, c)).transpose()
         };
+        let (series_col, facet_col) = (text(&self.series)?, text(&self.facet)?);
         let mut cols: IndexMap<&str, Vec<f64>> = IndexMap::new();
-        // `y` columns always; band columns where given ("" is none).
         let bands = los.iter().chain(&his).filter(|c| !c.is_empty());
         for c in ys.iter().chain(bands) {
             if !cols.contains_key(c.as_str()) {
                 cols.insert(c.as_str(), f64_col(df, c)?);
             }
         }
+        let reference = match &self.reference {
+            Some(r) => Some((r, f64_col(df, &r.column)?)),
+            None => None,
+        };
+        // A row without a series value would be drawn under the y column's name, as if it
+        // were a series of its own: it needs a name, or to be left out.
+        if let (Some(sc), Some(name)) = (&series_col, &self.series) {
+            let unnamed = rows.iter().filter(|&&r| sc[r].is_empty()).count();
+            if unnamed > 0 && !self.labels.contains_key("") {
+                return Err(ParamError::at(
+                    "series",
+                    format!("{unnamed} row(s) have no `{name}` value: name them with `labels: {{\"\": …}}`, or leave them out with `only: {{{name}: […]}}`"),
+                )
+                .into());
+            }
+        }
+        // Panels: the facet's values; a row with none is drawn in every panel.
+        let mut panel_rows: IndexMap<String, Vec<usize>> = IndexMap::new();
+        let mut shared = Vec::new();
+        for &r in &rows {
+            match facet_col.as_ref().map(|f| f[r].as_str()) {
+                Some(v) if !v.is_empty() => panel_rows.entry(v.to_string()).or_default().push(r),
+                _ => shared.push(r),
+            }
+        }
+        if panel_rows.is_empty() {
+            panel_rows.insert(String::new(), Vec::new());
+        }
+        let series_of = |r: usize| series_col.as_ref().map_or("", |s| s[r].as_str());
+        let mut drawn = Drawn::default();
+        // What each series value and each y column drew, over all panels.
+        let mut series_drew: IndexMap<String, (usize, bool)> = IndexMap::new();
+        let mut y_drew: IndexMap<&str, bool> = ys.iter().map(|y| (y.as_str(), false)).collect();
         let mut panels = Vec::new();
-        for (fkey, frows) in group_rows(df, &facet_keys)? {
-            let title = match (&self.facet, fkey.first()) {
-                (Some(f), Some(v)) => facet_title(f, self.labels.get(f), v, &label(v)),
+        for (fvalue, own) in &panel_rows {
+            let frows: Vec<usize> = own.iter().chain(&shared).copied().collect();
+            let title = match &self.facet {
+                Some(f) if !fvalue.is_empty() => {
+                    facet_title(f, self.labels.get(f), fvalue, &label(fvalue))
+                }
                 _ => String::new(),
             };
-            let panel_log_y = fkey
-                .first()
-                .and_then(|v| self.y_scales.get(v))
+            let panel_log_y = self
+                .y_scales
+                .get(fvalue)
                 .map_or(self.log_y, |s| *s == ScaleName::Log);
-            let mut groups: IndexMap<String, Vec<usize>> = IndexMap::new();
+            let mut groups: IndexMap<&str, Vec<usize>> = IndexMap::new();
             for &r in &frows {
-                groups.entry(series_names[r].clone()).or_default().push(r);
+                groups.entry(series_of(r)).or_default().push(r);
             }
             let mut series = Vec::new();
             for (sname, rows) in &groups {
+                let mut idx = rows.clone();
+                idx.sort_by(|&a, &b| xs[a].total_cmp(&xs[b]));
+                if !self.jumps {
+                    self.refuse_joined_rows(df, (&title, sname), &xs, &idx)?;
+                }
+                let seen = series_drew.entry(sname.to_string()).or_default();
+                seen.0 += rows.len();
                 for ((y, lo), hi) in ys.iter().zip(&los).zip(&his) {
                     let yv = &cols[y.as_str()];
-                    let name = match (sname.is_empty(), ys.len() > 1) {
+                    // Rows without a series value are named by `labels: {"": …}` (checked above).
+                    let sl = label(sname);
+                    let name = match (self.series.is_none(), ys.len() > 1) {
                         (true, _) => label(y),
-                        (false, false) => label(sname),
-                        (false, true) => format!("{} — {}", label(sname), label(y)),
+                        (false, false) => sl,
+                        (false, true) => format!("{sl} — {}", label(y)),
                     };
-                    let mut idx = rows.clone();
-                    idx.sort_by(|&a, &b| xs[a].total_cmp(&xs[b]));
-                    let band = if lo.is_empty() {
-                        None
-                    } else {
+                    let band = (!lo.is_empty()).then(|| {
                         // `validate`: `hi` names a column wherever `lo` does.
                         let (l, h) = (&cols[lo.as_str()], &cols[hi.as_str()]);
-                        Some((
+                        (
                             idx.iter().map(|&r| l[r]).collect(),
                             idx.iter().map(|&r| h[r]).collect(),
-                        ))
-                    };
+                        )
+                    });
                     let style = match self.style.get(&name) {
                         Some(StyleName::Dashed) => LineStyle::Dashed,
                         Some(StyleName::Markers) => LineStyle::Markers,
                         Some(StyleName::LineMarkers) => LineStyle::LineMarkers,
                         Some(StyleName::Solid) | None => LineStyle::Solid,
                     };
-                    let x: Vec<f64> = idx.iter().map(|&r| xs[r]).collect();
-                    let y: Vec<f64> = idx.iter().map(|&r| yv[r]).collect();
-                    let (x, y, band) = self.drawable((&name, panel_log_y), x, y, band);
-                    // A column that is empty for this series (e.g. no exact value) draws nothing.
-                    if y.iter().all(|v| !v.is_finite()) {
-                        continue;
-                    }
-                    series.push(Series {
-                        name,
-                        x,
-                        y,
+                    let s = self.drawable(
+                        (name, panel_log_y),
+                        idx.iter().map(|&r| xs[r]).collect(),
+                        idx.iter().map(|&r| yv[r]).collect(),
                         band,
                         style,
-                    });
+                    );
+                    // A column that is empty for this series (e.g. no exact value) draws
+                    // nothing here; a series or column that draws nothing anywhere is refused
+                    // below.
+                    if s.y.iter().all(|v| !v.is_finite()) && s.below.is_empty() {
+                        continue;
+                    }
+                    seen.1 = true;
+                    y_drew[y.as_str()] = true;
+                    drawn.push(&title, &s);
+                    series.push(s);
                 }
             }
-            if let Some(reference) = &self.reference {
-                let rv = f64_col(df, &reference.column)?;
+            if let Some((reference, rv)) = &reference {
                 let mut pts: Vec<(f64, f64)> = frows
                     .iter()
                     .map(|&r| (xs[r], rv[r]))
@@ -339,35 +470,74 @@ impl Stage for Lines {
                     .collect();
                 pts.sort_by(|a, b| a.0.total_cmp(&b.0));
                 pts.dedup_by(|a, b| a.0 == b.0);
-                let (x, y, _) = self.drawable(
-                    (&reference.label, panel_log_y),
+                let s = self.drawable(
+                    (reference.label.clone(), panel_log_y),
                     pts.iter().map(|p| p.0).collect(),
                     pts.iter().map(|p| p.1).collect(),
                     None,
+                    LineStyle::Dashed,
                 );
-                if y.iter().any(|v| v.is_finite()) {
-                    series.push(Series {
-                        name: reference.label.clone(),
-                        x,
-                        y,
-                        band: None,
-                        style: LineStyle::Dashed,
-                    });
+                if s.y.iter().any(|v| v.is_finite()) || !s.below.is_empty() {
+                    drawn.push(&title, &s);
+                    series.push(s);
                 }
             }
-            let y_label = fkey
-                .first()
-                .and_then(|v| self.y_labels.get(v))
-                .cloned()
-                .unwrap_or_default();
             panels.push(Panel {
                 title,
                 series,
                 hlines: self.hlines.iter().map(|h| (h.label.clone(), h.y)).collect(),
-                y_label,
+                y_label: self.y_labels.get(fvalue).cloned().unwrap_or_default(),
                 log_y: Some(panel_log_y),
             });
         }
+        // A series or a y column with rows and nothing drawn in any panel (all missing) would
+        // leave the figure without it and the reader without a word.
+        for (sname, (n, drew)) in &series_drew {
+            if !drew && !sname.is_empty() {
+                return Err(ParamError::at(
+                    "series",
+                    format!("series `{sname}` has {n} row(s) and no value of {} to draw in any panel (all missing or not a number)", listed(&ys)),
+                )
+                .into());
+            }
+        }
+        for (i, (y, drew)) in y_drew.iter().enumerate() {
+            if !drew {
+                let at = match self.y {
+                    OneOrMany::One(_) => "y".to_string(),
+                    OneOrMany::Many(_) => format!("y.{i}"),
+                };
+                return Err(ParamError::at(
+                    &at,
+                    format!("column `{y}` has no value to draw in any row kept (all missing or not a number)"),
+                )
+                .into());
+            }
+        }
+        let columns: Vec<String> = df
+            .get_column_names()
+            .iter()
+            .map(|c| c.to_string())
+            .collect();
+        let values = |c: &Option<Vec<String>>| {
+            c.as_ref()
+                .map_or_else(Vec::new, |v| distinct_values(v, &rows))
+        };
+        let mut drawn_series: Vec<String> = Vec::new();
+        for p in &panels {
+            for s in &p.series {
+                if !drawn_series.contains(&s.name) {
+                    drawn_series.push(s.name.clone());
+                }
+            }
+        }
+        self.check_declared_names(
+            ctx,
+            &columns,
+            &values(&series_col),
+            &values(&facet_col),
+            &drawn_series,
+        )?;
         let fig = LineFigure {
             title: self.title.clone(),
             x_label: self.x_label.clone(),
@@ -378,9 +548,248 @@ impl Stage for Lines {
             columns: self.columns,
             width: 640,
             height: 440,
+            below_label: match self.y_min {
+                Some(m) => format!("value below {m}, off the axis"),
+                None => String::new(),
+            },
         };
         let svg = plot::render_lines(&fig)?;
-        Ok(svg_output(svg))
+        Ok(figure_output(svg, drawn.frame()?))
+    }
+}
+
+impl Lines {
+    /// A series ready to draw. On a logarithmic y axis a point with y ≤ 0 has no position, yet
+    /// a Monte-Carlo estimate of a small probability is often exactly 0 and a paper prints
+    /// 0.000: such a point, and one below `y_min`, is marked on the panel's bottom edge
+    /// ([`Series::below`]), with its band left out (an interval reaching 0 would fill the
+    /// panel to its bottom); a band's lower end below `y_min` is drawn to the bottom. On a
+    /// logarithmic x axis a point with x ≤ 0 has no place at all; it is left out and counted
+    /// in a warning the run prints.
+    fn drawable(
+        &self,
+        (name, log_y): (String, bool),
+        x: Vec<f64>,
+        mut y: Vec<f64>,
+        mut band: Option<(Vec<f64>, Vec<f64>)>,
+        style: LineStyle,
+    ) -> Series {
+        let mut below = Vec::new();
+        let mut off_x = 0usize;
+        if let (Some(m), Some((lo, _))) = (self.y_min, band.as_mut()) {
+            for l in lo.iter_mut().filter(|l| **l < m) {
+                // On a log axis a lower end ≤ 0 is drawn to the bottom; on a linear one, the
+                // bottom is `y_min`.
+                *l = if log_y { 0.0 } else { m };
+            }
+        }
+        for i in 0..x.len() {
+            let gone_x = self.log_x && x[i] <= 0.0;
+            let gone_y = (log_y && y[i] <= 0.0) || self.y_min.is_some_and(|m| y[i] < m);
+            if gone_x {
+                off_x += 1;
+            } else if gone_y {
+                below.push(x[i]);
+            }
+            if gone_x || gone_y {
+                y[i] = f64::NAN;
+                if let Some((lo, hi)) = band.as_mut() {
+                    lo[i] = f64::NAN;
+                    hi[i] = f64::NAN;
+                }
+            }
+        }
+        if off_x > 0 {
+            tracing::warn!(
+                "plot `{}`: {off_x} point(s) of `{name}` have x ≤ 0 and cannot be placed on the logarithmic x axis",
+                self.title
+            );
+        }
+        Series {
+            name,
+            x,
+            y,
+            band,
+            style,
+            below,
+        }
+    }
+}
+
+impl Lines {
+    /// The rows `only` keeps. A listed value that no row holds is an error: a figure that
+    /// silently drew nothing of it is the class this check closes.
+    fn kept_rows(&self, df: &polars::prelude::DataFrame) -> Result<Vec<usize>> {
+        let mut keep = vec![true; df.height()];
+        for (col, wanted) in &self.only {
+            let v = str_col(df, col)?;
+            let all: Vec<usize> = (0..df.height()).collect();
+            for (i, w) in wanted.iter().enumerate() {
+                if !v.iter().any(|x| w.matches(x)) {
+                    return Err(ParamError::at(
+                        &format!("only.{col}.{i}"),
+                        format!(
+                            "no row has `{col}` = `{w}`; its values: {}",
+                            listed(&distinct_values(&v, &all))
+                        ),
+                    )
+                    .into());
+                }
+            }
+            for (k, x) in keep.iter_mut().zip(&v) {
+                *k &= wanted.iter().any(|w| w.matches(x));
+            }
+        }
+        Ok((0..df.height()).filter(|&i| keep[i]).collect())
+    }
+
+    /// Rows of one series in one panel that share an x and differ in a column the figure does
+    /// not draw would be joined by a line that zigzags between them (absolute and relative
+    /// errors in one line): they are refused, naming the column and the ways out. Rows that
+    /// differ only in what is drawn are a step (a staircase density's jump) and pass.
+    fn refuse_joined_rows(
+        &self,
+        df: &polars::prelude::DataFrame,
+        (panel, series): (&str, &str),
+        xs: &[f64],
+        idx: &[usize],
+    ) -> Result<()> {
+        // What the figure draws at a point; a column `only` filters on still tells rows apart.
+        let read: Vec<String> = self
+            .columns_read()
+            .into_iter()
+            .filter(|(key, _)| !key.starts_with("only."))
+            .map(|(_, c)| c)
+            .collect();
+        for run in idx.chunk_by(|&a, &b| xs[a].total_cmp(&xs[b]).is_eq()) {
+            if run.len() < 2 {
+                continue;
+            }
+            let mut apart: Vec<(String, Vec<String>)> = Vec::new();
+            for c in df.get_column_names() {
+                let c = c.as_str();
+                if c == self.x
+                    || Some(c) == self.series.as_deref()
+                    || Some(c) == self.facet.as_deref()
+                {
+                    continue;
+                }
+                let v = str_col(df, c)?;
+                let vals = distinct_values(&v, run);
+                if vals.len() > 1 && !read.iter().any(|r| r == c) {
+                    apart.push((c.to_string(), vals));
+                }
+            }
+            let Some((c, vals)) = apart.first() else {
+                continue;
+            };
+            let place = match (panel.is_empty(), series.is_empty()) {
+                (true, true) => String::new(),
+                (true, false) => format!(" of series `{series}`"),
+                (false, true) => format!(" in panel `{panel}`"),
+                (false, false) => format!(" of series `{series}` in panel `{panel}`"),
+            };
+            let x = xs[run[0]];
+            let others = if apart.len() > 1 {
+                format!(
+                    " (and in {})",
+                    listed(&apart[1..].iter().map(|a| a.0.clone()).collect::<Vec<_>>())
+                )
+            } else {
+                String::new()
+            };
+            return Err(ParamError::at(
+                "x",
+                format!(
+                    "{} rows{place} share x = {x} and differ in column `{c}` ({}){others}: one line would zigzag between them. Split them into panels with `facet: {c}` or into series with `series: {c}`, or draw one of them with `only: {{{c}: [{}]}}` (if y is a step function that jumps there, say so with `jumps: true`)",
+                    run.len(),
+                    listed(vals),
+                    vals[0]
+                ),
+            )
+            .into());
+        }
+        Ok(())
+    }
+
+    /// A name that must match something drawn: a `labels` key names a column or a value of
+    /// `series` or `facet`; a `style` key a series; a `y_labels`/`y_scales` key a panel.
+    /// When the column's values come from an axis, a profile or `--set` may have narrowed the
+    /// axis, so an unmatched value is not an error there.
+    fn check_declared_names(
+        &self,
+        ctx: &Ctx,
+        columns: &[String],
+        series_values: &[String],
+        facet_values: &[String],
+        drawn_series: &[String],
+    ) -> Result<()> {
+        let axis = |c: &Option<String>| c.as_deref().is_some_and(|c| ctx.is_axis(c));
+        let (series_axis, facet_axis) = (axis(&self.series), axis(&self.facet));
+        let miss = |key: String, what: &str, name: &str, options: Vec<&String>| -> anyhow::Error {
+            let hint = crate::text::suggest(name, options.iter().map(|s| s.as_str()))
+                .map(|s| format!("; did you mean `{s}`?"))
+                .unwrap_or_default();
+            let shown: Vec<String> = options.iter().map(|s| s.to_string()).collect();
+            ParamError::at(
+                &key,
+                format!(
+                    "`{name}` names no {what} of the rows drawn{hint} (there: {})",
+                    listed(&shown)
+                ),
+            )
+            .into()
+        };
+        if !(series_axis || facet_axis) {
+            for name in self.labels.keys() {
+                let known = columns.contains(name)
+                    || series_values.contains(name)
+                    || facet_values.contains(name);
+                // A number names a value of a sweep, which a profile may narrow even where
+                // the column is no longer an axis (after a `frame.stack`): only text is held
+                // to the rows.
+                let number = name.trim().parse::<f64>().is_ok();
+                if !known && !name.is_empty() && !number {
+                    let options = columns.iter().chain(series_values).chain(facet_values);
+                    return Err(miss(
+                        format!("labels.{name}"),
+                        "column, series or panel",
+                        name,
+                        options.collect(),
+                    ));
+                }
+            }
+        }
+        if !series_axis {
+            for name in self.style.keys() {
+                if !drawn_series.contains(name) {
+                    return Err(miss(
+                        format!("style.{name}"),
+                        "series (after `labels`)",
+                        name,
+                        drawn_series.iter().collect(),
+                    ));
+                }
+            }
+        }
+        if !facet_axis {
+            for (key, names) in [
+                ("y_labels", self.y_labels.keys().collect::<Vec<_>>()),
+                ("y_scales", self.y_scales.keys().collect()),
+            ] {
+                for name in names {
+                    if !facet_values.contains(name) {
+                        return Err(miss(
+                            format!("{key}.{name}"),
+                            "panel (a `facet` value)",
+                            name,
+                            facet_values.iter().collect(),
+                        ));
+                    }
+                }
+            }
+        }
+        Ok(())
     }
 }
 
