@@ -269,3 +269,52 @@ fn a_heatmap_refuses_two_rows_in_one_cell() {
         "{csv}"
     );
 }
+
+/// From an attack on the checks: rows without a facet value that join a panel's own rows in
+/// one series zigzag too; a reference with two values at one x kept the first silently; a
+/// heatmap row without a finite x fell into the lowest cell.
+#[test]
+fn shared_rows_references_and_heatmap_places_are_checked() {
+    let dir = TempDir::new().unwrap();
+    write(
+        dir.path(),
+        "data.csv",
+        "k,sigma,value,mean,panel\n1,2,abs,0.1,a\n2,2,abs,0.2,a\n1,2,abs,10,\n2,2,abs,20,\n",
+    );
+    let (ok, msg) = run_csv(dir.path(), "      series: sigma\n      facet: panel\n");
+    assert!(!ok);
+    assert!(msg.contains("differ in column `panel`"), "{msg}");
+    write(
+        dir.path(),
+        "data.csv",
+        "k,sigma,value,mean,bound\n1,2,abs,0.1,1.5\n2,2,abs,0.2,2.5\n1,6,abs,0.05,9\n2,6,abs,0.04,9\n",
+    );
+    let (ok, msg) = run_csv(
+        dir.path(),
+        "      series: sigma\n      reference: {column: bound, label: bound}\n",
+    );
+    assert!(!ok);
+    assert!(msg.contains("`bound` has two values at x = 1"), "{msg}");
+    write(
+        dir.path(),
+        "data.csv",
+        "k,sigma,value,mean\n1,1,abs,5\n2,1,abs,6\n,2,abs,7\n",
+    );
+    let head = HEAD.replace(
+        &HEAD[HEAD.find("    with:\n      columns:").unwrap()..],
+        "    with: {path: data.csv}\n  figure:\n    kind: plot.heatmap\n    input: data\n    with: {x: k, y: sigma, z: mean, title: t, x_label: k, y_label: s, z_label: e}\n",
+    );
+    let p = write(dir.path(), "fig.yaml", &head);
+    let o = dplab()
+        .args(["run", "-q", "--out"])
+        .arg(dir.path().join("out"))
+        .arg(&p)
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    assert!(
+        text(&o).contains("1 row(s) have no finite `k`"),
+        "{}",
+        text(&o)
+    );
+}

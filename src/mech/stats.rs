@@ -212,7 +212,9 @@ pub fn wilson(k: u64, n: u64, level: f64) -> (f64, f64) {
     let denom = 1.0 + z * z / n;
     let centre = (p + z * z / (2.0 * n)) / denom;
     let half = z * (p * (1.0 - p) / n + z * z / (4.0 * n * n)).sqrt() / denom;
-    ((centre - half).max(0.0), (centre + half).min(1.0))
+    // At k = 0 the lower end is 0 and at k = n the upper end is 1 exactly; rounding left them
+    // at 2.8e-17 and 0.9999999999999999, outside the estimate. The interval holds p̂.
+    ((centre - half).clamp(0.0, p), (centre + half).clamp(p, 1.0))
 }
 
 /// Kolmogorov–Smirnov statistic of a sample against a continuous CDF (sorts `xs`).
@@ -347,6 +349,19 @@ mod tests {
         assert_eq!(quantile_sorted(&[1.0, 2.0, 3.0, 4.0], 0.5), 2.5);
         let (lo, hi) = wilson(0, 100, 0.95);
         assert!(lo == 0.0 && (hi - 0.036_994).abs() < 1e-5);
+    }
+
+    /// The interval holds k/n for every n and k, the ends included (at n = 17, k = 0 the lower
+    /// end rounded to 2.8e-17 and at k = n the upper to 0.9999999999999999).
+    #[test]
+    fn wilson_holds_its_estimate() {
+        for n in 1..400u64 {
+            for k in [0, 1, n / 2, n - 1, n] {
+                let (lo, hi) = wilson(k, n, 0.95);
+                let p = k as f64 / n as f64;
+                assert!(lo <= p && p <= hi, "n = {n}, k = {k}: [{lo}, {hi}] ∌ {p}");
+            }
+        }
     }
 }
 

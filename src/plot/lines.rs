@@ -20,7 +20,7 @@ struct Prepared<'a> {
     s: &'a Series,
     color: RGBColor,
     marker: usize,
-    /// How it is drawn: the series' style, but dashed where a solid line would repeat the
+    /// How it is drawn: the series' style, but with markers where its line would repeat the
     /// colour of an earlier series (more series than colours).
     style: LineStyle,
     pts: Vec<Option<(f64, f64)>>,
@@ -161,8 +161,9 @@ fn prepare<'a>(
             band.push(Some((scale::fwd(log_x, x), lt, scale::fwd(log_y, h))));
         }
     }
+    // A repeated colour gets markers (of a shape of its own) on its line.
     let style = match s.style {
-        LineStyle::Solid if repeated => LineStyle::Dashed,
+        LineStyle::Solid | LineStyle::Dashed if repeated => LineStyle::LineMarkers,
         other => other,
     };
     Ok(Prepared {
@@ -267,7 +268,7 @@ fn render_with(fig: &LineFigure, place: Place) -> Result<(String, f64), PlotErro
     }
     let slots = colour_slots(&names);
     // (colour slot, marker shape, whether an earlier series has the colour): beyond the
-    // palette's colours a series is told apart by its marker and a dashed line.
+    // palette's colours a series is told apart by the markers on its line.
     let idx_of = |name: &str| {
         let i = names.iter().position(|n| *n == name).unwrap_or(0);
         let earlier = slots[..i].iter().filter(|&&k| k == slots[i]).count();
@@ -307,6 +308,12 @@ fn render_with(fig: &LineFigure, place: Place) -> Result<(String, f64), PlotErro
                 widen(&mut y, *h);
             }
             ps.push(pr);
+        }
+        if let Some(m) = fig
+            .y_min
+            .filter(|m| m.is_finite() && (!p_log_y || *m > 0.0))
+        {
+            widen(&mut y, scale::fwd(p_log_y, m));
         }
         for (label, v) in &p.hlines {
             if !v.is_finite() {

@@ -163,6 +163,9 @@ pub struct LineFigure {
     /// What the legend says of the marks of [`Series::below`] (empty: "value ≤ 0, below the
     /// log axis").
     pub below_label: String,
+    /// The lower end of every panel's y range, when the caller sets one (values below it are
+    /// the caller's [`Series::below`] marks).
+    pub y_min: Option<f64>,
 }
 
 /// Renders a line figure to an SVG document (`^` and `_` in its texts as in [`mathtext`]).

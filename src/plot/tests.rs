@@ -51,6 +51,7 @@ pub(crate) fn sample_lines() -> LineFigure {
     };
     LineFigure {
         below_label: String::new(),
+        y_min: None,
         title: "Mean estimation error vs privacy budget".into(),
         x_label: "privacy budget ε".into(),
         y_label: "mean absolute error".into(),
@@ -286,6 +287,7 @@ fn degenerate_but_valid_inputs_render() {
     // One point, constant series, infinities, one-cell heatmap, constant z.
     let fig = LineFigure {
         below_label: String::new(),
+        y_min: None,
         title: String::new(),
         x_label: String::new(),
         y_label: String::new(),
@@ -384,6 +386,7 @@ fn write_samples() {
     }
     let hist = LineFigure {
         below_label: String::new(),
+        y_min: None,
         title: "Histogram of noisy counts".into(),
         x_label: "released count".into(),
         y_label: "frequency".into(),
@@ -431,6 +434,7 @@ fn write_samples() {
     };
     let three = LineFigure {
         below_label: String::new(),
+        y_min: None,
         title: "Free y scales when panels differ by orders of magnitude".into(),
         x_label: "n".into(),
         y_label: "value".into(),
@@ -544,6 +548,7 @@ fn panels_of_different_measures_carry_their_own_y_labels() {
     };
     let fig = LineFigure {
         below_label: String::new(),
+        y_min: None,
         title: "CSN vs κ".into(),
         x_label: "κ".into(),
         y_label: "mean of 10 runs".into(),
@@ -667,6 +672,7 @@ fn panels_of_different_measures_have_their_own_scale_type() {
     };
     let fig = |share_log: Option<bool>| LineFigure {
         below_label: String::new(),
+        y_min: None,
         title: "CSN vs κ".into(),
         x_label: "κ".into(),
         y_label: "mean of 10 runs".into(),

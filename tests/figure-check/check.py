@@ -21,6 +21,7 @@ import re
 import subprocess
 import sys
 import tempfile
+import urllib.parse
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -46,6 +47,28 @@ def colour(el):
     return None
 
 
+def same(a, b):
+    try:
+        return float(a) == float(b)
+    except ValueError:
+        return a == b
+
+
+def of_instance(row, svg_path, frame_path):
+    """Whether a row of a plot stage's frame belongs to this figure: a stage with one figure per
+    instance writes `<stage>__axis=value,….svg` (values percent-encoded), and its frame holds
+    every instance's rows with their axis columns."""
+    stem = svg_path.stem
+    if stem == frame_path.stem or "__" not in stem:
+        return True
+    for part in stem.split("__", 1)[1].split(","):
+        key, _, value = part.partition("=")
+        key, value = urllib.parse.unquote(key), urllib.parse.unquote(value)
+        if key in row and not same(row[key], value):
+            return False
+    return True
+
+
 def check_figure(svg_path, frame_path, png_dir):
     problems = []
     png = Path(png_dir) / (svg_path.stem + ".png")
@@ -53,7 +76,7 @@ def check_figure(svg_path, frame_path, png_dir):
     if r.returncode != 0 or not png.exists() or png.stat().st_size < 1000:
         return [f"{svg_path}: rsvg-convert could not render it: {r.stderr.strip()[:300]}"]
     with open(frame_path, newline="") as f:
-        rows = list(csv.DictReader(f))
+        rows = [r for r in csv.DictReader(f) if of_instance(r, svg_path, frame_path)]
     if not rows or "series" not in rows[0]:
         # A heatmap draws cells, not series: its frame (panel, x, y, z) is what the goldens see.
         return problems
@@ -69,6 +92,8 @@ def check_figure(svg_path, frame_path, png_dir):
             problems.append(f"{svg_path}: series `{s}` is in the drawn frame but not in the legend")
     # Legend entries: a text naming a series; its glyph is the run of coloured elements right
     # before it (band, line, marker), which the legend's box or the panel's frame (grey) ends.
+    # A text naming a series without a glyph before it is a tick label or a title that happens
+    # to read the same (`1.0`, the y label): only a series with no glyph-led text at all fails.
     wanted = {norm(s): s for s in series}
     legend_use = {}
     entries = []
@@ -84,8 +109,10 @@ def check_figure(svg_path, frame_path, png_dir):
             entries.append((wanted[t], glyph[0]))
             for c in glyph:
                 legend_use[c] = legend_use.get(c, 0) + 1
-        else:
-            problems.append(f"{svg_path}: the legend entry `{wanted[t]}` has no coloured glyph")
+    with_glyph = {name for name, _ in entries}
+    for s in series:
+        if s != "" and norm(s) in shown and s not in with_glyph:
+            problems.append(f"{svg_path}: series `{s}` has no legend entry with a coloured glyph")
     total = {}
     for el in elements:
         c = colour(el)

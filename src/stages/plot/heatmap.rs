@@ -77,6 +77,18 @@ impl Stage for Heatmap {
             f64_col(df, &self.y)?,
             f64_col(df, &self.z)?,
         );
+        // A cell needs a place: NaN would fall into the lowest cell (or fail in the renderer
+        // without naming the column).
+        for (key, col, v) in [("x", &self.x, &xs), ("y", &self.y, &ys)] {
+            let bad = v.iter().filter(|c| !c.is_finite()).count();
+            if bad > 0 {
+                return Err(crate::stages::ParamError::at(
+                    key,
+                    format!("{bad} row(s) have no finite `{col}`: a heatmap cell needs a place; leave them out upstream"),
+                )
+                .into());
+            }
+        }
         let facet_keys: Vec<String> = self.facet.iter().cloned().collect();
         let mut panels = Vec::new();
         // What the figure draws, cell by cell (a missing cell is empty).
@@ -106,9 +118,8 @@ impl Stage for Heatmap {
                 let iy = gy.partition_point(|&v| v < ys[r]);
                 let cell = iy * gx.len() + ix;
                 // Two rows in one cell: the later would hide the earlier without a word.
-                if std::mem::replace(&mut filled[cell], true)
-                    && z[cell].to_bits() != zs[r].to_bits()
-                {
+                let same = z[cell] == zs[r] || (z[cell].is_nan() && zs[r].is_nan());
+                if std::mem::replace(&mut filled[cell], true) && !same {
                     let place = if title.is_empty() {
                         String::new()
                     } else {

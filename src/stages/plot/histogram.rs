@@ -197,6 +197,7 @@ impl Stage for Histogram {
         }
         let fig = LineFigure {
             below_label: String::new(),
+            y_min: None,
             title: self.title.clone(),
             x_label: self.x_label.clone(),
             y_label: if self.density {

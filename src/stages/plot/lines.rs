@@ -394,6 +394,11 @@ impl Stage for Lines {
         // What each series value and each y column drew, over all panels.
         let mut series_drew: IndexMap<String, (usize, bool)> = IndexMap::new();
         let mut y_drew: IndexMap<&str, bool> = ys.iter().map(|y| (y.as_str(), false)).collect();
+        let others = if self.jumps {
+            Vec::new()
+        } else {
+            self.other_columns(df)?
+        };
         let mut panels = Vec::new();
         for (fvalue, own) in &panel_rows {
             let frows: Vec<usize> = own.iter().chain(&shared).copied().collect();
@@ -416,7 +421,7 @@ impl Stage for Lines {
                 let mut idx = rows.clone();
                 idx.sort_by(|&a, &b| xs[a].total_cmp(&xs[b]));
                 if !self.jumps {
-                    self.refuse_joined_rows(df, (&title, sname), &xs, &idx)?;
+                    self.refuse_joined_rows(&others, (&title, sname), &xs, &idx)?;
                 }
                 let seen = series_drew.entry(sname.to_string()).or_default();
                 seen.0 += rows.len();
@@ -469,6 +474,26 @@ impl Stage for Lines {
                     .filter(|(x, y)| x.is_finite() && y.is_finite())
                     .collect();
                 pts.sort_by(|a, b| a.0.total_cmp(&b.0));
+                // One curve per panel: two values at one x (a bound per series) would keep
+                // the first and drop the others without a word.
+                if let Some(w) = pts
+                    .windows(2)
+                    .find(|w| w[0].0 == w[1].0 && w[0].1 != w[1].1)
+                {
+                    let place = if title.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" in panel `{title}`")
+                    };
+                    return Err(ParamError::at(
+                        "reference.column",
+                        format!(
+                            "`{}` has two values at x = {}{place} ({} and {}): the reference is one curve per panel; split the rows with `facet`, or keep one set with `only`",
+                            reference.column, w[0].0, w[0].1, w[1].1
+                        ),
+                    )
+                    .into());
+                }
                 pts.dedup_by(|a, b| a.0 == b.0);
                 let s = self.drawable(
                     (reference.label.clone(), panel_log_y),
@@ -548,6 +573,7 @@ impl Stage for Lines {
             columns: self.columns,
             width: 640,
             height: 440,
+            y_min: self.y_min,
             below_label: match self.y_min {
                 Some(m) => format!("value below {m}, off the axis"),
                 None => String::new(),
@@ -643,40 +669,43 @@ impl Lines {
         Ok((0..df.height()).filter(|&i| keep[i]).collect())
     }
 
+    /// The columns that tell rows apart where they share an x: all but what the figure draws
+    /// at a point (x, y, the band, the reference) and the series (equal within a series). The
+    /// facet column stays: rows without a facet value join every panel's own rows. A column
+    /// `only` filters on stays too. Each is read once (`refuse_joined_rows` runs per series).
+    fn other_columns(&self, df: &polars::prelude::DataFrame) -> Result<Vec<(String, Vec<String>)>> {
+        let drawn: Vec<String> = self
+            .columns_read()
+            .into_iter()
+            .filter(|(key, _)| !key.starts_with("only.") && key != "facet")
+            .map(|(_, c)| c)
+            .collect();
+        df.get_column_names()
+            .into_iter()
+            .filter(|c| !drawn.iter().any(|d| d == c.as_str()))
+            .map(|c| Ok((c.to_string(), str_col(df, c)?)))
+            .collect()
+    }
+
     /// Rows of one series in one panel that share an x and differ in a column the figure does
     /// not draw would be joined by a line that zigzags between them (absolute and relative
     /// errors in one line): they are refused, naming the column and the ways out. Rows that
     /// differ only in what is drawn are a step (a staircase density's jump) and pass.
     fn refuse_joined_rows(
         &self,
-        df: &polars::prelude::DataFrame,
+        others: &[(String, Vec<String>)],
         (panel, series): (&str, &str),
         xs: &[f64],
         idx: &[usize],
     ) -> Result<()> {
-        // What the figure draws at a point; a column `only` filters on still tells rows apart.
-        let read: Vec<String> = self
-            .columns_read()
-            .into_iter()
-            .filter(|(key, _)| !key.starts_with("only."))
-            .map(|(_, c)| c)
-            .collect();
         for run in idx.chunk_by(|&a, &b| xs[a].total_cmp(&xs[b]).is_eq()) {
             if run.len() < 2 {
                 continue;
             }
             let mut apart: Vec<(String, Vec<String>)> = Vec::new();
-            for c in df.get_column_names() {
-                let c = c.as_str();
-                if c == self.x
-                    || Some(c) == self.series.as_deref()
-                    || Some(c) == self.facet.as_deref()
-                {
-                    continue;
-                }
-                let v = str_col(df, c)?;
-                let vals = distinct_values(&v, run);
-                if vals.len() > 1 && !read.iter().any(|r| r == c) {
+            for (c, v) in others {
+                let vals = distinct_values(v, run);
+                if vals.len() > 1 {
                     apart.push((c.to_string(), vals));
                 }
             }
