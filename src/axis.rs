@@ -436,25 +436,30 @@ fn walk(
     }
     // Two equal values would give two instances with the same seed and key: every row
     // repeated, and gathered statistics (probabilities, sums) silently doubled.
-    let mut seen: std::collections::HashMap<String, usize> =
+    // Two values that differ only in the case of a letter (`CRM`, `crm`) name their
+    // instances' files (`clean__dataset=CRM.md`) with names that a case-insensitive file
+    // system (macOS, Windows) takes for one: the second would overwrite the first.
+    let mut seen: std::collections::HashMap<String, (usize, String)> =
         std::collections::HashMap::with_capacity(values.len());
     let is_list = matches!(v, Value::Sequence(_));
     for (i, x) in values.iter().enumerate() {
-        if let Some(first) = seen.insert(x.canonical(), i) {
+        let text = x.canonical();
+        if let Some((first, was)) = seen.insert(text.to_ascii_lowercase(), (i, text.clone())) {
             let sub = if is_list {
                 i.to_string()
             } else {
                 String::new()
             };
-            return Err((
-                sub,
+            let msg = if was == text {
                 format!(
-                    "the axis holds {} twice (values {} and {}, counting from 0); each value may appear once",
-                    x.canonical(),
-                    first,
-                    i
-                ),
-            ));
+                    "the axis holds {text} twice (values {first} and {i}, counting from 0); each value may appear once"
+                )
+            } else {
+                format!(
+                    "the axis holds `{was}` and `{text}` (values {first} and {i}, counting from 0), which differ only in case: their instances' files (`<stage>__<axis>={was}.svg`) would be one file on a case-insensitive file system (macOS, Windows); rename one"
+                )
+            };
+            return Err((sub, msg));
         }
     }
     let n = values.len() as u64;
@@ -688,5 +693,21 @@ mod tests {
         // A grid whose steps vanish below the canonical precision.
         assert!(axis("{linspace: {from: 1, to: 1.0000000000000002, num: 3}}").is_err());
         assert!(axis("{linspace: {from: 1, to: 1, num: 1}}").is_ok());
+    }
+
+    #[test]
+    fn values_differing_only_in_case_are_refused() {
+        let (k, m) = axis("[CRM, WDBC, crm]").unwrap_err();
+        assert_eq!(k, "2");
+        assert!(
+            m.contains("`CRM` and `crm`") && m.contains("case-insensitive file system"),
+            "{m}"
+        );
+        let (k, m) = axis("[{name: Adult}, {name: ADULT}]").unwrap_err();
+        assert_eq!(k, "1");
+        assert!(m.contains("differ only in case"), "{m}");
+        // Other letters, accents and numbers written with an exponent are distinct.
+        assert!(axis("[CRM, CRN, é, É]").is_ok());
+        assert!(axis("[1e-9, 1E-8]").is_ok());
     }
 }

@@ -22,6 +22,12 @@ pub enum Gather {
     Nothing,
     /// One instance for the whole sweep, unless `over:` says otherwise.
     All,
+    /// One instance per combination of the axes every input varies over; an axis only some
+    /// inputs vary over is gathered, unless `over:` says otherwise. For kinds that put their
+    /// inputs' rows side by side (`frame.stack`): the rows of an input that does not vary
+    /// over an axis then appear once, with that axis's column empty, instead of once per
+    /// value of an axis they do not depend on.
+    Unshared,
 }
 
 /// A parameter that failed to parse or validate: where inside `with:` and why.

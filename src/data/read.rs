@@ -162,11 +162,23 @@ enum Values {
         v: Vec<Option<f64>>,
         all_int: bool,
     },
-    /// Declared text goes straight into arrow string storage (short values inline, no
-    /// allocation per cell): the only copy of the data the reader makes.
+    /// Text goes straight into arrow string storage (short values inline, no allocation per
+    /// cell): declared text, and undeclared columns, which wait there for the whole file
+    /// before their type is known.
     Arrow(StringChunkedBuilder),
-    /// Undeclared columns wait for the whole file before their type is known.
-    Text(Vec<Option<String>>),
+}
+
+impl ColumnBuf {
+    /// Room for `rows` more values, allocated once (see [`read_text`]).
+    fn reserve(&mut self, rows: usize) {
+        match &mut self.values {
+            Values::Num { v, .. } => v.reserve_exact(rows),
+            // Called before the first value: the builder is empty.
+            Values::Arrow(b) => {
+                *b = StringChunkedBuilder::new(self.name.as_str().into(), rows);
+            }
+        }
+    }
 }
 
 struct ColumnBuf {
@@ -182,8 +194,9 @@ impl ColumnBuf {
                 v: Vec::new(),
                 all_int: true,
             },
-            Kind::Text => Values::Arrow(StringChunkedBuilder::new(name.as_str().into(), 1024)),
-            Kind::Infer => Values::Text(Vec::new()),
+            Kind::Text | Kind::Infer => {
+                Values::Arrow(StringChunkedBuilder::new(name.as_str().into(), 1024))
+            }
         };
         ColumnBuf { name, kind, values }
     }
@@ -192,10 +205,10 @@ impl ColumnBuf {
         let name: PlSmallStr = self.name.as_str().into();
         match self.values {
             Values::Num { v, all_int } => num_column(name, v, all_int),
-            Values::Arrow(b) => b.finish().into_column(),
-            Values::Text(v) if self.kind == Kind::Infer => {
+            Values::Arrow(b) if self.kind == Kind::Infer => {
+                let text = b.finish();
                 let mut all_int = true;
-                let parsed: Option<Vec<Option<f64>>> = v
+                let parsed: Option<Vec<Option<f64>>> = text
                     .iter()
                     .map(|s| match s {
                         None => Some(None),
@@ -206,11 +219,13 @@ impl ColumnBuf {
                     })
                     .collect();
                 match parsed {
-                    Some(nums) if v.iter().any(Option::is_some) => num_column(name, nums, all_int),
-                    _ => Column::new(name, v),
+                    Some(nums) if text.null_count() < text.len() => {
+                        num_column(name, nums, all_int)
+                    }
+                    _ => text.into_column(),
                 }
             }
-            Values::Text(v) => Column::new(name, v),
+            Values::Arrow(b) => b.finish().into_column(),
         }
     }
 }
@@ -310,29 +325,108 @@ pub fn read_table(
         return read_xls(spec, data.bytes(), &file);
     }
     let bytes: &[u8] = data.bytes();
-    let reader: Box<dyn Read + '_> = match spec.compression {
-        Some(Compression::Gzip) => Box::new(flate2::read::MultiGzDecoder::new(bytes)),
-        None => Box::new(bytes),
+    let compression = spec.compression;
+    // Read twice (see `read_text`): each pass decompresses the verified bytes afresh.
+    let open = || -> Box<dyn BufRead + '_> {
+        let raw: Box<dyn Read + '_> = match compression {
+            Some(Compression::Gzip) => Box::new(flate2::read::MultiGzDecoder::new(bytes)),
+            None => Box::new(bytes),
+        };
+        Box::new(BufReader::with_capacity(1 << 20, raw))
     };
     let declared: Option<Vec<(String, bool)>> = match (&spec.names, names) {
         (Some(n), Some(v)) => Some(read_names(v, n.style)?),
         _ => None,
     };
-    read_text(
-        spec,
-        &file,
-        BufReader::with_capacity(1 << 20, reader),
-        declared,
-    )
+    read_text(spec, &file, open, declared)
 }
 
-/// The text reader, separate from file opening so tests can feed it inline samples.
-pub fn read_text(
+/// The longest line a data file may have. A line is held whole while it is split, so one line
+/// of a gigabyte (a gzip bomb: a few MB that decompress to one endless line) would be a
+/// gigabyte of memory, and doubling it as it grows aborted the process. The widest registered
+/// file (communities) has lines of 1.2 KB; a table of 10⁵ columns fits in this.
+pub const MAX_LINE_BYTES: usize = 16 << 20;
+
+/// How many bytes of text a data file may hold (after decompression) for each cell
+/// `--max-cells` allows a table: the text is streamed, never held, but reading a file that
+/// decompresses to terabytes of blank lines would never end. 32 bytes a cell is 6.4 GB at the
+/// default limit (census-kdd, the largest registered file, is 52 MB for 4.2·10⁶ cells).
+pub const TEXT_BYTES_PER_CELL: u64 = 32;
+
+/// Reads one line (with its `\n`) into `buf`, refusing one longer than [`MAX_LINE_BYTES`]
+/// before more than that is held. Returns the bytes read (0 at the end).
+fn next_line(
+    input: &mut impl BufRead,
+    buf: &mut Vec<u8>,
+    file: &str,
+    line_no: usize,
+) -> Result<usize, DataError> {
+    buf.clear();
+    let n = input
+        .by_ref()
+        .take(MAX_LINE_BYTES as u64 + 1)
+        .read_until(b'\n', buf)
+        .map_err(|e| DataError::Io(format!("{file}:{line_no}: {e}")))?;
+    if buf.len() > MAX_LINE_BYTES {
+        return Err(DataError::Parse(format!(
+            "{file}:{line_no}: the line is longer than {} MiB, the most a line of a data file may hold (not a table of text: a damaged or hostile file?)",
+            MAX_LINE_BYTES >> 20
+        )));
+    }
+    Ok(n)
+}
+
+/// What the first pass over a text file finds: its data rows, so the second can check the
+/// table's size before it allocates anything and then allocate each column once.
+struct Survey {
+    rows: usize,
+}
+
+/// The first pass: every line read (bounded by [`MAX_LINE_BYTES`]) and dropped, counting the
+/// rows that will hold data and the bytes, which may be at most [`TEXT_BYTES_PER_CELL`] times
+/// `--max-cells`.
+fn survey(spec: &TableSpec, file: &str, mut input: impl BufRead) -> Result<Survey, DataError> {
+    let max_text = crate::limits::get()
+        .cells
+        .saturating_mul(TEXT_BYTES_PER_CELL);
+    let mut buf = Vec::new();
+    let (mut rows, mut line_no, mut bytes) = (0usize, 0usize, 0u64);
+    loop {
+        let n = next_line(&mut input, &mut buf, file, line_no + 1)?;
+        if n == 0 {
+            break;
+        }
+        line_no += 1;
+        bytes += n as u64;
+        if bytes > max_text {
+            return Err(DataError::Parse(format!(
+                "{file}: more than {max_text} bytes of text ({TEXT_BYTES_PER_CELL} for each of the {} cells a table may hold): a damaged or hostile file? (raise the limit with --max-cells if you mean it)",
+                crate::limits::get().cells
+            )));
+        }
+        if line_no > spec.skip_lines && !buf.iter().all(u8::is_ascii_whitespace) {
+            rows += 1;
+        }
+    }
+    if spec.header {
+        rows = rows.saturating_sub(1);
+    }
+    Ok(Survey { rows })
+}
+
+/// The text reader, separate from file opening so tests can feed it inline samples. `open`
+/// gives the text from its start, and is called twice: a first pass ([`survey`]) counts the
+/// rows, so that the table's cells (rows × columns) are checked against `--max-cells` before
+/// anything of that size is allocated, and every column is then allocated once at its final
+/// size (a growing one needs up to three times its size while it is copied).
+pub fn read_text<'a, R: BufRead + 'a>(
     spec: &TableSpec,
     file: &str,
-    mut input: impl BufRead,
+    open: impl Fn() -> R,
     declared: Option<Vec<(String, bool)>>,
 ) -> Result<DataFrame, DataError> {
+    let Survey { rows } = survey(spec, file, open())?;
+    let mut input = open();
     let categorical: HashSet<&str> = spec.categorical.iter().map(String::as_str).collect();
     let sep = spec
         .separator
@@ -370,11 +464,9 @@ pub fn read_text(
     let mut buf = Vec::new();
     let mut line_no = 0usize;
     let mut need_header = spec.header;
+    let mut sized = false;
     loop {
-        buf.clear();
-        let n = input
-            .read_until(b'\n', &mut buf)
-            .map_err(|e| DataError::Io(format!("{file}:{}: {e}", line_no + 1)))?;
+        let n = next_line(&mut input, &mut buf, file, line_no + 1)?;
         if n == 0 {
             break;
         }
@@ -423,6 +515,18 @@ pub fn read_text(
         if cols.is_empty() {
             return Err(DataError::Parse(format!("{file}: no column names")));
         }
+        if !sized {
+            sized = true;
+            let cells = (rows as u64).saturating_mul(cols.len() as u64);
+            crate::limits::check_cells(
+                &format!("{file}: cells ({rows} rows × {} columns)", cols.len()),
+                cells,
+            )
+            .map_err(DataError::Parse)?;
+            for c in &mut cols {
+                c.reserve(rows);
+            }
+        }
         if fields.len() != cols.len() {
             return Err(DataError::Parse(format!(
                 "{file}:{line_no}: {} fields, expected {} ({} … {})",
@@ -456,7 +560,6 @@ pub fn read_text(
                 }
                 Values::Arrow(b) if present => b.append_value(v),
                 Values::Arrow(b) => b.append_null(),
-                Values::Text(out) => out.push(present.then(|| v.to_string())),
             }
         }
     }
@@ -573,7 +676,6 @@ fn read_xls(spec: &TableSpec, bytes: &[u8], file: &str) -> Result<DataFrame, Dat
             }
             nums[k].push(num);
             match &mut cols[k].values {
-                Values::Text(t) => t.push(text),
                 Values::Arrow(b) => match text {
                     Some(t) => b.append_value(t),
                     None => b.append_null(),
@@ -593,7 +695,6 @@ fn read_xls(spec: &TableSpec, bytes: &[u8], file: &str) -> Result<DataFrame, Dat
             } else {
                 let name: PlSmallStr = c.name.as_str().into();
                 match c.values {
-                    Values::Text(t) => Column::new(name, t),
                     Values::Arrow(b) => b.finish().into_column(),
                     Values::Num { v, .. } => Column::new(name, v),
                 }
@@ -618,7 +719,7 @@ mod tests {
         text: &[u8],
         declared: Option<Vec<(String, bool)>>,
     ) -> Result<DataFrame, DataError> {
-        read_text(spec, "sample.data", text, declared)
+        read_text(spec, "sample.data", || text, declared)
     }
 
     #[test]

@@ -1032,9 +1032,16 @@ impl<'a> Planner<'a> {
         ups: &[(&PlannedStage, Option<u64>)],
     ) -> Option<Shape> {
         let mut inherited = BTreeSet::new();
+        // The axes every input varies over.
+        let mut shared: Option<BTreeSet<&String>> = None;
         let mut rep_in: Option<u64> = None;
         for (up, rep) in ups {
             inherited.extend(up.axes.iter().cloned());
+            let mine: BTreeSet<&String> = up.axes.iter().collect();
+            shared = Some(match shared {
+                None => mine,
+                Some(s) => s.intersection(&mine).copied().collect(),
+            });
             if let Some(r) = *rep {
                 if rep_in.is_some_and(|x| x != r) {
                     self.err(
@@ -1045,9 +1052,13 @@ impl<'a> Planner<'a> {
                 rep_in = Some(r);
             }
         }
-        let repeat = profile
-            .and_then(|p| p.repeat.get(name).copied())
-            .or(st.repeat);
+        let from_profile = profile.and_then(|p| p.repeat.get(name).copied());
+        let repeat = from_profile.or(st.repeat);
+        // An error about it points where it was written: the profile's `repeat:` wins.
+        let repeat_at = match (from_profile, self.ov.profile.as_deref()) {
+            (Some(_), Some(p)) => format!("profiles.{p}.repeat.{name}"),
+            _ => format!("stages.{name}.repeat"),
+        };
         if let Some(n) = repeat {
             let problem = crate::limits::check(
                 &format!("stage `{name}`: repeat"),
@@ -1063,7 +1074,7 @@ impl<'a> Planner<'a> {
                 })
             });
             if let Some(msg) = problem {
-                self.err(&format!("stages.{name}.repeat"), msg);
+                self.err(&repeat_at, msg);
                 return None;
             }
         }
@@ -1076,6 +1087,11 @@ impl<'a> Planner<'a> {
             None => match kind.gather {
                 Gather::All => inherited.difference(own).cloned().collect(),
                 Gather::Nothing => BTreeSet::new(),
+                Gather::Unshared => inherited
+                    .difference(own)
+                    .filter(|a| !shared.as_ref().is_some_and(|s| s.contains(a)))
+                    .cloned()
+                    .collect(),
             },
             Some(Value::String(s)) if s == "all" => inherited.difference(own).cloned().collect(),
             Some(Value::Sequence(items)) => {
