@@ -207,23 +207,29 @@ impl ColumnBuf {
             Values::Num { v, all_int } => num_column(name, v, all_int),
             Values::Arrow(b) if self.kind == Kind::Infer => {
                 let text = b.finish();
-                let mut all_int = true;
-                let parsed: Option<Vec<Option<f64>>> = text
-                    .iter()
-                    .map(|s| match s {
-                        None => Some(None),
-                        Some(s) => parse_number(s).map(|(x, int)| {
-                            all_int &= int;
-                            Some(x)
-                        }),
-                    })
-                    .collect();
-                match parsed {
-                    Some(nums) if text.null_count() < text.len() => {
-                        num_column(name, nums, all_int)
-                    }
-                    _ => text.into_column(),
+                if text.null_count() == text.len() {
+                    return text.into_column();
                 }
+                // Allocated once, at its size (see `BYTES_PER_CELL_READ`).
+                let mut nums = Vec::with_capacity(text.len());
+                let mut all_int = true;
+                let numeric = text.iter().all(|s| match s.map(parse_number) {
+                    None => {
+                        nums.push(None);
+                        true
+                    }
+                    Some(Some((x, int))) => {
+                        all_int &= int;
+                        nums.push(Some(x));
+                        true
+                    }
+                    Some(None) => false,
+                });
+                if !numeric {
+                    return text.into_column();
+                }
+                drop(text);
+                num_column(name, nums, all_int)
             }
             Values::Arrow(b) => b.finish().into_column(),
         }
@@ -347,11 +353,18 @@ pub fn read_table(
 /// file (communities) has lines of 1.2 KB; a table of 10⁵ columns fits in this.
 pub const MAX_LINE_BYTES: usize = 16 << 20;
 
-/// How many bytes of text a data file may hold (after decompression) for each cell
-/// `--max-cells` allows a table: the text is streamed, never held, but reading a file that
-/// decompresses to terabytes of blank lines would never end. 32 bytes a cell is 6.4 GB at the
-/// default limit (census-kdd, the largest registered file, is 52 MB for 4.2·10⁶ cells).
-pub const TEXT_BYTES_PER_CELL: u64 = 32;
+/// The memory one cell may take while a text file is parsed: an undeclared column holds each
+/// value as text (16 bytes) until the whole column is known to be numbers, which are then
+/// parsed into an `Option<f64>` (16 bytes) before the text is dropped.
+const BYTES_PER_CELL_READ: u64 = 32;
+
+/// The memory a table read from a file may take: what the largest matrix `--max-cells` allows
+/// takes (8 bytes a cell), so that the one flag bounds both. Checked before anything of that
+/// size is allocated, from the rows, columns and bytes a first pass over the file counts: a
+/// gzip file of 190 KB decompresses to 10⁸ rows of `1`, and reading them took 3.2 GB.
+fn table_budget() -> u64 {
+    crate::limits::get().cells.saturating_mul(8)
+}
 
 /// Reads one line (with its `\n`) into `buf`, refusing one longer than [`MAX_LINE_BYTES`]
 /// before more than that is held. Returns the bytes read (0 at the end).
@@ -376,19 +389,19 @@ fn next_line(
     Ok(n)
 }
 
-/// What the first pass over a text file finds: its data rows, so the second can check the
-/// table's size before it allocates anything and then allocate each column once.
+/// What the first pass over a text file finds: its data rows and its bytes, so the second can
+/// check the table's size before it allocates anything and then allocate each column once.
 struct Survey {
     rows: usize,
+    bytes: u64,
 }
 
 /// The first pass: every line read (bounded by [`MAX_LINE_BYTES`]) and dropped, counting the
-/// rows that will hold data and the bytes, which may be at most [`TEXT_BYTES_PER_CELL`] times
-/// `--max-cells`.
+/// rows that will hold data and the bytes, which may be at most [`table_budget`] (the text is
+/// what text columns keep; and a file that decompresses to terabytes of blank lines would
+/// otherwise take hours to read).
 fn survey(spec: &TableSpec, file: &str, mut input: impl BufRead) -> Result<Survey, DataError> {
-    let max_text = crate::limits::get()
-        .cells
-        .saturating_mul(TEXT_BYTES_PER_CELL);
+    let budget = table_budget();
     let mut buf = Vec::new();
     let (mut rows, mut line_no, mut bytes) = (0usize, 0usize, 0u64);
     loop {
@@ -398,9 +411,9 @@ fn survey(spec: &TableSpec, file: &str, mut input: impl BufRead) -> Result<Surve
         }
         line_no += 1;
         bytes += n as u64;
-        if bytes > max_text {
+        if bytes > budget {
             return Err(DataError::Parse(format!(
-                "{file}: more than {max_text} bytes of text ({TEXT_BYTES_PER_CELL} for each of the {} cells a table may hold): a damaged or hostile file? (raise the limit with --max-cells if you mean it)",
+                "{file}: more than {budget} bytes of text, the most a table read from a file may take (8 bytes for each of the {} cells --max-cells allows; raise it with --max-cells if you mean it)",
                 crate::limits::get().cells
             )));
         }
@@ -411,7 +424,23 @@ fn survey(spec: &TableSpec, file: &str, mut input: impl BufRead) -> Result<Surve
     if spec.header {
         rows = rows.saturating_sub(1);
     }
-    Ok(Survey { rows })
+    Ok(Survey { rows, bytes })
+}
+
+/// Checks that reading a table of `rows` × `cols` from `bytes` of text fits [`table_budget`].
+fn check_table_size(file: &str, rows: usize, cols: usize, bytes: u64) -> Result<(), DataError> {
+    let need = (rows as u64)
+        .saturating_mul(cols as u64)
+        .saturating_mul(BYTES_PER_CELL_READ)
+        .saturating_add(bytes);
+    let budget = table_budget();
+    if need <= budget {
+        return Ok(());
+    }
+    Err(DataError::Parse(format!(
+        "{file}: {rows} rows × {cols} columns: reading it takes up to {need} bytes ({BYTES_PER_CELL_READ} a cell while its text is parsed, and {bytes} of text), more than the {budget} a table read from a file may take (8 bytes for each of the {} cells --max-cells allows; raise it with --max-cells if you mean it)",
+        crate::limits::get().cells
+    )))
 }
 
 /// The text reader, separate from file opening so tests can feed it inline samples. `open`
@@ -425,7 +454,7 @@ pub fn read_text<'a, R: BufRead + 'a>(
     open: impl Fn() -> R,
     declared: Option<Vec<(String, bool)>>,
 ) -> Result<DataFrame, DataError> {
-    let Survey { rows } = survey(spec, file, open())?;
+    let Survey { rows, bytes } = survey(spec, file, open())?;
     let mut input = open();
     let categorical: HashSet<&str> = spec.categorical.iter().map(String::as_str).collect();
     let sep = spec
@@ -517,12 +546,7 @@ pub fn read_text<'a, R: BufRead + 'a>(
         }
         if !sized {
             sized = true;
-            let cells = (rows as u64).saturating_mul(cols.len() as u64);
-            crate::limits::check_cells(
-                &format!("{file}: cells ({rows} rows × {} columns)", cols.len()),
-                cells,
-            )
-            .map_err(DataError::Parse)?;
+            check_table_size(file, rows, cols.len(), bytes)?;
             for c in &mut cols {
                 c.reserve(rows);
             }
