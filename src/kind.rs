@@ -215,6 +215,8 @@ pub trait StageRun: Send + Sync {
     fn columns_read(&self) -> Vec<(String, String)>;
     /// See [`Stage::columns_out`].
     fn columns_out(&self, inputs: &[Option<Vec<String>>]) -> Option<Vec<String>>;
+    /// See [`Stage::check_files`].
+    fn check_files(&self, files: &dyn FileSource) -> Result<(), ParamError>;
 }
 
 /// A stage kind's typed parameters. Implement this and add one line to [`registry`].
@@ -250,6 +252,15 @@ pub trait Stage: DeserializeOwned + Send + Sync + 'static {
         let _ = inputs;
         None
     }
+    /// Checks what its parameters say about the files they name ([`Stage::files`]), once the
+    /// engine has read them and before anything runs: a column a parameter names in a paper
+    /// table (`join: [sigma]`) that the table lacks is then a located `validate` error (exit 2),
+    /// not a failed run (exit 1). The error's `path` is the parameter's, as in
+    /// [`Stage::validate`]; `files` holds exactly the bytes a run will parse.
+    fn check_files(&self, files: &dyn FileSource) -> Result<(), ParamError> {
+        let _ = files;
+        Ok(())
+    }
     fn run(&self, ctx: &mut Ctx) -> anyhow::Result<Output>;
 }
 
@@ -270,6 +281,9 @@ impl<T: Stage> StageRun for Typed<T> {
     }
     fn columns_out(&self, inputs: &[Option<Vec<String>>]) -> Option<Vec<String>> {
         self.0.columns_out(inputs)
+    }
+    fn check_files(&self, files: &dyn FileSource) -> Result<(), ParamError> {
+        self.0.check_files(files)
     }
 }
 
