@@ -288,9 +288,19 @@ fn walk(
     sink: &mut dyn FnMut(AxisValue) -> Result<(), (String, String)>,
 ) -> Result<u64, (String, String)> {
     let num = |v: &Value, key: &str| -> Result<f64, (String, String)> {
-        v.as_f64()
-            .filter(|x| x.is_finite())
-            .ok_or_else(|| (key.to_string(), format!("`{key}` must be a finite number")))
+        v.as_f64().filter(|x| x.is_finite()).ok_or_else(|| {
+            let what = match key {
+                "" => "the value".to_string(),
+                // A list item: its place, not a key (`0` read as a key name).
+                _ if key.bytes().all(|b| b.is_ascii_digit()) => format!("value {key}"),
+                _ => format!("`{key}`"),
+            };
+            let shown = v.as_f64().map_or_else(|| "it".into(), |x| x.to_string());
+            (
+                key.to_string(),
+                format!("{what} is {shown}: axis values are finite numbers"),
+            )
+        })
     };
     let values = match v {
         Value::Sequence(items) => {
@@ -616,6 +626,19 @@ mod tests {
         assert!(m.contains("did you mean `step`"), "{m}");
         assert!(axis("[1, a]").is_err());
         assert!(axis("{logspace: {from: 0, to: 1, num: 3}}").is_err());
+        // A non-finite list item is named by its place and value, not as a key `0`.
+        assert_eq!(
+            axis("[1, .inf]").unwrap_err(),
+            (
+                "1".into(),
+                "value 1 is inf: axis values are finite numbers".into()
+            )
+        );
+        let (k, m) = axis("{from: 1, to: .nan, step: 1}").unwrap_err();
+        assert_eq!(
+            (k.as_str(), m.as_str()),
+            ("to", "`to` is NaN: axis values are finite numbers")
+        );
     }
 
     #[test]

@@ -619,7 +619,11 @@ fn decompression_bombs_are_refused_before_they_are_allocated() {
     assert!(out.status.success(), "{}", stderr(&out));
     let out = run_in_3_gib(&env, &p, "--max-cells 1000000");
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
-    assert!(stderr(&out).contains("1048576 rows × 1 columns"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("1048576 rows × 1 columns"),
+        "{}",
+        stderr(&out)
+    );
     // Blank lines make no rows, but their bytes count: a stream of them ends.
     let (env, p) = gzip_dataset(&gzip_of(&[b'\n'; 1 << 20], 64));
     let out = run_in_3_gib(&env, &p, "--max-cells 1000000");

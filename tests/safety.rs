@@ -218,10 +218,16 @@ stages:
         "  small:\n    axes: {eps: [1.0]}",
         "  small:\n    axes: {eps: [1.0]}\n  cased:\n    axes: {eps: [Ab, aB]}",
     ));
-    assert!(e.contains("p.yaml:26:22") && e.contains("differ only in case"), "{e}");
+    assert!(
+        e.contains("p.yaml:26:22") && e.contains("differ only in case"),
+        "{e}"
+    );
     // A stage or pipeline named as a file dplab writes itself.
     let e = invalid(&BASE.replace("  summary:\n", "  Manifest:\n"));
-    assert!(e.contains("p.yaml:17:3") && e.contains("manifest.json"), "{e}");
+    assert!(
+        e.contains("p.yaml:17:3") && e.contains("manifest.json"),
+        "{e}"
+    );
     let e = invalid(&BASE.replace("name: tiny", "name: index.html"));
     assert!(e.contains("p.yaml:1:") && e.contains("index.html"), "{e}");
 }
@@ -271,7 +277,10 @@ stages:
     let p = write(
         dir.path(),
         "p.yaml",
-        &yaml.replace("input: [ours, paper]}", "input: [ours, paper], over: [rep]}"),
+        &yaml.replace(
+            "input: [ours, paper]}",
+            "input: [ours, paper], over: [rep]}",
+        ),
     );
     let o = dplab()
         .args(["run", "-q", "--out"])
@@ -281,8 +290,15 @@ stages:
         .unwrap();
     assert!(o.status.success(), "{}", text(&o));
     let csv = fs::read_to_string(out.join("st/both.csv")).unwrap();
-    assert_eq!(csv.lines().filter(|l| l.contains(",paper,")).count(), 2, "{csv}");
-    assert!(csv.contains("1.0,paper,,") && csv.contains("2.0,paper,,"), "{csv}");
+    assert_eq!(
+        csv.lines().filter(|l| l.contains(",paper,")).count(),
+        2,
+        "{csv}"
+    );
+    assert!(
+        csv.contains("1.0,paper,,") && csv.contains("2.0,paper,,"),
+        "{csv}"
+    );
 }
 
 #[test]
@@ -313,7 +329,10 @@ stages:
         .unwrap();
     assert!(o.status.success(), "{}", text(&o));
     let csv = fs::read_to_string(out.join("widths/raw.csv")).unwrap();
-    assert_eq!(csv, "data,x,y,z\nA,1.0,3.5,\nA,2.0,4.0,\nB,5.0,,b\n", "{csv}");
+    assert_eq!(
+        csv, "data,x,y,z\nA,1.0,3.5,\nA,2.0,4.0,\nB,5.0,,b\n",
+        "{csv}"
+    );
     assert!(out.join("widths/figure.svg").exists());
 }
 
@@ -1136,4 +1155,41 @@ fn a_kill_at_any_moment_leaves_complete_results() {
         1
     );
     assert!(complete(&out.join("tiny")));
+}
+
+#[test]
+fn a_csv_file_too_large_to_parse_is_refused_before_it_is_parsed() {
+    // A parameter's CSV file is parsed by polars: 250 MB of one short column (or a header of
+    // 2·10⁷ names) aborted the process under a 3 GiB address space. Its rows and columns are
+    // counted first and checked against what --max-cells allows (here lowered, so the file is
+    // small).
+    let dir = TempDir::new().unwrap();
+    write(
+        dir.path(),
+        "rows.csv",
+        &format!("a,b\n{}", "1,2\n".repeat(5000)),
+    );
+    let p = write(
+        dir.path(),
+        "p.yaml",
+        "name: big\ntitle: t\nsource: {paper: p, item: i}\ndescription: d\nseed: 1\nstages:\n  t: {kind: load.table, with: {path: rows.csv}}\n",
+    );
+    let run = |cells: &str| {
+        dplab()
+            .args(["run", "-q", "--max-cells", cells, "--out"])
+            .arg(dir.path().join("out"))
+            .arg(&p)
+            .output()
+            .unwrap()
+    };
+    let o = run("10000");
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(
+        text(&o).contains("rows.csv: its table: 5000 rows × 2 columns")
+            && text(&o).contains("--max-cells"),
+        "{}",
+        text(&o)
+    );
+    let o = run("1000000");
+    assert!(o.status.success(), "{}", text(&o));
 }

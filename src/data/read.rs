@@ -210,7 +210,7 @@ impl ColumnBuf {
                 if text.null_count() == text.len() {
                     return text.into_column();
                 }
-                // Allocated once, at its size (see `BYTES_PER_CELL_READ`).
+                // Allocated once, at its size (see `limits::BYTES_PER_CELL_READ`).
                 let mut nums = Vec::with_capacity(text.len());
                 let mut all_int = true;
                 let numeric = text.iter().all(|s| match s.map(parse_number) {
@@ -353,19 +353,6 @@ pub fn read_table(
 /// file (communities) has lines of 1.2 KB; a table of 10⁵ columns fits in this.
 pub const MAX_LINE_BYTES: usize = 16 << 20;
 
-/// The memory one cell may take while a text file is parsed: an undeclared column holds each
-/// value as text (16 bytes) until the whole column is known to be numbers, which are then
-/// parsed into an `Option<f64>` (16 bytes) before the text is dropped.
-const BYTES_PER_CELL_READ: u64 = 32;
-
-/// The memory a table read from a file may take: what the largest matrix `--max-cells` allows
-/// takes (8 bytes a cell), so that the one flag bounds both. Checked before anything of that
-/// size is allocated, from the rows, columns and bytes a first pass over the file counts: a
-/// gzip file of 190 KB decompresses to 10⁸ rows of `1`, and reading them took 3.2 GB.
-fn table_budget() -> u64 {
-    crate::limits::get().cells.saturating_mul(8)
-}
-
 /// Reads one line (with its `\n`) into `buf`, refusing one longer than [`MAX_LINE_BYTES`]
 /// before more than that is held. Returns the bytes read (0 at the end).
 fn next_line(
@@ -397,11 +384,12 @@ struct Survey {
 }
 
 /// The first pass: every line read (bounded by [`MAX_LINE_BYTES`]) and dropped, counting the
-/// rows that will hold data and the bytes, which may be at most [`table_budget`] (the text is
+/// rows that will hold data and the bytes, which may be at most
+/// [`crate::limits::table_bytes`] (the text is
 /// what text columns keep; and a file that decompresses to terabytes of blank lines would
 /// otherwise take hours to read).
 fn survey(spec: &TableSpec, file: &str, mut input: impl BufRead) -> Result<Survey, DataError> {
-    let budget = table_budget();
+    let budget = crate::limits::table_bytes();
     let mut buf = Vec::new();
     let (mut rows, mut line_no, mut bytes) = (0usize, 0usize, 0u64);
     loop {
@@ -425,22 +413,6 @@ fn survey(spec: &TableSpec, file: &str, mut input: impl BufRead) -> Result<Surve
         rows = rows.saturating_sub(1);
     }
     Ok(Survey { rows, bytes })
-}
-
-/// Checks that reading a table of `rows` × `cols` from `bytes` of text fits [`table_budget`].
-fn check_table_size(file: &str, rows: usize, cols: usize, bytes: u64) -> Result<(), DataError> {
-    let need = (rows as u64)
-        .saturating_mul(cols as u64)
-        .saturating_mul(BYTES_PER_CELL_READ)
-        .saturating_add(bytes);
-    let budget = table_budget();
-    if need <= budget {
-        return Ok(());
-    }
-    Err(DataError::Parse(format!(
-        "{file}: {rows} rows × {cols} columns: reading it takes up to {need} bytes ({BYTES_PER_CELL_READ} a cell while its text is parsed, and {bytes} of text), more than the {budget} a table read from a file may take (8 bytes for each of the {} cells --max-cells allows; raise it with --max-cells if you mean it)",
-        crate::limits::get().cells
-    )))
 }
 
 /// The text reader, separate from file opening so tests can feed it inline samples. `open`
@@ -546,7 +518,8 @@ pub fn read_text<'a, R: BufRead + 'a>(
         }
         if !sized {
             sized = true;
-            check_table_size(file, rows, cols.len(), bytes)?;
+            crate::limits::check_table_read(file, rows as u64, cols.len() as u64, bytes)
+                .map_err(DataError::Parse)?;
             for c in &mut cols {
                 c.reserve(rows);
             }
@@ -613,11 +586,17 @@ fn check_unique(cols: &[ColumnBuf], file: &str) -> Result<(), DataError> {
 /// non-blank row below the header and, with `stop_at_blank_row`, ends before the next blank
 /// row (CTG.xls keeps column totals below a blank row).
 fn read_xls(spec: &TableSpec, bytes: &[u8], file: &str) -> Result<DataFrame, DataError> {
-    use calamine::{open_workbook_auto_from_rs, Data, Reader};
+    use calamine::{Data, Reader, Xls};
     let file = file.to_string();
     let sheet = spec.sheet.as_deref().unwrap_or_default();
-    let mut wb = open_workbook_auto_from_rs(std::io::Cursor::new(bytes))
-        .map_err(|e| DataError::Parse(format!("{file}: {e}")))?;
+    // Only the binary format the registry says (BIFF in a compound file), not whatever the
+    // bytes look like: an `.xlsx` or `.ods` is a zip archive, and a zip bomb inside one would
+    // be decompressed whole.
+    let mut wb = Xls::new(std::io::Cursor::new(bytes)).map_err(|e| {
+        DataError::Parse(format!(
+            "{file}: not a readable Excel 97–2003 (.xls) workbook: {e}"
+        ))
+    })?;
     let range = wb.worksheet_range(sheet).map_err(|e| {
         DataError::Parse(format!(
             "{file}: sheet `{sheet}`: {e} (sheets: {})",

@@ -1132,7 +1132,13 @@ fn other_value(c: &Column, v: &AxisValue) -> Option<String> {
                 .find(|y| *y != x && !(y.is_nan() && x.is_nan()));
             other.map(|y| y.to_string())
         }
-        Err(s) if t == &DataType::String => c.str().ok()?.iter().flatten().find(|y| *y != s).map(|y| format!("`{}`", crate::text::brief(y, 40))),
+        Err(s) if t == &DataType::String => c
+            .str()
+            .ok()?
+            .iter()
+            .flatten()
+            .find(|y| *y != s)
+            .map(|y| format!("`{}`", crate::text::brief(y, 40))),
         _ => Some(format!("values of type {t}")),
     }
 }

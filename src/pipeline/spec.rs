@@ -210,7 +210,10 @@ pub fn name_problem(name: &str, kind: NameKind) -> Option<String> {
         NameKind::Axis => "axis name",
     };
     if !ok {
-        return Some(format!("{what} {name:?} is not allowed: use {}", kind.rule()));
+        return Some(format!(
+            "{what} {name:?} is not allowed: use {}",
+            kind.rule()
+        ));
     }
     // Names whose files would be ones dplab writes itself: `OUT/<pipeline>/manifest.json`
     // (a stage `manifest` whose kind writes a `.json` layout), and `OUT/index.html`, the
