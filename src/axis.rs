@@ -288,9 +288,19 @@ fn walk(
     sink: &mut dyn FnMut(AxisValue) -> Result<(), (String, String)>,
 ) -> Result<u64, (String, String)> {
     let num = |v: &Value, key: &str| -> Result<f64, (String, String)> {
-        v.as_f64()
-            .filter(|x| x.is_finite())
-            .ok_or_else(|| (key.to_string(), format!("`{key}` must be a finite number")))
+        v.as_f64().filter(|x| x.is_finite()).ok_or_else(|| {
+            let what = match key {
+                "" => "the value".to_string(),
+                // A list item: its place, not a key (`0` read as a key name).
+                _ if key.bytes().all(|b| b.is_ascii_digit()) => format!("value {key}"),
+                _ => format!("`{key}`"),
+            };
+            let shown = v.as_f64().map_or_else(|| "it".into(), |x| x.to_string());
+            (
+                key.to_string(),
+                format!("{what} is {shown}: axis values are finite numbers"),
+            )
+        })
     };
     let values = match v {
         Value::Sequence(items) => {
@@ -436,25 +446,30 @@ fn walk(
     }
     // Two equal values would give two instances with the same seed and key: every row
     // repeated, and gathered statistics (probabilities, sums) silently doubled.
-    let mut seen: std::collections::HashMap<String, usize> =
+    // Two values that differ only in the case of a letter (`CRM`, `crm`) name their
+    // instances' files (`clean__dataset=CRM.md`) with names that a case-insensitive file
+    // system (macOS, Windows) takes for one: the second would overwrite the first.
+    let mut seen: std::collections::HashMap<String, (usize, String)> =
         std::collections::HashMap::with_capacity(values.len());
     let is_list = matches!(v, Value::Sequence(_));
     for (i, x) in values.iter().enumerate() {
-        if let Some(first) = seen.insert(x.canonical(), i) {
+        let text = x.canonical();
+        if let Some((first, was)) = seen.insert(text.to_ascii_lowercase(), (i, text.clone())) {
             let sub = if is_list {
                 i.to_string()
             } else {
                 String::new()
             };
-            return Err((
-                sub,
+            let msg = if was == text {
                 format!(
-                    "the axis holds {} twice (values {} and {}, counting from 0); each value may appear once",
-                    x.canonical(),
-                    first,
-                    i
-                ),
-            ));
+                    "the axis holds {text} twice (values {first} and {i}, counting from 0); each value may appear once"
+                )
+            } else {
+                format!(
+                    "the axis holds `{was}` and `{text}` (values {first} and {i}, counting from 0), which differ only in case: their instances' files (`<stage>__<axis>={was}.svg`) would be one file on a case-insensitive file system (macOS, Windows); rename one"
+                )
+            };
+            return Err((sub, msg));
         }
     }
     let n = values.len() as u64;
@@ -611,6 +626,19 @@ mod tests {
         assert!(m.contains("did you mean `step`"), "{m}");
         assert!(axis("[1, a]").is_err());
         assert!(axis("{logspace: {from: 0, to: 1, num: 3}}").is_err());
+        // A non-finite list item is named by its place and value, not as a key `0`.
+        assert_eq!(
+            axis("[1, .inf]").unwrap_err(),
+            (
+                "1".into(),
+                "value 1 is inf: axis values are finite numbers".into()
+            )
+        );
+        let (k, m) = axis("{from: 1, to: .nan, step: 1}").unwrap_err();
+        assert_eq!(
+            (k.as_str(), m.as_str()),
+            ("to", "`to` is NaN: axis values are finite numbers")
+        );
     }
 
     #[test]
@@ -688,5 +716,21 @@ mod tests {
         // A grid whose steps vanish below the canonical precision.
         assert!(axis("{linspace: {from: 1, to: 1.0000000000000002, num: 3}}").is_err());
         assert!(axis("{linspace: {from: 1, to: 1, num: 1}}").is_ok());
+    }
+
+    #[test]
+    fn values_differing_only_in_case_are_refused() {
+        let (k, m) = axis("[CRM, WDBC, crm]").unwrap_err();
+        assert_eq!(k, "2");
+        assert!(
+            m.contains("`CRM` and `crm`") && m.contains("case-insensitive file system"),
+            "{m}"
+        );
+        let (k, m) = axis("[{name: Adult}, {name: ADULT}]").unwrap_err();
+        assert_eq!(k, "1");
+        assert!(m.contains("differ only in case"), "{m}");
+        // Other letters, accents and numbers written with an exponent are distinct.
+        assert!(axis("[CRM, CRN, é, É]").is_ok());
+        assert!(axis("[1e-9, 1E-8]").is_ok());
     }
 }

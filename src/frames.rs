@@ -4,18 +4,80 @@
 use anyhow::Result;
 use polars::prelude::*;
 
-/// Row-wise concatenation of instance frames (in plan order).
+/// Row-wise concatenation of frames (instance frames in plan order, or the inputs of
+/// `frame.stack`), losing nothing when their columns differ: the result has the union of
+/// their columns in first-seen order, a frame's rows are empty (null) in the columns it
+/// lacks, and a column whose type differs between frames takes the type [`common_type`]
+/// gives. A stage swept over a records axis of datasets (`normalise` of tables with 129 and
+/// 43 columns) thus keeps every column of every instance; frames with one schema, the usual
+/// case, are stacked as they are.
 pub fn concat(frames: &[&DataFrame]) -> Result<DataFrame> {
     let Some((first, rest)) = frames.split_first() else {
         return Ok(DataFrame::empty());
     };
-    let mut out = (*first).clone();
-    for f in rest {
-        out.vstack_mut(f)
-            .map_err(|e| anyhow::anyhow!("instance frames have different columns: {e}"))?;
-    }
+    let mut out = if rest.iter().all(|f| f.schema() == first.schema()) {
+        let mut out = (*first).clone();
+        for f in rest {
+            out.vstack_mut(f)?;
+        }
+        out
+    } else {
+        let schema = union_schema(frames.iter().copied());
+        let mut out = aligned(first, &schema)?;
+        for f in rest {
+            out.vstack_mut_owned(aligned(f, &schema)?)?;
+        }
+        out
+    };
     out.rechunk_mut();
     Ok(out)
+}
+
+/// The union of the frames' columns in first-seen order, each with the type every frame's
+/// values fit ([`common_type`]).
+pub fn union_schema<'a>(frames: impl IntoIterator<Item = &'a DataFrame>) -> Schema {
+    let mut schema = Schema::default();
+    for f in frames {
+        for c in f.columns() {
+            let t = match schema.get(c.name()) {
+                Some(have) => common_type(have, c.dtype()),
+                None => c.dtype().clone(),
+            };
+            schema.with_column(c.name().clone(), t);
+        }
+    }
+    schema
+}
+
+/// The type a column takes when frames that hold it with types `a` and `b` are stacked: the
+/// same type; the other one when a frame's column is all nulls of no type; 64-bit integers
+/// for integers of other widths; 64-bit floats for other pairs of numbers (integers up to
+/// 2⁵³ are exact); otherwise text, in which every value is
+/// written as it prints, so nothing is lost.
+pub fn common_type(a: &DataType, b: &DataType) -> DataType {
+    match (a, b) {
+        _ if a == b => a.clone(),
+        (DataType::Null, t) | (t, DataType::Null) => t.clone(),
+        _ if a.is_integer() && b.is_integer() && ![a, b].contains(&&DataType::UInt64) => {
+            DataType::Int64
+        }
+        _ if a.is_primitive_numeric() && b.is_primitive_numeric() => DataType::Float64,
+        _ => DataType::String,
+    }
+}
+
+/// `df` with the columns of `schema`, in its order and types: a column `df` lacks is nulls.
+pub fn aligned(df: &DataFrame, schema: &Schema) -> Result<DataFrame> {
+    let height = df.height();
+    let cols = schema
+        .iter()
+        .map(|(name, t)| match df.column(name) {
+            Ok(c) if c.dtype() == t => Ok(c.clone()),
+            Ok(c) => c.cast(t),
+            Err(_) => Ok(Column::full_null(name.clone(), height, t)),
+        })
+        .collect::<PolarsResult<Vec<_>>>()?;
+    Ok(DataFrame::new(height, cols)?)
 }
 
 /// A compact binary form of a frame for the instance store: per column its name, type,

@@ -22,6 +22,12 @@ pub enum Gather {
     Nothing,
     /// One instance for the whole sweep, unless `over:` says otherwise.
     All,
+    /// One instance per combination of the axes every input varies over; an axis only some
+    /// inputs vary over is gathered, unless `over:` says otherwise. For kinds that put their
+    /// inputs' rows side by side (`frame.stack`): the rows of an input that does not vary
+    /// over an axis then appear once, with that axis's column empty, instead of once per
+    /// value of an axis they do not depend on.
+    Unshared,
 }
 
 /// A parameter that failed to parse or validate: where inside `with:` and why.
@@ -209,6 +215,8 @@ pub trait StageRun: Send + Sync {
     fn columns_read(&self) -> Vec<(String, String)>;
     /// See [`Stage::columns_out`].
     fn columns_out(&self, inputs: &[Option<Vec<String>>]) -> Option<Vec<String>>;
+    /// See [`Stage::check_files`].
+    fn check_files(&self, files: &dyn FileSource) -> Result<(), ParamError>;
 }
 
 /// A stage kind's typed parameters. Implement this and add one line to [`registry`].
@@ -249,6 +257,15 @@ pub trait Stage: DeserializeOwned + Send + Sync + 'static {
     fn intervals(&self) -> Vec<[String; 3]> {
         Vec::new()
     }
+    /// Checks what its parameters say about the files they name ([`Stage::files`]), once the
+    /// engine has read them and before anything runs: a column a parameter names in a paper
+    /// table (`join: [sigma]`) that the table lacks is then a located `validate` error (exit 2),
+    /// not a failed run (exit 1). The error's `path` is the parameter's, as in
+    /// [`Stage::validate`]; `files` holds exactly the bytes a run will parse.
+    fn check_files(&self, files: &dyn FileSource) -> Result<(), ParamError> {
+        let _ = files;
+        Ok(())
+    }
     fn run(&self, ctx: &mut Ctx) -> anyhow::Result<Output>;
 }
 
@@ -271,6 +288,9 @@ impl<T: Stage> StageRun for Typed<T> {
     }
     fn columns_out(&self, inputs: &[Option<Vec<String>>]) -> Option<Vec<String>> {
         self.0.columns_out(inputs)
+    }
+    fn check_files(&self, files: &dyn FileSource) -> Result<(), ParamError> {
+        self.0.check_files(files)
     }
 }
 

@@ -69,3 +69,38 @@ pub fn check_draws(what: &str, value: u64) -> Result<(), String> {
 pub fn check_cells(what: &str, value: u64) -> Result<(), String> {
     check(what, value, get().cells, "--max-cells")
 }
+
+/// The memory one cell of a table may take while it is parsed from text (a dataset file, a
+/// CSV a parameter names): a column of undeclared type holds each value as text (16 bytes) until
+/// the whole column is known to be numbers, which are then parsed into an `Option<f64>` (16
+/// bytes) before the text is dropped; polars' CSV reader stays within this too.
+pub const BYTES_PER_CELL_READ: u64 = 32;
+
+/// What a column costs while a table is parsed from text, whatever its rows: its name, its
+/// buffers and polars' bookkeeping (a header of 2·10⁷ names took a minute and aborted).
+pub const BYTES_PER_COLUMN_READ: u64 = 1024;
+
+/// The memory a table parsed from text may take: what the largest matrix [`Limits::cells`]
+/// allows takes (8 bytes a cell, 1.6 GB by default), so that the one flag bounds both.
+pub fn table_bytes() -> u64 {
+    get().cells.saturating_mul(8)
+}
+
+/// Checks, before it is parsed, that a table of `rows` × `cols` from `bytes` of text fits
+/// [`table_bytes`]: `what` names the file. Counting rows and columns costs a pass over the
+/// text; parsing 10⁸ rows of `1` (a 190 KB gzip file) took 3.2 GB and aborted.
+pub fn check_table_read(what: &str, rows: u64, cols: u64, bytes: u64) -> Result<(), String> {
+    let need = rows
+        .saturating_mul(cols)
+        .saturating_mul(BYTES_PER_CELL_READ)
+        .saturating_add(cols.saturating_mul(BYTES_PER_COLUMN_READ))
+        .saturating_add(bytes);
+    let budget = table_bytes();
+    if need <= budget {
+        return Ok(());
+    }
+    Err(format!(
+        "{what}: {rows} rows × {cols} columns: reading it takes up to {need} bytes ({BYTES_PER_CELL_READ} a cell and {BYTES_PER_COLUMN_READ} a column while its text is parsed, and {bytes} of text), more than the {budget} a table read from text may take (8 bytes for each of the {} cells --max-cells allows; raise it with --max-cells if you mean it)",
+        get().cells
+    ))
+}

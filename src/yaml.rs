@@ -139,10 +139,36 @@ pub fn humanise_serde(msg: &str) -> String {
     {
         return format!("missing required key `{field}`");
     }
-    msg.replace("invalid type: ", "wrong type: ").replace(
+    let msg = msg.replace("invalid type: ", "wrong type: ").replace(
         "data did not match any variant of untagged enum Inputs",
         "`input` must be a stage name or a list of stage names",
-    )
+    );
+    readable_numbers(&msg)
+}
+
+/// serde's words for numbers a person did not mean: an integer beyond 64 bits ("integer `X` as
+/// u128, expected any YAML value") says so, and a float serde wrote out in full
+/// (`100000…0.0`, 300 digits for 1e300) is written as 1e300.
+fn readable_numbers(msg: &str) -> String {
+    for wide in ["u128", "i128"] {
+        let tail = format!(" as {wide}, expected any YAML value");
+        if let Some(head) = msg.strip_suffix(tail.as_str()) {
+            return format!(
+                "{} is too large: numbers here are at most 64-bit (up to 18446744073709551615)",
+                head.replace("wrong type: ", "")
+            );
+        }
+    }
+    let Some((head, rest)) = msg.split_once("floating point `") else {
+        return msg.to_string();
+    };
+    let Some((number, tail)) = rest.split_once('`') else {
+        return msg.to_string();
+    };
+    match number.parse::<f64>() {
+        Ok(x) if number.len() > 24 => format!("{head}floating point `{x:e}`{tail}"),
+        _ => msg.to_string(),
+    }
 }
 
 #[cfg(test)]
@@ -185,6 +211,16 @@ mod tests {
             e.message
         );
         assert!(de("{samples: -1e3}").is_err());
+        // Numbers beyond 64 bits, and floats serde would print in full, read as written.
+        let e = de("{samples: 1e300}").unwrap_err();
+        assert!(e.message.contains("`1e300`"), "{}", e.message);
+        let m = humanise_serde(
+            "seed: invalid type: integer `99999999999999999999999` as u128, expected any YAML value",
+        );
+        assert_eq!(
+            m,
+            "`seed`: integer `99999999999999999999999` is too large: numbers here are at most 64-bit (up to 18446744073709551615)"
+        );
         assert!(de("{samples: 1e300}").is_err());
         let e = de("{sample: 1}").unwrap_err();
         assert!(

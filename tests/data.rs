@@ -537,3 +537,100 @@ fn fetch_for_pipelines_from_the_mirror_and_bad_input() {
         stderr(&out)
     );
 }
+
+/// A registry whose dataset `t` is the gzip file `gz` (in the mirror), read as one column
+/// `a`, and a pipeline loading it; returns (environment, pipeline).
+fn gzip_dataset(gz: &[u8]) -> (Env, PathBuf) {
+    let env = Env::new("http://127.0.0.1:9/t.gz");
+    let reg = format!(
+        "[t]\ntitle = 'test'\nhomepage = 'h'\nlicence = 'CC0'\n\
+[[t.files]]\nname = 't.gz'\nurl = 'http://127.0.0.1:9/t.gz'\nsha256 = '{}'\nsize = {}\n\
+[t.tables.main]\nfile = 't.gz'\ncompression = 'gzip'\nseparator = ','\ncolumns = ['a']\n",
+        sha(gz),
+        gz.len()
+    );
+    fs::write(env.dir.path().join("registry.toml"), reg).unwrap();
+    fs::write(env.dir.path().join("mirror/t/t.gz"), gz).unwrap();
+    let p = env.dir.path().join("p.yaml");
+    fs::write(
+        &p,
+        "name: p\ntitle: t\nsource: {paper: test, item: none}\ndescription: d\nseed: 1\nstages:\n  raw: {kind: load.dataset, with: {dataset: t}}\n",
+    )
+    .unwrap();
+    (env, p)
+}
+
+/// `n` copies of `chunk`, gzip-compressed as they stream in (never held decompressed).
+fn gzip_of(chunk: &[u8], n: usize) -> Vec<u8> {
+    let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    for _ in 0..n {
+        enc.write_all(chunk).unwrap();
+    }
+    enc.finish().unwrap()
+}
+
+/// `dplab run -q P` in `env` with the mirror, under a 3 GiB address-space limit (a small
+/// machine): what a hostile file may make it allocate shows as an abort here.
+fn run_in_3_gib(env: &Env, p: &Path, extra: &str) -> std::process::Output {
+    let mut c = std::process::Command::new("bash");
+    for (k, v) in env.cmd().get_envs() {
+        match v {
+            Some(v) => c.env(k, v),
+            None => c.env_remove(k),
+        };
+    }
+    c.env("DPLAB_DATA_MIRROR", env.dir.path().join("mirror"))
+        .arg("-c")
+        .arg(format!(
+            "ulimit -v 3145728; exec timeout 300 {} run -q {} {extra} --no-store --out {}",
+            assert_cmd::cargo::cargo_bin("dplab").display(),
+            p.display(),
+            env.dir.path().join("out").display()
+        ))
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn decompression_bombs_are_refused_before_they_are_allocated() {
+    // One line of 1 GiB in a 1 MB gzip file: reading it whole aborted the process (SIGABRT at
+    // 800 MB resident under a 3 GiB address-space limit).
+    let (env, p) = gzip_dataset(&gzip_of(&[b'a'; 1 << 20], 1024));
+    let out = run_in_3_gib(&env, &p, "");
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let e = stderr(&out);
+    assert!(
+        e.contains("t.gz:1: the line is longer than 16 MiB") && e.contains("stage `raw`"),
+        "{e}"
+    );
+    // 10⁸ rows of `1` in a 190 KB file: within --max-cells, but reading them took 3.2 GB.
+    // Refused from the counts of a first pass, naming the flag that raises the limit.
+    let (env, p) = gzip_dataset(&gzip_of(&b"1\n".repeat(1 << 19), 190));
+    let out = run_in_3_gib(&env, &p, "");
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let e = stderr(&out);
+    assert!(
+        e.contains("99614720 rows × 1 columns") && e.contains("--max-cells"),
+        "{e}"
+    );
+    // The limit is what refuses it: 2²⁰ such rows are read, and refused under a lower one.
+    let (env, p) = gzip_dataset(&gzip_of(&b"1\n".repeat(1 << 19), 2));
+    let out = run_in_3_gib(&env, &p, "");
+    assert!(out.status.success(), "{}", stderr(&out));
+    let out = run_in_3_gib(&env, &p, "--max-cells 1000000");
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("1048576 rows × 1 columns"),
+        "{}",
+        stderr(&out)
+    );
+    // Blank lines make no rows, but their bytes count: a stream of them ends.
+    let (env, p) = gzip_dataset(&gzip_of(&[b'\n'; 1 << 20], 64));
+    let out = run_in_3_gib(&env, &p, "--max-cells 1000000");
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("more than 8000000 bytes of text"),
+        "{}",
+        stderr(&out)
+    );
+}

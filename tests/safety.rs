@@ -166,7 +166,7 @@ source: {paper: p, item: i}
 description: d
 seed: 1
 axes:
-  c: ['a b', 'a_b', 'a/b', '..', 'A', 'a']
+  c: ['a b', 'a_b', 'a/b', '..', 'CRM', 'a%41', 'é']
 stages:
   t: {kind: load.table, with: {columns: {x: [1, 2], y: [1, 3]}}}
   f: {kind: plot.lines, input: t, with: {x: x, y: y, title: $c, x_label: x, y_label: y}}
@@ -182,7 +182,9 @@ stages:
     assert!(o.status.success(), "{}", text(&o));
     let files = tree(&out.join("figs"));
     let svgs: Vec<&String> = files.iter().filter(|f| f.ends_with(".svg")).collect();
-    assert_eq!(svgs.len(), 6, "{files:?}");
+    assert_eq!(svgs.len(), 7, "{files:?}");
+    // Readable: a capital stays a capital (it was `%43%52%4D`).
+    assert!(files.contains(&"f__c=CRM.svg".to_string()), "{files:?}");
     // Distinct even where the file system folds case (macOS, Windows).
     let folded: std::collections::BTreeSet<String> =
         files.iter().map(|f| f.to_lowercase()).collect();
@@ -205,6 +207,133 @@ stages:
             .collect();
         assert_eq!(o["sha256"].as_str().unwrap(), h);
     }
+    // Values that differ only in case would name one file there: refused before anything
+    // runs, at the second value, wherever the axis is written.
+    let e = invalid(&yaml.replace("'a b', 'a_b'", "'crm', 'a_b'"));
+    assert!(
+        e.contains("p.yaml:7:34") && e.contains("`crm` and `CRM`") && e.contains("case"),
+        "{e}"
+    );
+    let e = invalid(&BASE.replace(
+        "  small:\n    axes: {eps: [1.0]}",
+        "  small:\n    axes: {eps: [1.0]}\n  cased:\n    axes: {eps: [Ab, aB]}",
+    ));
+    assert!(
+        e.contains("p.yaml:26:22") && e.contains("differ only in case"),
+        "{e}"
+    );
+    // A stage or pipeline named as a file dplab writes itself.
+    let e = invalid(&BASE.replace("  summary:\n", "  Manifest:\n"));
+    assert!(
+        e.contains("p.yaml:17:3") && e.contains("manifest.json"),
+        "{e}"
+    );
+    let e = invalid(&BASE.replace("name: tiny", "name: index.html"));
+    assert!(e.contains("p.yaml:1:") && e.contains("index.html"), "{e}");
+}
+
+#[test]
+fn a_stack_of_inputs_over_different_axes_runs_as_validate_says() {
+    // One input varies over `sens` and `rep`, the other over nothing: `validate` said ok and
+    // the run failed ("a column `sens` of its own … rename the axis").
+    let dir = TempDir::new().unwrap();
+    let yaml = r#"name: st
+title: t
+source: {paper: p, item: i}
+description: d
+seed: 1
+axes:
+  sens: [1, 2]
+stages:
+  ours:
+    kind: mechanism.noise
+    input: base
+    repeat: 2
+    with: {column: y, noise: laplace, epsilon: $sens, samples: 1}
+  base: {kind: load.table, with: {columns: {x: [1, 2], y: [3, 4]}}}
+  paper: {kind: load.table, with: {columns: {x: [9], y: [5]}}}
+  both: {kind: frame.stack, input: [ours, paper]}
+"#;
+    let p = write(dir.path(), "p.yaml", yaml);
+    let o = dplab().arg("validate").arg(&p).output().unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    let out = dir.path().join("out");
+    let o = dplab()
+        .args(["run", "-q", "--out"])
+        .arg(&out)
+        .arg(&p)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    let csv = fs::read_to_string(out.join("st/both.csv")).unwrap();
+    let lines: Vec<&str> = csv.lines().collect();
+    // One instance: 2 σ × 2 repetitions × 2 rows of ours, and the paper's row once, with
+    // its `sens` and `rep` empty.
+    assert_eq!(lines.len(), 1 + 8 + 1, "{csv}");
+    assert!(lines[0].starts_with("source,sens,rep,"), "{csv}");
+    assert!(lines[9].starts_with("paper,,,"), "{csv}");
+    // Told by `over:` to vary over `sens`, a stack puts the paper's row in each instance,
+    // which is then one of that instance's rows.
+    let p = write(
+        dir.path(),
+        "p.yaml",
+        &yaml.replace(
+            "input: [ours, paper]}",
+            "input: [ours, paper], over: [rep]}",
+        ),
+    );
+    let o = dplab()
+        .args(["run", "-q", "--out"])
+        .arg(&out)
+        .arg(&p)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    let csv = fs::read_to_string(out.join("st/both.csv")).unwrap();
+    assert_eq!(
+        csv.lines().filter(|l| l.contains(",paper,")).count(),
+        2,
+        "{csv}"
+    );
+    assert!(
+        csv.contains("1.0,paper,,") && csv.contains("2.0,paper,,"),
+        "{csv}"
+    );
+}
+
+#[test]
+fn instances_with_different_columns_are_stored_whole() {
+    // A records axis over tables of different widths: every instance computed, then "unable
+    // to append to a DataFrame of width 3 with a DataFrame of width 2" when they were joined.
+    let dir = TempDir::new().unwrap();
+    let yaml = r#"name: widths
+title: t
+source: {paper: p, item: i}
+description: d
+seed: 1
+axes:
+  data:
+    - {name: A, cols: {x: [1, 2], y: [3.5, 4]}}
+    - {name: B, cols: {x: [5], z: [b]}}
+stages:
+  raw: {kind: load.table, with: {columns: $data.cols}}
+  figure: {kind: plot.lines, input: raw, with: {x: x, y: x, series: data, title: t, x_label: x, y_label: y}}
+"#;
+    let p = write(dir.path(), "p.yaml", yaml);
+    let out = dir.path().join("out");
+    let o = dplab()
+        .args(["run", "-q", "--out"])
+        .arg(&out)
+        .arg(&p)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    let csv = fs::read_to_string(out.join("widths/raw.csv")).unwrap();
+    assert_eq!(
+        csv, "data,x,y,z\nA,1.0,3.5,\nA,2.0,4.0,\nB,5.0,,b\n",
+        "{csv}"
+    );
+    assert!(out.join("widths/figure.svg").exists());
 }
 
 #[test]
@@ -328,6 +457,16 @@ fn every_profile_is_checked_and_located_at_the_profile() {
     let bad = BASE.replace("    axes: {eps: [1.0]}\n", "    axes: {eps: [-1.0]}\n");
     let e = invalid(&bad);
     assert!(e.contains("profile `small`"), "{e}");
+    // A profile's `repeat:` is found where the profile writes it, not at the stage's own.
+    let bad = BASE.replace(
+        "    axes: {eps: [1.0]}\n",
+        "    axes: {eps: [1.0]}\n    repeat: {noisy: 0}\n",
+    );
+    let e = invalid(&bad);
+    assert!(
+        e.contains("p.yaml:25:") && e.contains("repeat must be ≥ 1"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -1016,4 +1155,41 @@ fn a_kill_at_any_moment_leaves_complete_results() {
         1
     );
     assert!(complete(&out.join("tiny")));
+}
+
+#[test]
+fn a_csv_file_too_large_to_parse_is_refused_before_it_is_parsed() {
+    // A parameter's CSV file is parsed by polars: 250 MB of one short column (or a header of
+    // 2·10⁷ names) aborted the process under a 3 GiB address space. Its rows and columns are
+    // counted first and checked against what --max-cells allows (here lowered, so the file is
+    // small).
+    let dir = TempDir::new().unwrap();
+    write(
+        dir.path(),
+        "rows.csv",
+        &format!("a,b\n{}", "1,2\n".repeat(5000)),
+    );
+    let p = write(
+        dir.path(),
+        "p.yaml",
+        "name: big\ntitle: t\nsource: {paper: p, item: i}\ndescription: d\nseed: 1\nstages:\n  t: {kind: load.table, with: {path: rows.csv}}\n",
+    );
+    let run = |cells: &str| {
+        dplab()
+            .args(["run", "-q", "--max-cells", cells, "--out"])
+            .arg(dir.path().join("out"))
+            .arg(&p)
+            .output()
+            .unwrap()
+    };
+    let o = run("10000");
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(
+        text(&o).contains("rows.csv: its table: 5000 rows × 2 columns")
+            && text(&o).contains("--max-cells"),
+        "{}",
+        text(&o)
+    );
+    let o = run("1000000");
+    assert!(o.status.success(), "{}", text(&o));
 }

@@ -47,8 +47,10 @@ pub(crate) fn list(kind: Option<&str>) -> Outcome {
     }
     for k in kinds {
         out!("{}\n    {}", k.name, k.summary);
-        if k.gather == stages::Gather::All {
-            out!("    (gathers every axis of its inputs into one instance unless `over:` says otherwise)");
+        match k.gather {
+            stages::Gather::All => out!("    (gathers every axis of its inputs into one instance unless `over:` says otherwise)"),
+            stages::Gather::Unshared => out!("    (varies over the axes all its inputs vary over, and gathers the others, unless `over:` says otherwise)"),
+            stages::Gather::Nothing => {}
         }
         for p in k.param_lines() {
             out!(

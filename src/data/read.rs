@@ -162,11 +162,23 @@ enum Values {
         v: Vec<Option<f64>>,
         all_int: bool,
     },
-    /// Declared text goes straight into arrow string storage (short values inline, no
-    /// allocation per cell): the only copy of the data the reader makes.
+    /// Text goes straight into arrow string storage (short values inline, no allocation per
+    /// cell): declared text, and undeclared columns, which wait there for the whole file
+    /// before their type is known.
     Arrow(StringChunkedBuilder),
-    /// Undeclared columns wait for the whole file before their type is known.
-    Text(Vec<Option<String>>),
+}
+
+impl ColumnBuf {
+    /// Room for `rows` more values, allocated once (see [`read_text`]).
+    fn reserve(&mut self, rows: usize) {
+        match &mut self.values {
+            Values::Num { v, .. } => v.reserve_exact(rows),
+            // Called before the first value: the builder is empty.
+            Values::Arrow(b) => {
+                *b = StringChunkedBuilder::new(self.name.as_str().into(), rows);
+            }
+        }
+    }
 }
 
 struct ColumnBuf {
@@ -182,8 +194,9 @@ impl ColumnBuf {
                 v: Vec::new(),
                 all_int: true,
             },
-            Kind::Text => Values::Arrow(StringChunkedBuilder::new(name.as_str().into(), 1024)),
-            Kind::Infer => Values::Text(Vec::new()),
+            Kind::Text | Kind::Infer => {
+                Values::Arrow(StringChunkedBuilder::new(name.as_str().into(), 1024))
+            }
         };
         ColumnBuf { name, kind, values }
     }
@@ -192,25 +205,33 @@ impl ColumnBuf {
         let name: PlSmallStr = self.name.as_str().into();
         match self.values {
             Values::Num { v, all_int } => num_column(name, v, all_int),
-            Values::Arrow(b) => b.finish().into_column(),
-            Values::Text(v) if self.kind == Kind::Infer => {
-                let mut all_int = true;
-                let parsed: Option<Vec<Option<f64>>> = v
-                    .iter()
-                    .map(|s| match s {
-                        None => Some(None),
-                        Some(s) => parse_number(s).map(|(x, int)| {
-                            all_int &= int;
-                            Some(x)
-                        }),
-                    })
-                    .collect();
-                match parsed {
-                    Some(nums) if v.iter().any(Option::is_some) => num_column(name, nums, all_int),
-                    _ => Column::new(name, v),
+            Values::Arrow(b) if self.kind == Kind::Infer => {
+                let text = b.finish();
+                if text.null_count() == text.len() {
+                    return text.into_column();
                 }
+                // Allocated once, at its size (see `limits::BYTES_PER_CELL_READ`).
+                let mut nums = Vec::with_capacity(text.len());
+                let mut all_int = true;
+                let numeric = text.iter().all(|s| match s.map(parse_number) {
+                    None => {
+                        nums.push(None);
+                        true
+                    }
+                    Some(Some((x, int))) => {
+                        all_int &= int;
+                        nums.push(Some(x));
+                        true
+                    }
+                    Some(None) => false,
+                });
+                if !numeric {
+                    return text.into_column();
+                }
+                drop(text);
+                num_column(name, nums, all_int)
             }
-            Values::Text(v) => Column::new(name, v),
+            Values::Arrow(b) => b.finish().into_column(),
         }
     }
 }
@@ -310,29 +331,103 @@ pub fn read_table(
         return read_xls(spec, data.bytes(), &file);
     }
     let bytes: &[u8] = data.bytes();
-    let reader: Box<dyn Read + '_> = match spec.compression {
-        Some(Compression::Gzip) => Box::new(flate2::read::MultiGzDecoder::new(bytes)),
-        None => Box::new(bytes),
+    let compression = spec.compression;
+    // Read twice (see `read_text`): each pass decompresses the verified bytes afresh.
+    let open = || -> Box<dyn BufRead + '_> {
+        let raw: Box<dyn Read + '_> = match compression {
+            Some(Compression::Gzip) => Box::new(flate2::read::MultiGzDecoder::new(bytes)),
+            None => Box::new(bytes),
+        };
+        Box::new(BufReader::with_capacity(1 << 20, raw))
     };
     let declared: Option<Vec<(String, bool)>> = match (&spec.names, names) {
         (Some(n), Some(v)) => Some(read_names(v, n.style)?),
         _ => None,
     };
-    read_text(
-        spec,
-        &file,
-        BufReader::with_capacity(1 << 20, reader),
-        declared,
-    )
+    read_text(spec, &file, open, declared)
 }
 
-/// The text reader, separate from file opening so tests can feed it inline samples.
-pub fn read_text(
+/// The longest line a data file may have. A line is held whole while it is split, so one line
+/// of a gigabyte (a gzip bomb: a few MB that decompress to one endless line) would be a
+/// gigabyte of memory, and doubling it as it grows aborted the process. The widest registered
+/// file (communities) has lines of 1.2 KB; a table of 10⁵ columns fits in this.
+pub const MAX_LINE_BYTES: usize = 16 << 20;
+
+/// Reads one line (with its `\n`) into `buf`, refusing one longer than [`MAX_LINE_BYTES`]
+/// before more than that is held. Returns the bytes read (0 at the end).
+fn next_line(
+    input: &mut impl BufRead,
+    buf: &mut Vec<u8>,
+    file: &str,
+    line_no: usize,
+) -> Result<usize, DataError> {
+    buf.clear();
+    let n = input
+        .by_ref()
+        .take(MAX_LINE_BYTES as u64 + 1)
+        .read_until(b'\n', buf)
+        .map_err(|e| DataError::Io(format!("{file}:{line_no}: {e}")))?;
+    if buf.len() > MAX_LINE_BYTES {
+        return Err(DataError::Parse(format!(
+            "{file}:{line_no}: the line is longer than {} MiB, the most a line of a data file may hold (not a table of text: a damaged or hostile file?)",
+            MAX_LINE_BYTES >> 20
+        )));
+    }
+    Ok(n)
+}
+
+/// What the first pass over a text file finds: its data rows and its bytes, so the second can
+/// check the table's size before it allocates anything and then allocate each column once.
+struct Survey {
+    rows: usize,
+    bytes: u64,
+}
+
+/// The first pass: every line read (bounded by [`MAX_LINE_BYTES`]) and dropped, counting the
+/// rows that will hold data and the bytes, which may be at most
+/// [`crate::limits::table_bytes`] (the text is
+/// what text columns keep; and a file that decompresses to terabytes of blank lines would
+/// otherwise take hours to read).
+fn survey(spec: &TableSpec, file: &str, mut input: impl BufRead) -> Result<Survey, DataError> {
+    let budget = crate::limits::table_bytes();
+    let mut buf = Vec::new();
+    let (mut rows, mut line_no, mut bytes) = (0usize, 0usize, 0u64);
+    loop {
+        let n = next_line(&mut input, &mut buf, file, line_no + 1)?;
+        if n == 0 {
+            break;
+        }
+        line_no += 1;
+        bytes += n as u64;
+        if bytes > budget {
+            return Err(DataError::Parse(format!(
+                "{file}: more than {budget} bytes of text, the most a table read from a file may take (8 bytes for each of the {} cells --max-cells allows; raise it with --max-cells if you mean it)",
+                crate::limits::get().cells
+            )));
+        }
+        if line_no > spec.skip_lines && !buf.iter().all(u8::is_ascii_whitespace) {
+            rows += 1;
+        }
+    }
+    if spec.header {
+        rows = rows.saturating_sub(1);
+    }
+    Ok(Survey { rows, bytes })
+}
+
+/// The text reader, separate from file opening so tests can feed it inline samples. `open`
+/// gives the text from its start, and is called twice: a first pass ([`survey`]) counts the
+/// rows, so that the table's cells (rows × columns) are checked against `--max-cells` before
+/// anything of that size is allocated, and every column is then allocated once at its final
+/// size (a growing one needs up to three times its size while it is copied).
+pub fn read_text<'a, R: BufRead + 'a>(
     spec: &TableSpec,
     file: &str,
-    mut input: impl BufRead,
+    open: impl Fn() -> R,
     declared: Option<Vec<(String, bool)>>,
 ) -> Result<DataFrame, DataError> {
+    let Survey { rows, bytes } = survey(spec, file, open())?;
+    let mut input = open();
     let categorical: HashSet<&str> = spec.categorical.iter().map(String::as_str).collect();
     let sep = spec
         .separator
@@ -370,11 +465,9 @@ pub fn read_text(
     let mut buf = Vec::new();
     let mut line_no = 0usize;
     let mut need_header = spec.header;
+    let mut sized = false;
     loop {
-        buf.clear();
-        let n = input
-            .read_until(b'\n', &mut buf)
-            .map_err(|e| DataError::Io(format!("{file}:{}: {e}", line_no + 1)))?;
+        let n = next_line(&mut input, &mut buf, file, line_no + 1)?;
         if n == 0 {
             break;
         }
@@ -423,6 +516,14 @@ pub fn read_text(
         if cols.is_empty() {
             return Err(DataError::Parse(format!("{file}: no column names")));
         }
+        if !sized {
+            sized = true;
+            crate::limits::check_table_read(file, rows as u64, cols.len() as u64, bytes)
+                .map_err(DataError::Parse)?;
+            for c in &mut cols {
+                c.reserve(rows);
+            }
+        }
         if fields.len() != cols.len() {
             return Err(DataError::Parse(format!(
                 "{file}:{line_no}: {} fields, expected {} ({} … {})",
@@ -456,7 +557,6 @@ pub fn read_text(
                 }
                 Values::Arrow(b) if present => b.append_value(v),
                 Values::Arrow(b) => b.append_null(),
-                Values::Text(out) => out.push(present.then(|| v.to_string())),
             }
         }
     }
@@ -486,11 +586,17 @@ fn check_unique(cols: &[ColumnBuf], file: &str) -> Result<(), DataError> {
 /// non-blank row below the header and, with `stop_at_blank_row`, ends before the next blank
 /// row (CTG.xls keeps column totals below a blank row).
 fn read_xls(spec: &TableSpec, bytes: &[u8], file: &str) -> Result<DataFrame, DataError> {
-    use calamine::{open_workbook_auto_from_rs, Data, Reader};
+    use calamine::{Data, Reader, Xls};
     let file = file.to_string();
     let sheet = spec.sheet.as_deref().unwrap_or_default();
-    let mut wb = open_workbook_auto_from_rs(std::io::Cursor::new(bytes))
-        .map_err(|e| DataError::Parse(format!("{file}: {e}")))?;
+    // Only the binary format the registry says (BIFF in a compound file), not whatever the
+    // bytes look like: an `.xlsx` or `.ods` is a zip archive, and a zip bomb inside one would
+    // be decompressed whole.
+    let mut wb = Xls::new(std::io::Cursor::new(bytes)).map_err(|e| {
+        DataError::Parse(format!(
+            "{file}: not a readable Excel 97–2003 (.xls) workbook: {e}"
+        ))
+    })?;
     let range = wb.worksheet_range(sheet).map_err(|e| {
         DataError::Parse(format!(
             "{file}: sheet `{sheet}`: {e} (sheets: {})",
@@ -573,7 +679,6 @@ fn read_xls(spec: &TableSpec, bytes: &[u8], file: &str) -> Result<DataFrame, Dat
             }
             nums[k].push(num);
             match &mut cols[k].values {
-                Values::Text(t) => t.push(text),
                 Values::Arrow(b) => match text {
                     Some(t) => b.append_value(t),
                     None => b.append_null(),
@@ -593,7 +698,6 @@ fn read_xls(spec: &TableSpec, bytes: &[u8], file: &str) -> Result<DataFrame, Dat
             } else {
                 let name: PlSmallStr = c.name.as_str().into();
                 match c.values {
-                    Values::Text(t) => Column::new(name, t),
                     Values::Arrow(b) => b.finish().into_column(),
                     Values::Num { v, .. } => Column::new(name, v),
                 }
@@ -618,7 +722,7 @@ mod tests {
         text: &[u8],
         declared: Option<Vec<(String, bool)>>,
     ) -> Result<DataFrame, DataError> {
-        read_text(spec, "sample.data", text, declared)
+        read_text(spec, "sample.data", || text, declared)
     }
 
     #[test]

@@ -245,18 +245,26 @@ impl Gather {
     }
 
     /// The concatenation of every frame pushed, in order (the same frame `concat` of all of
-    /// them gives: one chunk per column). The blocks are moved into the result before it is
-    /// rechunked one column at a time, so the stage's frame is in memory about once, not twice.
+    /// them gives: one chunk per column, and the union of their columns when instances differ
+    /// in them). The blocks are moved into the result before it is rechunked one column at a
+    /// time, so the stage's frame is in memory about once, not twice.
     fn finish(&mut self) -> Result<DataFrame> {
-        let mut rest = std::mem::take(&mut self.blocks)
-            .into_iter()
-            .chain(std::mem::take(&mut self.part));
-        let Some(mut out) = rest.next() else {
-            return Ok(DataFrame::empty());
+        let mut all = std::mem::take(&mut self.blocks);
+        all.append(&mut self.part);
+        let first_schema = match all.first() {
+            None => return Ok(DataFrame::empty()),
+            Some(f) => f.schema().clone(),
         };
+        let union = (!all.iter().all(|f| *f.schema() == first_schema))
+            .then(|| crate::frames::union_schema(&all));
+        let mut rest = all.into_iter();
+        let align = |f: DataFrame| match &union {
+            Some(s) => crate::frames::aligned(&f, s),
+            None => Ok(f),
+        };
+        let mut out = align(rest.next().expect("not empty"))?;
         for f in rest {
-            out.vstack_mut_owned(f)
-                .map_err(|e| anyhow::anyhow!("instance frames have different columns: {e}"))?;
+            out.vstack_mut_owned(align(f)?)?;
         }
         out.rechunk_mut();
         Ok(out)
@@ -909,7 +917,7 @@ impl<'a> Run<'a> {
         }
     }
 
-    /// Gathering stage `si`'s frames failed (their columns differ).
+    /// Gathering stage `si`'s frames failed (a column that cannot take the common type).
     fn fail_stage(&self, si: usize, g: usize, e: anyhow::Error) {
         let err = RunError {
             pipeline: self.plan.name.clone(),
@@ -1071,6 +1079,13 @@ pub use crate::frames::concat;
 /// Puts one constant column per axis value at the front of the frame (replacing any
 /// column of the same name), so a gathered or stored frame says which instance each row
 /// came from.
+///
+/// A column of the axis's name that the stage passed through from its inputs holds the
+/// instance's value on the rows of inputs that vary over the axis, and is empty on the rows
+/// of inputs that do not (a `frame.stack` told by `over:` to vary over an axis only one of
+/// its inputs varies over): every row of the instance belongs to its axis values, so the
+/// column is replaced by the value. Any other value in it is the stage's own data, which an
+/// axis value must never overwrite.
 fn with_axis_columns(frame: DataFrame, key: &[(Arc<str>, AxisValue)]) -> Result<DataFrame> {
     if key.is_empty() {
         return Ok(frame);
@@ -1088,30 +1103,43 @@ fn with_axis_columns(frame: DataFrame, key: &[(Arc<str>, AxisValue)]) -> Result<
     for c in frame.columns() {
         match key.iter().find(|(a, _)| &**a == c.name().as_str()) {
             None => cols.push(c.clone()),
-            // A column passed through from an input that already carries this axis holds
-            // the same value on every row and is replaced; any other column of that name is
-            // the stage's own data, which an axis value must never overwrite.
-            Some((axis, v)) if !holds_only(c, v) => anyhow::bail!(
-                "the stage's output has a column `{axis}` of its own, and `{axis}` is also an axis: the axis value would overwrite it; rename the axis"
-            ),
-            Some(_) => {}
+            Some((axis, v)) => {
+                if let Some(other) = other_value(c, v) {
+                    anyhow::bail!(
+                        "the stage's output has a column `{axis}` of its own (holding {other} where this instance's `{axis}` is {v}), and `{axis}` is also an axis the stage varies over: the axis value would overwrite it; rename the axis, or the column"
+                    );
+                }
+            }
         }
     }
     Ok(DataFrame::new(height, cols)?)
 }
 
-/// Whether every row of `c` is the axis value `v`.
-fn holds_only(c: &Column, v: &AxisValue) -> bool {
+/// A value of `c` other than the axis value `v` (nulls aside), as text, if any. A number and
+/// its text are different values: an engine axis column of numbers is a number column.
+fn other_value(c: &Column, v: &AxisValue) -> Option<String> {
+    if c.null_count() == c.len() {
+        return None;
+    }
+    let t = c.dtype();
     match v.cell() {
-        Ok(x) => c
-            .cast(&DataType::Float64)
-            .ok()
-            .and_then(|c| c.f64().ok().map(|ca| ca.iter().all(|y| y == Some(x))))
-            .unwrap_or(false),
-        Err(s) => c
+        Ok(x) if t.is_primitive_numeric() => {
+            let c = c.cast(&DataType::Float64).ok()?;
+            let ca = c.f64().ok()?;
+            let other = ca
+                .iter()
+                .flatten()
+                .find(|y| *y != x && !(y.is_nan() && x.is_nan()));
+            other.map(|y| y.to_string())
+        }
+        Err(s) if t == &DataType::String => c
             .str()
-            .map(|ca| ca.iter().all(|y| y == Some(s)))
-            .unwrap_or(false),
+            .ok()?
+            .iter()
+            .flatten()
+            .find(|y| *y != s)
+            .map(|y| format!("`{}`", crate::text::brief(y, 40))),
+        _ => Some(format!("values of type {t}")),
     }
 }
 

@@ -52,13 +52,24 @@ impl Locations {
         let mut parser = Parser::new_from_str(text);
         parser.load(&mut rec, true).map_err(|e: ScanError| {
             let m = e.marker();
-            (
-                Pos {
-                    line: m.line(),
-                    col: m.col() + 1,
+            let at = Pos {
+                line: m.line(),
+                col: m.col() + 1,
+            };
+            // The scanner reports a tab that ends a plain scalar ("while scanning a plain
+            // scalar, found a tab") where the scalar starts, often the line before the tab:
+            // point at the tab itself.
+            let (at, info) = match e.info() {
+                info if info.contains("found a tab") => match tab_after(text, at) {
+                    Some(tab) => (
+                        tab,
+                        format!("{info} (YAML indents with spaces, never tabs)"),
+                    ),
+                    None => (at, info.to_string()),
                 },
-                format!("YAML syntax error: {}", e.info()),
-            )
+                info => (at, info.to_string()),
+            };
+            (at, format!("YAML syntax error: {info}"))
         })?;
         if rec.expanded > MAX_EXPANDED_BYTES {
             let at = rec
@@ -156,6 +167,24 @@ impl Locations {
             .copied()
             .unwrap_or_else(|| self.find(path))
     }
+}
+
+/// The position of the first tab after `from` in the indentation of a line of `text` (a tab
+/// inside a scalar, `a: x<TAB>y`, is text, not the error).
+fn tab_after(text: &str, from: Pos) -> Option<Pos> {
+    let (mut line, mut col, mut indent) = (1, 1, true);
+    for c in text.chars() {
+        if c == '\t' && indent && (line, col) >= (from.line, from.col) {
+            return Some(Pos { line, col });
+        }
+        if c == '\n' {
+            (line, col, indent) = (line + 1, 1, true);
+        } else {
+            col += 1;
+            indent &= c == ' ' || c == '\t';
+        }
+    }
+    None
 }
 
 enum Ev {
@@ -360,6 +389,13 @@ mod tests {
 
     #[test]
     fn a_second_document_is_an_error() {
+        // A tab that ends a plain scalar is found where it is, not where the scalar starts.
+        let (pos, msg) =
+            Locations::index("stages:\n  a:\n    kind: load.table\n\twith: {}\n").unwrap_err();
+        assert_eq!((pos.line, pos.col), (4, 1), "{msg}");
+        assert!(msg.contains("tab") && msg.contains("spaces"), "{msg}");
+        let (pos, _) = Locations::index("a: x\tb\n\t- 1\n").unwrap_err();
+        assert_eq!(pos.line, 2);
         let (pos, msg) = Locations::index("a: 1\n---\nb: 2\n").unwrap_err();
         assert_eq!(pos.line, 2);
         assert!(msg.contains("second YAML document"), "{msg}");

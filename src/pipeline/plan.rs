@@ -1032,9 +1032,16 @@ impl<'a> Planner<'a> {
         ups: &[(&PlannedStage, Option<u64>)],
     ) -> Option<Shape> {
         let mut inherited = BTreeSet::new();
+        // The axes every input varies over.
+        let mut shared: Option<BTreeSet<&String>> = None;
         let mut rep_in: Option<u64> = None;
         for (up, rep) in ups {
             inherited.extend(up.axes.iter().cloned());
+            let mine: BTreeSet<&String> = up.axes.iter().collect();
+            shared = Some(match shared {
+                None => mine,
+                Some(s) => s.intersection(&mine).copied().collect(),
+            });
             if let Some(r) = *rep {
                 if rep_in.is_some_and(|x| x != r) {
                     self.err(
@@ -1045,9 +1052,13 @@ impl<'a> Planner<'a> {
                 rep_in = Some(r);
             }
         }
-        let repeat = profile
-            .and_then(|p| p.repeat.get(name).copied())
-            .or(st.repeat);
+        let from_profile = profile.and_then(|p| p.repeat.get(name).copied());
+        let repeat = from_profile.or(st.repeat);
+        // An error about it points where it was written: the profile's `repeat:` wins.
+        let repeat_at = match (from_profile, self.ov.profile.as_deref()) {
+            (Some(_), Some(p)) => format!("profiles.{p}.repeat.{name}"),
+            _ => format!("stages.{name}.repeat"),
+        };
         if let Some(n) = repeat {
             let problem = crate::limits::check(
                 &format!("stage `{name}`: repeat"),
@@ -1063,7 +1074,7 @@ impl<'a> Planner<'a> {
                 })
             });
             if let Some(msg) = problem {
-                self.err(&format!("stages.{name}.repeat"), msg);
+                self.err(&repeat_at, msg);
                 return None;
             }
         }
@@ -1076,6 +1087,11 @@ impl<'a> Planner<'a> {
             None => match kind.gather {
                 Gather::All => inherited.difference(own).cloned().collect(),
                 Gather::Nothing => BTreeSet::new(),
+                Gather::Unshared => inherited
+                    .difference(own)
+                    .filter(|a| !shared.as_ref().is_some_and(|s| s.contains(a)))
+                    .cloned()
+                    .collect(),
             },
             Some(Value::String(s)) if s == "all" => inherited.difference(own).cloned().collect(),
             Some(Value::Sequence(items)) => {
@@ -1387,6 +1403,14 @@ impl<'a> Planner<'a> {
                 };
                 let mut e = spec.err(&at, format!("stage `{name}`: `{param}`: {msg}"));
                 e.hint = Some(files::HINT.into());
+                self.errors.push(e);
+                failed = true;
+            }
+        }
+        // What the parameters say about the files they name, once all of them are read.
+        if !failed {
+            if let Err(pe) = r.check_files(&self.input_files) {
+                let e = self.param_error(sp, key, pe);
                 self.errors.push(e);
                 failed = true;
             }
@@ -2341,7 +2365,47 @@ mod tests {
         }
     }
 
+    /// Names a file and a column it must have (its first line is a CSV header).
+    #[derive(serde::Deserialize, schemars::JsonSchema)]
+    #[serde(deny_unknown_fields)]
+    struct Paper {
+        /// a file
+        paper: PathBuf,
+        /// a column of it
+        join: String,
+    }
+
+    impl crate::kind::Stage for Paper {
+        fn files(&self) -> Vec<(&'static str, &std::path::Path)> {
+            vec![("paper", &self.paper)]
+        }
+        fn check_files(&self, files: &dyn crate::kind::FileSource) -> Result<(), ParamError> {
+            let text = String::from_utf8_lossy(files.file(&self.paper).unwrap_or_default());
+            let header: Vec<&str> = text.lines().next().unwrap_or("").split(',').collect();
+            if header.contains(&self.join.as_str()) {
+                Ok(())
+            } else {
+                Err(ParamError::at(
+                    "join",
+                    format!("no column `{}` in {}", self.join, self.paper.display()),
+                ))
+            }
+        }
+        fn run(&self, _: &mut crate::kind::Ctx) -> anyhow::Result<crate::kind::Output> {
+            Ok(polars::prelude::DataFrame::empty().into())
+        }
+    }
+
     static KINDS: &[KindInfo] = &[
+        KindInfo {
+            name: "t.paper",
+            version: 1,
+            random: false,
+            summary: "reads a paper table",
+            params: crate::kind::params::<Paper>,
+            gather: Gather::All,
+            build: crate::kind::build::<Paper>,
+        },
         KindInfo {
             name: "t.each",
             version: 1,
@@ -2667,6 +2731,26 @@ profiles:
         assert!(plan.stages[3].instances.iter().all(|i| i.seed == 0));
         let seeds: BTreeSet<u128> = plan.stages[0].instances.iter().map(|i| i.seed).collect();
         assert_eq!(seeds.len(), 4);
+    }
+
+    #[test]
+    fn what_parameters_say_of_their_files_is_checked_before_anything_runs() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("paper.csv"), "sigma,value\n2,0.1\n").unwrap();
+        let text = "name: t\ntitle: T\nsource: {paper: p, item: i}\ndescription: d\nseed: 1\nstages:\n  v: {kind: t.paper, with: {paper: paper.csv, join: sgima}}\n";
+        let path = dir.path().join("t.yaml");
+        let spec = super::super::spec::parse(&path, text.to_string()).unwrap();
+        let errors = plan_one(&spec, &Overrides::default(), KINDS, 1000, &mut 0)
+            .err()
+            .expect("planning fails");
+        assert_eq!(
+            messages(&errors),
+            ["stage `v` (t.paper): no column `sgima` in paper.csv"]
+        );
+        let pos = errors[0].pos.unwrap();
+        assert_eq!((pos.line, pos.col), (7, 47), "at `join:`");
+        let spec = super::super::spec::parse(&path, text.replace("sgima", "sigma")).unwrap();
+        assert!(plan_one(&spec, &Overrides::default(), KINDS, 1000, &mut 0).is_ok());
     }
 
     #[test]

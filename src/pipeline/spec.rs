@@ -204,13 +204,31 @@ pub fn name_problem(name: &str, kind: NameKind) -> Option<String> {
         && name.chars().next().is_some_and(first_ok)
         && name.chars().all(char_ok)
         && !(kind == NameKind::Stage && (name.contains("__") || name.ends_with('_')));
-    (!ok).then(|| {
-        let what = match kind {
-            NameKind::Pipeline => "pipeline name",
-            NameKind::Stage => "stage name",
-            NameKind::Axis => "axis name",
-        };
-        format!("{what} {name:?} is not allowed: use {}", kind.rule())
+    let what = match kind {
+        NameKind::Pipeline => "pipeline name",
+        NameKind::Stage => "stage name",
+        NameKind::Axis => "axis name",
+    };
+    if !ok {
+        return Some(format!(
+            "{what} {name:?} is not allowed: use {}",
+            kind.rule()
+        ));
+    }
+    // Names whose files would be ones dplab writes itself: `OUT/<pipeline>/manifest.json`
+    // (a stage `manifest` whose kind writes a `.json` layout), and `OUT/index.html`, the
+    // report (a pipeline `index.html` would be a directory in its place). Refused here, not
+    // when the results are written after the whole run.
+    let reserved = match kind {
+        NameKind::Stage => "manifest",
+        NameKind::Pipeline => "index.html",
+        NameKind::Axis => return None,
+    };
+    name.eq_ignore_ascii_case(reserved).then(|| {
+        format!("{what} {name:?} is not allowed: dplab writes a file of that name itself ({}); choose another", match kind {
+            NameKind::Stage => "the results directory's manifest.json",
+            _ => "the report, OUT/index.html",
+        })
     })
 }
 

@@ -493,11 +493,15 @@ impl OutputNames {
     }
 }
 
-/// `<stage>__<axis>=<value>,<axis>=<value>.<ext>`: every byte outside `[a-z0-9._+-]` of
-/// an axis name or value is percent-encoded, so distinct instances never share a file name
-/// (`a b` → `a%20b`, `a_b` stays), not even on a case-insensitive file system (`A` →
-/// `%41`, `a` stays; stage names are unique ignoring case). A name too long for a file
-/// system ends in a hash of the full one instead.
+/// `<stage>__<axis>=<value>,<axis>=<value>.<ext>`: an axis name or value keeps its ASCII
+/// letters, digits and `._+-` as they are (`clean__dataset=CRM.md`), and every other byte is
+/// percent-encoded (`a b` → `a%20b`, `%` → `%25`, `é` → `%C3%A9`), so distinct instances
+/// never share a file name. Nor on a case-insensitive file system (macOS, Windows): stage
+/// names differ in more than case, and planning refuses two values of one axis that differ
+/// only in case (`crate::axis`), so two instances of one stage always differ in more than the
+/// case of a letter. Non-ASCII text is encoded because such file systems fold (and
+/// normalise) it by rules of their own. A name too long for a file system ends in a hash of
+/// the full one instead.
 pub fn instance_file(stage: &str, key: &[(std::sync::Arc<str>, AxisValue)], ext: &str) -> String {
     let label = key
         .iter()
@@ -519,7 +523,7 @@ pub fn instance_file(stage: &str, key: &[(std::sync::Arc<str>, AxisValue)], ext:
 fn encode(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for b in s.bytes() {
-        if b.is_ascii_lowercase() || b.is_ascii_digit() || matches!(b, b'.' | b'_' | b'+' | b'-') {
+        if b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'+' | b'-') {
             out.push(b as char);
         } else {
             out.push_str(&format!("%{b:02X}"));
@@ -586,11 +590,14 @@ mod tests {
             "svg",
         );
         assert!(long1.len() < 255 && long1 != long2);
-        // Values differing only in case stay distinct when the file system folds case.
-        let upper = instance_file("f", &key(&[("c", t("A"))]), "svg");
-        let lower = instance_file("f", &key(&[("c", t("a"))]), "svg");
-        assert_ne!(upper.to_lowercase(), lower.to_lowercase());
-        assert_eq!(upper, "f__c=%41.svg");
+        // Names stay readable: capitals are kept (planning refuses axis values that differ
+        // only in case, `axis::tests::values_differing_only_in_case_are_refused`).
+        let crm = instance_file("clean", &key(&[("dataset", t("CRM"))]), "md");
+        assert_eq!(crm, "clean__dataset=CRM.md");
+        assert_eq!(
+            instance_file("f", &key(&[("c", t("x%41,é"))]), "svg"),
+            "f__c=x%2541%2C%C3%A9.svg"
+        );
     }
 
     #[test]

@@ -165,8 +165,22 @@ pub fn numeric_matrix(
     Ok((out, names))
 }
 
-/// A CSV file with a header row, parsed from bytes the engine already read and checked.
+/// A CSV file with a header row, parsed from bytes the engine already read and checked. Its
+/// rows and columns are counted first and checked against what `--max-cells` allows a table
+/// read from text (`limits::check_table_read`): a 250 MB file of one short column aborted the
+/// process, and so did a header of 2·10⁷ names.
 pub fn read_csv(bytes: &[u8]) -> Result<DataFrame> {
+    let lines = bytes.iter().filter(|&&b| b == b'\n').count() as u64
+        + u64::from(!bytes.is_empty() && !bytes.ends_with(b"\n"));
+    let header = bytes.split(|&b| b == b'\n').next().unwrap_or_default();
+    let cols = header.iter().filter(|&&b| b == b',').count() as u64 + 1;
+    crate::limits::check_table_read(
+        "its table",
+        lines.saturating_sub(1),
+        cols,
+        bytes.len() as u64,
+    )
+    .map_err(anyhow::Error::msg)?;
     Ok(CsvReadOptions::default()
         .with_has_header(true)
         .into_reader_with_file_handle(std::io::Cursor::new(bytes))

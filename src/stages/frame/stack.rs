@@ -11,11 +11,14 @@ use crate::stages::{build, params, Ctx, Gather, KindInfo, Output, Stage};
 
 pub const KIND: KindInfo = KindInfo {
     name: "frame.stack",
-    version: 1,
+    version: 2,
+    // 2: a column whose type differs between inputs takes the engine's common type
+    // (`frames::common_type`: integers of two widths stay integers, an untyped all-null column
+    // takes the other's type), where 1 made both floats or text.
     random: false,
-    summary: "Stacks its inputs' rows into one frame: the union of their columns (missing cells empty), optional per-input renames, and a `source` column naming the input each row came from.",
+    summary: "Stacks its inputs' rows into one frame: the union of their columns (missing cells empty), optional per-input renames, and a `source` column naming the input each row came from. It varies over the axes all its inputs vary over; an axis only some vary over is gathered and kept as a column, empty on the rows of the inputs that do not vary over it.",
     params: params::<StackFrames>,
-    gather: Gather::Nothing,
+    gather: Gather::Unshared,
     build: build::<StackFrames>,
 };
 
@@ -100,43 +103,7 @@ impl Stage for StackFrames {
             );
             frames.push(DataFrame::new(height, cols)?);
         }
-        // The union of columns, in first-seen order, with one type per column.
-        let mut schema: IndexMap<PlSmallStr, DataType> = IndexMap::new();
-        for df in &frames {
-            for c in df.columns() {
-                let t = c.dtype().clone();
-                schema
-                    .entry(c.name().clone())
-                    .and_modify(|have| {
-                        if *have != t {
-                            *have = if have.is_primitive_numeric() && t.is_primitive_numeric() {
-                                DataType::Float64
-                            } else {
-                                DataType::String
-                            };
-                        }
-                    })
-                    .or_insert(t);
-            }
-        }
-        let mut out: Option<DataFrame> = None;
-        for df in frames {
-            let height = df.height();
-            let cols = schema
-                .iter()
-                .map(|(name, t)| match df.column(name) {
-                    Ok(c) => c.cast(t),
-                    Err(_) => Ok(Column::full_null(name.clone(), height, t)),
-                })
-                .collect::<PolarsResult<Vec<_>>>()?;
-            let df = DataFrame::new(height, cols)?;
-            match &mut out {
-                None => out = Some(df),
-                Some(o) => {
-                    o.vstack_mut(&df)?;
-                }
-            }
-        }
-        Ok(out.unwrap_or_default().into())
+        let refs: Vec<&DataFrame> = frames.iter().collect();
+        Ok(crate::frames::concat(&refs)?.into())
     }
 }
