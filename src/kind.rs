@@ -203,6 +203,8 @@ pub trait StageRun: Send + Sync {
     fn run(&self, ctx: &mut Ctx) -> anyhow::Result<Output>;
     /// See [`Stage::files`].
     fn files(&self) -> Vec<(&'static str, &Path)>;
+    /// See [`Stage::check_files`].
+    fn check_files(&self, files: &dyn FileSource) -> Result<(), ParamError>;
     /// See [`Stage::sources`].
     fn sources(&self) -> Vec<String>;
     /// See [`Stage::columns_read`].
@@ -222,6 +224,14 @@ pub trait Stage: DeserializeOwned + Send + Sync + 'static {
     /// `run` gets their bytes from [`Ctx::file`].
     fn files(&self) -> Vec<(&'static str, &Path)> {
         Vec::new()
+    }
+    /// Checks what only the contents of those files can show about its parameters (a key
+    /// column the paper's table lacks), when the pipeline is planned: `validate` finds it
+    /// before anything runs. `files` holds the bytes of every file [`Stage::files`] named; the
+    /// error is located at its parameter like one from [`Stage::validate`].
+    fn check_files(&self, files: &dyn FileSource) -> Result<(), ParamError> {
+        let _ = files;
+        Ok(())
     }
     /// Identities of external data it reads that its parameters and files do not pin down
     /// (a dataset file's registered sha256): they enter the instance's store key, so a
@@ -255,6 +265,9 @@ impl<T: Stage> StageRun for Typed<T> {
     }
     fn files(&self) -> Vec<(&'static str, &Path)> {
         self.0.files()
+    }
+    fn check_files(&self, files: &dyn FileSource) -> Result<(), ParamError> {
+        self.0.check_files(files)
     }
     fn sources(&self) -> Vec<String> {
         self.0.sources()

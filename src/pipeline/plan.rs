@@ -42,6 +42,8 @@ pub struct Plan {
     pub title: String,
     pub source: Source,
     pub description: String,
+    /// The file's `findings:`, passed through to the manifest.
+    pub findings: Vec<crate::verdict::Finding>,
     pub seed: u64,
     pub profile: Option<String>,
     pub axes: IndexMap<String, Vec<AxisValue>>,
@@ -429,6 +431,7 @@ fn plan_one(
         title: raw.title.clone(),
         source: raw.source.clone(),
         description: raw.description.clone(),
+        findings: raw.findings.clone(),
         seed,
         profile: ov.profile.clone(),
         axes,
@@ -1387,6 +1390,13 @@ impl<'a> Planner<'a> {
                 };
                 let mut e = spec.err(&at, format!("stage `{name}`: `{param}`: {msg}"));
                 e.hint = Some(files::HINT.into());
+                self.errors.push(e);
+                failed = true;
+            }
+        }
+        if !failed {
+            if let Err(pe) = r.check_files(&self.input_files) {
+                let e = self.param_error(sp, key, pe);
                 self.errors.push(e);
                 failed = true;
             }
