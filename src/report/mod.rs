@@ -76,6 +76,25 @@ impl Tally {
         }
     }
 
+    /// `4 printed numbers: 1 agree, 2 explained, 1 unexplained` (`what` names the things).
+    pub fn text(&self, what: &str) -> String {
+        let parts: Vec<String> = [
+            (self.agrees, "agree"),
+            (self.within_ci, "within CI"),
+            (self.explained, "explained"),
+            (self.unexplained, "unexplained"),
+        ]
+        .iter()
+        .filter(|(n, _)| *n > 0)
+        .map(|(n, w)| format!("{n} {w}"))
+        .collect();
+        if parts.is_empty() {
+            format!("{} {what}", self.compared)
+        } else {
+            format!("{} {what}: {}", self.compared, parts.join(", "))
+        }
+    }
+
     fn merge(&mut self, o: &Tally) {
         self.compared += o.compared;
         self.agree += o.agree;
@@ -169,6 +188,8 @@ struct Experiment {
     provenance: Vec<(String, String)>,
     numbers: Tally,
     found: Tally,
+    /// What was compared with the paper here, in words (the section's verdict line).
+    verdict_line: String,
 }
 
 #[derive(Serialize)]
@@ -193,6 +214,11 @@ struct Table {
     /// column per σ, the thesis's value above ours in each cell. When there is one, it is
     /// the table shown (each cell once) and `rows` is empty.
     thesis: Option<Pivot>,
+    /// The stated causes of its differences, each once: verdict cells refer to them as `[k]`.
+    causes: Vec<String>,
+    /// A frame with no table of its own (no Markdown, no verdicts: the data behind a figure),
+    /// linked rather than shown.
+    data_only: bool,
     numbers: Tally,
     problem: String,
 }
@@ -218,6 +244,8 @@ struct PivotCell {
 struct Cell {
     text: String,
     class: &'static str,
+    /// A number (right-aligned, never wrapped).
+    num: bool,
 }
 
 #[derive(Serialize)]
@@ -466,6 +494,7 @@ impl Experiment {
             provenance: vec![],
             numbers: Tally::default(),
             found: Tally::default(),
+            verdict_line: String::new(),
         }
     }
 }
@@ -564,6 +593,15 @@ fn experiment(
         tables,
         findings,
         provenance,
+        verdict_line: if numbers.compared + stated.compared == 0 {
+            "nothing: this experiment states no finding and its tables hold no printed number of the paper.".into()
+        } else {
+            format!(
+                "{}; {}.",
+                numbers.text("printed numbers"),
+                stated.text("findings")
+            )
+        },
         numbers,
         found: stated,
     }
@@ -607,6 +645,8 @@ fn table(
         total_rows: 0,
         paper_layout: String::new(),
         thesis: None,
+        causes: vec![],
+        data_only: false,
         numbers: Tally::default(),
         problem: String::new(),
     };
@@ -667,6 +707,11 @@ fn table(
     }
     let at: HashMap<(usize, usize), &Judged> =
         judged.iter().map(|j| ((j.row, j.column), j)).collect();
+    if md.is_none() && layout.is_none() && judged.is_empty() {
+        t.data_only = true;
+        t.total_rows = frame.rows.len();
+        return Some(t);
+    }
     let view = match &layout {
         Some(l) => {
             t.title = l.title.clone();
@@ -681,6 +726,7 @@ fn table(
         None if t.thesis.is_some() => Ok(View {
             headers: vec![],
             rows: vec![],
+            causes: vec![],
         }),
         None => Ok(view_generic(&frame, &at)),
     };
@@ -694,6 +740,7 @@ fn table(
         }
     };
     t.headers = view.headers;
+    t.causes = view.causes;
     t.total_rows = view.rows.len();
     t.rows = view.rows.into_iter().take(MAX_SHOWN_ROWS).collect();
     for j in &judged {
@@ -776,6 +823,7 @@ fn thesis_layout(frame: &Csv, judged: &[Judged]) -> Option<Pivot> {
     let name = frame.names.get(ours)?.clone();
     frame.col(&format!("{name}_lo"))?;
     frame.col(&format!("{name}_hi"))?;
+    let cause = frame.col("cause");
     let by_row: HashMap<usize, &Judged> = judged
         .iter()
         .filter(|j| j.column == verdict)
@@ -841,12 +889,15 @@ fn thesis_layout(frame: &Csv, judged: &[Judged]) -> Option<Pivot> {
                         let j = by_row.get(i);
                         PivotCell {
                             paper: if printed.is_empty() { "—" } else { printed }.to_string(),
-                            ours: run_text(frame, r, ours, printed),
+                            ours: shown_run(frame, r, ours, printed),
                             verdict: j.map_or_else(
                                 || r.get(verdict).map_or("", |v| v.trim()).to_string(),
                                 |j| j.verdict.word().to_string(),
                             ),
-                            note: j.map_or_else(String::new, |j| j.note.clone()),
+                            note: j.map_or_else(
+                                || cause.and_then(|c| r.get(c)).map_or("", |c| c.trim()).to_string(),
+                                |j| j.note.clone(),
+                            ),
                             class: j.map_or("v-none", |j| class(j.verdict)),
                         }
                     }
@@ -860,6 +911,23 @@ fn thesis_layout(frame: &Csv, judged: &[Judged]) -> Option<Pivot> {
         headers,
         rows: body,
     })
+}
+
+/// The run a verdict table's row is shown with: the one whose interval holds the paper's value
+/// (its `matched` column), named when it is not the headline run `headline`, else the
+/// headline run.
+fn shown_run(frame: &Csv, row: &[String], headline: usize, printed: &str) -> String {
+    let matched = frame
+        .col("matched")
+        .and_then(|m| row.get(m))
+        .map(|m| m.trim())
+        .filter(|m| !m.is_empty());
+    match matched.and_then(|m| Some((m, frame.col(m)?))) {
+        Some((name, col)) if col != headline => {
+            format!("{} ({name})", run_text(frame, row, col, printed))
+        }
+        _ => run_text(frame, row, headline, printed),
+    }
 }
 
 /// A run's mean and 95% interval in one format (`0.0534 [0.0501, 0.0567]`), with a decimal
@@ -889,6 +957,7 @@ fn run_text(frame: &Csv, row: &[String], mean_col: usize, printed: &str) -> Stri
 struct View {
     headers: Vec<String>,
     rows: Vec<Vec<Cell>>,
+    causes: Vec<String>,
 }
 
 fn numbers(frame: &Csv, i: usize) -> Vec<Option<f64>> {
@@ -944,14 +1013,25 @@ fn view_with_layout(
     at: &HashMap<(usize, usize), &Judged>,
 ) -> Result<View, String> {
     let mut cols: Vec<Vec<Cell>> = Vec::new();
+    let mut headers = Vec::new();
+    // Each stated cause once, under the table; a verdict cell refers to it as `[k]`.
+    let mut causes: Vec<String> = Vec::new();
     for c in &l.columns {
         let i = frame
             .col(&c.name)
             .ok_or_else(|| format!("its layout names a column `{}` the frame lacks", c.name))?;
+        if c.role == "explanation" {
+            continue;
+        }
+        headers.push(c.header.clone());
         let plain = |texts: Vec<String>, class: &'static str| -> Vec<Cell> {
             texts
                 .into_iter()
-                .map(|text| Cell { text, class })
+                .map(|text| Cell {
+                    text,
+                    class,
+                    num: class == "num",
+                })
                 .collect()
         };
         let col: Vec<Cell> = match c.role.as_str() {
@@ -965,9 +1045,21 @@ fn view_with_layout(
                 .enumerate()
                 .map(|(r, row)| {
                     let s = row.get(i).map_or("", |s| s.trim());
+                    let mut text = if s.is_empty() { "—".into() } else { s.to_string() };
+                    if let Some(j) = at.get(&(r, i)).filter(|j| j.verdict == Verdict::Explained) {
+                        let k = match causes.iter().position(|c| *c == j.note) {
+                            Some(k) => k,
+                            None => {
+                                causes.push(j.note.clone());
+                                causes.len() - 1
+                            }
+                        };
+                        text = format!("{text} [{}]", k + 1);
+                    }
                     Cell {
-                        text: if s.is_empty() { "—".into() } else { s.to_string() },
+                        text,
                         class: cell_class(at, r, i, "v-none"),
+                        num: false,
                     }
                 })
                 .collect(),
@@ -1000,7 +1092,8 @@ fn view_with_layout(
         cols.push(col);
     }
     // Colour each compared column's difference by its verdict.
-    for (k, c) in l.columns.iter().enumerate() {
+    let shown = l.columns.iter().filter(|c| c.role != "explanation");
+    for (k, c) in shown.enumerate() {
         let Some(ours) = c.name.strip_prefix("diff_").filter(|_| c.role == "diff") else {
             continue;
         };
@@ -1012,8 +1105,9 @@ fn view_with_layout(
         }
     }
     Ok(View {
-        headers: l.columns.iter().map(|c| c.header.clone()).collect(),
+        headers,
         rows: transpose(cols, frame.rows.len()),
+        causes,
     })
 }
 
@@ -1052,7 +1146,11 @@ fn view_generic(frame: &Csv, at: &HashMap<(usize, usize), &Judged>) -> View {
             cols.push(
                 as_written(frame, i)
                     .into_iter()
-                    .map(|text| Cell { text, class: "num" })
+                    .map(|text| Cell {
+                        text,
+                        class: "num",
+                        num: true,
+                    })
                     .collect(),
             );
         } else if numeric(frame, i) {
@@ -1076,7 +1174,11 @@ fn view_generic(frame: &Csv, at: &HashMap<(usize, usize), &Judged>) -> View {
             }
             cols.push(
                 text.into_iter()
-                    .map(|text| Cell { text, class: "num" })
+                    .map(|text| Cell {
+                        text,
+                        class: "num",
+                        num: true,
+                    })
                     .collect(),
             );
         } else {
@@ -1092,6 +1194,7 @@ fn view_generic(frame: &Csv, at: &HashMap<(usize, usize), &Judged>) -> View {
                             "text"
                         },
                         text,
+                        num: false,
                     })
                     .collect(),
             );
@@ -1100,6 +1203,7 @@ fn view_generic(frame: &Csv, at: &HashMap<(usize, usize), &Judged>) -> View {
     View {
         headers,
         rows: transpose(cols, frame.rows.len()),
+        causes: vec![],
     }
 }
 
@@ -1154,7 +1258,7 @@ fn record_differences(
                 let ours = frame
                     .col("paper")
                     .filter(|p| p + 1 < frame.names.len())
-                    .map_or_else(|| "—".to_string(), |p| run_text(frame, row, p + 1, &paper));
+                    .map_or_else(|| "—".to_string(), |p| shown_run(frame, row, p + 1, &paper));
                 (ours, paper)
             }
         };

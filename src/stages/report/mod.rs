@@ -73,11 +73,12 @@ pub fn format_ours(values: &[Option<f64>], texts: &[&str], digits: usize) -> Vec
         return base;
     };
     let need = (need + 1).min(17);
+    // The fewest decimals any value shows (a fixed-point column shows more on small values).
     let shown = base
         .iter()
         .filter(|t| t.contains('.') && !t.contains('e'))
         .map(|t| t.len() - t.find('.').unwrap_or(t.len()) - 1)
-        .max();
+        .min();
     match shown {
         Some(d) if d < need => values
             .iter()
@@ -157,6 +158,9 @@ mod tests {
         // With 4 significant digits 1.54286 would read 1.543 beside the printed 1.5428.
         let ours = format_ours(&[Some(1.54286), Some(0.33970), None], &["1.5428", "0.3397", ""], 4);
         assert_eq!(ours, ["1.54286", "0.33970", "—"]);
+        // The small values' decimals do not stand for the large ones' (0.01543 and 1.015).
+        let ours = format_ours(&[Some(0.015431), Some(1.014312)], &["0.0154", "1.0143"], 4);
+        assert_eq!(ours, ["0.01543", "1.01431"]);
         // Already enough decimals, whole numbers, scientific columns: unchanged.
         assert_eq!(format_ours(&[Some(0.50858)], &["0.509"], 4), ["0.5086"]);
         assert_eq!(format_ours(&[Some(99762.0)], &["100000"], 4), ["99762"]);

@@ -105,6 +105,9 @@ struct Cell {
 struct Judgement {
     verdict: Verdict,
     cause: String,
+    /// The run whose 95% interval holds the paper's value (the first, for `within CI`; the
+    /// cause's run, for a cause), so that a reader is shown that run beside the paper.
+    run: Option<String>,
 }
 
 /// The rule, applied to the paper's value `p` printed to `h` (half a unit of its last digit),
@@ -143,6 +146,7 @@ fn judge(
         return Judgement {
             verdict: Verdict::WithinCi,
             cause: format!("inside the 95% interval of {}", hits.join(", ")),
+            run: Some(hits[0].to_string()),
         };
     }
     if let Some(f) = floor.filter(|f| f.is_finite()) {
@@ -153,6 +157,7 @@ fn judge(
                     "below the grid floor {}: snapping to A^d alone costs more, so not reachable as printed",
                     short(f)
                 ),
+                run: None,
             };
         }
         if p - h <= f {
@@ -162,6 +167,7 @@ fn judge(
                     "at the grid floor {}: what snapping alone costs, with no noise and a perfect fit",
                     short(f)
                 ),
+                run: None,
             };
         }
     }
@@ -169,6 +175,7 @@ fn judge(
         return Judgement {
             verdict: Verdict::Explained,
             cause: format!("inside the 95% interval of {l}"),
+            run: Some(l.clone()),
         };
     }
     let all: Vec<f64> = ours
@@ -190,6 +197,7 @@ fn judge(
     Judgement {
         verdict: Verdict::Unexplained,
         cause: cause.into(),
+        run: None,
     }
 }
 
@@ -249,7 +257,7 @@ impl Stage for VerdictTable {
                 for l in self.ours.iter().chain(&self.causes) {
                     out.extend([l.clone(), format!("{l}_lo"), format!("{l}_hi")]);
                 }
-                out.extend(["floor", "grid", "verdict", "cause"].map(String::from));
+                out.extend(["floor", "grid", "verdict", "cause", "matched"].map(String::from));
                 out
             }
             VerdictOutput::Long => ["panel", "sigma", "series", "mean", "ci_lo", "ci_hi"]
@@ -374,6 +382,7 @@ impl Stage for VerdictTable {
                 .map(|c| c.mean);
             let text = if judged { &pmean[pr] } else { pmax.get(pr).map_or("", |t| t) };
             let paper = printed_value(text);
+            let mut matched = String::new();
             let (verdict, cause) = if !have {
                 let any = cells.keys().any(|(cs, ..)| cs == s);
                 if any {
@@ -397,6 +406,7 @@ impl Stage for VerdictTable {
                     *self.floor_slack,
                     &named(self.ours.len()..labels.len()),
                 );
+                matched = j.run.unwrap_or_default();
                 (j.verdict.word(), j.cause)
             } else {
                 (NO_PAPER_VALUE, String::new())
@@ -412,6 +422,7 @@ impl Stage for VerdictTable {
                 grid,
                 verdict,
                 cause,
+                matched,
             );
         }
         match self.output {
@@ -532,6 +543,7 @@ struct VerdictRows {
     grid: Vec<f64>,
     verdict: Vec<String>,
     cause: Vec<String>,
+    matched: Vec<String>,
 }
 
 impl VerdictRows {
@@ -548,6 +560,7 @@ impl VerdictRows {
         grid: Option<f64>,
         verdict: &str,
         cause: String,
+        matched: String,
     ) {
         self.source.push(s.into());
         self.value.push(v.into());
@@ -559,6 +572,7 @@ impl VerdictRows {
         self.grid.push(grid.unwrap_or(f64::NAN));
         self.verdict.push(verdict.into());
         self.cause.push(cause);
+        self.matched.push(matched);
     }
 
     /// The paper's number on row `r` (NaN when it printed none).
@@ -595,6 +609,7 @@ impl VerdictRows {
             .f64("grid", self.grid.clone())
             .str("verdict", self.verdict.clone())
             .str("cause", self.cause.clone())
+            .str("matched", self.matched.clone())
             .build()
     }
 
