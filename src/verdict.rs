@@ -169,7 +169,10 @@ mod tests {
     fn a_finding_is_explained_exactly_when_it_states_a_cause() {
         let f = |yaml: &str| serde_yaml_ng::from_str::<Finding>(yaml).map_err(|e| e.to_string());
         let ok = f("{claim: c, found: f, verdict: explained, why: w}").unwrap();
-        assert_eq!((ok.verdict, ok.why.as_deref()), (Verdict::Explained, Some("w")));
+        assert_eq!(
+            (ok.verdict, ok.why.as_deref()),
+            (Verdict::Explained, Some("w"))
+        );
         assert!(f("{claim: c, found: f, verdict: agrees}").is_ok());
         assert!(f("{claim: c, found: f, verdict: within CI}").is_ok());
         let e = f("{claim: c, found: f, verdict: explained}").unwrap_err();

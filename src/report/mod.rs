@@ -156,6 +156,8 @@ pub struct Disagreement {
     pub class: &'static str,
     /// The stated cause (explained), or where an unexplained value lies.
     pub note: String,
+    /// Whether it is the first listed of its experiment's table (the list is grouped by table).
+    pub first_of_table: bool,
 }
 
 /// A stated finding as the page shows it.
@@ -615,7 +617,10 @@ fn finding_row(exp: &str, f: &Finding) -> FindingRow {
         found: f.found.trim().to_string(),
         verdict: f.verdict,
         class: class(f.verdict),
-        why: f.why.as_deref().map_or_else(String::new, |w| w.trim().to_string()),
+        why: f
+            .why
+            .as_deref()
+            .map_or_else(String::new, |w| w.trim().to_string()),
     }
 }
 
@@ -837,7 +842,10 @@ fn thesis_layout(frame: &Csv, judged: &[Judged]) -> Option<Pivot> {
     let beside: Vec<&String> = frame
         .rows
         .iter()
-        .filter(|r| r.get(verdict).is_some_and(|v| v.trim() == crate::verdict::SIDE_BY_SIDE))
+        .filter(|r| {
+            r.get(verdict)
+                .is_some_and(|v| v.trim() == crate::verdict::SIDE_BY_SIDE)
+        })
         .filter_map(|r| r.get(val))
         .collect();
     let rows: Vec<(usize, &Vec<String>)> = frame
@@ -895,7 +903,12 @@ fn thesis_layout(frame: &Csv, judged: &[Judged]) -> Option<Pivot> {
                                 |j| j.verdict.word().to_string(),
                             ),
                             note: j.map_or_else(
-                                || cause.and_then(|c| r.get(c)).map_or("", |c| c.trim()).to_string(),
+                                || {
+                                    cause
+                                        .and_then(|c| r.get(c))
+                                        .map_or("", |c| c.trim())
+                                        .to_string()
+                                },
                                 |j| j.note.clone(),
                             ),
                             class: j.map_or("v-none", |j| class(j.verdict)),
@@ -1003,7 +1016,12 @@ fn as_written(frame: &Csv, i: usize) -> Vec<String> {
 
 /// The class of the cell at (row, column) of the frame: its verdict's when it is a compared
 /// cell, else `other`.
-fn cell_class(at: &HashMap<(usize, usize), &Judged>, row: usize, col: usize, other: &'static str) -> &'static str {
+fn cell_class(
+    at: &HashMap<(usize, usize), &Judged>,
+    row: usize,
+    col: usize,
+    other: &'static str,
+) -> &'static str {
     at.get(&(row, col)).map_or(other, |j| class(j.verdict))
 }
 
@@ -1045,7 +1063,11 @@ fn view_with_layout(
                 .enumerate()
                 .map(|(r, row)| {
                     let s = row.get(i).map_or("", |s| s.trim());
-                    let mut text = if s.is_empty() { "—".into() } else { s.to_string() };
+                    let mut text = if s.is_empty() {
+                        "—".into()
+                    } else {
+                        s.to_string()
+                    };
                     if let Some(j) = at.get(&(r, i)).filter(|j| j.verdict == Verdict::Explained) {
                         let k = match causes.iter().position(|c| *c == j.note) {
                             Some(k) => k,
@@ -1234,6 +1256,7 @@ fn record_differences(
             .filter_map(|k| frame.col(k))
             .collect(),
     };
+    let mut first = true;
     for j in judged.iter().filter(|j| !j.verdict.agrees()) {
         let row = &frame.rows[j.row];
         let cell_of = |name: &str| {
@@ -1272,6 +1295,7 @@ fn record_differences(
             verdict: j.verdict,
             class: class(j.verdict),
             note: j.note.clone(),
+            first_of_table: std::mem::take(&mut first),
         });
     }
 }

@@ -28,7 +28,14 @@ fn results_dir(
     stages: &[(&str, &str)],
     description: &str,
 ) {
-    results_dir_with(root, name, files, stages, description, serde_json::json!([]));
+    results_dir_with(
+        root,
+        name,
+        files,
+        stages,
+        description,
+        serde_json::json!([]),
+    );
 }
 
 /// [`results_dir`] with the pipeline's findings in its manifest.
@@ -137,7 +144,10 @@ fn counts_come_from_the_verdict_columns() {
     // not compared).
     let n = s.numbers;
     assert_eq!((n.compared, n.agree, n.differ), (4, 2, 2));
-    assert_eq!((n.agrees, n.within_ci, n.explained, n.unexplained), (1, 1, 1, 1));
+    assert_eq!(
+        (n.agrees, n.within_ci, n.explained, n.unexplained),
+        (1, 1, 1, 1)
+    );
     assert_eq!(s.disagreements.len(), 2);
     let d = &s.disagreements[0];
     assert_eq!(d.experiment, "exp-a");
@@ -149,7 +159,10 @@ fn counts_come_from_the_verdict_columns() {
     let d = &s.disagreements[1];
     assert_eq!(d.verdict, Verdict::Unexplained);
     assert_eq!(d.note, "no cause found: above every run of ours");
-    assert_eq!((d.paper.as_str(), d.ours.as_str()), ("0.500", "0.1000 [0.0900, 0.1100]"));
+    assert_eq!(
+        (d.paper.as_str(), d.ours.as_str()),
+        ("0.500", "0.1000 [0.0900, 0.1100]")
+    );
     assert_eq!(s.findings, Tally::default());
 }
 
@@ -180,7 +193,7 @@ fn the_page_colours_and_lists_what_the_frames_say() {
         html.split("<table")
             .filter(|t| t.starts_with(r#" class="result""#) || t.starts_with(r#" class="thesis""#))
             .map(|t| t.split("</table>").next().unwrap())
-            .map(|t| t.matches(&format!(r#"<td class="{class}""#)).count())
+            .map(|t| t.matches(&format!(r#"<td class="{class}"#)).count())
             .sum::<usize>()
     };
     // A verdict cell and, in a table with a layout, its difference cell carry the colour.
@@ -192,11 +205,22 @@ fn the_page_colours_and_lists_what_the_frames_say() {
     assert_eq!(s.explained, words["explained"]);
     assert_eq!(s.unexplained, words["unexplained"]);
     assert_eq!(s.agrees + s.within_ci, words["agrees"] + words["within CI"]);
-    assert!(html.contains(&format!(r#"data-explained="{}" data-unexplained="{}""#, s.explained, s.unexplained)));
+    assert!(html.contains(&format!(
+        r#"data-explained="{}" data-unexplained="{}""#,
+        s.explained, s.unexplained
+    )));
     let listed = html.split(r#"<table id="disagreements">"#).nth(1).unwrap();
     let listed = listed.split("</table>").next().unwrap();
-    assert_eq!(listed.matches("<tr><td>").count(), s.differ);
-    assert_eq!(listed.matches(r#"<td class="v-unexplained">unexplained</td>"#).count(), s.unexplained);
+    assert_eq!(
+        listed.matches(r#"<tr class="difference">"#).count(),
+        s.differ
+    );
+    assert_eq!(
+        listed
+            .matches(r#"<td class="v-unexplained">unexplained</td>"#)
+            .count(),
+        s.unexplained
+    );
 }
 
 /// The experiments come first; the list of differences, however long, after them.
@@ -209,10 +233,19 @@ fn the_differences_are_listed_after_the_experiments() {
     let summary_end = html.find("</section>").unwrap();
     let first = html.find(r#"<section class="experiment""#).unwrap();
     let list = html.find(r#"<table id="disagreements">"#).unwrap();
-    assert!(summary_end < first && first < list, "summary, experiments, then the list");
-    assert!(html.find(r#"<section id="differences">"#).unwrap() > html.rfind(r#"<section class="experiment""#).unwrap());
+    assert!(
+        summary_end < first && first < list,
+        "summary, experiments, then the list"
+    );
+    assert!(
+        html.find(r#"<section id="differences">"#).unwrap()
+            > html.rfind(r#"<section class="experiment""#).unwrap()
+    );
     // Wide figures open at full size.
-    assert!(html.contains(r#"<a class="full" href="exp-a/figure.svg""#), "{html}");
+    assert!(
+        html.contains(r#"<a class="full" href="exp-a/figure.svg""#),
+        "{html}"
+    );
 }
 
 /// A pipeline's findings are counted beside the printed numbers, listed in the summary, and a
@@ -235,24 +268,43 @@ fn findings_are_counted_and_shown_with_their_section() {
     let w = write(dir.path(), &[]).unwrap();
     assert!(w.problems.is_empty(), "{:?}", w.problems);
     let f = w.summary.findings;
-    assert_eq!((f.compared, f.agree, f.explained, f.unexplained), (2, 1, 1, 0));
+    assert_eq!(
+        (f.compared, f.agree, f.explained, f.unexplained),
+        (2, 1, 1, 0)
+    );
     // The printed numbers' counts are not changed by findings.
     assert_eq!(w.summary.numbers.compared, 4);
     let html = page(&w.path);
-    assert!(html.contains(r#"data-findings="2" data-findings-agree="1" data-findings-explained="1""#), "{html}");
+    assert!(
+        html.contains(r#"data-findings="2" data-findings-agree="1" data-findings-explained="1""#),
+        "{html}"
+    );
     let section = html.split(r#"id="exp-exp-fig""#).nth(1).unwrap();
     let section = section.split("</section>").next().unwrap();
     assert!(
         section.contains("<strong>Compared with the paper:</strong> 0 printed numbers; 2 findings: 1 agree, 1 explained."),
         "{section}"
     );
-    assert!(section.contains("a larger λ weighs distortion more"), "{section}");
+    assert!(
+        section.contains("a larger λ weighs distortion more"),
+        "{section}"
+    );
     // A section that compares nothing says so.
-    results_dir(dir.path(), "exp-none", &[("figure.svg", SVG)], &[("figure", "plot.lines")], "");
+    results_dir(
+        dir.path(),
+        "exp-none",
+        &[("figure.svg", SVG)],
+        &[("figure", "plot.lines")],
+        "",
+    );
     let w = write(dir.path(), &[]).unwrap();
     let html = page(&w.path);
     let section = html.split(r#"id="exp-exp-none""#).nth(1).unwrap();
-    assert!(section.split("</section>").next().unwrap().contains("Compared with the paper:</strong> nothing"));
+    assert!(section
+        .split("</section>")
+        .next()
+        .unwrap()
+        .contains("Compared with the paper:</strong> nothing"));
 }
 
 /// A word in a verdict column that is not a verdict (a frame of an older dplab, damage) is
@@ -269,7 +321,10 @@ fn a_word_that_is_no_verdict_is_a_problem() {
     );
     let w = write(dir.path(), &[]).unwrap();
     let all = w.problems.join("\n");
-    assert!(all.contains("`differs` in column `verdict_d` is not a verdict"), "{all}");
+    assert!(
+        all.contains("`differs` in column `verdict_d` is not a verdict"),
+        "{all}"
+    );
     let frame = read::Csv::parse(b"verdict,cause\nwithin CI,x\nno data,\nexplained,c\n").unwrap();
     let j = judgements(&frame).unwrap();
     assert_eq!(

@@ -134,7 +134,7 @@ for (const [k, v] of [['findings', findings.compared], ['findingsAgree', finding
   if (summary[k] !== v) fail(`summary says ${summary[k]} ${k}, the manifests ${v}`);
 }
 if (summary.experiments !== expected.size) fail(`summary says ${summary.experiments} experiments, expected ${expected.size}`);
-const listed = await page.$$eval('#disagreements tbody tr', (r) => r.length).catch(() => 0);
+const listed = await page.$$eval('#disagreements tbody tr.difference', (r) => r.length).catch(() => 0);
 if (listed !== frames.differ) fail(`the disagreement list has ${listed} rows, the frames ${frames.differ} disagreements`);
 // Each verdict cell once, coloured by its word: the verdict column of a table (its word,
 // perhaps with a cause's [k]) or a cell of a table in the thesis's layout.

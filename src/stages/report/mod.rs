@@ -156,7 +156,11 @@ mod tests {
     #[test]
     fn ours_shows_a_digit_more_than_the_paper_prints() {
         // With 4 significant digits 1.54286 would read 1.543 beside the printed 1.5428.
-        let ours = format_ours(&[Some(1.54286), Some(0.33970), None], &["1.5428", "0.3397", ""], 4);
+        let ours = format_ours(
+            &[Some(1.54286), Some(0.33970), None],
+            &["1.5428", "0.3397", ""],
+            4,
+        );
         assert_eq!(ours, ["1.54286", "0.33970", "—"]);
         // The small values' decimals do not stand for the large ones' (0.01543 and 1.015).
         let ours = format_ours(&[Some(0.015431), Some(1.014312)], &["0.0154", "1.0143"], 4);
@@ -168,7 +172,11 @@ mod tests {
         // Every value the paper's digits cannot tell from ours is shown apart from it.
         for (x, p) in [(1.0185_f64 + 6e-5, "1.0185"), (0.0513 - 6e-5, "0.0513")] {
             let t = format_ours(&[Some(x)], &[p], 4).remove(0);
-            assert_ne!(t.trim_end_matches('0'), p.trim_end_matches('0'), "{x} shown as {t}");
+            assert_ne!(
+                t.trim_end_matches('0'),
+                p.trim_end_matches('0'),
+                "{x} shown as {t}"
+            );
         }
     }
 

@@ -13,8 +13,7 @@ use serde::{Deserialize, Serialize};
 use crate::stages::frame::{column, f64_col_or_nan, str_col};
 use crate::stages::param::Between;
 use crate::stages::{
-    build, distinct, params, Artifact, Ctx, FileSource, Gather, KindInfo, Output, ParamError,
-    Stage,
+    build, distinct, params, Artifact, Ctx, FileSource, Gather, KindInfo, Output, ParamError, Stage,
 };
 
 use super::{format_column, format_ours, printed_value, Printed};
@@ -210,7 +209,10 @@ impl Stage for Table {
         let printed = Printed::read(bytes).map_err(|e| {
             ParamError::at(
                 "paper",
-                format!("{}: not a CSV table with a header row: {e}", paper.display()),
+                format!(
+                    "{}: not a CSV table with a header row: {e}",
+                    paper.display()
+                ),
             )
         })?;
         let lacks = |key: String, col: &str| {

@@ -295,8 +295,13 @@ impl Stage for VerdictTable {
                 ));
             }
         }
-        let values = printed.column("value").map_err(|e| ParamError::at("paper", e.to_string()))?;
-        for (key, list) in [("judged", &self.judged), ("side_by_side", &self.side_by_side)] {
+        let values = printed
+            .column("value")
+            .map_err(|e| ParamError::at("paper", e.to_string()))?;
+        for (key, list) in [
+            ("judged", &self.judged),
+            ("side_by_side", &self.side_by_side),
+        ] {
             for (i, v) in list.iter().enumerate() {
                 if !values.contains(v) {
                     return Err(ParamError::at(
@@ -380,7 +385,11 @@ impl Stage for VerdictTable {
                 .as_ref()
                 .and_then(|g| get(s, g, sg, &self.floor))
                 .map(|c| c.mean);
-            let text = if judged { &pmean[pr] } else { pmax.get(pr).map_or("", |t| t) };
+            let text = if judged {
+                &pmean[pr]
+            } else {
+                pmax.get(pr).map_or("", |t| t)
+            };
             let paper = printed_value(text);
             let mut matched = String::new();
             let (verdict, cause) = if !have {
@@ -412,17 +421,7 @@ impl Stage for VerdictTable {
                 (NO_PAPER_VALUE, String::new())
             };
             rows.push(
-                s,
-                v,
-                psig[pr],
-                text,
-                &runs,
-                judged,
-                floor,
-                grid,
-                verdict,
-                cause,
-                matched,
+                s, v, psig[pr], text, &runs, judged, floor, grid, verdict, cause, matched,
             );
         }
         match self.output {
