@@ -5,7 +5,7 @@ use anyhow::Result;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::{printed_value, Printed};
+use super::{format_ours, printed_value, Printed};
 use crate::stages::frame::{f64_col, f64_col_or_nan, str_col, FrameBuilder};
 use crate::stages::param::Fraction;
 use crate::stages::{
@@ -732,12 +732,22 @@ fn verdict_markdown(
             for (i, l) in labels.iter().enumerate() {
                 line(
                     l,
-                    &|r| match rows.runs[r][i] {
-                        Some(c) if c.lo.is_finite() => {
-                            format!("{} [{}, {}]", short(c.mean), short(c.lo), short(c.hi))
+                    // A decimal more than the paper prints, so that a run the verdict
+                    // tells apart from the paper's value never reads as equal to it.
+                    &|r| {
+                        let printed = [rows.paper[r].as_str(); 3];
+                        match rows.runs[r][i] {
+                            Some(c) if c.lo.is_finite() => {
+                                let t = format_ours(
+                                    &[Some(c.mean), Some(c.lo), Some(c.hi)],
+                                    &printed,
+                                    3,
+                                );
+                                format!("{} [{}, {}]", t[0], t[1], t[2])
+                            }
+                            Some(c) => format_ours(&[Some(c.mean)], &printed, 3).remove(0),
+                            None => "—".into(),
                         }
-                        Some(c) => short(c.mean),
-                        None => "—".into(),
                     },
                     time_cell(l),
                 );
