@@ -209,14 +209,14 @@ pub trait StageRun: Send + Sync {
     fn run(&self, ctx: &mut Ctx) -> anyhow::Result<Output>;
     /// See [`Stage::files`].
     fn files(&self) -> Vec<(&'static str, &Path)>;
+    /// See [`Stage::check_files`].
+    fn check_files(&self, files: &dyn FileSource) -> Result<(), ParamError>;
     /// See [`Stage::sources`].
     fn sources(&self) -> Vec<String>;
     /// See [`Stage::columns_read`].
     fn columns_read(&self) -> Vec<(String, String)>;
     /// See [`Stage::columns_out`].
     fn columns_out(&self, inputs: &[Option<Vec<String>>]) -> Option<Vec<String>>;
-    /// See [`Stage::check_files`].
-    fn check_files(&self, files: &dyn FileSource) -> Result<(), ParamError>;
 }
 
 /// A stage kind's typed parameters. Implement this and add one line to [`registry`].
@@ -230,6 +230,14 @@ pub trait Stage: DeserializeOwned + Send + Sync + 'static {
     /// `run` gets their bytes from [`Ctx::file`].
     fn files(&self) -> Vec<(&'static str, &Path)> {
         Vec::new()
+    }
+    /// Checks what only the contents of those files can show about its parameters (a key
+    /// column the paper's table lacks), when the pipeline is planned: `validate` finds it
+    /// before anything runs. `files` holds the bytes of every file [`Stage::files`] named; the
+    /// error is located at its parameter like one from [`Stage::validate`].
+    fn check_files(&self, files: &dyn FileSource) -> Result<(), ParamError> {
+        let _ = files;
+        Ok(())
     }
     /// Identities of external data it reads that its parameters and files do not pin down
     /// (a dataset file's registered sha256): they enter the instance's store key, so a
@@ -257,15 +265,6 @@ pub trait Stage: DeserializeOwned + Send + Sync + 'static {
     fn intervals(&self) -> Vec<[String; 3]> {
         Vec::new()
     }
-    /// Checks what its parameters say about the files they name ([`Stage::files`]), once the
-    /// engine has read them and before anything runs: a column a parameter names in a paper
-    /// table (`join: [sigma]`) that the table lacks is then a located `validate` error (exit 2),
-    /// not a failed run (exit 1). The error's `path` is the parameter's, as in
-    /// [`Stage::validate`]; `files` holds exactly the bytes a run will parse.
-    fn check_files(&self, files: &dyn FileSource) -> Result<(), ParamError> {
-        let _ = files;
-        Ok(())
-    }
     fn run(&self, ctx: &mut Ctx) -> anyhow::Result<Output>;
 }
 
@@ -280,6 +279,9 @@ impl<T: Stage> StageRun for Typed<T> {
     fn files(&self) -> Vec<(&'static str, &Path)> {
         self.0.files()
     }
+    fn check_files(&self, files: &dyn FileSource) -> Result<(), ParamError> {
+        self.0.check_files(files)
+    }
     fn sources(&self) -> Vec<String> {
         self.0.sources()
     }
@@ -288,9 +290,6 @@ impl<T: Stage> StageRun for Typed<T> {
     }
     fn columns_out(&self, inputs: &[Option<Vec<String>>]) -> Option<Vec<String>> {
         self.0.columns_out(inputs)
-    }
-    fn check_files(&self, files: &dyn FileSource) -> Result<(), ParamError> {
-        self.0.check_files(files)
     }
 }
 

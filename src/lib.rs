@@ -16,4 +16,5 @@ pub mod regular;
 pub mod report;
 pub mod stages;
 pub mod text;
+pub mod verdict;
 pub mod yaml;

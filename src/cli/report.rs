@@ -40,18 +40,25 @@ pub(crate) fn report_cmd(results: &Path, pipelines: &[PathBuf]) -> Outcome {
     match dplab::report::write(results, &expected) {
         Ok(w) => {
             let s = &w.summary;
+            let (n, f) = (&s.numbers, &s.findings);
             out!(
-                "wrote {}: {} experiments ({} with results, {} without data, {} not run, {} damaged); {} printed numbers compared: {} agree, {} differ ({} explained)",
+                "wrote {}: {} experiments ({} with results, {} without data, {} not run, {} damaged); {} printed numbers compared: {} agree, {} differ ({} explained, {} unexplained); {} findings: {} agree, {} differ ({} explained, {} unexplained)",
                 w.path.display(),
                 s.experiments,
                 s.with_results,
                 s.unavailable,
                 s.not_run,
                 s.damaged,
-                s.compared,
-                s.agree,
-                s.differ,
-                s.explained
+                n.compared,
+                n.agree,
+                n.differ,
+                n.explained,
+                n.unexplained,
+                f.compared,
+                f.agree,
+                f.differ,
+                f.explained,
+                f.unexplained
             );
             for p in &w.problems {
                 errln!("error: {p}");

@@ -42,6 +42,8 @@ pub struct Plan {
     pub title: String,
     pub source: Source,
     pub description: String,
+    /// The file's `findings:`, passed through to the manifest.
+    pub findings: Vec<crate::verdict::Finding>,
     pub seed: u64,
     pub profile: Option<String>,
     pub axes: IndexMap<String, Vec<AxisValue>>,
@@ -429,6 +431,7 @@ fn plan_one(
         title: raw.title.clone(),
         source: raw.source.clone(),
         description: raw.description.clone(),
+        findings: raw.findings.clone(),
         seed,
         profile: ov.profile.clone(),
         axes,

@@ -70,6 +70,11 @@ pub struct RawPipeline {
     /// repetitions.
     #[serde(default)]
     pub profiles: IndexMap<String, RawProfile>,
+    /// What the experiment found about claims of the paper that are not printed numbers (a
+    /// theorem, a figure's trend): each `{claim, found, verdict, why}`. Text the engine passes
+    /// through to the manifest; the report shows and counts it.
+    #[serde(default)]
+    pub findings: Vec<crate::verdict::Finding>,
 }
 
 fn axes_schema(g: &mut schemars::SchemaGenerator) -> schemars::Schema {

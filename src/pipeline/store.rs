@@ -339,6 +339,7 @@ fn write_all(
             "sha256": plan.file_sha256,
             "source": plan.source,
             "description": plan.description,
+            "findings": plan.findings,
         },
         "profile": plan.profile,
         "set": opts.set,

@@ -9,19 +9,24 @@
 //! is input like any other: files are read only when they are regular files listed in the
 //! manifest with the size and sha256 it recorded, and nothing is written but `index.html`.
 //!
-//! The summary counts printed numbers compared with the paper, from the verdict columns of the
-//! table frames: `verdict_<c>` of `report.table` (agrees, within CI, differs) and `verdict` of
-//! `report.verdict` (within; explained or unexplained; cells not judged — not run, no data,
-//! side by side — are not counted).
+//! The summary counts what was compared with the paper: printed numbers, from the verdict
+//! columns of the table frames (`verdict_<c>` of `report.table`, `verdict` of
+//! `report.verdict`), and the pipelines' stated findings (`findings:` in the manifest). Both
+//! speak one vocabulary ([`Verdict`]: agrees, within CI, explained, unexplained); a cell whose
+//! word is not a verdict (not run, no data, side by side) was not compared. The tables'
+//! colours, the counts and the list of differences are all made from one reading of those
+//! columns ([`judgements`]), so they cannot disagree.
 
 mod markdown;
 pub mod read;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
+use crate::stages::report::{format_column, format_ours};
+use crate::verdict::{Finding, Verdict, NOT_COMPARED};
 use read::{Csv, Layout, Manifest, Outputs};
 
 const TEMPLATE: &str = include_str!("../../templates/report.html");
@@ -30,22 +35,74 @@ const MAX_SHOWN_ROWS: usize = 400;
 /// Largest figure referenced (checked against its manifest hash before it is).
 const MAX_FIGURE: u64 = 256 << 20;
 
-/// How a compared cell came out.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub enum Judged {
-    Agrees,
-    Differs,
-    /// A cell of a verdict table that was not compared (not run, no data, side by side).
-    NotJudged,
+/// The CSS class of a verdict: one colour per word, everywhere on the page.
+pub fn class(v: Verdict) -> &'static str {
+    match v {
+        Verdict::Agrees => "v-agree",
+        Verdict::WithinCi => "v-within",
+        Verdict::Explained => "v-explained",
+        Verdict::Unexplained => "v-unexplained",
+    }
 }
 
-/// The verdict words of both table kinds, as counted.
-pub fn judge_word(word: &str) -> Option<Judged> {
-    match word.trim() {
-        "" => None,
-        "agrees" | "within CI" | "within" => Some(Judged::Agrees),
-        "differs" | "explained" | "unexplained" => Some(Judged::Differs),
-        _ => Some(Judged::NotJudged),
+/// How many compared things got each verdict.
+#[derive(Serialize, Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Tally {
+    pub compared: usize,
+    /// `agrees` + `within CI`.
+    pub agree: usize,
+    pub agrees: usize,
+    pub within_ci: usize,
+    /// `explained` + `unexplained`.
+    pub differ: usize,
+    pub explained: usize,
+    pub unexplained: usize,
+}
+
+impl Tally {
+    pub fn add(&mut self, v: Verdict) {
+        self.compared += 1;
+        let slot = match v {
+            Verdict::Agrees => &mut self.agrees,
+            Verdict::WithinCi => &mut self.within_ci,
+            Verdict::Explained => &mut self.explained,
+            Verdict::Unexplained => &mut self.unexplained,
+        };
+        *slot += 1;
+        if v.agrees() {
+            self.agree += 1;
+        } else {
+            self.differ += 1;
+        }
+    }
+
+    /// `4 printed numbers: 1 agree, 2 explained, 1 unexplained` (`what` names the things).
+    pub fn text(&self, what: &str) -> String {
+        let parts: Vec<String> = [
+            (self.agrees, "agree"),
+            (self.within_ci, "within CI"),
+            (self.explained, "explained"),
+            (self.unexplained, "unexplained"),
+        ]
+        .iter()
+        .filter(|(n, _)| *n > 0)
+        .map(|(n, w)| format!("{n} {w}"))
+        .collect();
+        if parts.is_empty() {
+            format!("{} {what}", self.compared)
+        } else {
+            format!("{} {what}: {}", self.compared, parts.join(", "))
+        }
+    }
+
+    fn merge(&mut self, o: &Tally) {
+        self.compared += o.compared;
+        self.agree += o.agree;
+        self.agrees += o.agrees;
+        self.within_ci += o.within_ci;
+        self.differ += o.differ;
+        self.explained += o.explained;
+        self.unexplained += o.unexplained;
     }
 }
 
@@ -77,11 +134,14 @@ pub struct Summary {
     pub unavailable: usize,
     pub not_run: usize,
     pub damaged: usize,
-    pub compared: usize,
-    pub agree: usize,
-    pub differ: usize,
-    pub explained: usize,
+    /// Printed numbers compared with ours.
+    pub numbers: Tally,
+    /// Findings the pipelines state about claims that are not printed numbers.
+    pub findings: Tally,
+    /// Every printed number that differs, in page order.
     pub disagreements: Vec<Disagreement>,
+    /// Every finding, in page order.
+    pub finding_list: Vec<FindingRow>,
 }
 
 #[derive(Serialize, Debug, Clone)]
@@ -92,8 +152,24 @@ pub struct Disagreement {
     pub cell: String,
     pub ours: String,
     pub paper: String,
-    pub verdict: String,
-    pub explanation: String,
+    pub verdict: Verdict,
+    pub class: &'static str,
+    /// The stated cause (explained), or where an unexplained value lies.
+    pub note: String,
+    /// Whether it is the first listed of its experiment's table (the list is grouped by table).
+    pub first_of_table: bool,
+}
+
+/// A stated finding as the page shows it.
+#[derive(Serialize, Debug, Clone)]
+pub struct FindingRow {
+    pub experiment: String,
+    pub anchor: String,
+    pub claim: String,
+    pub found: String,
+    pub verdict: Verdict,
+    pub class: &'static str,
+    pub why: String,
 }
 
 #[derive(Serialize)]
@@ -110,10 +186,12 @@ struct Experiment {
     command: String,
     figures: Vec<Figure>,
     tables: Vec<Table>,
+    findings: Vec<FindingRow>,
     provenance: Vec<(String, String)>,
-    compared: usize,
-    agree: usize,
-    differ: usize,
+    numbers: Tally,
+    found: Tally,
+    /// What was compared with the paper here, in words (the section's verdict line).
+    verdict_line: String,
 }
 
 #[derive(Serialize)]
@@ -135,8 +213,15 @@ struct Table {
     /// The table in the paper's own layout (the stage's Markdown), when it has one.
     paper_layout: String,
     /// A `report.verdict` table as the thesis prints it: one row per dataset and error, one
-    /// column per σ, the thesis's value above ours in each cell.
+    /// column per σ, the thesis's value above ours in each cell. When there is one, it is
+    /// the table shown (each cell once) and `rows` is empty.
     thesis: Option<Pivot>,
+    /// The stated causes of its differences, each once: verdict cells refer to them as `[k]`.
+    causes: Vec<String>,
+    /// A frame with no table of its own (no Markdown, no verdicts: the data behind a figure),
+    /// linked rather than shown.
+    data_only: bool,
+    numbers: Tally,
     problem: String,
 }
 
@@ -153,6 +238,7 @@ struct PivotCell {
     paper: String,
     ours: String,
     verdict: String,
+    note: String,
     class: &'static str,
 }
 
@@ -160,6 +246,8 @@ struct PivotCell {
 struct Cell {
     text: String,
     class: &'static str,
+    /// A number (right-aligned, never wrapped).
+    num: bool,
 }
 
 #[derive(Serialize)]
@@ -349,22 +437,15 @@ pub fn build(
             }
         })
         .collect();
-    for ex in &ordered {
-        summary.compared += ex.compared;
-        summary.agree += ex.agree;
-        summary.differ += ex.differ;
-    }
     // In page order (experiments are grouped by paper).
     for ex in &ordered {
+        summary.numbers.merge(&ex.numbers);
+        summary.findings.merge(&ex.found);
         summary
             .disagreements
             .extend(found.iter().filter(|x| x.experiment == ex.id).cloned());
+        summary.finding_list.extend(ex.findings.iter().cloned());
     }
-    summary.explained = summary
-        .disagreements
-        .iter()
-        .filter(|d| !d.explanation.is_empty())
-        .count();
     let mut env = minijinja::Environment::new();
     env.set_auto_escape_callback(|_| minijinja::AutoEscape::Html);
     env.add_template("report.html", TEMPLATE)
@@ -411,10 +492,11 @@ impl Experiment {
             command,
             figures: vec![],
             tables: vec![],
+            findings: vec![],
             provenance: vec![],
-            compared: 0,
-            agree: 0,
-            differ: 0,
+            numbers: Tally::default(),
+            found: Tally::default(),
+            verdict_line: String::new(),
         }
     }
 }
@@ -443,20 +525,27 @@ fn experiment(
         });
     }
     let mut tables = Vec::new();
-    let (mut compared, mut agree, mut differ) = (0, 0, 0);
+    let mut numbers = Tally::default();
     for st in m
         .stages
         .iter()
         .filter(|s| matches!(s.kind.as_str(), "report.table" | "report.verdict"))
     {
-        let t = table(name, &outputs, st, problems, found);
-        if let Some((t, c)) = t {
-            compared += c.0;
-            agree += c.1;
-            differ += c.2;
+        if let Some(t) = table(name, &outputs, st, problems, found) {
+            numbers.merge(&t.numbers);
             tables.push(t);
         }
     }
+    let mut stated = Tally::default();
+    let findings: Vec<FindingRow> = m
+        .pipeline
+        .findings
+        .iter()
+        .map(|f| {
+            stated.add(f.verdict);
+            finding_row(name, f)
+        })
+        .collect();
     let (run, cached) = m.stages.iter().fold((0, 0), |(r, c), s| {
         (r + s.instances_run, c + s.instances_cached)
     });
@@ -504,10 +593,34 @@ fn experiment(
         command: String::new(),
         figures,
         tables,
+        findings,
         provenance,
-        compared,
-        agree,
-        differ,
+        verdict_line: if numbers.compared + stated.compared == 0 {
+            "nothing: this experiment states no finding and its tables hold no printed number of the paper.".into()
+        } else {
+            format!(
+                "{}; {}.",
+                numbers.text("printed numbers"),
+                stated.text("findings")
+            )
+        },
+        numbers,
+        found: stated,
+    }
+}
+
+fn finding_row(exp: &str, f: &Finding) -> FindingRow {
+    FindingRow {
+        experiment: exp.to_string(),
+        anchor: anchor(exp),
+        claim: f.claim.trim().to_string(),
+        found: f.found.trim().to_string(),
+        verdict: f.verdict,
+        class: class(f.verdict),
+        why: f
+            .why
+            .as_deref()
+            .map_or_else(String::new, |w| w.trim().to_string()),
     }
 }
 
@@ -515,14 +628,14 @@ fn short(sha: &str) -> String {
     sha.chars().take(12).collect()
 }
 
-/// One table of an experiment and its counts (compared, agree, differ).
+/// One table of an experiment, with its compared cells counted and its differences recorded.
 fn table(
     exp: &str,
     outputs: &Outputs,
     st: &read::StageInfo,
     problems: &mut Vec<String>,
     found: &mut Vec<Disagreement>,
-) -> Option<(Table, (usize, usize, usize))> {
+) -> Option<Table> {
     let csv_name = format!("{}.csv", st.name);
     if !outputs.has(&csv_name) {
         return None;
@@ -537,6 +650,9 @@ fn table(
         total_rows: 0,
         paper_layout: String::new(),
         thesis: None,
+        causes: vec![],
+        data_only: false,
+        numbers: Tally::default(),
         problem: String::new(),
     };
     let frame = outputs
@@ -547,7 +663,7 @@ fn table(
         Err(e) => {
             problems.push(e.clone());
             t.problem = e;
-            return Some((t, (0, 0, 0)));
+            return Some(t);
         }
     };
     let md_name = format!("{}.md", st.name);
@@ -574,6 +690,15 @@ fn table(
     } else {
         None
     };
+    let judged = match judgements(&frame) {
+        Ok(j) => j,
+        Err(e) => {
+            let e = format!("{exp}/{csv_name}: {e}");
+            problems.push(e.clone());
+            t.problem = e;
+            return Some(t);
+        }
+    };
     if let Some(md) = &md {
         if let Some(title) = md.lines().next().and_then(|l| l.strip_prefix("## ")) {
             t.title = title.trim().to_string();
@@ -583,7 +708,14 @@ fn table(
         }
     }
     if st.kind == "report.verdict" {
-        t.thesis = thesis_layout(&frame);
+        t.thesis = thesis_layout(&frame, &judged);
+    }
+    let at: HashMap<(usize, usize), &Judged> =
+        judged.iter().map(|j| ((j.row, j.column), j)).collect();
+    if md.is_none() && layout.is_none() && judged.is_empty() {
+        t.data_only = true;
+        t.total_rows = frame.rows.len();
+        return Some(t);
     }
     let view = match &layout {
         Some(l) => {
@@ -593,9 +725,15 @@ fn table(
                 .as_deref()
                 .map(markdown::to_html)
                 .unwrap_or_default();
-            view_with_layout(&frame, l)
+            view_with_layout(&frame, l, &at)
         }
-        None => view_generic(&frame),
+        // A verdict table shown in the thesis's layout is not repeated cell by cell.
+        None if t.thesis.is_some() => Ok(View {
+            headers: vec![],
+            rows: vec![],
+            causes: vec![],
+        }),
+        None => Ok(view_generic(&frame, &at)),
     };
     let view = match view {
         Ok(v) => v,
@@ -603,31 +741,99 @@ fn table(
             let e = format!("{exp}/{csv_name}: {e}");
             problems.push(e.clone());
             t.problem = e;
-            return Some((t, (0, 0, 0)));
+            return Some(t);
         }
     };
     t.headers = view.headers;
+    t.causes = view.causes;
     t.total_rows = view.rows.len();
     t.rows = view.rows.into_iter().take(MAX_SHOWN_ROWS).collect();
-    let counts = count(exp, &t.title, &frame, layout.as_ref(), found);
-    Some((t, counts))
+    for j in &judged {
+        t.numbers.add(j.verdict);
+    }
+    record_differences(exp, &t.title, &frame, layout.as_ref(), &judged, found);
+    Some(t)
+}
+
+/// One compared cell of a table frame: its row, the column of its verdict word, our compared
+/// column (`c` of `verdict_<c>`; `None` for the `verdict` column of a cell-by-cell table), the
+/// verdict, and its note (the stated cause, or what an agreement or an unexplained difference
+/// rests on).
+#[derive(Debug, Clone)]
+pub struct Judged {
+    pub row: usize,
+    pub column: usize,
+    pub ours: Option<String>,
+    pub verdict: Verdict,
+    pub note: String,
+}
+
+/// The compared cells of a table frame, read from its verdict columns (`verdict_<c>`, with the
+/// cause in `why_<c>`; `verdict`, with `cause`): the one reading from which the page colours
+/// the tables, counts the numbers and lists the differences. A word that is neither a verdict
+/// nor one of the words for "not compared" is an error (a frame of another dplab, or damage),
+/// not a cell silently left out.
+pub fn judgements(frame: &Csv) -> Result<Vec<Judged>, String> {
+    let mut out = Vec::new();
+    for (vi, vname) in frame.names.iter().enumerate() {
+        let ours = if vname == "verdict" {
+            None
+        } else if let Some(o) = vname.strip_prefix("verdict_") {
+            Some(o.to_string())
+        } else {
+            continue;
+        };
+        let note_col = match &ours {
+            Some(o) => frame.col(&format!("why_{o}")),
+            None => frame.col("cause"),
+        };
+        for (r, row) in frame.rows.iter().enumerate() {
+            let word = row.get(vi).map_or("", |w| w.trim());
+            if word.is_empty() || NOT_COMPARED.contains(&word) {
+                continue;
+            }
+            let Some(verdict) = Verdict::from_word(word) else {
+                return Err(format!(
+                    "row {}: `{word}` in column `{vname}` is not a verdict ({}) nor a word for a cell not compared ({}); a results directory of an older dplab is read again after `dplab run`",
+                    r + 1,
+                    Verdict::ALL.map(Verdict::word).join(", "),
+                    NOT_COMPARED.join(", ")
+                ));
+            };
+            let note = note_col
+                .and_then(|i| row.get(i))
+                .map_or_else(String::new, |s| s.trim().to_string());
+            out.push(Judged {
+                row: r,
+                column: vi,
+                ours: ours.clone(),
+                verdict,
+                note,
+            });
+        }
+    }
+    Ok(out)
 }
 
 /// A `report.verdict` frame (source, value, sigma, paper, ours, ours_lo, ours_hi, …, verdict)
-/// pivoted to the thesis's layout: datasets and errors down, σ across, the thesis's value and
-/// ours (the headline run: the first run column after `paper`) in each cell, coloured by the
-/// verdict. Cells shown side by side (times) are left out, as the thesis's error tables do.
-/// `None` when the frame lacks those columns.
-fn thesis_layout(frame: &Csv) -> Option<Pivot> {
+/// pivoted to the thesis's layout: datasets and errors down, σ across, the thesis's value as
+/// printed and ours (the headline run: the first run column after `paper`) in each cell,
+/// coloured by its verdict. Cells shown side by side (times) are left out, as the thesis's
+/// error tables do. `None` when the frame lacks those columns.
+fn thesis_layout(frame: &Csv, judged: &[Judged]) -> Option<Pivot> {
     let [src, val, sig, paper, verdict] =
         ["source", "value", "sigma", "paper", "verdict"].map(|c| frame.col(c));
     let (src, val, sig, paper, verdict) = (src?, val?, sig?, paper?, verdict?);
     let ours = paper + 1;
     let name = frame.names.get(ours)?.clone();
-    let (lo, hi) = (
-        frame.col(&format!("{name}_lo"))?,
-        frame.col(&format!("{name}_hi"))?,
-    );
+    frame.col(&format!("{name}_lo"))?;
+    frame.col(&format!("{name}_hi"))?;
+    let cause = frame.col("cause");
+    let by_row: HashMap<usize, &Judged> = judged
+        .iter()
+        .filter(|j| j.column == verdict)
+        .map(|j| (j.row, j))
+        .collect();
     let num = |r: &Vec<String>, i: usize| r.get(i).and_then(|s| s.trim().parse::<f64>().ok());
     let mut sigmas: Vec<f64> = Vec::new();
     let mut keys: Vec<(String, String)> = Vec::new();
@@ -636,15 +842,19 @@ fn thesis_layout(frame: &Csv) -> Option<Pivot> {
     let beside: Vec<&String> = frame
         .rows
         .iter()
-        .filter(|r| r.get(verdict).is_some_and(|v| v.trim() == "side by side"))
+        .filter(|r| {
+            r.get(verdict)
+                .is_some_and(|v| v.trim() == crate::verdict::SIDE_BY_SIDE)
+        })
         .filter_map(|r| r.get(val))
         .collect();
-    let rows: Vec<&Vec<String>> = frame
+    let rows: Vec<(usize, &Vec<String>)> = frame
         .rows
         .iter()
-        .filter(|r| r.get(val).is_some_and(|v| !beside.contains(&v)))
+        .enumerate()
+        .filter(|(_, r)| r.get(val).is_some_and(|v| !beside.contains(&v)))
         .collect();
-    for r in &rows {
+    for (_, r) in &rows {
         let s = num(r, sig)?;
         if !sigmas.contains(&s) {
             sigmas.push(s);
@@ -658,30 +868,21 @@ fn thesis_layout(frame: &Csv) -> Option<Pivot> {
         return None;
     }
     sigmas.sort_by(f64::total_cmp);
-    let fmt = |x: Option<f64>| {
-        crate::stages::report::format_column(&[x.filter(|v| v.is_finite())], 3).remove(0)
-    };
     let mut headers = vec!["dataset".to_string(), "error".to_string()];
     headers.extend(sigmas.iter().map(|s| format!("σ = {s}")));
+    let text = |t: String| PivotCell {
+        paper: t,
+        ours: String::new(),
+        verdict: String::new(),
+        note: String::new(),
+        class: "text",
+    };
     let body = keys
         .iter()
         .map(|(k_src, k_val)| {
-            let mut cells = vec![
-                PivotCell {
-                    paper: k_src.clone(),
-                    ours: String::new(),
-                    verdict: String::new(),
-                    class: "text",
-                },
-                PivotCell {
-                    paper: k_val.replace('_', " "),
-                    ours: String::new(),
-                    verdict: String::new(),
-                    class: "text",
-                },
-            ];
+            let mut cells = vec![text(k_src.clone()), text(k_val.replace('_', " "))];
             for s in &sigmas {
-                let r = rows.iter().find(|r| {
+                let r = rows.iter().find(|(_, r)| {
                     r.get(src) == Some(k_src)
                         && r.get(val) == Some(k_val)
                         && num(r, sig) == Some(*s)
@@ -689,30 +890,28 @@ fn thesis_layout(frame: &Csv) -> Option<Pivot> {
                 cells.push(match r {
                     None => PivotCell {
                         paper: "—".into(),
-                        ours: String::new(),
-                        verdict: String::new(),
-                        class: "v-none",
+                        ..text(String::new())
                     },
-                    Some(r) => {
-                        let word = r.get(verdict).map_or("", |v| v.trim()).to_string();
-                        let mean = num(r, ours).filter(|v| v.is_finite());
-                        let ours_text = match (mean, num(r, lo), num(r, hi)) {
-                            (None, ..) => "—".to_string(),
-                            (Some(m), Some(l), Some(h)) if l.is_finite() && h.is_finite() => {
-                                // One number format for the mean and its interval.
-                                let t = crate::stages::report::format_column(
-                                    &[Some(m), Some(l), Some(h)],
-                                    3,
-                                );
-                                format!("{} [{}, {}]", t[0], t[1], t[2])
-                            }
-                            (m, ..) => fmt(m),
-                        };
+                    Some((i, r)) => {
+                        let printed = r.get(paper).map_or("", |p| p.trim());
+                        let j = by_row.get(i);
                         PivotCell {
-                            paper: shortest(num(r, paper)),
-                            ours: ours_text,
-                            class: verdict_class(&word),
-                            verdict: word,
+                            paper: if printed.is_empty() { "—" } else { printed }.to_string(),
+                            ours: shown_run(frame, r, ours, printed),
+                            verdict: j.map_or_else(
+                                || r.get(verdict).map_or("", |v| v.trim()).to_string(),
+                                |j| j.verdict.word().to_string(),
+                            ),
+                            note: j.map_or_else(
+                                || {
+                                    cause
+                                        .and_then(|c| r.get(c))
+                                        .map_or("", |c| c.trim())
+                                        .to_string()
+                                },
+                                |j| j.note.clone(),
+                            ),
+                            class: j.map_or("v-none", |j| class(j.verdict)),
                         }
                     }
                 });
@@ -727,19 +926,51 @@ fn thesis_layout(frame: &Csv) -> Option<Pivot> {
     })
 }
 
+/// The run a verdict table's row is shown with: the one whose interval holds the paper's value
+/// (its `matched` column), named when it is not the headline run `headline`, else the
+/// headline run.
+fn shown_run(frame: &Csv, row: &[String], headline: usize, printed: &str) -> String {
+    let matched = frame
+        .col("matched")
+        .and_then(|m| row.get(m))
+        .map(|m| m.trim())
+        .filter(|m| !m.is_empty());
+    match matched.and_then(|m| Some((m, frame.col(m)?))) {
+        Some((name, col)) if col != headline => {
+            format!("{} ({name})", run_text(frame, row, col, printed))
+        }
+        _ => run_text(frame, row, headline, printed),
+    }
+}
+
+/// A run's mean and 95% interval in one format (`0.0534 [0.0501, 0.0567]`), with a decimal
+/// more than the paper `printed` (see [`format_ours`]); `—` when the run has no value.
+fn run_text(frame: &Csv, row: &[String], mean_col: usize, printed: &str) -> String {
+    let num = |i: Option<usize>| {
+        i.and_then(|i| row.get(i))
+            .and_then(|s| s.trim().parse::<f64>().ok())
+            .filter(|v| v.is_finite())
+    };
+    let name = &frame.names[mean_col];
+    let (m, l, h) = (
+        num(Some(mean_col)),
+        num(frame.col(&format!("{name}_lo"))),
+        num(frame.col(&format!("{name}_hi"))),
+    );
+    match (m, l, h) {
+        (None, ..) => "—".to_string(),
+        (Some(m), Some(l), Some(h)) => {
+            let t = format_ours(&[Some(m), Some(l), Some(h)], &[printed; 3], 3);
+            format!("{} [{}, {}]", t[0], t[1], t[2])
+        }
+        (m, ..) => format_ours(&[m], &[printed], 3).remove(0),
+    }
+}
+
 struct View {
     headers: Vec<String>,
     rows: Vec<Vec<Cell>>,
-}
-
-fn verdict_class(word: &str) -> &'static str {
-    match word.trim() {
-        "agrees" => "v-agree",
-        "within CI" | "within" => "v-within",
-        "explained" => "v-explained",
-        "differs" | "unexplained" => "v-differ",
-        _ => "v-none",
-    }
+    causes: Vec<String>,
 }
 
 fn numbers(frame: &Csv, i: usize) -> Vec<Option<f64>> {
@@ -766,83 +997,139 @@ fn numeric(frame: &Csv, i: usize) -> bool {
     any
 }
 
-/// Axis values and the paper's numbers as written (shortest form), not padded to digits.
-fn shortest(x: Option<f64>) -> String {
-    match x {
-        Some(v) if v.is_finite() => format!("{v}"),
-        _ => "—".into(),
-    }
+/// Cells of column `i` as written in the frame (keys, the paper's printed numbers): never
+/// re-rounded or padded.
+fn as_written(frame: &Csv, i: usize) -> Vec<String> {
+    frame
+        .rows
+        .iter()
+        .map(|r| {
+            let s = r.get(i).map_or("", |s| s.trim());
+            if s.is_empty() || s.eq_ignore_ascii_case("nan") {
+                "—".to_string()
+            } else {
+                s.to_string()
+            }
+        })
+        .collect()
 }
 
-fn view_with_layout(frame: &Csv, l: &Layout) -> Result<View, String> {
+/// The class of the cell at (row, column) of the frame: its verdict's when it is a compared
+/// cell, else `other`.
+fn cell_class(
+    at: &HashMap<(usize, usize), &Judged>,
+    row: usize,
+    col: usize,
+    other: &'static str,
+) -> &'static str {
+    at.get(&(row, col)).map_or(other, |j| class(j.verdict))
+}
+
+fn view_with_layout(
+    frame: &Csv,
+    l: &Layout,
+    at: &HashMap<(usize, usize), &Judged>,
+) -> Result<View, String> {
     let mut cols: Vec<Vec<Cell>> = Vec::new();
+    let mut headers = Vec::new();
+    // Each stated cause once, under the table; a verdict cell refers to it as `[k]`.
+    let mut causes: Vec<String> = Vec::new();
     for c in &l.columns {
         let i = frame
             .col(&c.name)
             .ok_or_else(|| format!("its layout names a column `{}` the frame lacks", c.name))?;
-        let col: Vec<Cell> = if numeric(frame, i) {
-            let v = numbers(frame, i);
-            let text: Vec<String> = match c.role.as_str() {
-                "key" | "paper" => v.iter().map(|x| shortest(*x)).collect(),
-                "diff" => {
-                    let mut t = crate::stages::report::format_column(&v, 2);
-                    for (s, x) in t.iter_mut().zip(&v) {
-                        if x.is_some_and(|x| x > 0.0) {
-                            s.insert(0, '+');
-                        }
-                    }
-                    t
-                }
-                _ => crate::stages::report::format_column(&v, l.digits),
-            };
-            text.into_iter()
-                .map(|text| Cell { text, class: "num" })
-                .collect()
-        } else {
-            frame
-                .rows
-                .iter()
-                .map(|r| {
-                    let s = r.get(i).cloned().unwrap_or_default();
-                    let class = if c.role == "verdict" {
-                        verdict_class(&s)
-                    } else {
-                        "text"
-                    };
-                    Cell {
-                        text: if s.is_empty() { "—".into() } else { s },
-                        class,
-                    }
+        if c.role == "explanation" {
+            continue;
+        }
+        headers.push(c.header.clone());
+        let plain = |texts: Vec<String>, class: &'static str| -> Vec<Cell> {
+            texts
+                .into_iter()
+                .map(|text| Cell {
+                    text,
+                    class,
+                    num: class == "num",
                 })
                 .collect()
+        };
+        let col: Vec<Cell> = match c.role.as_str() {
+            "key" | "paper" => plain(
+                as_written(frame, i),
+                if numeric(frame, i) { "num" } else { "text" },
+            ),
+            "verdict" => frame
+                .rows
+                .iter()
+                .enumerate()
+                .map(|(r, row)| {
+                    let s = row.get(i).map_or("", |s| s.trim());
+                    let mut text = if s.is_empty() {
+                        "—".into()
+                    } else {
+                        s.to_string()
+                    };
+                    if let Some(j) = at.get(&(r, i)).filter(|j| j.verdict == Verdict::Explained) {
+                        let k = match causes.iter().position(|c| *c == j.note) {
+                            Some(k) => k,
+                            None => {
+                                causes.push(j.note.clone());
+                                causes.len() - 1
+                            }
+                        };
+                        text = format!("{text} [{}]", k + 1);
+                    }
+                    Cell {
+                        text,
+                        class: cell_class(at, r, i, "v-none"),
+                        num: false,
+                    }
+                })
+                .collect(),
+            _ if numeric(frame, i) => {
+                let v = numbers(frame, i);
+                let text = match c.role.as_str() {
+                    "ours" => {
+                        let printed = frame
+                            .col(&format!("paper_{}", c.name))
+                            .map(|p| as_written(frame, p))
+                            .unwrap_or_default();
+                        let texts: Vec<&str> = printed.iter().map(String::as_str).collect();
+                        format_ours(&v, &texts, l.digits)
+                    }
+                    "diff" => {
+                        let mut t = format_column(&v, 2);
+                        for (s, x) in t.iter_mut().zip(&v) {
+                            if x.is_some_and(|x| x > 0.0) {
+                                s.insert(0, '+');
+                            }
+                        }
+                        t
+                    }
+                    _ => format_column(&v, l.digits),
+                };
+                plain(text, "num")
+            }
+            _ => plain(as_written(frame, i), "text"),
         };
         cols.push(col);
     }
     // Colour each compared column's difference by its verdict.
-    for (k, c) in l.columns.iter().enumerate() {
-        if c.role != "diff" {
-            continue;
-        }
-        let Some(ours) = c.name.strip_prefix("diff_") else {
+    let shown = l.columns.iter().filter(|c| c.role != "explanation");
+    for (k, c) in shown.enumerate() {
+        let Some(ours) = c.name.strip_prefix("diff_").filter(|_| c.role == "diff") else {
             continue;
         };
-        let Some(vk) = l
-            .columns
-            .iter()
-            .position(|x| x.name == format!("verdict_{ours}"))
-        else {
+        let Some(vi) = frame.col(&format!("verdict_{ours}")) else {
             continue;
         };
-        let classes: Vec<&'static str> = cols[vk].iter().map(|c| c.class).collect();
-        for (cell, class) in cols[k].iter_mut().zip(classes) {
-            if class != "v-none" {
-                cell.class = class;
-            }
+        for (r, cell) in cols[k].iter_mut().enumerate() {
+            cell.class = cell_class(at, r, vi, cell.class);
         }
     }
     Ok(View {
-        headers: l.columns.iter().map(|c| c.header.clone()).collect(),
+        headers,
         rows: transpose(cols, frame.rows.len()),
+        causes,
     })
 }
 
@@ -853,8 +1140,9 @@ fn transpose(cols: Vec<Vec<Cell>>, n: usize) -> Vec<Vec<Cell>> {
 }
 
 /// A frame without a layout: every column; `x` with `x_lo`/`x_hi` (or `mean` with
-/// `ci_lo`/`ci_hi`) shown as one cell `x [lo, hi]`; a `verdict` column coloured.
-fn view_generic(frame: &Csv) -> Result<View, String> {
+/// `ci_lo`/`ci_hi`) shown as one cell `x [lo, hi]`; a `paper` column as written; verdict
+/// columns coloured.
+fn view_generic(frame: &Csv, at: &HashMap<(usize, usize), &Judged>) -> View {
     let mut used = vec![false; frame.names.len()];
     let mut headers = Vec::new();
     let mut cols: Vec<Vec<Cell>> = Vec::new();
@@ -874,16 +1162,29 @@ fn view_generic(frame: &Csv) -> Result<View, String> {
             .or_else(|| {
                 (name == "mean").then(|| Some((frame.col("ci_lo")?, frame.col("ci_hi")?)))?
             });
-        if numeric(frame, i) {
+        let verdict = name == "verdict" || name.starts_with("verdict_");
+        if name == "paper" || name.starts_with("paper_") {
+            headers.push(name.clone());
+            cols.push(
+                as_written(frame, i)
+                    .into_iter()
+                    .map(|text| Cell {
+                        text,
+                        class: "num",
+                        num: true,
+                    })
+                    .collect(),
+            );
+        } else if numeric(frame, i) {
             let v = numbers(frame, i);
-            let mut text = crate::stages::report::format_column(&v, 4);
+            let mut text = format_column(&v, 4);
             if let Some((lo, hi)) =
                 pair.filter(|(lo, hi)| numeric(frame, *lo) && numeric(frame, *hi))
             {
                 used[lo] = true;
                 used[hi] = true;
-                let l = crate::stages::report::format_column(&numbers(frame, lo), 3);
-                let h = crate::stages::report::format_column(&numbers(frame, hi), 3);
+                let l = format_column(&numbers(frame, lo), 3);
+                let h = format_column(&numbers(frame, hi), 3);
                 for (r, t) in text.iter_mut().enumerate() {
                     if l[r] != "—" {
                         *t = format!("{t} [{}, {}]", l[r], h[r]);
@@ -895,42 +1196,49 @@ fn view_generic(frame: &Csv) -> Result<View, String> {
             }
             cols.push(
                 text.into_iter()
-                    .map(|text| Cell { text, class: "num" })
+                    .map(|text| Cell {
+                        text,
+                        class: "num",
+                        num: true,
+                    })
                     .collect(),
             );
         } else {
             headers.push(name.clone());
-            let verdict = name == "verdict" || name.starts_with("verdict_");
             cols.push(
-                frame
-                    .rows
-                    .iter()
-                    .map(|r| {
-                        let s = r.get(i).cloned().unwrap_or_default();
-                        Cell {
-                            class: if verdict { verdict_class(&s) } else { "text" },
-                            text: if s.is_empty() { "—".into() } else { s },
-                        }
+                as_written(frame, i)
+                    .into_iter()
+                    .enumerate()
+                    .map(|(r, text)| Cell {
+                        class: if verdict {
+                            cell_class(at, r, i, "v-none")
+                        } else {
+                            "text"
+                        },
+                        text,
+                        num: false,
                     })
                     .collect(),
             );
         }
     }
-    Ok(View {
+    View {
         headers,
         rows: transpose(cols, frame.rows.len()),
-    })
+        causes: vec![],
+    }
 }
 
-/// Counts the compared cells of one table frame and records its disagreements.
-fn count(
+/// Records the differences among a table's compared cells, each named by its row's keys,
+/// with our value (digits enough to see the difference) beside the paper's as printed.
+fn record_differences(
     exp: &str,
     title: &str,
     frame: &Csv,
     layout: Option<&Layout>,
+    judged: &[Judged],
     found: &mut Vec<Disagreement>,
-) -> (usize, usize, usize) {
-    let (mut compared, mut agree, mut differ) = (0, 0, 0);
+) {
     let header = |name: &str| -> String {
         layout
             .and_then(|l| l.columns.iter().find(|c| c.name == name))
@@ -948,87 +1256,48 @@ fn count(
             .filter_map(|k| frame.col(k))
             .collect(),
     };
-    for (vi, vname) in frame.names.iter().enumerate() {
-        let ours = if vname == "verdict" {
-            None
-        } else if let Some(o) = vname.strip_prefix("verdict_") {
-            Some(o)
-        } else {
-            continue;
+    let mut first = true;
+    for j in judged.iter().filter(|j| !j.verdict.agrees()) {
+        let row = &frame.rows[j.row];
+        let cell_of = |name: &str| {
+            frame
+                .col(name)
+                .and_then(|i| row.get(i))
+                .map_or_else(String::new, |s| s.trim().to_string())
         };
-        // `report.table` explains cell by cell (why_<c>), `report.verdict` row by row (cause).
-        let explanation = match ours {
-            Some(o) => frame.col(&format!("why_{o}")),
-            None => frame.col("cause"),
+        let mut label: Vec<String> = keys
+            .iter()
+            .map(|&k| format!("{} = {}", header(&frame.names[k]), row[k].trim()))
+            .collect();
+        let (ours, paper) = match &j.ours {
+            Some(o) => {
+                label.push(header(o).trim_end_matches(" (ours)").to_string());
+                let paper = cell_of(&format!("paper_{o}"));
+                let v = cell_of(o).parse::<f64>().ok();
+                (format_ours(&[v], &[paper.as_str()], 4).remove(0), paper)
+            }
+            None => {
+                let paper = cell_of("paper");
+                let ours = frame
+                    .col("paper")
+                    .filter(|p| p + 1 < frame.names.len())
+                    .map_or_else(|| "—".to_string(), |p| shown_run(frame, row, p + 1, &paper));
+                (ours, paper)
+            }
         };
-        for row in &frame.rows {
-            let word = row.get(vi).map_or("", String::as_str);
-            let Some(j) = judge_word(word) else { continue };
-            if j == Judged::NotJudged {
-                continue;
-            }
-            compared += 1;
-            if j == Judged::Agrees {
-                agree += 1;
-                continue;
-            }
-            differ += 1;
-            let cell_of = |name: &str| {
-                frame
-                    .col(name)
-                    .and_then(|i| row.get(i))
-                    .cloned()
-                    .unwrap_or_default()
-            };
-            let mut label: Vec<String> = keys
-                .iter()
-                .map(|&k| format!("{} = {}", header(&frame.names[k]), row[k]))
-                .collect();
-            let (o, p) = match ours {
-                Some(o) => {
-                    label.push(header(o).trim_end_matches(" (ours)").to_string());
-                    (cell_of(o), cell_of(&format!("paper_{o}")))
-                }
-                None => (
-                    frame
-                        .names
-                        .iter()
-                        .position(|n| n == "private" || n == "private_text")
-                        .and_then(|i| row.get(i))
-                        .cloned()
-                        .unwrap_or_default(),
-                    cell_of("paper"),
-                ),
-            };
-            let fmt = |s: String| {
-                s.trim()
-                    .parse::<f64>()
-                    .ok()
-                    .filter(|v| v.is_finite())
-                    .map_or(s, |v| {
-                        crate::stages::report::format_column(&[Some(v)], 4).remove(0)
-                    })
-            };
-            found.push(Disagreement {
-                experiment: exp.to_string(),
-                anchor: anchor(exp),
-                table: title.to_string(),
-                cell: label.join(", "),
-                ours: fmt(o),
-                paper: p
-                    .trim()
-                    .parse::<f64>()
-                    .ok()
-                    .map_or(p.clone(), |v| shortest(Some(v))),
-                verdict: word.trim().to_string(),
-                explanation: explanation
-                    .and_then(|i| row.get(i))
-                    .map(|s| s.trim().to_string())
-                    .unwrap_or_default(),
-            });
-        }
+        found.push(Disagreement {
+            experiment: exp.to_string(),
+            anchor: anchor(exp),
+            table: title.to_string(),
+            cell: label.join(", "),
+            ours,
+            paper,
+            verdict: j.verdict,
+            class: class(j.verdict),
+            note: j.note.clone(),
+            first_of_table: std::mem::take(&mut first),
+        });
     }
-    (compared, agree, differ)
 }
 
 #[cfg(test)]

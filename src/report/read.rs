@@ -43,6 +43,7 @@ pub struct PipelineInfo {
     pub sha256: String,
     pub source: SourceInfo,
     pub description: String,
+    pub findings: Vec<crate::verdict::Finding>,
 }
 
 #[derive(Deserialize, Default, Clone)]

@@ -1,5 +1,6 @@
 //! The report on results directories made here: good ones, damaged ones, hostile ones.
 
+use std::collections::BTreeMap;
 use std::path::Path;
 
 use sha2::{Digest, Sha256};
@@ -27,6 +28,25 @@ fn results_dir(
     stages: &[(&str, &str)],
     description: &str,
 ) {
+    results_dir_with(
+        root,
+        name,
+        files,
+        stages,
+        description,
+        serde_json::json!([]),
+    );
+}
+
+/// [`results_dir`] with the pipeline's findings in its manifest.
+fn results_dir_with(
+    root: &Path,
+    name: &str,
+    files: &[(&str, &str)],
+    stages: &[(&str, &str)],
+    description: &str,
+    findings: serde_json::Value,
+) {
     let dir = root.join(name);
     std::fs::create_dir_all(&dir).unwrap();
     let mut outputs = Vec::new();
@@ -46,7 +66,8 @@ fn results_dir(
         "dplab_version": "0.1.0",
         "git_commit": "abc123",
         "pipeline": {"name": name, "title": format!("Title of {name}"), "file": format!("pipelines/{name}.yaml"),
-                     "sha256": "00ff", "source": {"paper": "paper-one", "item": "Table 1"}, "description": description},
+                     "sha256": "00ff", "source": {"paper": "paper-one", "item": "Table 1"}, "description": description,
+                     "findings": findings},
         "profile": "ci",
         "set": [],
         "seed": 7,
@@ -68,15 +89,15 @@ const LAYOUT: &str = r#"{"title": "Table 1 beside ours", "notes": "*read* me", "
 
 const TABLE: &str = "lambda,d,paper_d,diff_d,verdict_d,why_d\n\
 0.5,0.5086,0.509,-0.0004,agrees,\n\
-1.0,0.7947,0.78,0.0147,differs,the paper's channel sits at its rounded MI\n\
+1.0,0.7947,0.780,0.0147,explained,the paper's channel sits at its rounded MI\n\
 2.0,0.1,,,,\n";
 
 const VERDICT: &str =
     "source,value,sigma,paper,private_text,private_text_lo,private_text_hi,verdict,cause\n\
-CRM,max_abs_error,2.0,0.002,0.0011,0.0001,0.0022,within,inside the interval\n\
-CRM,max_abs_error,4.0,0.01,NaN,NaN,NaN,not run,σ not in this run's axes\n\
-CSN,max_rel_error,2.0,0.5,0.1,0.09,0.11,unexplained,\n\
-CSN,synthesis_seconds,2.0,2.5,0.1,0.09,0.11,side by side,\n\
+CRM,max_abs_error,2.0,0.002,0.0011,0.0001,0.0022,within CI,inside the 95% interval of private_text\n\
+CRM,max_abs_error,4.0,0.010,NaN,NaN,NaN,not run,σ not in this run's axes\n\
+CSN,max_rel_error,2.0,0.500,0.1,0.09,0.11,unexplained,no cause found: above every run of ours\n\
+CSN,synthesis_seconds,2.0,2.5,0.1,0.09,0.11,side by side,not compared as a difference\n\
 CSN,synthesis_seconds,4.0,2.5,NaN,NaN,NaN,not run,σ not in this run's axes\n";
 
 fn good(root: &Path) {
@@ -108,6 +129,9 @@ fn good(root: &Path) {
     );
 }
 
+/// The counts are the verdict words: an unexplained cell whose note says where the paper's
+/// value lies is not "with an explanation" (the page once counted 118 of 126 differences as
+/// explained while its tables called 61 of them unexplained).
 #[test]
 fn counts_come_from_the_verdict_columns() {
     let dir = tempfile::tempdir().unwrap();
@@ -116,15 +140,197 @@ fn counts_come_from_the_verdict_columns() {
     assert!(w.problems.is_empty(), "{:?}", w.problems);
     let s = &w.summary;
     assert_eq!((s.experiments, s.with_results), (2, 2));
-    // exp-a: agrees + differs; exp-b: within + unexplained (not run and side by side are not compared).
-    assert_eq!((s.compared, s.agree, s.differ), (4, 2, 2));
+    // exp-a: agrees + explained; exp-b: within CI + unexplained (not run and side by side are
+    // not compared).
+    let n = s.numbers;
+    assert_eq!((n.compared, n.agree, n.differ), (4, 2, 2));
+    assert_eq!(
+        (n.agrees, n.within_ci, n.explained, n.unexplained),
+        (1, 1, 1, 1)
+    );
     assert_eq!(s.disagreements.len(), 2);
     let d = &s.disagreements[0];
     assert_eq!(d.experiment, "exp-a");
     assert_eq!(d.cell, "λ = 1.0, D");
-    assert_eq!(d.explanation, "the paper's channel sits at its rounded MI");
-    assert_eq!(s.disagreements[1].verdict, "unexplained");
-    assert_eq!(s.explained, 1);
+    assert_eq!(d.note, "the paper's channel sits at its rounded MI");
+    assert_eq!(d.verdict, Verdict::Explained);
+    // The paper's number as printed, ours with a digit more.
+    assert_eq!((d.paper.as_str(), d.ours.as_str()), ("0.780", "0.7947"));
+    let d = &s.disagreements[1];
+    assert_eq!(d.verdict, Verdict::Unexplained);
+    assert_eq!(d.note, "no cause found: above every run of ours");
+    assert_eq!(
+        (d.paper.as_str(), d.ours.as_str()),
+        ("0.500", "0.1000 [0.0900, 0.1100]")
+    );
+    assert_eq!(s.findings, Tally::default());
+}
+
+/// What the page shows agrees with what it counts: the cells coloured with each verdict in
+/// its tables, the rows of the list of differences and the summary's figures are the counts
+/// of the verdict words in the frames, counted here from the CSV text alone.
+#[test]
+fn the_page_colours_and_lists_what_the_frames_say() {
+    let dir = tempfile::tempdir().unwrap();
+    good(dir.path());
+    let w = write(dir.path(), &[]).unwrap();
+    let html = page(&w.path);
+    let mut words: BTreeMap<&str, usize> = BTreeMap::new();
+    for frame in [TABLE, VERDICT] {
+        let mut lines = frame.lines();
+        let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+        let cols: Vec<usize> = (0..header.len())
+            .filter(|&i| header[i] == "verdict" || header[i].starts_with("verdict_"))
+            .collect();
+        for line in lines {
+            let cells: Vec<&str> = line.split(',').collect();
+            for &c in &cols {
+                *words.entry(cells[c]).or_default() += 1;
+            }
+        }
+    }
+    let tables = |class: &str| {
+        html.split("<table")
+            .filter(|t| t.starts_with(r#" class="result""#) || t.starts_with(r#" class="thesis""#))
+            .map(|t| t.split("</table>").next().unwrap())
+            .map(|t| t.matches(&format!(r#"<td class="{class}"#)).count())
+            .sum::<usize>()
+    };
+    // A verdict cell and, in a table with a layout, its difference cell carry the colour.
+    assert_eq!(tables("v-agree"), 2 * words["agrees"]);
+    assert_eq!(tables("v-explained"), 2 * words["explained"]);
+    assert_eq!(tables("v-within"), words["within CI"]);
+    assert_eq!(tables("v-unexplained"), words["unexplained"]);
+    let s = &w.summary.numbers;
+    assert_eq!(s.explained, words["explained"]);
+    assert_eq!(s.unexplained, words["unexplained"]);
+    assert_eq!(s.agrees + s.within_ci, words["agrees"] + words["within CI"]);
+    assert!(html.contains(&format!(
+        r#"data-explained="{}" data-unexplained="{}""#,
+        s.explained, s.unexplained
+    )));
+    let listed = html.split(r#"<table id="disagreements">"#).nth(1).unwrap();
+    let listed = listed.split("</table>").next().unwrap();
+    assert_eq!(
+        listed.matches(r#"<tr class="difference">"#).count(),
+        s.differ
+    );
+    assert_eq!(
+        listed
+            .matches(r#"<td class="v-unexplained">unexplained</td>"#)
+            .count(),
+        s.unexplained
+    );
+}
+
+/// The experiments come first; the list of differences, however long, after them.
+#[test]
+fn the_differences_are_listed_after_the_experiments() {
+    let dir = tempfile::tempdir().unwrap();
+    good(dir.path());
+    let w = write(dir.path(), &[]).unwrap();
+    let html = page(&w.path);
+    let summary_end = html.find("</section>").unwrap();
+    let first = html.find(r#"<section class="experiment""#).unwrap();
+    let list = html.find(r#"<table id="disagreements">"#).unwrap();
+    assert!(
+        summary_end < first && first < list,
+        "summary, experiments, then the list"
+    );
+    assert!(
+        html.find(r#"<section id="differences">"#).unwrap()
+            > html.rfind(r#"<section class="experiment""#).unwrap()
+    );
+    // Wide figures open at full size.
+    assert!(
+        html.contains(r#"<a class="full" href="exp-a/figure.svg""#),
+        "{html}"
+    );
+}
+
+/// A pipeline's findings are counted beside the printed numbers, listed in the summary, and a
+/// section with figures only gets its verdict line.
+#[test]
+fn findings_are_counted_and_shown_with_their_section() {
+    let dir = tempfile::tempdir().unwrap();
+    good(dir.path());
+    results_dir_with(
+        dir.path(),
+        "exp-fig",
+        &[("figure.svg", SVG)],
+        &[("figure", "plot.lines")],
+        "",
+        serde_json::json!([
+            {"claim": "Figure 10: distortion grows with λ", "found": "it falls from 0.41 to 0.12", "verdict": "explained", "why": "a larger λ weighs distortion more"},
+            {"claim": "Figure 9: MI grows with λ", "found": "it grows from 0.05 to 0.73", "verdict": "agrees"}
+        ]),
+    );
+    let w = write(dir.path(), &[]).unwrap();
+    assert!(w.problems.is_empty(), "{:?}", w.problems);
+    let f = w.summary.findings;
+    assert_eq!(
+        (f.compared, f.agree, f.explained, f.unexplained),
+        (2, 1, 1, 0)
+    );
+    // The printed numbers' counts are not changed by findings.
+    assert_eq!(w.summary.numbers.compared, 4);
+    let html = page(&w.path);
+    assert!(
+        html.contains(r#"data-findings="2" data-findings-agree="1" data-findings-explained="1""#),
+        "{html}"
+    );
+    let section = html.split(r#"id="exp-exp-fig""#).nth(1).unwrap();
+    let section = section.split("</section>").next().unwrap();
+    assert!(
+        section.contains("<strong>Compared with the paper:</strong> 0 printed numbers; 2 findings: 1 agree, 1 explained."),
+        "{section}"
+    );
+    assert!(
+        section.contains("a larger λ weighs distortion more"),
+        "{section}"
+    );
+    // A section that compares nothing says so.
+    results_dir(
+        dir.path(),
+        "exp-none",
+        &[("figure.svg", SVG)],
+        &[("figure", "plot.lines")],
+        "",
+    );
+    let w = write(dir.path(), &[]).unwrap();
+    let html = page(&w.path);
+    let section = html.split(r#"id="exp-exp-none""#).nth(1).unwrap();
+    assert!(section
+        .split("</section>")
+        .next()
+        .unwrap()
+        .contains("Compared with the paper:</strong> nothing"));
+}
+
+/// A word in a verdict column that is not a verdict (a frame of an older dplab, damage) is
+/// named, not silently left out of the counts.
+#[test]
+fn a_word_that_is_no_verdict_is_a_problem() {
+    let dir = tempfile::tempdir().unwrap();
+    results_dir(
+        dir.path(),
+        "exp-a",
+        &[("table.csv", "lambda,d,paper_d,verdict_d\n0.5,1,2,differs\n")],
+        &[("table", "report.table")],
+        "",
+    );
+    let w = write(dir.path(), &[]).unwrap();
+    let all = w.problems.join("\n");
+    assert!(
+        all.contains("`differs` in column `verdict_d` is not a verdict"),
+        "{all}"
+    );
+    let frame = read::Csv::parse(b"verdict,cause\nwithin CI,x\nno data,\nexplained,c\n").unwrap();
+    let j = judgements(&frame).unwrap();
+    assert_eq!(
+        j.iter().map(|j| (j.row, j.verdict)).collect::<Vec<_>>(),
+        [(0, Verdict::WithinCi), (2, Verdict::Explained)]
+    );
 }
 
 #[test]
@@ -151,8 +357,8 @@ fn the_page_has_every_section_its_figures_and_escapes_what_it_reads() {
         !html.contains("<script>"),
         "raw HTML from a results directory is text"
     );
-    assert!(html.contains("D (paper)") && html.contains("class=\"v-differ\""));
-    assert!(html.contains("In the paper's layout"));
+    assert!(html.contains("D (paper)") && html.contains("class=\"v-explained\""));
+    assert!(html.contains("Every run, cell by cell"));
     assert!(
         !html.contains("http://") && !html.contains("https://"),
         "nothing loads from the network"
@@ -284,18 +490,6 @@ fn experiments_without_results_say_why_and_how_to_get_them() {
     );
 }
 
-#[test]
-fn verdict_words_are_counted_as_the_page_says() {
-    assert_eq!(judge_word("agrees"), Some(Judged::Agrees));
-    assert_eq!(judge_word("within CI"), Some(Judged::Agrees));
-    assert_eq!(judge_word("within"), Some(Judged::Agrees));
-    assert_eq!(judge_word("explained"), Some(Judged::Differs));
-    assert_eq!(judge_word("unexplained"), Some(Judged::Differs));
-    assert_eq!(judge_word("differs"), Some(Judged::Differs));
-    assert_eq!(judge_word("not run"), Some(Judged::NotJudged));
-    assert_eq!(judge_word(""), None);
-}
-
 /// A `report.verdict` table is also shown as the thesis lays it out: one row per dataset and
 /// error, one column per σ, the thesis's value above ours (mean [95% CI]) coloured by verdict;
 /// times (side by side) are left out.
@@ -319,24 +513,27 @@ fn verdict_tables_are_shown_in_the_thesis_layout() {
     assert_eq!(rows.len(), 2, "{table}");
     assert!(rows[0].contains(r#"<th scope="row">CRM</th>"#) && rows[0].contains("max abs error"));
     assert!(
-        rows[0].contains(r#"<td class="v-within" title="within"><span class="thesis-value">0.002</span><br><span class="ours-value">1.10e-3 [1.00e-4, 2.20e-3]</span>"#),
+        rows[0].contains(r#"<td class="v-within" title="inside the 95% interval of private_text"><span class="thesis-value">0.002</span><br><span class="ours-value">1.10e-3 [1.00e-4, 2.20e-3]</span><br><span class="verdict-word">within CI</span>"#),
         "{}",
         rows[0]
     );
-    // σ = 4 was not run: the thesis's value, ours a dash, not coloured as a verdict.
+    // σ = 4 was not run: the thesis's value as printed, ours a dash, not coloured as a verdict.
     assert!(
         rows[0].contains(
-            r#"<span class="thesis-value">0.01</span><br><span class="ours-value">—</span>"#
+            r#"<td class="v-none" title="σ not in this run's axes"><span class="thesis-value">0.010</span><br><span class="ours-value">—</span><br><span class="verdict-word">not run</span>"#
         ),
         "{}",
         rows[0]
     );
-    assert!(rows[1].contains("max rel error") && rows[1].contains(r#"class="v-differ""#));
+    assert!(rows[1].contains("max rel error") && rows[1].contains(r#"class="v-unexplained""#));
     assert!(
         !table.contains("synthesis"),
         "times are not in the error table"
     );
+    // Each cell once: the frame is not repeated as a table of its own.
+    let section = html.split(r#"id="exp-exp-b""#).nth(1).unwrap();
+    assert!(!section.contains(r#"<table class="result""#), "{section}");
     // A frame without the verdict columns gets no such table (and no panic).
     let frame = read::Csv::parse(b"a,b\n1,2\n").unwrap();
-    assert!(thesis_layout(&frame).is_none());
+    assert!(thesis_layout(&frame, &[]).is_none());
 }

@@ -6,8 +6,13 @@
 //   - the page logs a console error or throws;
 //   - the summary's counts differ from counts made here from the frames themselves: every
 //     `<stage>.csv` with a `verdict` or `verdict_<c>` column, by the rule the page states
-//     (agrees / within CI / within → agree; differs / explained / unexplained → differ; other
-//     words — not run, no data, side by side — are not compared).
+//     (agrees / within CI → agree; explained / unexplained → differ; not run, no data, side by
+//     side, no paper value → not compared; any other word fails), and from the manifests'
+//     `findings` — or the page colours, lists or counts a different number of cells of any
+//     verdict than the frames hold;
+//   - the layout hides what it shows: the summary is followed by the experiments and only then
+//     by the list of differences; no table sticks out of the page's column; no verdict cell of
+//     a table lies beyond what its scroll box shows; every figure links to itself at full size.
 // Screenshots: SCREENSHOT (the summary, first screen) and SCREENSHOT with `-full` (whole page).
 //
 // Usage: node check-report.mjs RESULTS PIPELINES SCREENSHOT   (CHROMIUM: the browser binary)
@@ -42,9 +47,15 @@ for (const f of walk(pipelines)) {
   else fail(`${f}: no top-level name`);
 }
 
-const AGREE = new Set(['agrees', 'within CI', 'within']);
-const DIFFER = new Set(['differs', 'explained', 'unexplained']);
-const frames = { compared: 0, agree: 0, differ: 0 };
+const WORDS = { 'agrees': 'agrees', 'within CI': 'within', 'explained': 'explained', 'unexplained': 'unexplained' };
+const NOT_COMPARED = new Set(['', 'not run', 'no data', 'side by side', 'no paper value']);
+const tally = () => ({ compared: 0, agree: 0, differ: 0, agrees: 0, within: 0, explained: 0, unexplained: 0 });
+const count = (t, w) => {
+  t.compared++; t[WORDS[w]]++;
+  if (w === 'agrees' || w === 'within CI') t.agree++; else t.differ++;
+};
+const frames = tally();
+const findings = tally();
 for (const d of expected) {
   const dir = join(results, d);
   if (!existsSync(dir)) continue;
@@ -55,10 +66,15 @@ for (const d of expected) {
     for (const r of rows) {
       for (const c of cols) {
         const w = (r[c] ?? '').trim();
-        if (AGREE.has(w)) { frames.compared++; frames.agree++; }
-        else if (DIFFER.has(w)) { frames.compared++; frames.differ++; }
+        if (w in WORDS) count(frames, w);
+        else if (!NOT_COMPARED.has(w)) fail(`${d}/${f}: \`${w}\` in column ${c} is not a verdict`);
       }
     }
+  }
+  const manifest = JSON.parse(readFileSync(join(dir, 'manifest.json'), 'utf8'));
+  for (const x of manifest.pipeline?.findings ?? []) {
+    if (x.verdict in WORDS) count(findings, x.verdict);
+    else fail(`${d}: finding with verdict ${x.verdict}`);
   }
 }
 
@@ -102,26 +118,84 @@ for (const d of withFigures) if (!shownFigures.has(d)) fail(`experiment ${d} has
 const summary = await page.$eval('#summary', (s) => ({
   experiments: +s.dataset.experiments, compared: +s.dataset.compared,
   agree: +s.dataset.agree, differ: +s.dataset.differ,
+  explained: +s.dataset.explained, unexplained: +s.dataset.unexplained,
+  findings: +s.dataset.findings, findingsAgree: +s.dataset.findingsAgree,
+  findingsExplained: +s.dataset.findingsExplained, findingsUnexplained: +s.dataset.findingsUnexplained,
 }));
-for (const k of ['compared', 'agree', 'differ']) {
+for (const k of ['compared', 'agree', 'differ', 'explained', 'unexplained']) {
   if (summary[k] !== frames[k]) fail(`summary says ${summary[k]} ${k}, the frames ${frames[k]}`);
+}
+for (const k of ['compared', 'agree', 'differ']) {
   const sum = sections.reduce((a, s) => a + s[k], 0);
   if (sum !== frames[k]) fail(`the sections add up to ${sum} ${k}, the frames ${frames[k]}`);
 }
+for (const [k, v] of [['findings', findings.compared], ['findingsAgree', findings.agree],
+  ['findingsExplained', findings.explained], ['findingsUnexplained', findings.unexplained]]) {
+  if (summary[k] !== v) fail(`summary says ${summary[k]} ${k}, the manifests ${v}`);
+}
 if (summary.experiments !== expected.size) fail(`summary says ${summary.experiments} experiments, expected ${expected.size}`);
-const listed = await page.$$eval('#disagreements tbody tr', (r) => r.length).catch(() => 0);
+const listed = await page.$$eval('#disagreements tbody tr.difference', (r) => r.length).catch(() => 0);
 if (listed !== frames.differ) fail(`the disagreement list has ${listed} rows, the frames ${frames.differ} disagreements`);
-const cells = await page.$$eval('table.result td.v-agree, table.result td.v-within, table.result td.v-explained, table.result td.v-differ',
-  (c) => c.filter((x) => !/^[+−-]?[0-9]/.test(x.textContent.trim())).length);
-if (cells !== frames.compared) fail(`the tables colour ${cells} verdict cells, the frames have ${frames.compared}`);
+// Each verdict cell once, coloured by its word: the verdict column of a table (its word,
+// perhaps with a cause's [k]) or a cell of a table in the thesis's layout.
+const coloured = await page.evaluate(() => {
+  const n = { agrees: 0, within: 0, explained: 0, unexplained: 0 };
+  const cls = { 'v-agree': 'agrees', 'v-within': 'within', 'v-explained': 'explained', 'v-unexplained': 'unexplained' };
+  for (const td of document.querySelectorAll('table.result td, table.thesis td')) {
+    const k = Object.keys(cls).find((c) => td.classList.contains(c));
+    if (!k) continue;
+    const word = td.closest('table.thesis') ? td.querySelector('.verdict-word')?.textContent.trim()
+      : td.textContent.trim().replace(/ \[[0-9]+\]$/, '');
+    if (word === undefined || /^[+−-]?[0-9]/.test(word)) continue; // a difference Δ, coloured too
+    if (word !== { agrees: 'agrees', within: 'within CI', explained: 'explained', unexplained: 'unexplained' }[cls[k]]) {
+      n.mismatch = (n.mismatch ?? 0) + 1;
+    }
+    n[cls[k]]++;
+  }
+  return n;
+});
+for (const k of ['agrees', 'within', 'explained', 'unexplained']) {
+  if (coloured[k] !== frames[k]) fail(`the tables colour ${coloured[k]} cells ${k}, the frames have ${frames[k]}`);
+}
+if (coloured.mismatch) fail(`${coloured.mismatch} verdict cells are coloured as another verdict than their word`);
+
+// Layout: the summary, the experiments, then the list of differences; nothing wider than the
+// column; verdict cells inside what their scroll box shows; figures open at full size.
+const layout = await page.evaluate(() => {
+  const main = document.querySelector('main');
+  const box = main.getBoundingClientRect();
+  const right = box.right - parseFloat(getComputedStyle(main).paddingRight);
+  const out = { problems: [] };
+  const secs = [...document.querySelectorAll('main > section')].map((s) => s.id || s.className);
+  const diff = secs.indexOf('differences');
+  const lastExp = secs.lastIndexOf('experiment');
+  if (secs[0] !== 'summary' || diff < lastExp) out.problems.push(`sections in order ${secs[0]} … ${secs.slice(-2).join(', ')}: the list of differences must come after the experiments`);
+  for (const w of document.querySelectorAll('.table-wrap')) {
+    const r = w.getBoundingClientRect();
+    if (r.width > 0 && r.right > right + 1) out.problems.push(`a table box in ${w.closest('section')?.id} reaches x = ${Math.round(r.right)}, beyond the column (${Math.round(right)})`);
+    if (w.closest('details:not([open])')) continue;
+    for (const td of w.querySelectorAll('td.v-agree, td.v-within, td.v-explained, td.v-unexplained')) {
+      const c = td.getBoundingClientRect();
+      if (c.right > r.right + 1) { out.problems.push(`verdict cells of a table in ${w.closest('section')?.id} are hidden beyond its scroll box`); break; }
+    }
+  }
+  for (const img of document.querySelectorAll('figure img')) {
+    const a = img.closest('a');
+    if (!a || a.getAttribute('href') !== img.getAttribute('src')) out.problems.push(`figure ${img.getAttribute('src')} does not link to itself at full size`);
+  }
+  return out;
+});
+for (const p of layout.problems) fail(p);
 
 await page.screenshot({ path: screenshot });
 await page.screenshot({ path: screenshot.replace(/\.png$/, '-full.png'), fullPage: true });
 await browser.close();
 
 console.log(`report: ${sections.length} sections (${expected.size} expected), ${images.length} figures loaded, ` +
-  `${summary.compared} printed numbers compared: ${summary.agree} agree, ${summary.differ} differ (frames: ` +
-  `${frames.compared}/${frames.agree}/${frames.differ}); screenshot ${screenshot}`);
+  `${summary.compared} printed numbers compared: ${summary.agree} agree, ${summary.differ} differ ` +
+  `(${summary.explained} explained, ${summary.unexplained} unexplained; frames: ` +
+  `${frames.compared}/${frames.agree}/${frames.differ}/${frames.explained}/${frames.unexplained}); ` +
+  `${summary.findings} findings (manifests: ${findings.compared}); screenshot ${screenshot}`);
 if (failures.length) {
   for (const f of failures) console.error(`FAIL: ${f}`);
   process.exit(1);

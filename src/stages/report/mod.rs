@@ -42,9 +42,143 @@ pub fn format_column(values: &[Option<f64>], digits: usize) -> Vec<String> {
         .collect()
 }
 
+/// A printed number and half a unit of its last printed digit: `0.509` → (0.509, 0.0005),
+/// `100000` → (100000, 0.5), `1.5e-3` → (0.0015, 0.00005). Empty text or `NA` is no number.
+pub fn printed_value(text: &str) -> Option<(f64, f64)> {
+    let t = text.trim();
+    let v: f64 = t.parse().ok().filter(|v: &f64| v.is_finite())?;
+    let (mantissa, exp) = match t.find(['e', 'E']) {
+        Some(i) => (&t[..i], t[i + 1..].parse::<i32>().ok()?),
+        None => (t, 0),
+    };
+    let decimals = mantissa.find('.').map_or(0, |i| mantissa.len() - i - 1) as i32;
+    Some((v, 0.5 * 10f64.powi(exp - decimals)))
+}
+
+/// Decimals a printed number shows (`0.050` → 3, `1.5e-3` → 4, `12` → 0); `None` when the
+/// text is not a number.
+pub fn printed_decimals(text: &str) -> Option<usize> {
+    let (_, half) = printed_value(text)?;
+    Some((-(2.0 * half).log10()).round().max(0.0) as usize)
+}
+
+/// Our values of a column compared with the paper's printed `texts`, in one format: the
+/// column's ([`format_column`]) with at least one decimal more than the paper prints on any of
+/// its rows, so that ours never looks equal to a printed value it differs from (1.54286 beside
+/// the printed 1.5428, not 1.543). Columns of whole numbers and columns in scientific notation
+/// keep their format: their digits already differ where the values do.
+pub fn format_ours(values: &[Option<f64>], texts: &[&str], digits: usize) -> Vec<String> {
+    let base = format_column(values, digits);
+    let Some(need) = texts.iter().filter_map(|t| printed_decimals(t)).max() else {
+        return base;
+    };
+    let need = (need + 1).min(17);
+    // The fewest decimals any value shows (a fixed-point column shows more on small values).
+    let shown = base
+        .iter()
+        .filter(|t| t.contains('.') && !t.contains('e'))
+        .map(|t| t.len() - t.find('.').unwrap_or(t.len()) - 1)
+        .min();
+    match shown {
+        Some(d) if d < need => values
+            .iter()
+            .zip(base)
+            .map(|(v, b)| match v {
+                Some(x) if x.is_finite() && *x != 0.0 => format!("{x:.need$}"),
+                _ => b,
+            })
+            .collect(),
+        _ => base,
+    }
+}
+
+/// A paper's CSV as text, so that each value keeps the digits it was printed with.
+pub struct Printed {
+    pub names: Vec<String>,
+    pub cells: Vec<Vec<String>>,
+    pub rows: usize,
+}
+
+impl Printed {
+    pub fn read(bytes: &[u8]) -> anyhow::Result<Printed> {
+        let mut r = csv::ReaderBuilder::new()
+            .has_headers(true)
+            .from_reader(bytes);
+        let names: Vec<String> = r.headers()?.iter().map(|h| h.trim().to_string()).collect();
+        let mut cells = vec![Vec::new(); names.len()];
+        let mut rows = 0;
+        for rec in r.records() {
+            let rec = rec?;
+            for (i, col) in cells.iter_mut().enumerate() {
+                col.push(rec.get(i).unwrap_or("").trim().to_string());
+            }
+            rows += 1;
+        }
+        Ok(Printed { names, cells, rows })
+    }
+
+    /// The column `name`, or an error naming the columns the table has.
+    pub fn column(&self, name: &str) -> anyhow::Result<&[String]> {
+        let i = self
+            .names
+            .iter()
+            .position(|n| n == name)
+            .ok_or_else(|| anyhow::anyhow!("no column `{name}` ({})", self.has()))?;
+        Ok(&self.cells[i])
+    }
+
+    /// "it has a, b, c": for messages about a column it lacks.
+    pub fn has(&self) -> String {
+        format!("it has {}", self.names.join(", "))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn printed_precision_is_half_a_unit_of_the_last_digit() {
+        assert_eq!(printed_value("0.509"), Some((0.509, 0.0005)));
+        assert_eq!(printed_value("100000"), Some((100000.0, 0.5)));
+        let (v, h) = printed_value("1.5e-3").unwrap();
+        assert!((v - 0.0015).abs() < 1e-18 && (h - 0.00005).abs() < 1e-18);
+        assert_eq!(printed_value(""), None);
+        assert_eq!(printed_value("NA"), None);
+        assert_eq!(printed_value("inf"), None);
+        assert_eq!(printed_decimals("0.050"), Some(3));
+        assert_eq!(printed_decimals("1.5e-3"), Some(4));
+        assert_eq!(printed_decimals("12"), Some(0));
+        assert_eq!(printed_decimals("—"), None);
+    }
+
+    /// A value that differs from the printed one is never shown with digits that hide it.
+    #[test]
+    fn ours_shows_a_digit_more_than_the_paper_prints() {
+        // With 4 significant digits 1.54286 would read 1.543 beside the printed 1.5428.
+        let ours = format_ours(
+            &[Some(1.54286), Some(0.33970), None],
+            &["1.5428", "0.3397", ""],
+            4,
+        );
+        assert_eq!(ours, ["1.54286", "0.33970", "—"]);
+        // The small values' decimals do not stand for the large ones' (0.01543 and 1.015).
+        let ours = format_ours(&[Some(0.015431), Some(1.014312)], &["0.0154", "1.0143"], 4);
+        assert_eq!(ours, ["0.01543", "1.01431"]);
+        // Already enough decimals, whole numbers, scientific columns: unchanged.
+        assert_eq!(format_ours(&[Some(0.50858)], &["0.509"], 4), ["0.5086"]);
+        assert_eq!(format_ours(&[Some(99762.0)], &["100000"], 4), ["99762"]);
+        assert_eq!(format_ours(&[Some(1.1e-4)], &["0.000"], 3), ["1.10e-4"]);
+        // Every value the paper's digits cannot tell from ours is shown apart from it.
+        for (x, p) in [(1.0185_f64 + 6e-5, "1.0185"), (0.0513 - 6e-5, "0.0513")] {
+            let t = format_ours(&[Some(x)], &[p], 4).remove(0);
+            assert_ne!(
+                t.trim_end_matches('0'),
+                p.trim_end_matches('0'),
+                "{x} shown as {t}"
+            );
+        }
+    }
 
     #[test]
     fn a_column_has_one_number_format() {

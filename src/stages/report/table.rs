@@ -13,16 +13,17 @@ use serde::{Deserialize, Serialize};
 use crate::stages::frame::{column, f64_col_or_nan, str_col};
 use crate::stages::param::Between;
 use crate::stages::{
-    build, distinct, params, Artifact, Ctx, Gather, KindInfo, Output, ParamError, Stage,
+    build, distinct, params, Artifact, Ctx, FileSource, Gather, KindInfo, Output, ParamError, Stage,
 };
 
-use super::format_column;
+use super::{format_column, format_ours, printed_value, Printed};
+use crate::verdict::Verdict;
 
 pub const KIND: KindInfo = KindInfo {
     name: "report.table",
-    version: 2,
+    version: 3,
     random: false,
-    summary: "A table (frame + Markdown + a layout for the HTML report): chosen columns of its input, optionally joined with the paper's printed numbers (columns paper_<c>, diff_<c> = ours − paper and verdict_<c>: agrees within the paper's printed precision, within CI when the printed value meets our interval, else differs).",
+    summary: "A table (frame + Markdown + a layout for the HTML report): chosen columns of its input, optionally joined with the paper's printed numbers (columns paper_<c>: the number as printed, diff_<c> = ours − paper, verdict_<c>: agrees within the paper's printed precision, within CI when the printed value meets our interval, else explained when `explain` states a cause (why_<c>) or unexplained).",
     params: params::<Table>,
     gather: Gather::All,
     build: build::<Table>,
@@ -83,11 +84,6 @@ struct Explain {
 fn digits() -> Between<1, 17> {
     Between::of(4)
 }
-
-/// The verdicts a compared cell can get, as written in `verdict_<c>`.
-pub const AGREES: &str = "agrees";
-pub const WITHIN_CI: &str = "within CI";
-pub const DIFFERS: &str = "differs";
 
 impl Stage for Table {
     /// The input columns it names: `columns`, the `join` keys, `compare`'s keys (our compared
@@ -201,6 +197,58 @@ impl Stage for Table {
         self.paper.iter().map(|p| ("paper", p.as_path())).collect()
     }
 
+    /// The paper's table has the `join` keys and the columns `compare` names, and some row of
+    /// it a number in each compared column: found by `validate`, not after the run.
+    fn check_files(&self, files: &dyn FileSource) -> Result<(), ParamError> {
+        let Some(paper) = &self.paper else {
+            return Ok(());
+        };
+        let Some(bytes) = files.file(paper) else {
+            return Ok(());
+        };
+        let printed = Printed::read(bytes).map_err(|e| {
+            ParamError::at(
+                "paper",
+                format!(
+                    "{}: not a CSV table with a header row: {e}",
+                    paper.display()
+                ),
+            )
+        })?;
+        let lacks = |key: String, col: &str| {
+            let near = crate::text::suggest(col, printed.names.iter().map(String::as_str))
+                .map_or_else(String::new, |n| format!("; did you mean `{n}`?"));
+            ParamError::at(
+                &key,
+                format!(
+                    "the paper's table {} has no column `{col}` ({}){near}",
+                    paper.display(),
+                    printed.has()
+                ),
+            )
+        };
+        for (i, k) in self.join.iter().enumerate() {
+            if printed.column(k).is_err() {
+                return Err(lacks(format!("join.{i}"), k));
+            }
+        }
+        for (ours, theirs) in &self.compare {
+            let Ok(texts) = printed.column(theirs) else {
+                return Err(lacks(format!("compare.{ours}"), theirs));
+            };
+            if !texts.iter().any(|t| printed_value(t).is_some()) {
+                return Err(ParamError::at(
+                    &format!("compare.{ours}"),
+                    format!(
+                        "the paper's column `{theirs}` in {} holds no number",
+                        paper.display()
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+
     fn run(&self, ctx: &mut Ctx) -> Result<Output> {
         let frames: Vec<&DataFrame> = ctx.inputs.iter().collect();
         let mut df = crate::frames::concat(&frames)?;
@@ -268,24 +316,32 @@ impl Stage for Table {
                 };
                 // The paper may print a number on some rows only.
                 let texts = printed.column(theirs)?;
-                let mut pv = Vec::with_capacity(df.height());
+                // The paper's number as printed (text: `0.050` keeps its last digit).
+                let mut pv: Vec<Option<String>> = Vec::with_capacity(df.height());
                 let mut diff = Vec::with_capacity(df.height());
-                let mut verdict = Vec::with_capacity(df.height());
+                let mut verdict: Vec<Option<&str>> = Vec::with_capacity(df.height());
                 let mut why: Vec<Option<String>> = vec![None; df.height()];
                 for (row, hit) in hits.iter().enumerate() {
-                    let cell = hit.and_then(|pr| printed_value(&texts[pr]));
+                    let text = hit.map(|pr| texts[pr].as_str());
+                    let cell = text.and_then(printed_value);
                     let m = mine[row];
                     let judged = cell.filter(|_| m.is_finite());
-                    pv.push(cell.map(|(v, _)| v));
+                    pv.push(cell.and(text).map(str::to_string));
                     diff.push(judged.map(|(v, _)| m - v));
-                    let v = judged.map(|(v, half)| {
-                        let ci = interval.as_ref().map(|(lo, hi)| (lo[row], hi[row]));
-                        judge(m, v, half, ci)
-                    });
-                    if v == Some(DIFFERS) {
-                        why[row] = self.explanation(&df, row, ours)?;
-                    }
-                    verdict.push(v);
+                    let v = match judged {
+                        None => None,
+                        Some((v, half)) => {
+                            let ci = interval.as_ref().map(|(lo, hi)| (lo[row], hi[row]));
+                            Some(match judge(m, v, half, ci) {
+                                Some(agrees) => agrees,
+                                None => {
+                                    why[row] = self.explanation(&df, row, ours)?;
+                                    Verdict::differs(why[row].as_deref())
+                                }
+                            })
+                        }
+                    };
+                    verdict.push(v.map(Verdict::word));
                 }
                 df.with_column(Column::new(format!("paper_{ours}").into(), pv))?;
                 df.with_column(Column::new(format!("diff_{ours}").into(), diff))?;
@@ -382,67 +438,22 @@ fn key_text(v: &serde_yaml_ng::Value) -> Option<String> {
     }
 }
 
-/// The verdict on our value `ours` against the paper's printed `paper`, which stands for
-/// [paper − half, paper + half]: agrees when ours rounds to what was printed; within CI when
-/// that printed interval meets our 95% interval `ci`; else differs.
-pub fn judge(ours: f64, paper: f64, half: f64, ci: Option<(f64, f64)>) -> &'static str {
+/// Whether our value `ours` agrees with the paper's printed `paper`, which stands for
+/// [paper − half, paper + half]: `agrees` when ours rounds to what was printed; `within CI`
+/// when that printed interval meets our 95% interval `ci`; `None` when it differs (then a
+/// stated cause makes it `explained`, else it is `unexplained`).
+pub fn judge(ours: f64, paper: f64, half: f64, ci: Option<(f64, f64)>) -> Option<Verdict> {
     // Rounding of the printed text itself (0.1 is not exact in binary) must not decide.
     let slack = half * 1e-9 + f64::EPSILON * paper.abs().max(ours.abs());
     if (ours - paper).abs() <= half + slack {
-        return AGREES;
+        return Some(Verdict::Agrees);
     }
     if let Some((lo, hi)) = ci.filter(|(lo, hi)| lo.is_finite() && hi.is_finite() && lo <= hi) {
         if paper - half <= hi + slack && paper + half >= lo - slack {
-            return WITHIN_CI;
+            return Some(Verdict::WithinCi);
         }
     }
-    DIFFERS
-}
-
-/// A printed number and half a unit of its last printed digit: `0.509` → (0.509, 0.0005),
-/// `100000` → (100000, 0.5), `1.5e-3` → (0.0015, 0.00005). Empty text or `NA` is no number.
-pub fn printed_value(text: &str) -> Option<(f64, f64)> {
-    let t = text.trim();
-    let v: f64 = t.parse().ok().filter(|v: &f64| v.is_finite())?;
-    let (mantissa, exp) = match t.find(['e', 'E']) {
-        Some(i) => (&t[..i], t[i + 1..].parse::<i32>().ok()?),
-        None => (t, 0),
-    };
-    let decimals = mantissa.find('.').map_or(0, |i| mantissa.len() - i - 1) as i32;
-    Some((v, 0.5 * 10f64.powi(exp - decimals)))
-}
-
-/// The paper's CSV as text, so each value keeps the precision it was printed with.
-struct Printed {
-    names: Vec<String>,
-    cells: Vec<Vec<String>>,
-    rows: usize,
-}
-
-impl Printed {
-    fn read(bytes: &[u8]) -> Result<Printed> {
-        let mut r = csv::ReaderBuilder::new()
-            .has_headers(true)
-            .from_reader(bytes);
-        let names: Vec<String> = r.headers()?.iter().map(|h| h.trim().to_string()).collect();
-        let mut cells = vec![Vec::new(); names.len()];
-        let mut rows = 0;
-        for rec in r.records() {
-            let rec = rec?;
-            for (i, col) in cells.iter_mut().enumerate() {
-                col.push(rec.get(i).unwrap_or("").to_string());
-            }
-            rows += 1;
-        }
-        Ok(Printed { names, cells, rows })
-    }
-
-    fn column(&self, name: &str) -> Result<&[String]> {
-        let i = self.names.iter().position(|n| n == name).ok_or_else(|| {
-            anyhow::anyhow!("no column `{name}` (it has {})", self.names.join(", "))
-        })?;
-        Ok(&self.cells[i])
-    }
+    None
 }
 
 /// How the HTML report shows the table: headers, column roles, digits, notes.
@@ -478,7 +489,13 @@ fn markdown(df: &DataFrame, layout: &Layout, stage: &str) -> Result<String> {
             if col.dtype().is_float() || col.dtype().is_integer() {
                 let v = col.cast(&DataType::Float64)?;
                 let v: Vec<Option<f64>> = v.f64()?.iter().collect();
-                let mut out = format_column(&v, layout.digits);
+                let mut out = if c.role == "ours" {
+                    let printed = str_col(df, &format!("paper_{}", c.name))?;
+                    let texts: Vec<&str> = printed.iter().map(String::as_str).collect();
+                    format_ours(&v, &texts, layout.digits)
+                } else {
+                    format_column(&v, layout.digits)
+                };
                 if c.role == "diff" {
                     for (t, x) in out.iter_mut().zip(&v) {
                         if x.is_some_and(|x| x > 0.0) {
@@ -530,28 +547,18 @@ mod tests {
     use super::*;
 
     #[test]
-    fn printed_precision_is_half_a_unit_of_the_last_digit() {
-        assert_eq!(printed_value("0.509"), Some((0.509, 0.0005)));
-        assert_eq!(printed_value("100000"), Some((100000.0, 0.5)));
-        let (v, h) = printed_value("1.5e-3").unwrap();
-        assert!((v - 0.0015).abs() < 1e-18 && (h - 0.00005).abs() < 1e-18);
-        assert_eq!(printed_value(""), None);
-        assert_eq!(printed_value("NA"), None);
-        assert_eq!(printed_value("inf"), None);
-    }
-
-    #[test]
     fn verdicts_follow_the_printed_precision_and_our_interval() {
+        let (agrees, within) = (Some(Verdict::Agrees), Some(Verdict::WithinCi));
         // 0.5086 rounds to the printed 0.509 (3 decimals): agrees.
-        assert_eq!(judge(0.50859, 0.509, 0.0005, None), AGREES);
+        assert_eq!(judge(0.50859, 0.509, 0.0005, None), agrees);
         // 0.7947 is not 0.78 ± 0.005.
-        assert_eq!(judge(0.7947, 0.78, 0.005, None), DIFFERS);
+        assert_eq!(judge(0.7947, 0.78, 0.005, None), None);
         // Printed 0.05 ± 0.0005 meets our interval [0.0502, 0.06]: within CI.
-        assert_eq!(judge(0.055, 0.05, 0.0005, Some((0.0502, 0.06))), WITHIN_CI);
-        assert_eq!(judge(0.055, 0.04, 0.0005, Some((0.0502, 0.06))), DIFFERS);
+        assert_eq!(judge(0.055, 0.05, 0.0005, Some((0.0502, 0.06))), within);
+        assert_eq!(judge(0.055, 0.04, 0.0005, Some((0.0502, 0.06))), None);
         // A broken interval judges nothing.
-        assert_eq!(judge(0.055, 0.05, 0.0005, Some((f64::NAN, 0.06))), DIFFERS);
+        assert_eq!(judge(0.055, 0.05, 0.0005, Some((f64::NAN, 0.06))), None);
         // The binary value of the printed text does not decide the boundary.
-        assert_eq!(judge(0.1235, 0.123, 0.0005, None), AGREES);
+        assert_eq!(judge(0.1235, 0.123, 0.0005, None), agrees);
     }
 }

@@ -5,18 +5,22 @@ use anyhow::Result;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::stages::frame::{f64_col, f64_col_or_nan, read_csv, str_col, FrameBuilder};
-use crate::stages::param::{Between, Fraction};
-use crate::stages::{build, params, Artifact, Ctx, Gather, KindInfo, Output, ParamError, Stage};
+use super::{format_ours, printed_value, Printed};
+use crate::stages::frame::{f64_col, f64_col_or_nan, str_col, FrameBuilder};
+use crate::stages::param::Fraction;
+use crate::stages::{
+    build, params, Artifact, Ctx, FileSource, Gather, KindInfo, Output, ParamError, Stage,
+};
+use crate::verdict::{Verdict, NOT_RUN, NO_DATA, NO_PAPER_VALUE, SIDE_BY_SIDE};
 
 pub const KIND: KindInfo = KindInfo {
     name: "report.verdict",
-    version: 1,
+    version: 2,
     random: false,
-    summary: "A paper's table cell by cell beside our private runs, partial-noise runs and a no-noise floor, with a verdict per cell by a stated rule (within our 95% interval; explained by a stated cause; unexplained). Input: aggregate.summary rows with a variant column. Output `cells` (one row per paper cell, Markdown in the paper's layout) or `long` (for plot.lines).",
-    params: params::<Verdict>,
+    summary: "A paper's table cell by cell beside our private runs, partial-noise runs and a no-noise floor, with a verdict per cell by a stated rule (within CI: the printed value meets a private run's 95% interval; explained by a stated cause; unexplained). Input: aggregate.summary rows with a variant column. Output `cells` (one row per paper cell, the paper's number as printed, Markdown in the paper's layout) or `long` (for plot.lines).",
+    params: params::<VerdictTable>,
     gather: Gather::All,
-    build: build::<Verdict>,
+    build: build::<VerdictTable>,
 };
 
 #[derive(Deserialize, Serialize, JsonSchema, Clone, Copy, Default, PartialEq, Eq)]
@@ -31,11 +35,12 @@ enum VerdictOutput {
 
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct Verdict {
+struct VerdictTable {
     /// heading of the Markdown table
     title: String,
-    /// CSV of the paper's cells: the key columns, `mean` (judged values) and `max`
-    /// (side-by-side values), relative to the pipeline file
+    /// CSV of the paper's cells: `source`, `value`, `sigma`, `mean` (judged values) and `max`
+    /// (side-by-side values), relative to the pipeline file; each number as printed, standing
+    /// for ± half a unit of its last printed digit (`0.010`, not `0.01`)
     #[schemars(title = "path")]
     paper: std::path::PathBuf,
     /// column of the input naming the run (private reading, partial-noise run, floor)
@@ -65,10 +70,6 @@ struct Verdict {
     /// meets [(1 − slack)·floor, floor]
     #[serde(default = "slack")]
     floor_slack: Fraction,
-    /// decimals the paper prints: its value stands for the interval ± half a unit of the
-    /// last digit
-    #[serde(default = "three")]
-    printed_digits: Between<0, 12>,
     /// what the output frame holds
     #[serde(default)]
     output: VerdictOutput,
@@ -84,10 +85,6 @@ fn source_col() -> String {
     "source".into()
 }
 
-fn three() -> Between<0, 12> {
-    Between::of(3)
-}
-
 fn slack() -> Fraction {
     Fraction::of(0.1)
 }
@@ -101,23 +98,29 @@ struct Cell {
     max: f64,
 }
 
-/// The verdict of one paper cell (see [`judge`]).
+/// The verdict of one paper cell (see [`judge`]) and what it rests on: the run whose interval
+/// holds the paper's value, the stated cause of a difference, or where an unexplained value
+/// lies.
 #[derive(Debug, PartialEq)]
 struct Judgement {
-    verdict: &'static str,
+    verdict: Verdict,
     cause: String,
+    /// The run whose 95% interval holds the paper's value (the first, for `within CI`; the
+    /// cause's run, for a cause), so that a reader is shown that run beside the paper.
+    run: Option<String>,
 }
 
 /// The rule, applied to the paper's value `p` printed to `h` (half a unit of its last digit),
 /// so that it stands for `T = [p − h, p + h]`:
-/// 1. **within**: `T` meets the 95% interval of one of our private readings (named in order);
+/// 1. **within CI**: `T` meets the 95% interval of one of our private readings (named in order);
 /// 2. **explained**, the first that applies: (a) `T` lies wholly below `(1 − slack)·floor`,
 ///    the floor being the error of the snapped data with no noise — the LP's target, so the
 ///    algorithm as printed does not get far below it (the slack allows for fits that land a
 ///    little below); (b) `T` meets `[(1 − slack)·floor, floor]`: the paper's value is what
 ///    snapping alone costs; (c) `T` meets the 95% interval of a run with part of the
 ///    privacy removed or changed (the cause is that run);
-/// 3. **unexplained** otherwise, saying whether the paper is above or below our runs.
+/// 3. **unexplained** otherwise (no cause found), saying whether the paper is above or below
+///    our runs.
 fn judge(
     p: f64,
     h: f64,
@@ -141,34 +144,38 @@ fn judge(
         .collect();
     if !hits.is_empty() {
         return Judgement {
-            verdict: "within",
+            verdict: Verdict::WithinCi,
             cause: format!("inside the 95% interval of {}", hits.join(", ")),
+            run: Some(hits[0].to_string()),
         };
     }
     if let Some(f) = floor.filter(|f| f.is_finite()) {
         if p + h < (1.0 - slack) * f {
             return Judgement {
-                verdict: "explained",
+                verdict: Verdict::Explained,
                 cause: format!(
                     "below the grid floor {}: snapping to A^d alone costs more, so not reachable as printed",
                     short(f)
                 ),
+                run: None,
             };
         }
         if p - h <= f {
             return Judgement {
-                verdict: "explained",
+                verdict: Verdict::Explained,
                 cause: format!(
                     "at the grid floor {}: what snapping alone costs, with no noise and a perfect fit",
                     short(f)
                 ),
+                run: None,
             };
         }
     }
     if let Some((l, _)) = causes.iter().find(|(_, c)| meets(c)) {
         return Judgement {
-            verdict: "explained",
+            verdict: Verdict::Explained,
             cause: format!("inside the 95% interval of {l}"),
+            run: Some(l.clone()),
         };
     }
     let all: Vec<f64> = ours
@@ -181,15 +188,16 @@ fn judge(
     let lowest = all.iter().copied().fold(f64::INFINITY, f64::min);
     let highest = all.iter().copied().fold(f64::NEG_INFINITY, f64::max);
     let cause = if p - h > highest {
-        "above every run of ours".to_string()
+        "no cause found: above every run of ours"
     } else if p + h < lowest {
-        "below every run of ours".to_string()
+        "no cause found: below every run of ours"
     } else {
-        "between our runs, inside none of their intervals".to_string()
+        "no cause found: between our runs, inside none of their intervals"
     };
     Judgement {
-        verdict: "unexplained",
-        cause,
+        verdict: Verdict::Unexplained,
+        cause: cause.into(),
+        run: None,
     }
 }
 
@@ -205,7 +213,7 @@ fn short(x: f64) -> String {
     format!("{x:.decimals$}")
 }
 
-impl Stage for Verdict {
+impl Stage for VerdictTable {
     fn files(&self) -> Vec<(&'static str, &std::path::Path)> {
         vec![("paper", self.paper.as_path())]
     }
@@ -249,13 +257,64 @@ impl Stage for Verdict {
                 for l in self.ours.iter().chain(&self.causes) {
                     out.extend([l.clone(), format!("{l}_lo"), format!("{l}_hi")]);
                 }
-                out.extend(["floor", "grid", "verdict", "cause"].map(String::from));
+                out.extend(["floor", "grid", "verdict", "cause", "matched"].map(String::from));
                 out
             }
             VerdictOutput::Long => ["panel", "sigma", "series", "mean", "ci_lo", "ci_hi"]
                 .map(String::from)
                 .into(),
         })
+    }
+
+    /// The paper's table has the columns the rule reads and every value named in `judged` and
+    /// `side_by_side`: found by `validate`, not after the run.
+    fn check_files(&self, files: &dyn FileSource) -> Result<(), ParamError> {
+        let Some(bytes) = files.file(&self.paper) else {
+            return Ok(());
+        };
+        let shown = self.paper.display();
+        let printed = Printed::read(bytes).map_err(|e| {
+            ParamError::at(
+                "paper",
+                format!("{shown}: not a CSV table with a header row: {e}"),
+            )
+        })?;
+        let mut needed = vec!["source", "value", "sigma", "mean"];
+        if !self.side_by_side.is_empty() {
+            needed.push("max");
+        }
+        for col in needed {
+            if printed.column(col).is_err() {
+                return Err(ParamError::at(
+                    "paper",
+                    format!(
+                        "the paper's table {shown} has no column `{col}` ({}); it needs source, value, sigma, mean{}",
+                        printed.has(),
+                        if self.side_by_side.is_empty() { "" } else { " and max" }
+                    ),
+                ));
+            }
+        }
+        let values = printed
+            .column("value")
+            .map_err(|e| ParamError::at("paper", e.to_string()))?;
+        for (key, list) in [
+            ("judged", &self.judged),
+            ("side_by_side", &self.side_by_side),
+        ] {
+            for (i, v) in list.iter().enumerate() {
+                if !values.contains(v) {
+                    return Err(ParamError::at(
+                        &format!("{key}.{i}"),
+                        format!(
+                            "the paper's table {shown} has no row whose `value` is `{v}` (its values: {})",
+                            distinct_texts(values)
+                        ),
+                    ));
+                }
+            }
+        }
+        Ok(())
     }
 
     fn run(&self, ctx: &mut Ctx) -> Result<Output> {
@@ -271,6 +330,20 @@ impl Stage for Verdict {
         let sigma = f64_col(&df, "sigma")?;
         let [mean, lo, hi, max] = ["mean", "ci_lo", "ci_hi", "max"].map(|c| f64_col_or_nan(&df, c));
         let (mean, lo, hi, max) = (mean?, lo?, hi?, max?);
+        let printed = Printed::read(ctx.file(&self.paper)?).map_err(|e| {
+            anyhow::anyhow!("reading the paper's table {}: {e}", self.paper.display())
+        })?;
+        let (psrc, pval) = (printed.column("source")?, printed.column("value")?);
+        let psig: Vec<f64> = printed
+            .column("sigma")?
+            .iter()
+            .map(|t| t.parse::<f64>().unwrap_or(f64::NAN))
+            .collect();
+        let (pmean, pmax) = (
+            printed.column("mean")?,
+            printed.column("max").unwrap_or(&[]),
+        );
+        self.check_matches(&src, &var, &val, psrc)?;
         // (source, value, σ in thousandths, variant) → cell. σ keys are exact for the
         // printed widths, and the BTreeMap makes every output order deterministic.
         let key = |s: f64| (s * 1000.0).round() as i64;
@@ -291,16 +364,6 @@ impl Stage for Verdict {
                 },
             );
         }
-        let pdf = read_csv(ctx.file(&self.paper)?).map_err(|e| {
-            anyhow::anyhow!("reading the paper's table {}: {e}", self.paper.display())
-        })?;
-        let (psrc, pval, psig) = (
-            str_col(&pdf, "source")?,
-            str_col(&pdf, "value")?,
-            f64_col(&pdf, "sigma")?,
-        );
-        let (pmean, pmax) = (f64_col_or_nan(&pdf, "mean")?, f64_col_or_nan(&pdf, "max")?);
-        let h = 0.5 * 10f64.powi(-(self.printed_digits.get() as i32));
         let get = |s: &str, v: &str, sg: i64, variant: &str| {
             cells
                 .get(&(s.to_string(), v.to_string(), sg, variant.to_string()))
@@ -308,7 +371,7 @@ impl Stage for Verdict {
         };
         let labels: Vec<&String> = self.ours.iter().chain(&self.causes).collect();
         let mut rows = VerdictRows::default();
-        for pr in 0..pdf.height() {
+        for pr in 0..printed.rows {
             let (s, v, sg) = (&psrc[pr], &pval[pr], key(psig[pr]));
             let judged = self.judged.contains(v);
             if !judged && !self.side_by_side.contains(v) {
@@ -322,41 +385,48 @@ impl Stage for Verdict {
                 .as_ref()
                 .and_then(|g| get(s, g, sg, &self.floor))
                 .map(|c| c.mean);
-            let paper = if judged { pmean[pr] } else { pmax[pr] };
+            let text = if judged {
+                &pmean[pr]
+            } else {
+                pmax.get(pr).map_or("", |t| t)
+            };
+            let paper = printed_value(text);
+            let mut matched = String::new();
             let (verdict, cause) = if !have {
                 let any = cells.keys().any(|(cs, ..)| cs == s);
                 if any {
-                    ("not run", "σ not in this run's axes".to_string())
+                    (NOT_RUN, "σ not in this run's axes".to_string())
                 } else {
-                    ("no data", "dataset not on this machine".to_string())
+                    (NO_DATA, "dataset not on this machine".to_string())
                 }
             } else if !judged {
-                ("side by side", "not compared as a difference".to_string())
-            } else if !paper.is_finite() {
-                ("no paper value", String::new())
-            } else {
+                (SIDE_BY_SIDE, "not compared as a difference".to_string())
+            } else if let Some((p, h)) = paper {
                 let named = |range: std::ops::Range<usize>| -> Vec<(String, Cell)> {
                     range
                         .filter_map(|i| runs[i].map(|c| (labels[i].clone(), c)))
                         .collect()
                 };
                 let j = judge(
-                    paper,
+                    p,
                     h,
                     &named(0..self.ours.len()),
                     floor,
                     *self.floor_slack,
                     &named(self.ours.len()..labels.len()),
                 );
-                (j.verdict, j.cause)
+                matched = j.run.unwrap_or_default();
+                (j.verdict.word(), j.cause)
+            } else {
+                (NO_PAPER_VALUE, String::new())
             };
             rows.push(
-                s, v, psig[pr], paper, &runs, judged, floor, grid, verdict, cause,
+                s, v, psig[pr], text, &runs, judged, floor, grid, verdict, cause, matched,
             );
         }
         match self.output {
             VerdictOutput::Cells => {
-                let md = verdict_markdown(&rows, &labels, h, &self.title, self.notes.as_deref());
+                let md = verdict_markdown(&rows, &labels, &self.title, self.notes.as_deref());
                 let frame = rows.frame(&labels)?;
                 Ok(Output {
                     frame,
@@ -371,19 +441,108 @@ impl Stage for Verdict {
     }
 }
 
+impl VerdictTable {
+    /// Every name the parameters give is found in the input, and the datasets meet the
+    /// paper's: a `dataset` column that matches no paper row (a stacked frame's `source`
+    /// holding ours/cause/floor) or a variant that never occurs would leave every cell empty
+    /// — an empty table and a figure of the paper's points alone — instead of an error.
+    fn check_matches(
+        &self,
+        src: &[String],
+        var: &[String],
+        val: &[String],
+        psrc: &[String],
+    ) -> std::result::Result<(), ParamError> {
+        if !src.iter().any(|s| psrc.contains(s)) {
+            return Err(ParamError::at(
+                "dataset",
+                format!(
+                    "no dataset of the input's column `{}` ({}) is one of the paper's `source` values in {} ({}): name the input's column that holds the datasets",
+                    self.dataset,
+                    distinct_texts(src),
+                    self.paper.display(),
+                    distinct_texts(psrc)
+                ),
+            ));
+        }
+        let named = self
+            .ours
+            .iter()
+            .enumerate()
+            .map(|(i, l)| (format!("ours.{i}"), l))
+            .chain(
+                self.causes
+                    .iter()
+                    .enumerate()
+                    .map(|(i, l)| (format!("causes.{i}"), l)),
+            )
+            .chain(std::iter::once(("floor".to_string(), &self.floor)));
+        for (at, l) in named {
+            if !var.contains(l) {
+                return Err(ParamError::at(
+                    &at,
+                    format!(
+                        "no row of the input has `{l}` in its column `{}` (it holds {})",
+                        self.variant,
+                        distinct_texts(var)
+                    ),
+                ));
+            }
+        }
+        for (i, v) in self.judged.iter().enumerate() {
+            if !val.contains(v) {
+                return Err(ParamError::at(
+                    &format!("judged.{i}"),
+                    format!(
+                        "no row of the input has `{v}` in its column `value` (it holds {})",
+                        distinct_texts(val)
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The distinct values of a column, in order of appearance, for messages (at most 12).
+fn distinct_texts(values: &[String]) -> String {
+    let mut seen: Vec<&str> = Vec::new();
+    for v in values {
+        if !seen.contains(&v.as_str()) {
+            seen.push(v);
+        }
+    }
+    let more = seen.len().saturating_sub(12);
+    let mut out = seen
+        .iter()
+        .take(12)
+        .map(|v| format!("`{v}`"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    if more > 0 {
+        out.push_str(&format!(" and {more} more"));
+    }
+    if out.is_empty() {
+        out = "nothing".into();
+    }
+    out
+}
+
 /// The cells of a verdict table, column by column.
 #[derive(Default)]
 struct VerdictRows {
     source: Vec<String>,
     value: Vec<String>,
     sigma: Vec<f64>,
-    paper: Vec<f64>,
+    /// The paper's number as printed.
+    paper: Vec<String>,
     runs: Vec<Vec<Option<Cell>>>,
     judged: Vec<bool>,
     floor: Vec<f64>,
     grid: Vec<f64>,
     verdict: Vec<String>,
     cause: Vec<String>,
+    matched: Vec<String>,
 }
 
 impl VerdictRows {
@@ -393,24 +552,31 @@ impl VerdictRows {
         s: &str,
         v: &str,
         sigma: f64,
-        paper: f64,
+        paper: &str,
         runs: &[Option<Cell>],
         judged: bool,
         floor: Option<f64>,
         grid: Option<f64>,
         verdict: &str,
         cause: String,
+        matched: String,
     ) {
         self.source.push(s.into());
         self.value.push(v.into());
         self.sigma.push(sigma);
-        self.paper.push(paper);
+        self.paper.push(paper.to_string());
         self.runs.push(runs.to_vec());
         self.judged.push(judged);
         self.floor.push(floor.unwrap_or(f64::NAN));
         self.grid.push(grid.unwrap_or(f64::NAN));
         self.verdict.push(verdict.into());
         self.cause.push(cause);
+        self.matched.push(matched);
+    }
+
+    /// The paper's number on row `r` (NaN when it printed none).
+    fn paper_value(&self, r: usize) -> f64 {
+        printed_value(&self.paper[r]).map_or(f64::NAN, |(v, _)| v)
     }
 
     /// One row per paper cell: for a judged value each run's mean and interval, for a
@@ -420,7 +586,7 @@ impl VerdictRows {
             .str("source", self.source.clone())
             .str("value", self.value.clone())
             .f64("sigma", self.sigma.clone())
-            .f64("paper", self.paper.clone());
+            .str("paper", self.paper.clone());
         for (i, l) in labels.iter().enumerate() {
             let pick = |f: fn(&Cell) -> f64, judged_only: bool| -> Vec<f64> {
                 self.runs
@@ -442,6 +608,7 @@ impl VerdictRows {
             .f64("grid", self.grid.clone())
             .str("verdict", self.verdict.clone())
             .str("cause", self.cause.clone())
+            .str("matched", self.matched.clone())
             .build()
     }
 
@@ -469,7 +636,7 @@ impl VerdictRows {
                 hi: f64::NAN,
                 max: x,
             };
-            add("paper", point(self.paper[r]));
+            add("paper", point(self.paper_value(r)));
             add(floor, point(self.floor[r]));
             for (i, l) in labels.iter().enumerate() {
                 if let Some(c) = self.runs[r][i] {
@@ -493,7 +660,6 @@ impl VerdictRows {
 fn verdict_markdown(
     rows: &VerdictRows,
     labels: &[&String],
-    h: f64,
     title: &str,
     notes: Option<&str>,
 ) -> String {
@@ -529,7 +695,7 @@ fn verdict_markdown(
             match line {
                 "paper" => times
                     .first()
-                    .map(|&r| short(rows.paper[r]))
+                    .map(|&r| rows.paper[r].clone())
                     .unwrap_or_default(),
                 _ => {
                     let Some(i) = labels.iter().position(|l| l.as_str() == line) else {
@@ -562,16 +728,26 @@ fn verdict_markdown(
                 }
                 let _ = writeln!(s, " {time} |");
             };
-            line("paper", &|r| short(rows.paper[r]), time_cell("paper"));
+            line("paper", &|r| rows.paper[r].clone(), time_cell("paper"));
             for (i, l) in labels.iter().enumerate() {
                 line(
                     l,
-                    &|r| match rows.runs[r][i] {
-                        Some(c) if c.lo.is_finite() => {
-                            format!("{} [{}, {}]", short(c.mean), short(c.lo), short(c.hi))
+                    // A decimal more than the paper prints, so that a run the verdict
+                    // tells apart from the paper's value never reads as equal to it.
+                    &|r| {
+                        let printed = [rows.paper[r].as_str(); 3];
+                        match rows.runs[r][i] {
+                            Some(c) if c.lo.is_finite() => {
+                                let t = format_ours(
+                                    &[Some(c.mean), Some(c.lo), Some(c.hi)],
+                                    &printed,
+                                    3,
+                                );
+                                format!("{} [{}, {}]", t[0], t[1], t[2])
+                            }
+                            Some(c) => format_ours(&[Some(c.mean)], &printed, 3).remove(0),
+                            None => "—".into(),
                         }
-                        Some(c) => short(c.mean),
-                        None => "—".into(),
                     },
                     time_cell(l),
                 );
@@ -597,12 +773,12 @@ fn verdict_markdown(
     let count = |v: &str| rows.verdict.iter().filter(|x| x.as_str() == v).count();
     let _ = writeln!(
         s,
-        "\nVerdicts: {} within, {} explained, {} unexplained, {} without our data, {} not run.",
-        count("within"),
-        count("explained"),
-        count("unexplained"),
-        count("no data"),
-        count("not run")
+        "\nVerdicts: {} within CI, {} explained, {} unexplained, {} without our data, {} not run.",
+        count(Verdict::WithinCi.word()),
+        count(Verdict::Explained.word()),
+        count(Verdict::Unexplained.word()),
+        count(NO_DATA),
+        count(NOT_RUN)
     );
     // How close each run is to the paper over all judged cells: how many of the paper's values
     // fall in its interval, and the median and range of ours/paper.
@@ -617,7 +793,9 @@ fn verdict_markdown(
             let (Some(c), true) = (rows.runs[r][i], rows.judged[r]) else {
                 continue;
             };
-            let p = rows.paper[r];
+            let Some((p, h)) = printed_value(&rows.paper[r]) else {
+                continue;
+            };
             if !(p.is_finite() && c.mean.is_finite()) {
                 continue;
             }
@@ -668,11 +846,11 @@ mod tests {
         // 0.1105 ± 0.0005 meets [0.09, 0.11].
         assert_eq!(
             judge(0.1105, 5e-4, &ours, Some(0.01), 0.1, &causes).verdict,
-            "within"
+            Verdict::WithinCi
         );
         // Below the floor, even though the cause's interval would not contain it.
         let j = judge(0.005, 5e-4, &ours, Some(0.01), 0.1, &causes);
-        assert_eq!(j.verdict, "explained");
+        assert_eq!(j.verdict, Verdict::Explained);
         assert!(j.cause.contains("below the grid floor"), "{}", j.cause);
         // At the floor (0.0102 ± 0.0005 meets [0.009, 0.01]), and a little under it.
         let j = judge(0.0102, 5e-4, &ours, Some(0.01), 0.1, &causes);
@@ -683,11 +861,11 @@ mod tests {
         let j = judge(0.03, 5e-4, &ours, Some(0.01), 0.1, &causes);
         assert_eq!(
             (j.verdict, j.cause.contains("no_noise")),
-            ("explained", true)
+            (Verdict::Explained, true)
         );
         // Nothing fits.
         let j = judge(0.5, 5e-4, &ours, Some(0.01), 0.1, &causes);
-        assert_eq!(j.verdict, "unexplained");
+        assert_eq!(j.verdict, Verdict::Unexplained);
         assert!(j.cause.contains("above"));
         let j = judge(0.06, 5e-4, &ours, Some(0.01), 0.1, &causes);
         assert!(j.cause.contains("between"));
@@ -695,7 +873,7 @@ mod tests {
         let single = vec![("one".to_string(), cell(0.2, f64::NAN, f64::NAN))];
         assert_eq!(
             judge(0.2004, 5e-4, &single, None, 0.1, &[]).verdict,
-            "within"
+            Verdict::WithinCi
         );
     }
 }
