@@ -36,7 +36,7 @@ stages:
   figure:
     kind: plot.lines
     input: summary
-    with: {x: row, y: mean, title: "first title", x_label: row, y_label: mean}
+    with: {x: row, y: mean, series: eps, title: "first title", x_label: row, y_label: mean}
 "#;
 
 struct Env {
