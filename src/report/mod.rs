@@ -76,8 +76,10 @@ impl Tally {
         }
     }
 
-    /// `4 printed numbers: 1 agree, 2 explained, 1 unexplained` (`what` names the things).
-    pub fn text(&self, what: &str) -> String {
+    /// `4 printed numbers: 1 agree, 2 explained, 1 unexplained` (`one`, `many`: the name of
+    /// the things).
+    pub fn text(&self, one: &str, many: &str) -> String {
+        let what = if self.compared == 1 { one } else { many };
         let parts: Vec<String> = [
             (self.agrees, "agree"),
             (self.within_ci, "within CI"),
@@ -600,8 +602,8 @@ fn experiment(
         } else {
             format!(
                 "{}; {}.",
-                numbers.text("printed numbers"),
-                stated.text("findings")
+                numbers.text("printed number", "printed numbers"),
+                stated.text("finding", "findings")
             )
         },
         numbers,

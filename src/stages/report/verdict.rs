@@ -453,7 +453,8 @@ impl VerdictTable {
         val: &[String],
         psrc: &[String],
     ) -> std::result::Result<(), ParamError> {
-        if !src.iter().any(|s| psrc.contains(s)) {
+        let paper: std::collections::HashSet<&str> = psrc.iter().map(String::as_str).collect();
+        if !src.iter().any(|s| paper.contains(s.as_str())) {
             return Err(ParamError::at(
                 "dataset",
                 format!(
@@ -504,19 +505,18 @@ impl VerdictTable {
     }
 }
 
-/// The distinct values of a column, in order of appearance, for messages (at most 12).
+/// The distinct values of a column, in order of appearance, for messages (at most 12, each cut
+/// at 60 characters).
 fn distinct_texts(values: &[String]) -> String {
-    let mut seen: Vec<&str> = Vec::new();
-    for v in values {
-        if !seen.contains(&v.as_str()) {
-            seen.push(v);
-        }
-    }
+    let seen: indexmap::IndexSet<&str> = values.iter().map(String::as_str).collect();
     let more = seen.len().saturating_sub(12);
     let mut out = seen
         .iter()
         .take(12)
-        .map(|v| format!("`{v}`"))
+        .map(|v| match v.char_indices().nth(60) {
+            Some((i, _)) => format!("`{}…`", &v[..i]),
+            None => format!("`{v}`"),
+        })
         .collect::<Vec<_>>()
         .join(", ");
     if more > 0 {
