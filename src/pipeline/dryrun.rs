@@ -16,7 +16,8 @@ use sha2::{Digest, Sha256};
 
 use super::cache::InstanceStore;
 use super::exec::Force;
-use super::plan::{hex, Plan};
+use super::plan::Plan;
+use crate::text::hex;
 
 /// What a run recorded of one instance.
 #[derive(Serialize, Deserialize, Clone)]

@@ -9,6 +9,7 @@ pub mod dryrun;
 pub mod exec;
 pub mod files;
 pub mod graph;
+pub mod key;
 pub mod locate;
 pub mod plan;
 pub mod schema;

@@ -13,8 +13,9 @@ use serde_json::json;
 use sha2::{Digest, Sha256};
 
 use super::exec::{RunOptions, StageOutput};
-use super::plan::{hex, Plan};
+use super::plan::Plan;
 use super::spec::AxisValue;
+use crate::text::hex;
 
 pub fn write(
     plan: &Plan,
