@@ -31,9 +31,16 @@ use polars::prelude::*;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use super::exec::InstanceResult;
 use super::key::Key;
 use crate::kind::Artifact;
+
+/// What one instance produced.
+pub struct InstanceResult {
+    pub frame: DataFrame,
+    pub artifacts: Vec<Artifact>,
+    /// Compute time in this run (0 when it came from the store).
+    pub seconds: f64,
+}
 
 /// A store directory. Clones share the pack being gathered.
 #[derive(Clone)]
@@ -524,11 +531,6 @@ impl InstanceStore {
         }
         out.sort_by(|a, b| a.key.cmp(&b.key));
         out
-    }
-
-    /// The keys the last run of each pipeline recorded (for `dplab store info`).
-    pub fn keys_by_pipeline(&self) -> Vec<(String, std::collections::HashSet<String>)> {
-        super::dryrun::recorded_keys(self)
     }
 
     /// Removes every entry whose key is not in `keep`: its file, or its part of a pack (a

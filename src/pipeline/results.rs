@@ -12,17 +12,34 @@ use polars::prelude::*;
 use serde_json::json;
 use sha2::{Digest, Sha256};
 
-use super::exec::{RunOptions, StageOutput};
 use super::plan::Plan;
 use super::spec::AxisValue;
+use crate::kind::Artifact;
 use crate::text::hex;
 
-pub fn write(
-    plan: &Plan,
-    results: &[StageOutput],
-    opts: &RunOptions,
-    wall: f64,
-) -> Result<PathBuf> {
+/// What the results directory needs of one stage once all its instances are done: its
+/// frames gathered in plan order, its artifacts, and per instance the compute time and
+/// whether it came from the store.
+pub struct StageOutput {
+    /// The instances' frames, concatenated in plan order (`None` when no instance has a
+    /// column, as for plots, or when the stage is neither stored nor read whole).
+    pub frame: Option<DataFrame>,
+    /// (instance index, its artifacts), for the instances that made any.
+    pub artifacts: Vec<(usize, Vec<Artifact>)>,
+    pub seconds: Vec<f64>,
+    pub cached: usize,
+}
+
+/// What a results directory records of how its run was made.
+pub struct RunFacts<'a> {
+    /// The directory the results directory goes under (`--out`).
+    pub out_dir: &'a Path,
+    /// The `--set` arguments.
+    pub set: &'a [String],
+    pub jobs: usize,
+}
+
+pub fn write(plan: &Plan, results: &[StageOutput], opts: &RunFacts, wall: f64) -> Result<PathBuf> {
     let name = plan.name.as_str();
     // The planner refuses unsafe names; this guard keeps the writer safe on its own.
     let mut parts = Path::new(name).components();
@@ -253,7 +270,7 @@ fn recover(out: &Path, name: &str, final_dir: &Path) -> Result<()> {
 fn write_all(
     plan: &Plan,
     results: &[StageOutput],
-    opts: &RunOptions,
+    opts: &RunFacts,
     wall: f64,
     dir: &Path,
 ) -> Result<()> {
