@@ -3,11 +3,11 @@
 //!
 //! This file holds what planning makes (the [`Plan`], its stages and instances) and its entry
 //! point [`plan`]; the phases are in files named for them:
-//! - [`planner`]: the phases of one file in order (names, profile, axes, `--set`, the graph);
-//! - [`stage`]: the per-stage half (its `with:`, shape, instances, seeds, keys, built kind);
-//! - [`refs`]: `$axis` and `$axis.field` references, found, checked and substituted;
-//! - [`set`]: `--set` arguments;
-//! - [`located`]: errors located at file:line:col, the profile, or the `--set` argument.
+//! - `planner.rs`: the phases of one file in order (names, profile, axes, `--set`, the graph);
+//! - `stage.rs`: the per-stage half (its `with:`, shape, instances, seeds, keys, built kind);
+//! - `refs.rs`: `$axis` and `$axis.field` references, found, checked and substituted;
+//! - `set.rs`: `--set` arguments;
+//! - `located.rs`: errors located at file:line:col, the profile, or the `--set` argument.
 //!
 //! The store key an instance gets is made in [`super::key`], below planning.
 
