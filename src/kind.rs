@@ -160,6 +160,17 @@ impl Ctx<'_> {
         })
     }
 
+    /// The files of a tree this stage's parameters name ([`Stage::trees`]).
+    pub fn tree(&self, path: &Path) -> anyhow::Result<Vec<(&Path, &[u8])>> {
+        self.files.tree(path).ok_or_else(|| {
+            anyhow::anyhow!(
+                "stage `{}`: {} was not declared by the kind's `trees()` (a bug in the kind)",
+                self.stage,
+                path.display()
+            )
+        })
+    }
+
     /// Whether `column` of an input is one of the axis columns the engine added (which say
     /// which instance a row came from, and are not data).
     pub fn is_axis(&self, column: &str) -> bool {
@@ -202,6 +213,11 @@ pub fn rng_from_seed(seed: u128) -> Pcg64Mcg {
 /// Where a stage finds the bytes of the files its parameters name.
 pub trait FileSource: Sync {
     fn file(&self, path: &Path) -> Option<&[u8]>;
+    /// The files of a tree ([`Stage::trees`]), each with its path (as written, plus the part
+    /// below the tree) and bytes, in name order.
+    fn tree(&self, path: &Path) -> Option<Vec<(&Path, &[u8])>> {
+        self.file(path).map(|b| vec![(path, b)])
+    }
 }
 
 /// A ready-to-run stage instance: parameters parsed and validated.
@@ -213,6 +229,10 @@ pub trait StageRun: Send + Sync {
     fn check_files(&self, files: &dyn FileSource) -> Result<(), ParamError>;
     /// See [`Stage::sources`].
     fn sources(&self) -> Vec<String>;
+    /// See [`Stage::trees`].
+    fn trees(&self) -> Vec<(&'static str, &Path)>;
+    /// See [`Stage::programs`].
+    fn programs(&self) -> Vec<Vec<String>>;
     /// See [`Stage::columns_read`].
     fn columns_read(&self) -> Vec<(String, String)>;
     /// See [`Stage::columns_out`].
@@ -243,6 +263,19 @@ pub trait Stage: DeserializeOwned + Send + Sync + 'static {
     /// (a dataset file's registered sha256): they enter the instance's store key, so a
     /// changed registry entry is a changed input.
     fn sources(&self) -> Vec<String> {
+        Vec::new()
+    }
+    /// Files and folders its parameters name whose whole content it uses (a program's code),
+    /// each with the parameter's key. Read at planning like [`Stage::files`] (a folder: every
+    /// regular file under it, in name order); their content enters the instance's store key,
+    /// so editing one reruns exactly the instances that use it, and touching one without
+    /// changing it reruns nothing. `run` gets the bytes from [`Ctx::tree`].
+    fn trees(&self) -> Vec<(&'static str, &Path)> {
+        Vec::new()
+    }
+    /// The programs it runs, each as its argv. A pipeline is code once a stage runs a program:
+    /// the engine lists them, and the caller runs the plan only with the user's consent.
+    fn programs(&self) -> Vec<Vec<String>> {
         Vec::new()
     }
     /// The input columns its parameters name: (path in `with:`, column), e.g.
@@ -284,6 +317,12 @@ impl<T: Stage> StageRun for Typed<T> {
     }
     fn sources(&self) -> Vec<String> {
         self.0.sources()
+    }
+    fn trees(&self) -> Vec<(&'static str, &Path)> {
+        self.0.trees()
+    }
+    fn programs(&self) -> Vec<Vec<String>> {
+        self.0.programs()
     }
     fn columns_read(&self) -> Vec<(String, String)> {
         self.0.columns_read()

@@ -6,6 +6,11 @@
 //! lead) and refused unless it lies under an allowed directory. The engine reads each file
 //! once, at planning, and hands the stages those bytes: what was checked is what is parsed,
 //! and `validate` already fails, located, on a missing or unreadable file.
+//!
+//! A kind may also name trees (a program's code: a file or a folder, [`crate::kind::Stage::trees`]):
+//! a folder is read whole — every regular file under it, in name order, each confined like a
+//! file — and its digest covers each file's path and content, so the store key changes when
+//! any of them does and not when one is only touched.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -15,6 +20,13 @@ use std::sync::Arc;
 /// are small; datasets go through the registry).
 pub const MAX_FILE_BYTES: u64 = 256 << 20;
 
+/// Most files a tree may hold, and most bytes all of them together (a code folder is a few
+/// files; a tree of a dataset's size is a mistake to report, not to hash).
+pub const MAX_TREE_FILES: usize = 4096;
+pub const MAX_TREE_BYTES: u64 = 256 << 20;
+/// Deepest folder nesting a tree may have.
+pub const MAX_TREE_DEPTH: usize = 32;
+
 /// What to tell a user whose path was refused.
 pub const HINT: &str = "paths are relative to the pipeline file and stay inside its directory; allow another directory with --allow-read DIR";
 
@@ -22,6 +34,9 @@ pub const HINT: &str = "paths are relative to the pipeline file and stay inside 
 #[derive(Default, Clone)]
 pub struct InputFiles {
     by_path: HashMap<PathBuf, Arc<[u8]>>,
+    /// Trees by the path as written: their files (paths relative to the tree's parent, as
+    /// written plus the part under it) in name order.
+    trees: HashMap<PathBuf, (Arc<[PathBuf]>, String)>,
 }
 
 impl InputFiles {
@@ -39,11 +54,135 @@ impl InputFiles {
     pub fn get(&self, rel: &Path) -> Option<&[u8]> {
         self.by_path.get(rel).map(|b| &b[..])
     }
+
+    /// Checks and reads the tree `rel` (a file, or a folder and every regular file under
+    /// it), once per distinct path.
+    pub fn add_tree(&mut self, base: &Path, rel: &Path, allow: &[PathBuf]) -> Result<(), String> {
+        if self.trees.contains_key(rel) {
+            return Ok(());
+        }
+        let full = base.join(rel);
+        let meta = std::fs::metadata(&full).map_err(|e| match e.kind() {
+            std::io::ErrorKind::NotFound => {
+                format!("{}: no such file or folder ({})", rel.display(), full.display())
+            }
+            _ => format!("{}: {e}", rel.display()),
+        })?;
+        let mut files = Vec::new();
+        if meta.is_dir() {
+            let mut bytes = 0u64;
+            walk(base, rel, allow, 0, &mut files, &mut bytes, &mut self.by_path)?;
+        } else {
+            self.add(base, rel, allow)?;
+            files.push(rel.to_path_buf());
+        }
+        let digest = self.digest(rel, &files);
+        self.trees.insert(rel.to_path_buf(), (files.into(), digest));
+        Ok(())
+    }
+
+    /// The files of a tree the plan read, each with its bytes, in name order.
+    pub fn tree(&self, rel: &Path) -> Option<Vec<(&Path, &[u8])>> {
+        let (files, _) = self.trees.get(rel)?;
+        files
+            .iter()
+            .map(|f| Some((f.as_path(), self.get(f)?)))
+            .collect()
+    }
+
+    /// A tree's digest (see [`InputFiles::digest`]), worked out once when it was read.
+    pub fn tree_digest(&self, rel: &Path) -> Option<&str> {
+        self.trees.get(rel).map(|(_, d)| d.as_str())
+    }
+
+    /// sha256 over each file's path (below the tree) and sha256, in name order; the file's
+    /// own sha256 for a tree that is one file. What the store key holds of a tree.
+    fn digest(&self, rel: &Path, files: &[PathBuf]) -> String {
+        use sha2::{Digest, Sha256};
+        let bytes = |f: &Path| self.get(f).unwrap_or_default();
+        if let [only] = files {
+            if only == rel {
+                return crate::text::hex(&Sha256::digest(bytes(only)));
+            }
+        }
+        let mut h = Sha256::new();
+        for path in files {
+            let below = path.strip_prefix(rel).unwrap_or(path).to_string_lossy();
+            h.update((below.len() as u64).to_le_bytes());
+            h.update(below.as_bytes());
+            h.update(Sha256::digest(bytes(path)));
+        }
+        crate::text::hex(&h.finalize())
+    }
+}
+
+/// Reads every regular file under the folder `rel` into `by_path` (confined like a file),
+/// appending their paths to `files` in name order.
+fn walk(
+    base: &Path,
+    rel: &Path,
+    allow: &[PathBuf],
+    depth: usize,
+    files: &mut Vec<PathBuf>,
+    bytes: &mut u64,
+    by_path: &mut HashMap<PathBuf, Arc<[u8]>>,
+) -> Result<(), String> {
+    if depth > MAX_TREE_DEPTH {
+        return Err(format!(
+            "{}: folders nest deeper than {MAX_TREE_DEPTH}",
+            rel.display()
+        ));
+    }
+    let full = base.join(rel);
+    let mut names: Vec<std::ffi::OsString> = std::fs::read_dir(&full)
+        .map_err(|e| format!("{}: {e}", rel.display()))?
+        .map(|e| e.map(|e| e.file_name()))
+        .collect::<Result<_, _>>()
+        .map_err(|e| format!("{}: {e}", rel.display()))?;
+    names.sort();
+    for name in names {
+        let child = rel.join(&name);
+        // Not followed: a link in a code folder could lead anywhere, and a link to a folder
+        // above could make the walk endless.
+        let meta = std::fs::symlink_metadata(base.join(&child))
+            .map_err(|e| format!("{}: {e}", child.display()))?;
+        if meta.file_type().is_symlink() {
+            return Err(format!(
+                "{}: a symbolic link in a code folder (name the file it leads to instead)",
+                child.display()
+            ));
+        }
+        if meta.is_dir() {
+            walk(base, &child, allow, depth + 1, files, bytes, by_path)?;
+            continue;
+        }
+        if files.len() >= MAX_TREE_FILES {
+            return Err(format!(
+                "{}: more than {MAX_TREE_FILES} files under it",
+                rel.display()
+            ));
+        }
+        let data = read_confined(base, &child, allow)?;
+        *bytes += data.len() as u64;
+        if *bytes > MAX_TREE_BYTES {
+            return Err(format!(
+                "{}: its files hold more than {} MiB",
+                rel.display(),
+                MAX_TREE_BYTES >> 20
+            ));
+        }
+        by_path.insert(child.clone(), data.into());
+        files.push(child);
+    }
+    Ok(())
 }
 
 impl crate::kind::FileSource for InputFiles {
     fn file(&self, path: &Path) -> Option<&[u8]> {
         self.get(path)
+    }
+    fn tree(&self, path: &Path) -> Option<Vec<(&Path, &[u8])>> {
+        InputFiles::tree(self, path)
     }
 }
 

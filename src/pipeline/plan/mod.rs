@@ -104,6 +104,10 @@ pub struct PlannedStage {
     /// The columns of its instances' frames (axis columns first), when its kind declares
     /// them ([`crate::kind::Stage::columns_out`]) and its inputs' are known.
     pub columns: Option<Vec<String>>,
+    /// The programs its instances run, each an argv, distinct, in order
+    /// ([`crate::kind::Stage::programs`]): the caller runs the plan only with the user's
+    /// consent.
+    pub programs: Vec<Vec<String>>,
     pub instances: Vec<Instance>,
 }
 
@@ -153,6 +157,14 @@ pub struct Instance {
 impl Plan {
     pub fn instance_count(&self) -> usize {
         self.stages.iter().map(|s| s.instances.len()).sum()
+    }
+
+    /// Every program the plan's stages run: (stage, argv).
+    pub fn programs(&self) -> Vec<(&str, &[String])> {
+        self.stages
+            .iter()
+            .flat_map(|s| s.programs.iter().map(|p| (s.name.as_str(), p.as_slice())))
+            .collect()
     }
 }
 

@@ -36,7 +36,7 @@ impl<'a> Planner<'a> {
             refs: &refs,
             own: &own,
         };
-        let (instances, columns) = self.instances(&sp, env, &shape, &ups)?;
+        let (instances, columns, programs) = self.instances(&sp, env, &shape, &ups)?;
         let stage = PlannedStage {
             name: name.to_string(),
             kind,
@@ -54,6 +54,7 @@ impl<'a> Planner<'a> {
                 .map(|(k, a)| (k, a.to_string()))
                 .collect(),
             columns,
+            programs,
             instances,
         };
         Some((stage, shape.reps_out))
@@ -402,7 +403,7 @@ impl<'a> Planner<'a> {
         env: &StageEnv<'a, '_>,
         shape: &Shape,
         ups: &[(&PlannedStage, Option<u64>)],
-    ) -> Option<(Vec<Instance>, Option<Vec<String>>)> {
+    ) -> Option<(Vec<Instance>, Option<Vec<String>>, Vec<Vec<String>>)> {
         let StageParams {
             name, kind, own, ..
         } = *sp;
@@ -457,6 +458,7 @@ impl<'a> Planner<'a> {
         let shared = shape.axes.iter().any(|a| !own.contains(a));
         let mut built: HashMap<Vec<String>, Built> = HashMap::new();
         let mut file_hash: HashMap<PathBuf, String> = HashMap::new();
+        let mut programs: BTreeSet<Vec<String>> = BTreeSet::new();
         let keys = product(&shape.axes, &value_lists);
         let mut instances = Vec::with_capacity(keys.len());
         let mut last_inputs: Option<Arc<[Box<[usize]>]>> = None;
@@ -474,6 +476,7 @@ impl<'a> Planner<'a> {
                 Some(b) => b,
                 None => {
                     let b = self.build(sp, &key, &input_cols, &mut file_hash)?;
+                    programs.extend(b.programs.iter().cloned());
                     if declared.as_ref().is_none_or(|d| *d == b.columns) {
                         declared = Some(b.columns.clone());
                     } else {
@@ -537,7 +540,7 @@ impl<'a> Planner<'a> {
             all.extend(cols.into_iter().filter(|c| !shape.axes.contains(c)));
             all
         });
-        Some((instances, columns))
+        Some((instances, columns, programs.into_iter().collect()))
     }
 
     /// Builds (checks) the parameters of the instance at `key`, reads and hashes the files
@@ -569,8 +572,15 @@ impl<'a> Planner<'a> {
             }
         };
         let mut failed = false;
-        for (param, rel) in r.files() {
-            if let Err(msg) = self.input_files.add(&base_dir(spec), rel, &ov.allow_read) {
+        let named = r.files().into_iter().map(|(p, rel)| (p, rel, false));
+        let trees = r.trees().into_iter().map(|(p, rel)| (p, rel, true));
+        for (param, rel, tree) in named.chain(trees) {
+            let read = if tree {
+                self.input_files.add_tree(&base_dir(spec), rel, &ov.allow_read)
+            } else {
+                self.input_files.add(&base_dir(spec), rel, &ov.allow_read)
+            };
+            if let Err(msg) = read {
                 let at = if composed.from_profile.iter().any(|k| k == param) {
                     format!(
                         "profiles.{}.with.{name}.{param}",
@@ -608,7 +618,7 @@ impl<'a> Planner<'a> {
             return None;
         }
         let columns = r.columns_out(input_cols);
-        let files = r
+        let mut files: Vec<String> = r
             .files()
             .iter()
             .map(|(_, rel)| {
@@ -622,10 +632,16 @@ impl<'a> Planner<'a> {
                     .clone()
             })
             .collect();
+        // After the files, so a kind without trees keeps the keys it had.
+        files.extend(r.trees().iter().map(|(_, rel)| {
+            let digest = self.input_files.tree_digest(rel).unwrap_or_default();
+            format!("tree {} {digest}", rel.display())
+        }));
         Some(Built {
             params,
             files,
             sources: r.sources(),
+            programs: r.programs(),
             columns,
         })
     }
@@ -637,6 +653,8 @@ pub(super) struct Built {
     pub(super) params: String,
     pub(super) files: Vec<String>,
     pub(super) sources: Vec<String>,
+    /// The programs it runs ([`crate::kind::Stage::programs`]).
+    pub(super) programs: Vec<Vec<String>>,
     /// The kind's output columns for these parameters (see [`PlannedStage::columns`]).
     pub(super) columns: Option<Vec<String>>,
 }
