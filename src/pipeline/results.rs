@@ -50,13 +50,13 @@ pub fn write(plan: &Plan, results: &[StageOutput], opts: &RunFacts, wall: f64) -
         ) && !name.starts_with('.'),
         "refusing to write results for pipeline name {name:?}: not one plain path component"
     );
-    fs::create_dir_all(&opts.out_dir)
+    fs::create_dir_all(opts.out_dir)
         .with_context(|| format!("creating {}", opts.out_dir.display()))?;
     let final_dir = opts.out_dir.join(name);
     // One writer per results directory at a time; concurrent runs of the same pipeline
     // each compute, then swap in turn, and the directory is always one complete result.
-    let _lock = lock(&opts.out_dir)?;
-    recover(&opts.out_dir, name, &final_dir)?;
+    let _lock = lock(opts.out_dir)?;
+    recover(opts.out_dir, name, &final_dir)?;
     replaceable(&final_dir, name).map_err(anyhow::Error::msg)?;
     let staging = opts
         .out_dir

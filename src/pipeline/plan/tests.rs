@@ -255,8 +255,8 @@ fn yaml(s: &str) -> Value {
 
 const RECORDS: &str = "axes:
   m:
-- {name: a, x: 2, deep: {y: 3}}
-- {name: b, list: [1]}
+    - {name: a, x: 2, deep: {y: 3}}
+    - {name: b, list: [1]}
   eps: [1, 2]
 stages:
   s: {kind: t.each, with: {x: $m.x}}
@@ -319,9 +319,9 @@ fn a_field_reference_is_checked_against_the_records_before_anything_runs() {
     };
     let e = errors("{x: $m.xx}");
     assert_eq!(
-        e[0].message,
-        "stage `s`: `$m.xx`: no record of axis `m` has it; did you mean `$m.x`? (fields: deep, list, name, x)"
-    );
+            e[0].message,
+            "stage `s`: `$m.xx`: no record of axis `m` has it; did you mean `$m.x`? (fields: deep, list, name, x)"
+        );
     assert_eq!(
         e[0].pos.map(|p| p.line),
         Some(12),
@@ -349,7 +349,7 @@ fn a_field_reference_is_checked_against_the_records_before_anything_runs() {
 fn a_record_error_points_where_the_reference_or_the_record_was_written() {
     let body = "axes:
   m:
-- {name: a, n: 5}
+    - {name: a, n: 5}
 stages:
   s: {kind: t.each, with: {x: $m.n}}
 profiles:
@@ -533,8 +533,8 @@ fn what_parameters_say_of_their_files_is_checked_before_anything_runs() {
 #[test]
 fn a_stage_error_names_its_parameter_its_axis_and_stops_only_that_stage() {
     let spec = file(
-        "axes: {eps: [1, -1]}\nstages:\n  a: {kind: t.each, with: {x: $eps}}\n  b: {kind: t.each, input: a, over: [eps, c]}\n  c: {kind: t.each, repeat: 0}\n",
-    );
+            "axes: {eps: [1, -1]}\nstages:\n  a: {kind: t.each, with: {x: $eps}}\n  b: {kind: t.each, input: a, over: [eps, c]}\n  c: {kind: t.each, repeat: 0}\n",
+        );
     let errors = plan_one(&spec, &Overrides::default(), KINDS, 1000, &mut 0)
         .err()
         .expect("planning fails");
