@@ -161,7 +161,7 @@ impl Ctx<'_> {
     }
 
     /// The files of a tree this stage's parameters name ([`Stage::trees`]).
-    pub fn tree(&self, path: &Path) -> anyhow::Result<Vec<(&Path, &[u8])>> {
+    pub fn tree(&self, path: &Path) -> anyhow::Result<Vec<(std::path::PathBuf, &[u8])>> {
         self.files.tree(path).ok_or_else(|| {
             anyhow::anyhow!(
                 "stage `{}`: {} was not declared by the kind's `trees()` (a bug in the kind)",
@@ -215,8 +215,8 @@ pub trait FileSource: Sync {
     fn file(&self, path: &Path) -> Option<&[u8]>;
     /// The files of a tree ([`Stage::trees`]), each with its path (as written, plus the part
     /// below the tree) and bytes, in name order.
-    fn tree(&self, path: &Path) -> Option<Vec<(&Path, &[u8])>> {
-        self.file(path).map(|b| vec![(path, b)])
+    fn tree(&self, path: &Path) -> Option<Vec<(std::path::PathBuf, &[u8])>> {
+        self.file(path).map(|b| vec![(path.to_path_buf(), b)])
     }
 }
 

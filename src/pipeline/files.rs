@@ -64,14 +64,26 @@ impl InputFiles {
         let full = base.join(rel);
         let meta = std::fs::metadata(&full).map_err(|e| match e.kind() {
             std::io::ErrorKind::NotFound => {
-                format!("{}: no such file or folder ({})", rel.display(), full.display())
+                format!(
+                    "{}: no such file or folder ({})",
+                    rel.display(),
+                    full.display()
+                )
             }
             _ => format!("{}: {e}", rel.display()),
         })?;
         let mut files = Vec::new();
         if meta.is_dir() {
             let mut bytes = 0u64;
-            walk(base, rel, allow, 0, &mut files, &mut bytes, &mut self.by_path)?;
+            walk(
+                base,
+                rel,
+                allow,
+                0,
+                &mut files,
+                &mut bytes,
+                &mut self.by_path,
+            )?;
         } else {
             self.add(base, rel, allow)?;
             files.push(rel.to_path_buf());
@@ -82,11 +94,11 @@ impl InputFiles {
     }
 
     /// The files of a tree the plan read, each with its bytes, in name order.
-    pub fn tree(&self, rel: &Path) -> Option<Vec<(&Path, &[u8])>> {
+    pub fn tree(&self, rel: &Path) -> Option<Vec<(PathBuf, &[u8])>> {
         let (files, _) = self.trees.get(rel)?;
         files
             .iter()
-            .map(|f| Some((f.as_path(), self.get(f)?)))
+            .map(|f| Some((f.clone(), self.get(f)?)))
             .collect()
     }
 
@@ -181,7 +193,7 @@ impl crate::kind::FileSource for InputFiles {
     fn file(&self, path: &Path) -> Option<&[u8]> {
         self.get(path)
     }
-    fn tree(&self, path: &Path) -> Option<Vec<(&Path, &[u8])>> {
+    fn tree(&self, path: &Path) -> Option<Vec<(PathBuf, &[u8])>> {
         InputFiles::tree(self, path)
     }
 }
@@ -246,5 +258,68 @@ mod tests {
         assert!(ok("link.csv", std::slice::from_ref(&other)).is_ok());
         assert!(ok("missing.csv", &[]).unwrap_err().contains("no such file"));
         assert!(ok("sub", &[]).unwrap_err().contains("not a regular file"));
+    }
+
+    /// A code folder is read whole and in name order; its digest follows every file's path
+    /// and content and nothing else (touching a file leaves it, editing or renaming one
+    /// changes it); links and paths out of the pipeline's directory are refused.
+    #[test]
+    fn a_tree_is_read_whole_and_its_digest_follows_content_only() {
+        let root = tempfile::tempdir().unwrap();
+        let pipe = root.path().join("p");
+        std::fs::create_dir_all(pipe.join("code/lib")).unwrap();
+        std::fs::write(pipe.join("code/main.py"), "print(1)\n").unwrap();
+        std::fs::write(pipe.join("code/lib/b.py"), "B = 2\n").unwrap();
+        std::fs::write(pipe.join("code/lib/a.py"), "A = 1\n").unwrap();
+        let read = || {
+            let mut f = InputFiles::default();
+            f.add_tree(&pipe, Path::new("code"), &[]).unwrap();
+            f
+        };
+        let f = read();
+        let names: Vec<String> = f
+            .tree(Path::new("code"))
+            .unwrap()
+            .iter()
+            .map(|(p, _)| p.display().to_string())
+            .collect();
+        assert_eq!(names, ["code/lib/a.py", "code/lib/b.py", "code/main.py"]);
+        let d0 = f.tree_digest(Path::new("code")).unwrap().to_string();
+        // Touched (written again with the same bytes): the same digest.
+        std::fs::write(pipe.join("code/lib/a.py"), "A = 1\n").unwrap();
+        assert_eq!(read().tree_digest(Path::new("code")).unwrap(), d0);
+        // Edited: another digest.
+        std::fs::write(pipe.join("code/lib/a.py"), "A = 3\n").unwrap();
+        let d1 = read().tree_digest(Path::new("code")).unwrap().to_string();
+        assert_ne!(d1, d0);
+        // Renamed with the same content: another digest.
+        std::fs::rename(pipe.join("code/lib/b.py"), pipe.join("code/lib/c.py")).unwrap();
+        assert_ne!(read().tree_digest(Path::new("code")).unwrap(), d1);
+        // A single file is a tree of itself, its digest its sha256.
+        let mut one = InputFiles::default();
+        one.add_tree(&pipe, Path::new("code/main.py"), &[]).unwrap();
+        assert_eq!(
+            one.tree_digest(Path::new("code/main.py")).unwrap(),
+            crate::text::hex(&sha2::Digest::finalize(sha2::Digest::chain_update(
+                <sha2::Sha256 as sha2::Digest>::new(),
+                b"print(1)\n"
+            )))
+        );
+        // A link inside, a folder outside, a missing path: refused with the path.
+        std::os::unix::fs::symlink("/etc", pipe.join("code/etc")).unwrap();
+        let e = InputFiles::default()
+            .add_tree(&pipe, Path::new("code"), &[])
+            .unwrap_err();
+        assert!(e.contains("code/etc") && e.contains("symbolic link"), "{e}");
+        std::fs::create_dir_all(root.path().join("out")).unwrap();
+        std::fs::write(root.path().join("out/x.py"), "x").unwrap();
+        let e = InputFiles::default()
+            .add_tree(&pipe, Path::new("../out"), &[])
+            .unwrap_err();
+        assert!(e.contains("outside"), "{e}");
+        let e = InputFiles::default()
+            .add_tree(&pipe, Path::new("nothing"), &[])
+            .unwrap_err();
+        assert!(e.contains("no such file or folder"), "{e}");
     }
 }

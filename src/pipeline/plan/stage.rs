@@ -576,7 +576,8 @@ impl<'a> Planner<'a> {
         let trees = r.trees().into_iter().map(|(p, rel)| (p, rel, true));
         for (param, rel, tree) in named.chain(trees) {
             let read = if tree {
-                self.input_files.add_tree(&base_dir(spec), rel, &ov.allow_read)
+                self.input_files
+                    .add_tree(&base_dir(spec), rel, &ov.allow_read)
             } else {
                 self.input_files.add(&base_dir(spec), rel, &ov.allow_read)
             };
