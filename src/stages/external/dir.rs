@@ -54,12 +54,30 @@ impl Dir {
         let fd = unsafe { libc::openat(self.fd.as_raw_fd(), c.as_ptr(), DIR_FLAGS) };
         match owned(fd) {
             Ok(fd) => Ok(Dir { fd }),
+            // With O_DIRECTORY, a symbolic link fails as "not a directory": ask what it is.
             Err(e) => Err(match e.raw_os_error() {
-                Some(libc::ELOOP) => "a symbolic link where dplab made a directory".into(),
+                Some(libc::ELOOP | libc::ENOTDIR) if self.is_link(&c) => {
+                    "a symbolic link where dplab made a directory".into()
+                }
                 Some(libc::ENOTDIR) => "a file where dplab made a directory".into(),
                 Some(libc::ENOENT) => "nothing: the directory dplab made is gone".into(),
                 _ => format!("which cannot be opened ({e})"),
             }),
+        }
+    }
+
+    /// Whether `name` in this directory is a symbolic link (not following it).
+    fn is_link(&self, name: &CString) -> bool {
+        // SAFETY: `st` is written by a successful fstatat and read only then.
+        unsafe {
+            let mut st: libc::stat = std::mem::zeroed();
+            libc::fstatat(
+                self.fd.as_raw_fd(),
+                name.as_ptr(),
+                &mut st,
+                libc::AT_SYMLINK_NOFOLLOW,
+            ) == 0
+                && st.st_mode & libc::S_IFMT == libc::S_IFLNK
         }
     }
 

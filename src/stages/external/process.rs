@@ -602,3 +602,44 @@ fn spawn_error(program: &str, file: &Path, e: io::Error) -> ExternalError {
         },
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// When dplab unwinds while a program runs (a panic in the thread that waits for it),
+    /// `Running`'s `Drop` kills the program's group and reaps it: nothing is left.
+    #[test]
+    fn unwinding_kills_the_running_group() {
+        let dir = std::env::temp_dir().join(format!("dplab-external-unwind-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let (main, child) = (dir.join("main"), dir.join("child"));
+        let script = format!(
+            "echo $$ > '{}'; sleep 1000 & echo $! > '{}'; wait",
+            main.display(),
+            child.display()
+        );
+        let r = std::panic::catch_unwind(|| {
+            let mut cmd = Command::new("sh");
+            cmd.args(["-c", &script]).stdin(Stdio::null()).process_group(0);
+            let _running = Running::spawn(&mut cmd).unwrap();
+            let start = Instant::now();
+            while std::fs::read_to_string(&child).unwrap_or_default().trim().is_empty() {
+                assert!(start.elapsed() < Duration::from_secs(20));
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            panic!("dplab fails while the program runs");
+        });
+        assert!(r.is_err());
+        for f in [&main, &child] {
+            let pid: i32 = std::fs::read_to_string(f).unwrap().trim().parse().unwrap();
+            let end = Instant::now() + Duration::from_secs(1);
+            // SAFETY: signal 0 only probes.
+            while unsafe { libc::kill(pid, 0) } == 0 {
+                assert!(Instant::now() < end, "process {pid} left after unwinding");
+                std::thread::sleep(Duration::from_millis(10));
+            }
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

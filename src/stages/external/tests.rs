@@ -560,7 +560,7 @@ fn planted_links_and_bad_artifacts_are_refused() {
         ("ln -s /etc/passwd artifacts/passwd.txt", "artifacts/passwd.txt, a symbolic link"),
         ("rm output/out.csv; ln -s /etc/passwd output/out.csv", "output/out.csv, a symbolic link"),
         (&format!("rm -r output; ln -s '{evil}' output"), "output/, a symbolic link where dplab made a directory"),
-        ("ln output/out.csv artifacts/x.csv", "artifacts/x.csv, a hard link (2 names)"),
+        (&format!("ln '{evil}/out.csv' artifacts/x.csv"), "artifacts/x.csv, a hard link (2 names)"),
         ("mkdir artifacts/figs", "artifacts/figs, a directory"),
         ("mkfifo artifacts/pipe", "artifacts/pipe, not a regular file"),
         ("echo 1 > 'artifacts/my figure.svg'", "artifact \"my figure.svg\""),
@@ -648,4 +648,38 @@ fn pass_env_names_are_checked() {
     for bad in ["DPLAB_JSON", "TMPDIR", "OMP_NUM_THREADS", "", "A=B"] {
         assert!(check_pass_env(bad).is_err(), "{bad}");
     }
+}
+
+/// Not a test: what the runner adds to a program's own start-up, measured side by side
+/// (`cargo test --release --lib stages::external::tests::overhead -- --ignored --nocapture`).
+#[test]
+#[ignore]
+fn overhead() {
+    let t = T::new("overhead");
+    let script = t.path("copy.sh");
+    std::fs::write(&script, "#!/bin/sh\ncp inputs/counts.parquet output/out.parquet\n").unwrap();
+    chmod(Path::new(&script), 0o755);
+    let n = 200;
+    let bare = Instant::now();
+    for _ in 0..n {
+        let d = t.dir.join("bare");
+        std::fs::create_dir_all(d.join("inputs")).unwrap();
+        std::fs::create_dir_all(d.join("output")).unwrap();
+        std::fs::write(d.join("inputs/counts.parquet"), b"x").unwrap();
+        let s = std::process::Command::new("sh")
+            .arg(&script)
+            .current_dir(&d)
+            .status()
+            .unwrap();
+        assert!(s.success());
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+    let bare = bare.elapsed() / n;
+    let p = program(&["sh", &script]);
+    let ours = Instant::now();
+    for _ in 0..n {
+        run_on(&p, &[counts()], json!({}), SEED, &bounds()).unwrap();
+    }
+    let ours = ours.elapsed() / n;
+    println!("per instance: sh copy program started directly {bare:?}, through the runner {ours:?}, overhead {:?}", ours.saturating_sub(bare));
 }
