@@ -94,7 +94,9 @@ impl Dir {
             Some(libc::ENXIO) => "a socket".to_string(),
             _ => format!("which cannot be opened ({e})"),
         })?);
-        let meta = file.metadata().map_err(|e| format!("which cannot be read ({e})"))?;
+        let meta = file
+            .metadata()
+            .map_err(|e| format!("which cannot be read ({e})"))?;
         let kind = meta.file_type();
         if kind.is_dir() {
             return Err("a directory".into());

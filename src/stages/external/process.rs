@@ -228,9 +228,8 @@ fn resolve(program: &str, path_var: Option<&OsStr>, cwd: &Path) -> Result<PathBu
             }
         }
     }
-    Err(first_error.unwrap_or_else(|| {
-        not_found(program, Some(path_var.to_string_lossy().into_owned()))
-    }))
+    Err(first_error
+        .unwrap_or_else(|| not_found(program, Some(path_var.to_string_lossy().into_owned()))))
 }
 
 fn not_found(program: &str, path: Option<String>) -> ExternalError {
@@ -573,12 +572,10 @@ fn set_nonblocking(reader: &PipeReader) -> io::Result<()> {
 fn spawn_error(program: &str, file: &Path, e: io::Error) -> ExternalError {
     let mut head = Vec::new();
     let _ = std::fs::File::open(file).and_then(|f| f.take(256).read_to_end(&mut head));
-    let interpreter = Some(head)
-        .filter(|b| b.starts_with(b"#!"))
-        .map(|b| {
-            let line = b.split(|&c| c == b'\n').next().unwrap_or_default();
-            String::from_utf8_lossy(&line[..line.len().min(200)]).into_owned()
-        });
+    let interpreter = Some(head).filter(|b| b.starts_with(b"#!")).map(|b| {
+        let line = b.split(|&c| c == b'\n').next().unwrap_or_default();
+        String::from_utf8_lossy(&line[..line.len().min(200)]).into_owned()
+    });
     match (e.raw_os_error(), interpreter) {
         (Some(libc::ENOENT), Some(line)) => ExternalError::NotExecutable {
             program: program.into(),
@@ -611,7 +608,8 @@ mod tests {
     /// `Running`'s `Drop` kills the program's group and reaps it: nothing is left.
     #[test]
     fn unwinding_kills_the_running_group() {
-        let dir = std::env::temp_dir().join(format!("dplab-external-unwind-{}", std::process::id()));
+        let dir =
+            std::env::temp_dir().join(format!("dplab-external-unwind-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let (main, child) = (dir.join("main"), dir.join("child"));
         let script = format!(
@@ -621,10 +619,16 @@ mod tests {
         );
         let r = std::panic::catch_unwind(|| {
             let mut cmd = Command::new("sh");
-            cmd.args(["-c", &script]).stdin(Stdio::null()).process_group(0);
+            cmd.args(["-c", &script])
+                .stdin(Stdio::null())
+                .process_group(0);
             let _running = Running::spawn(&mut cmd).unwrap();
             let start = Instant::now();
-            while std::fs::read_to_string(&child).unwrap_or_default().trim().is_empty() {
+            while std::fs::read_to_string(&child)
+                .unwrap_or_default()
+                .trim()
+                .is_empty()
+            {
                 assert!(start.elapsed() < Duration::from_secs(20));
                 std::thread::sleep(Duration::from_millis(10));
             }

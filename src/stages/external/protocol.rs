@@ -247,7 +247,10 @@ fn type_name(t: &DataType) -> String {
 fn plain_name(name: &str) -> bool {
     !name.is_empty()
         && name.len() <= 100
-        && name.chars().next().is_some_and(|c| c.is_ascii_alphanumeric())
+        && name
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_alphanumeric())
         && name
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))

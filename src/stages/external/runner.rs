@@ -112,8 +112,7 @@ pub fn run(
         grace: bounds.grace,
         log_bytes: bounds.log_bytes,
     })?;
-    let (frame, artifacts) =
-        protocol::collect(&work, bounds, &ran.log.tail(process::TAIL_LINES))?;
+    let (frame, artifacts) = protocol::collect(&work, bounds, &ran.log.tail(process::TAIL_LINES))?;
     Ok(Produced {
         frame,
         artifacts,

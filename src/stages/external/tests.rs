@@ -24,10 +24,8 @@ struct T {
 
 impl T {
     fn new(name: &str) -> T {
-        let dir = std::env::temp_dir().join(format!(
-            "dplab-external-test-{}-{name}",
-            std::process::id()
-        ));
+        let dir =
+            std::env::temp_dir().join(format!("dplab-external-test-{}-{name}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
         T { dir }
@@ -173,10 +171,14 @@ fn a_shell_program_copies_its_input_back() {
     let vars: Vec<String> = std::env::vars()
         .map(|(k, _)| k)
         .filter(|k| {
-            check_pass_env(k).is_ok() && !["PATH", "HOME", "LANG", "PYTHONPATH"].contains(&k.as_str())
+            check_pass_env(k).is_ok()
+                && !["PATH", "HOME", "LANG", "PYTHONPATH"].contains(&k.as_str())
         })
         .collect();
-    assert!(vars.len() >= 2, "the test needs two variables in its environment");
+    assert!(
+        vars.len() >= 2,
+        "the test needs two variables in its environment"
+    );
     for ext in ["parquet", "csv"] {
         let script = t.script(
             "copy.sh",
@@ -226,20 +228,39 @@ fn a_shell_program_copies_its_input_back() {
         assert_eq!(keys[0], "protocol", "the version comes first");
 
         let env = text(1);
-        let mut names: Vec<&str> = env.lines().filter_map(|l| l.split_once('=')).map(|(k, _)| k).collect();
+        let mut names: Vec<&str> = env
+            .lines()
+            .filter_map(|l| l.split_once('='))
+            .map(|(k, _)| k)
+            .collect();
         names.sort();
         let mut allowed = vec![
-            "DPLAB_JSON", "DPLAB_THREADS", "HOME", "LANG", "MKL_NUM_THREADS",
-            "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "PATH", "PYTHONPATH", "TMPDIR",
+            "DPLAB_JSON",
+            "DPLAB_THREADS",
+            "HOME",
+            "LANG",
+            "MKL_NUM_THREADS",
+            "OMP_NUM_THREADS",
+            "OPENBLAS_NUM_THREADS",
+            "PATH",
+            "PYTHONPATH",
+            "TMPDIR",
             vars[0].as_str(),
             // Set by sh itself.
-            "PWD", "OLDPWD", "SHLVL", "_",
+            "PWD",
+            "OLDPWD",
+            "SHLVL",
+            "_",
         ];
         allowed.sort();
         for n in &names {
             assert!(allowed.contains(n), "`{n}` reached the program:\n{env}");
         }
-        assert!(names.contains(&vars[0].as_str()), "pass_env `{}` did not", vars[0]);
+        assert!(
+            names.contains(&vars[0].as_str()),
+            "pass_env `{}` did not",
+            vars[0]
+        );
         assert!(!names.contains(&vars[1].as_str()));
         assert!(env.contains(&format!("TMPDIR={}\n", work.display())));
         assert!(env.contains("OMP_NUM_THREADS=2\n") && env.contains("DPLAB_THREADS=2\n"));
@@ -279,12 +300,17 @@ fn the_python_helper_makes_a_five_line_stage() {
     same_frame(&a.frame, &b.frame);
     assert_eq!(a.artifacts[0].bytes, SEED.to_string().as_bytes());
     // Its input came back with its types and values (text with a comma, quotes, a null).
-    same_frame(&a.frame.select(["candidate", "count", "p"]).unwrap(), &counts());
+    same_frame(
+        &a.frame.select(["candidate", "count", "p"]).unwrap(),
+        &counts(),
+    );
     let eps = a.frame.column("eps").unwrap().f64().unwrap();
     assert!(eps.iter().all(|x| x == Some(0.25)));
     let u = |f: &Produced| f.frame.column("u").unwrap().f64().unwrap().to_vec();
     assert_ne!(u(&a), u(&c), "another seed, other draws");
-    assert!(u(&a).iter().all(|x| x.is_some_and(|x| (0.0..1.0).contains(&x))));
+    assert!(u(&a)
+        .iter()
+        .all(|x| x.is_some_and(|x| (0.0..1.0).contains(&x))));
     t.nothing_left();
 }
 
@@ -297,14 +323,17 @@ fn a_shell_and_awk_stage_speaks_the_same_protocol() {
     let n = 4000;
     let input = DataFrame::new(
         n,
-        vec![Column::new("count".into(), (0..n as i64).collect::<Vec<_>>())],
+        vec![Column::new(
+            "count".into(),
+            (0..n as i64).collect::<Vec<_>>(),
+        )],
     )
     .unwrap();
     let p = program(&["sh", &script]);
     let go = |seed| {
         run_on(
             &p,
-            &[input.clone()],
+            std::slice::from_ref(&input),
             json!({"epsilon": 2, "sensitivity": 1}),
             seed,
             &bounds(),
@@ -315,7 +344,10 @@ fn a_shell_and_awk_stage_speaks_the_same_protocol() {
     let b = go(SEED);
     let c = go(SEED + 1);
     same_frame(&a.frame, &b.frame);
-    assert_ne!(a.frame.column("noisy").unwrap(), c.frame.column("noisy").unwrap());
+    assert_ne!(
+        a.frame.column("noisy").unwrap(),
+        c.frame.column("noisy").unwrap()
+    );
     let count = a.frame.column("count").unwrap().i64().unwrap().to_vec();
     let noisy = a.frame.column("noisy").unwrap().f64().unwrap().to_vec();
     let mean_abs: f64 = count
@@ -388,7 +420,10 @@ fn a_missing_command_is_named_with_the_path_searched() {
         "{m}"
     );
     let (e, m) = fails(&program(&["/nonexistent/dir/prog"]), &bounds());
-    assert!(matches!(e, ExternalError::NotFound { path: None, .. }), "{m}");
+    assert!(
+        matches!(e, ExternalError::NotFound { path: None, .. }),
+        "{m}"
+    );
 }
 
 #[test]
@@ -398,7 +433,10 @@ fn a_file_that_cannot_be_executed_says_why() {
     chmod(Path::new(&script), 0o644);
     let (e, m) = fails(&program(&[&script]), &bounds());
     assert!(matches!(e, ExternalError::NotExecutable { .. }), "{m}");
-    assert!(m.contains("no execute permission") && m.contains("chmod +x"), "{m}");
+    assert!(
+        m.contains("no execute permission") && m.contains("chmod +x"),
+        "{m}"
+    );
     let (_, m) = fails(&program(&[&t.dir.display().to_string()]), &bounds());
     assert!(m.contains("is a directory"), "{m}");
     let bad = t.path("interp.sh");
@@ -406,7 +444,10 @@ fn a_file_that_cannot_be_executed_says_why() {
     chmod(Path::new(&bad), 0o755);
     let (e, m) = fails(&program(&[&bad]), &bounds());
     assert!(matches!(e, ExternalError::NotExecutable { .. }), "{m}");
-    assert!(m.contains("`#!/nonexistent/python9` names an interpreter"), "{m}");
+    assert!(
+        m.contains("`#!/nonexistent/python9` names an interpreter"),
+        "{m}"
+    );
 }
 
 /// A failing program's message has its status and the last 20 lines of its output (not
@@ -448,7 +489,10 @@ fn a_program_killed_by_a_signal_is_said_so() {
     let script = t.script("die.sh", "echo dying >&2\nkill -9 $$");
     let (e, m) = fails(&program(&["sh", &script]), &bounds());
     assert!(matches!(e, ExternalError::Signal { signal: 9, .. }), "{m}");
-    assert!(m.contains("signal 9 (SIGKILL") && m.contains("dying"), "{m}");
+    assert!(
+        m.contains("signal 9 (SIGKILL") && m.contains("dying"),
+        "{m}"
+    );
     t.nothing_left();
 }
 
@@ -472,7 +516,10 @@ fn a_program_that_never_ends_is_killed_with_its_group() {
         let (e, m) = fails(&p, &bounds());
         let took = start.elapsed();
         assert!(matches!(e, ExternalError::Timeout { .. }), "{m}");
-        assert!(m.contains("timed out after 1 s (its process group was killed)"), "{m}");
+        assert!(
+            m.contains("timed out after 1 s (its process group was killed)"),
+            "{m}"
+        );
         assert!(m.contains("started"), "{m}");
         // 1 s of timeout, up to 1 s of grace, and slack for a loaded machine.
         assert!(took < Duration::from_secs(4), "took {took:?}");
@@ -525,24 +572,27 @@ fn a_malformed_frame_is_an_error_with_the_readers_message() {
     let script = t.script("bad.sh", "printf 'not parquet at all' > output/out.parquet");
     let (e, m) = fails(&program(&["sh", &script]), &bounds());
     assert!(matches!(e, ExternalError::MalformedFrame { .. }), "{m}");
-    assert!(m.starts_with("the program's frame output/out.parquet cannot be read: "), "{m}");
+    assert!(
+        m.starts_with("the program's frame output/out.parquet cannot be read: "),
+        "{m}"
+    );
     t.nothing_left();
 }
 
 #[test]
 fn a_frame_over_the_limit_is_refused() {
     let t = T::new("huge");
-    let script = t.script(
-        "huge.sh",
-        "{ echo x; seq 1 1000; } > output/out.csv",
-    );
+    let script = t.script("huge.sh", "{ echo x; seq 1 1000; } > output/out.csv");
     let b = Bounds {
         frame_bytes: 1000,
         ..bounds()
     };
     let (e, m) = fails(&program(&["sh", &script]), &b);
     assert!(matches!(e, ExternalError::TooLarge(_)), "{m}");
-    assert!(m.contains("has 3895 bytes, more than the limit of 1000"), "{m}");
+    assert!(
+        m.contains("has 3895 bytes, more than the limit of 1000"),
+        "{m}"
+    );
     t.nothing_left();
 }
 
@@ -557,15 +607,36 @@ fn planted_links_and_bad_artifacts_are_refused() {
     std::fs::create_dir_all(&evil).unwrap();
     std::fs::write(t.dir.join("evil/out.csv"), "a\n1\n").unwrap();
     let cases: &[(&str, &str)] = &[
-        ("ln -s /etc/passwd artifacts/passwd.txt", "artifacts/passwd.txt, a symbolic link"),
-        ("rm output/out.csv; ln -s /etc/passwd output/out.csv", "output/out.csv, a symbolic link"),
-        (&format!("rm -r output; ln -s '{evil}' output"), "output/, a symbolic link where dplab made a directory"),
-        (&format!("ln '{evil}/out.csv' artifacts/x.csv"), "artifacts/x.csv, a hard link (2 names)"),
+        (
+            "ln -s /etc/passwd artifacts/passwd.txt",
+            "artifacts/passwd.txt, a symbolic link",
+        ),
+        (
+            "rm output/out.csv; ln -s /etc/passwd output/out.csv",
+            "output/out.csv, a symbolic link",
+        ),
+        (
+            &format!("rm -r output; ln -s '{evil}' output"),
+            "output/, a symbolic link where dplab made a directory",
+        ),
+        (
+            &format!("ln '{evil}/out.csv' artifacts/x.csv"),
+            "artifacts/x.csv, a hard link (2 names)",
+        ),
         ("mkdir artifacts/figs", "artifacts/figs, a directory"),
-        ("mkfifo artifacts/pipe", "artifacts/pipe, not a regular file"),
-        ("echo 1 > 'artifacts/my figure.svg'", "artifact \"my figure.svg\""),
+        (
+            "mkfifo artifacts/pipe",
+            "artifacts/pipe, not a regular file",
+        ),
+        (
+            "echo 1 > 'artifacts/my figure.svg'",
+            "artifact \"my figure.svg\"",
+        ),
         ("echo 1 > artifacts/.hidden", "artifact \".hidden\""),
-        ("touch artifacts/a artifacts/b artifacts/c", "more than 2 artifacts"),
+        (
+            "touch artifacts/a artifacts/b artifacts/c",
+            "more than 2 artifacts",
+        ),
     ];
     let b = Bounds {
         artifacts: 2,
@@ -587,8 +658,14 @@ fn planted_links_and_bad_artifacts_are_refused() {
     assert_eq!(
         got.artifacts,
         [
-            ProgramArtifact { name: "a-1_b.txt".into(), bytes: b"hi\n".to_vec() },
-            ProgramArtifact { name: "figure.svg".into(), bytes: b"<svg/>".to_vec() },
+            ProgramArtifact {
+                name: "a-1_b.txt".into(),
+                bytes: b"hi\n".to_vec()
+            },
+            ProgramArtifact {
+                name: "figure.svg".into(),
+                bytes: b"<svg/>".to_vec()
+            },
         ]
     );
 }
@@ -601,7 +678,14 @@ fn a_locked_working_directory_is_still_removed() {
         "lock.sh",
         "printf 'a\\n1\\n' > output/out.csv\nmkdir -p deep/er && touch deep/er/f && chmod 000 deep/er deep inputs",
     );
-    run_on(&program(&["sh", &script]), &[counts()], json!({}), SEED, &bounds()).unwrap();
+    run_on(
+        &program(&["sh", &script]),
+        &[counts()],
+        json!({}),
+        SEED,
+        &bounds(),
+    )
+    .unwrap();
     t.nothing_left();
 }
 
@@ -633,7 +717,10 @@ fn kill_running_ends_every_program() {
         )
     });
     while t.read("child").trim().is_empty() {
-        assert!(start.elapsed() < Duration::from_secs(20), "the program never started");
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "the program never started"
+        );
         std::thread::sleep(Duration::from_millis(10));
     }
     kill_running();
@@ -657,7 +744,11 @@ fn pass_env_names_are_checked() {
 fn overhead() {
     let t = T::new("overhead");
     let script = t.path("copy.sh");
-    std::fs::write(&script, "#!/bin/sh\ncp inputs/counts.parquet output/out.parquet\n").unwrap();
+    std::fs::write(
+        &script,
+        "#!/bin/sh\ncp inputs/counts.parquet output/out.parquet\n",
+    )
+    .unwrap();
     chmod(Path::new(&script), 0o755);
     let n = 200;
     let bare = Instant::now();
@@ -682,4 +773,49 @@ fn overhead() {
     }
     let ours = ours.elapsed() / n;
     println!("per instance: sh copy program started directly {bare:?}, through the runner {ours:?}, overhead {:?}", ours.saturating_sub(bare));
+}
+
+/// The helper's CSV writer gives dplab back exactly the floats it was handed, the special
+/// ones included, and its reader the exact values dplab wrote.
+#[test]
+fn the_python_helper_writes_exact_floats() {
+    let t = T::new("floats");
+    let script = t.path("floats.py");
+    std::fs::write(
+        &script,
+        format!(
+            "open('{0}/pid', 'w').write(str(__import__('os').getpid()))\n\
+             open('{0}/cwd', 'w').write(__import__('os').getcwd())\n\
+             from dplab_external import load\n\
+             job = load()\n\
+             p = job.columns()['p']\n\
+             job.write({{'z': [float('inf'), float('nan'), -0.0, 0.1 + 0.2, p[2]], 'b': [True, None, False, True, True]}}, format='csv')\n",
+            t.dir.display()
+        ),
+    )
+    .unwrap();
+    let got = run_on(
+        &program(&["python3", &script]),
+        &[counts()],
+        json!({}),
+        SEED,
+        &bounds(),
+    )
+    .unwrap();
+    let z = got.frame.column("z").unwrap().f64().unwrap().to_vec();
+    assert_eq!(z[0], Some(f64::INFINITY));
+    assert!(z[1].unwrap().is_nan());
+    assert!(z[2] == Some(0.0) && z[2].unwrap().is_sign_negative());
+    assert_eq!(z[3], Some(0.1 + 0.2));
+    assert_eq!(z[4], Some(1e-300));
+    let b: Vec<_> = got
+        .frame
+        .column("b")
+        .unwrap()
+        .bool()
+        .unwrap()
+        .iter()
+        .collect();
+    assert_eq!(b, [Some(true), None, Some(false), Some(true), Some(true)]);
+    t.nothing_left();
 }
