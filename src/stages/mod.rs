@@ -8,6 +8,7 @@
 
 pub mod aggregate;
 pub mod evaluate;
+pub mod external;
 pub mod frame;
 pub mod load;
 pub mod mechanism;

@@ -1,0 +1,249 @@
+"""dplab's helper for external stages (hand-off protocol 1).
+
+dplab writes this file into every external program's working directory and puts that
+directory first on PYTHONPATH, so a stage is five lines:
+
+    from dplab_external import load
+    job = load()                               # dplab.json: params, axes, seed, inputs
+    rng = job.random                           # random.Random from the instance's seed
+    rows = [{"x": rng.random() * job.params["scale"]} for _ in range(job.params["n"])]
+    job.write(rows)                            # the instance's frame
+
+It needs nothing beyond the standard library. When polars or pyarrow is installed, inputs
+are read from their Parquet files (exact types) and frames are written as Parquet; without
+them, inputs come from the CSV files (typed by the description) and frames go out as CSV.
+When numpy is installed, `job.rng` is a `numpy.random.Generator` seeded from the same
+128-bit seed (through `numpy.random.SeedSequence`).
+"""
+
+import csv
+import importlib
+import json
+import math
+import os
+import random
+import re
+
+PROTOCOL = 1
+
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
+
+
+def _optional(module):
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        return None
+
+
+def load(path=None):
+    """The job dplab described in `path` (default: $DPLAB_JSON)."""
+    path = path or os.environ.get("DPLAB_JSON")
+    if not path:
+        raise RuntimeError(
+            "DPLAB_JSON is not set: this program is meant to be run by dplab as an external stage"
+        )
+    with open(path, encoding="utf-8") as f:
+        return Job(json.load(f))
+
+
+class Job:
+    """One instance: its parameters, seed, inputs and where its results go."""
+
+    def __init__(self, description):
+        version = description.get("protocol")
+        if version != PROTOCOL:
+            raise RuntimeError(
+                f"dplab.json speaks protocol {version}, this helper protocol {PROTOCOL}: "
+                "use the dplab_external.py dplab wrote next to dplab.json"
+            )
+        self.description = description
+        self.stage = description["stage"]
+        self.instance = description["instance"]
+        self.params = description["params"]
+        self.axes = description["axes"]
+        self.threads = description["threads"]
+        seed = description["seed"]
+        # The 128-bit seed: hex is hi * 2**64 + lo.
+        self.seed = int(seed["hex"], 16)
+        self.random = random.Random(self.seed)
+        self._rng = None
+        self._inputs = description["inputs"]
+        self.output = description["output"]
+        self.artifacts_dir = description["artifacts_dir"]
+
+    @property
+    def rng(self):
+        """A numpy Generator (PCG64) seeded from the instance's seed; needs numpy."""
+        if self._rng is None:
+            np = _optional("numpy")
+            if np is None:
+                raise RuntimeError(
+                    "job.rng needs numpy, which is not installed; use job.random (random.Random), "
+                    "or list numpy's interpreter in the stage's command"
+                )
+            self._rng = np.random.Generator(np.random.PCG64(np.random.SeedSequence(self.seed)))
+        return self._rng
+
+    @property
+    def input_names(self):
+        return [i["name"] for i in self._inputs]
+
+    def _input(self, name):
+        if name is None:
+            if len(self._inputs) != 1:
+                raise ValueError(
+                    f"the stage has {len(self._inputs)} inputs ({', '.join(self.input_names)}): "
+                    "name the one to read"
+                )
+            return self._inputs[0]
+        for i in self._inputs:
+            if i["name"] == name:
+                return i
+        raise KeyError(f"no input {name!r} (inputs: {', '.join(self.input_names)})")
+
+    def rows(self, name=None):
+        """An input as a list of dicts (column name -> value; None where missing)."""
+        cols = self.columns(name)
+        names = list(cols)
+        n = len(cols[names[0]]) if names else 0
+        return [{c: cols[c][r] for c in names} for r in range(n)]
+
+    def columns(self, name=None):
+        """An input as a dict of column name -> list of values."""
+        spec = self._input(name)
+        pl = _optional("polars")
+        if pl is not None:
+            return pl.read_parquet(spec["parquet"]).to_dict(as_series=False)
+        pq = _optional("pyarrow.parquet")
+        if pq is not None:
+            return pq.read_table(spec["parquet"]).to_pydict()
+        return _read_csv(spec)
+
+    def polars(self, name=None):
+        """An input as a polars DataFrame; needs polars."""
+        import polars as pl
+
+        return pl.read_parquet(self._input(name)["parquet"])
+
+    def arrow(self, name=None):
+        """An input as a pyarrow Table; needs pyarrow."""
+        import pyarrow.parquet as pq
+
+        return pq.read_table(self._input(name)["parquet"])
+
+    def artifact(self, name):
+        """The path to write an artifact `name` to (e.g. "figure.svg")."""
+        if not _NAME.match(name):
+            raise ValueError(
+                f"artifact name {name!r}: use letters, digits, '.', '_' and '-' (e.g. figure.svg)"
+            )
+        return os.path.join(self.artifacts_dir, name)
+
+    def write(self, data, format="auto"):
+        """Writes the instance's frame: a list of dicts, a dict of lists, or a polars,
+        pyarrow or pandas frame. `format` is "auto" (Parquet when polars or pyarrow is
+        installed, else CSV), "parquet" or "csv". Call it once."""
+        if format not in ("auto", "parquet", "csv"):
+            raise ValueError(f"format {format!r}: use 'auto', 'parquet' or 'csv'")
+        columns = _as_columns(data)
+        if columns is None:
+            # A frame object of a library: let it write itself.
+            kind = type(data).__module__.split(".")[0]
+            if format == "csv":
+                if kind == "polars":
+                    return data.write_csv(self.output["csv"])
+                if kind == "pandas":
+                    return data.to_csv(self.output["csv"], index=False)
+                import pyarrow.csv as pc
+
+                return pc.write_csv(data, self.output["csv"])
+            if kind == "polars":
+                return data.write_parquet(self.output["parquet"])
+            if kind == "pandas":
+                return data.to_parquet(self.output["parquet"], index=False)
+            import pyarrow.parquet as pq
+
+            return pq.write_table(data, self.output["parquet"])
+        if format != "csv":
+            pl = _optional("polars")
+            if pl is not None:
+                return pl.DataFrame(columns).write_parquet(self.output["parquet"])
+            pa = _optional("pyarrow")
+            if pa is not None:
+                import pyarrow.parquet as pq
+
+                return pq.write_table(pa.table(columns), self.output["parquet"])
+            if format == "parquet":
+                raise RuntimeError("writing Parquet needs polars or pyarrow; use format='csv'")
+        _write_csv(columns, self.output["csv"])
+
+
+def _as_columns(data):
+    """A dict of lists from rows or columns; None for a library's frame object."""
+    if isinstance(data, dict):
+        lengths = {k: len(v) for k, v in data.items()}
+        if len(set(lengths.values())) > 1:
+            raise ValueError(f"columns of different lengths: {lengths}")
+        return {str(k): list(v) for k, v in data.items()}
+    if isinstance(data, (list, tuple)):
+        if not data:
+            raise ValueError("no rows to write (dplab needs the columns: pass a dict of empty lists)")
+        names = list(data[0])
+        out = {n: [] for n in names}
+        for i, row in enumerate(data):
+            if list(row) != names:
+                raise ValueError(f"row {i} has columns {list(row)}, row 0 has {names}")
+            for n in names:
+                out[n].append(row[n])
+        return out
+    return None
+
+
+def _cell(v):
+    """A value as dplab reads it back from CSV (shortest exact text for floats)."""
+    if v is None:
+        return ""
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, float):
+        if math.isnan(v):
+            return "NaN"
+        if math.isinf(v):
+            return "inf" if v > 0 else "-inf"
+        return repr(v)
+    return str(v)
+
+
+def _write_csv(columns, path):
+    names = list(columns)
+    n = len(columns[names[0]]) if names else 0
+    with open(path, "w", newline="", encoding="utf-8") as f:
+        w = csv.writer(f, lineterminator="\n")
+        w.writerow(names)
+        for r in range(n):
+            w.writerow([_cell(columns[c][r]) for c in names])
+
+
+def _parse(text, kind):
+    if text == "":
+        return None
+    if kind == "int":
+        return int(text)
+    if kind == "float":
+        return float(text)
+    if kind == "bool":
+        return text == "true"
+    return text
+
+
+def _read_csv(spec):
+    kinds = {c["name"]: c["type"] for c in spec["columns"]}
+    with open(spec["csv"], newline="", encoding="utf-8") as f:
+        reader = csv.reader(f)
+        header = next(reader, [])
+        out = {h: [] for h in header}
+        for row in reader:
+            for h, text in zip(header, row):
+                out[h].append(_parse(text, kinds.get(h, "str")))
+    return out

@@ -1,0 +1,175 @@
+//! Everything that can go wrong when dplab runs a researcher's program, as one enum whose
+//! messages say what to do about it. The kind wraps them with the stage's location; the
+//! engine then stores nothing for that instance and goes on with the others.
+
+use std::fmt;
+
+/// Why an external program did not give an instance its result.
+#[derive(Debug)]
+pub enum ExternalError {
+    /// `command[0]` is neither on the program's `PATH` nor an existing path.
+    NotFound {
+        program: String,
+        /// The `PATH` searched (the program's, not dplab's), or `None` for a path with a `/`.
+        path: Option<String>,
+    },
+    /// It exists but cannot be started (no execute permission, a directory, a script whose
+    /// `#!` line names a missing interpreter).
+    NotExecutable { program: String, reason: String },
+    /// Preparing its working directory or its inputs failed (a full disk, an unwritable
+    /// temporary directory): dplab's side, not the program's.
+    Setup(String),
+    /// It ended with a non-zero exit status.
+    Exit {
+        command: String,
+        code: i32,
+        tail: String,
+    },
+    /// It was killed by a signal (not by dplab's timeout).
+    Signal {
+        command: String,
+        signal: i32,
+        tail: String,
+    },
+    /// It ran past its timeout; its whole process group was killed.
+    Timeout {
+        command: String,
+        seconds: f64,
+        tail: String,
+    },
+    /// It exited 0 without writing `out.parquet` or `out.csv`.
+    NoFrame {
+        /// What its output directory held instead.
+        found: Vec<String>,
+        tail: String,
+    },
+    /// It wrote both `out.parquet` and `out.csv`.
+    BothFrames,
+    /// Its frame file does not parse.
+    MalformedFrame { file: String, message: String },
+    /// Its frame or artifacts exceed a bound.
+    TooLarge(String),
+    /// A file it left is not a plain file dplab may read (a symbolic link, a directory, a
+    /// FIFO, a hard link), or its output directory is gone or replaced.
+    BadFile { file: String, reason: String },
+    /// An artifact's name is not a plain file name dplab can give to a result file.
+    BadArtifactName { name: String },
+}
+
+/// The last lines of the program's output, or a note that it printed nothing.
+fn tail_text(tail: &str) -> String {
+    if tail.trim().is_empty() {
+        " (it printed nothing)".into()
+    } else {
+        format!("; the last lines of its output:\n{tail}")
+    }
+}
+
+impl fmt::Display for ExternalError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        use ExternalError::*;
+        match self {
+            NotFound {
+                program,
+                path: Some(path),
+            } => write!(
+                f,
+                "command not found: `{program}` (PATH={path}); give its full path, or list PATH's directories that hold it"
+            ),
+            NotFound {
+                program,
+                path: None,
+            } => write!(f, "command not found: `{program}` (no such file)"),
+            NotExecutable { program, reason } => {
+                write!(f, "`{program}` cannot be started: {reason}")
+            }
+            Setup(message) => write!(f, "preparing the program's working directory: {message}"),
+            Exit {
+                command,
+                code,
+                tail,
+            } => write!(
+                f,
+                "`{command}` exited with status {code}{}",
+                tail_text(tail)
+            ),
+            Signal {
+                command,
+                signal,
+                tail,
+            } => {
+                let name = signal_name(*signal);
+                let hint = if *signal == libc::SIGKILL {
+                    " — often the out-of-memory killer"
+                } else {
+                    ""
+                };
+                write!(
+                    f,
+                    "`{command}` was killed by signal {signal} ({name}{hint}){}",
+                    tail_text(tail)
+                )
+            }
+            Timeout {
+                command,
+                seconds,
+                tail,
+            } => write!(
+                f,
+                "`{command}` timed out after {seconds} s (its process group was killed); raise `timeout` if it needs longer{}",
+                tail_text(tail)
+            ),
+            NoFrame { found, tail } => {
+                write!(
+                    f,
+                    "the program exited 0 but wrote no frame: it must write out.parquet or out.csv in its output directory (`output.parquet` / `output.csv` in dplab.json)"
+                )?;
+                if !found.is_empty() {
+                    write!(f, "; that directory holds: {}", found.join(", "))?;
+                }
+                f.write_str(&tail_text(tail))
+            }
+            BothFrames => f.write_str(
+                "the program wrote both out.parquet and out.csv: write exactly one of them",
+            ),
+            MalformedFrame { file, message } => {
+                write!(f, "the program's frame {file} cannot be read: {message}")
+            }
+            TooLarge(message) => f.write_str(message),
+            BadFile { file, reason } => write!(
+                f,
+                "the program left {file}, {reason}: dplab reads only plain files its program wrote inside its working directory"
+            ),
+            BadArtifactName { name } => write!(
+                f,
+                "artifact {name:?}: an artifact's name is a plain file name of letters, digits, `.`, `_` and `-` (at most 100, not starting with `.` or `-`), such as figure.svg"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for ExternalError {}
+
+/// The usual name of a signal number, for messages.
+pub(crate) fn signal_name(signal: i32) -> &'static str {
+    match signal {
+        libc::SIGHUP => "SIGHUP",
+        libc::SIGINT => "SIGINT",
+        libc::SIGQUIT => "SIGQUIT",
+        libc::SIGILL => "SIGILL",
+        libc::SIGTRAP => "SIGTRAP",
+        libc::SIGABRT => "SIGABRT",
+        libc::SIGBUS => "SIGBUS",
+        libc::SIGFPE => "SIGFPE",
+        libc::SIGKILL => "SIGKILL",
+        libc::SIGUSR1 => "SIGUSR1",
+        libc::SIGSEGV => "SIGSEGV",
+        libc::SIGUSR2 => "SIGUSR2",
+        libc::SIGPIPE => "SIGPIPE",
+        libc::SIGALRM => "SIGALRM",
+        libc::SIGTERM => "SIGTERM",
+        libc::SIGXCPU => "SIGXCPU",
+        libc::SIGXFSZ => "SIGXFSZ",
+        _ => "a signal",
+    }
+}

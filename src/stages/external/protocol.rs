@@ -1,0 +1,545 @@
+//! The hand-off between dplab and an external program, **protocol version 1**.
+//!
+//! For each instance, dplab creates a fresh private working directory (mode 0700, under the
+//! system's temporary directory) and runs the program there:
+//!
+//! ```text
+//! <work>/                      the program's current directory, and its TMPDIR
+//!   dplab.json                 the description below; its path is also in $DPLAB_JSON
+//!   dplab_external.py          the Python helper (its directory leads PYTHONPATH)
+//!   inputs/<name>.parquet      each input frame, as Parquet …
+//!   inputs/<name>.csv          … and as CSV (header row; empty cell = missing)
+//!   output/                    the program writes exactly one of out.parquet, out.csv here
+//!   artifacts/                 files it writes here become the instance's artifacts
+//! ```
+//!
+//! `dplab.json` (keys in this order, pretty-printed, UTF-8):
+//!
+//! ```json
+//! {
+//!   "protocol": 1,
+//!   "stage": "pf",
+//!   "instance": "eps=0.5 rep=0",
+//!   "params": {"epsilon": 0.5, "samples": 20000},
+//!   "axes": {"eps": 0.5, "rep": 0},
+//!   "seed": {"hex": "0123456789abcdef0123456789abcdef", "hi": 81985529216486895, "lo": 81985529216486895},
+//!   "threads": 1,
+//!   "inputs": [
+//!     {"name": "counts", "parquet": "<work>/inputs/counts.parquet", "csv": "<work>/inputs/counts.csv",
+//!      "rows": 2, "columns": [{"name": "candidate", "type": "str"}, {"name": "count", "type": "int"}]}
+//!   ],
+//!   "output": {"dir": "<work>/output", "frame": "out",
+//!              "parquet": "<work>/output/out.parquet", "csv": "<work>/output/out.csv"},
+//!   "artifacts_dir": "<work>/artifacts"
+//! }
+//! ```
+//!
+//! - `params` is the stage's `params:` mapping after `$axis` substitution, as JSON; `axes`
+//!   the instance's axis values (`rep` included when the stage repeats). Values arrive only
+//!   here, never on the command line: a value `$(rm -rf ~)` is that text.
+//! - `seed` is the instance's 128-bit seed, derived by dplab from the pipeline's seed, the
+//!   stage and the axis values: `hex` is 32 lowercase hex digits, most significant first;
+//!   `hi` is its upper 64 bits and `lo` its lower 64 bits (seed = hi·2⁶⁴ + lo). The same
+//!   seed must give the same frame: a program draws all its randomness from it.
+//! - `threads` is how many threads it may use (also in `DPLAB_THREADS`, `OMP_NUM_THREADS`,
+//!   `OPENBLAS_NUM_THREADS`, `MKL_NUM_THREADS`).
+//! - `inputs` are in the order of the stage's `input:`; each is written both as Parquet and
+//!   as CSV. Column `type` is `int`, `float`, `str`, `bool`, `null` or polars' name of
+//!   another type. Input names that are not plain file names are written as `input<i>`.
+//! - All paths are absolute; the layout above is fixed, so a program may also use the
+//!   relative paths (`inputs/counts.csv`, `output/out.csv`).
+//!
+//! The program writes its frame as `output/out.parquet` or `output/out.csv` (a header row);
+//! writing neither or both is an error, and so is a frame larger than the bound the run
+//! allows. It may write plain files into `artifacts/` (names of letters, digits, `.`, `_`,
+//! `-`; no directories), which dplab keeps with the instance (bounded in count and bytes).
+//! It exits 0 on success; anything else fails the instance with the last lines of its output.
+//!
+//! Its environment holds only `PATH`, `HOME`, `LANG`, `TMPDIR` (= its directory),
+//! `PYTHONPATH`, the `DPLAB_*` and thread variables above, and the variables its stage lists
+//! in `pass_env`. stdin is empty; stdout and stderr go to the instance's log. It runs in a
+//! process group of its own, which is killed when it exits (children it left), when it times
+//! out, and when dplab stops. The directory is removed afterwards, whatever happened.
+//!
+//! dplab reads nothing but `output/out.*` and `artifacts/*` of the directory it created,
+//! through descriptors it opened itself and without following symbolic links
+//! (see `dir.rs`). It cannot stop a program from writing elsewhere, with the user's rights:
+//! a pipeline that runs programs is code, and `--allow-exec` says the user trusts it.
+
+use std::io::{Read, Write};
+use std::os::unix::fs::DirBuilderExt;
+use std::path::{Path, PathBuf};
+
+use polars::prelude::*;
+use serde::Serialize;
+
+use super::dir::Dir;
+use super::error::ExternalError;
+
+/// The protocol version written into `dplab.json`.
+pub const PROTOCOL: u32 = 1;
+
+/// The Python helper, written into every working directory.
+pub const PYTHON_HELPER: &str = include_str!("../../../python/dplab_external.py");
+
+/// The file name of the frame, without its extension.
+pub const FRAME: &str = "out";
+
+/// A fresh private working directory, removed (with everything in it) when dropped.
+pub(crate) struct WorkDir {
+    path: PathBuf,
+    /// Opened when created: what dplab reads back is read through it ([`Dir`]).
+    dir: Dir,
+}
+
+impl WorkDir {
+    /// Creates `dplab-external-<pid>-<n>-<time>` (mode 0700) in the system's temporary
+    /// directory, with its `inputs`, `output` and `artifacts`. Creating a directory is atomic
+    /// and fails if the name exists, so no other process can have prepared it.
+    pub(crate) fn create() -> std::io::Result<WorkDir> {
+        use std::sync::atomic::{AtomicU64, Ordering};
+        static N: AtomicU64 = AtomicU64::new(0);
+        let base = std::path::absolute(std::env::temp_dir())?;
+        let mut attempt = 0;
+        let path = loop {
+            let nanos = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.subsec_nanos());
+            let name = format!(
+                "dplab-external-{}-{}-{nanos:08x}",
+                std::process::id(),
+                N.fetch_add(1, Ordering::Relaxed)
+            );
+            let path = base.join(name);
+            match std::fs::DirBuilder::new().mode(0o700).create(&path) {
+                Ok(()) => break path,
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && attempt < 100 => {
+                    attempt += 1
+                }
+                Err(e) => return Err(e),
+            }
+        };
+        let dir = match Dir::open(&path) {
+            Ok(d) => d,
+            Err(e) => {
+                let _ = std::fs::remove_dir(&path);
+                return Err(e);
+            }
+        };
+        let work = WorkDir { path, dir };
+        for sub in ["inputs", "output", "artifacts"] {
+            std::fs::DirBuilder::new()
+                .mode(0o700)
+                .create(work.path.join(sub))?;
+        }
+        Ok(work)
+    }
+
+    pub(crate) fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl Drop for WorkDir {
+    fn drop(&mut self) {
+        // `remove_dir_all` removes a symbolic link planted in the tree, never its target.
+        if std::fs::remove_dir_all(&self.path).is_err() {
+            // A program may have taken its own permissions away (`chmod 000 output`).
+            unlock(&self.path);
+            if let Err(e) = std::fs::remove_dir_all(&self.path) {
+                tracing::warn!(
+                    "could not remove an external program's working directory {}: {e}",
+                    self.path.display()
+                );
+            }
+        }
+    }
+}
+
+/// Gives back owner access to every directory under `path` (not following links).
+fn unlock(path: &Path) {
+    use std::os::unix::fs::PermissionsExt;
+    let Ok(meta) = std::fs::symlink_metadata(path) else {
+        return;
+    };
+    if meta.is_dir() {
+        let _ = std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o700));
+        if let Ok(entries) = std::fs::read_dir(path) {
+            for e in entries.flatten() {
+                unlock(&e.path());
+            }
+        }
+    }
+}
+
+/// The instance's seed as the description writes it.
+#[derive(Serialize)]
+struct Seed {
+    hex: String,
+    hi: u64,
+    lo: u64,
+}
+
+#[derive(Serialize)]
+struct ColumnInfo {
+    name: String,
+    #[serde(rename = "type")]
+    kind: String,
+}
+
+#[derive(Serialize)]
+struct InputFile {
+    name: String,
+    parquet: PathBuf,
+    csv: PathBuf,
+    rows: usize,
+    columns: Vec<ColumnInfo>,
+}
+
+#[derive(Serialize)]
+struct OutputPlace {
+    dir: PathBuf,
+    frame: &'static str,
+    parquet: PathBuf,
+    csv: PathBuf,
+}
+
+/// `dplab.json`, field for field (see the module doc).
+#[derive(Serialize)]
+struct Description<'a> {
+    protocol: u32,
+    stage: &'a str,
+    instance: &'a str,
+    params: &'a serde_json::Value,
+    axes: &'a serde_json::Map<String, serde_json::Value>,
+    seed: Seed,
+    threads: u32,
+    inputs: Vec<InputFile>,
+    output: OutputPlace,
+    artifacts_dir: PathBuf,
+}
+
+/// What the description says about one instance.
+pub(crate) struct Facts<'a> {
+    pub stage: &'a str,
+    pub label: &'a str,
+    pub params: &'a serde_json::Value,
+    pub axes: &'a serde_json::Map<String, serde_json::Value>,
+    pub seed: u128,
+    pub threads: u32,
+    pub inputs: &'a [DataFrame],
+    pub input_names: &'a [String],
+}
+
+/// The protocol's name of a column type.
+fn type_name(t: &DataType) -> String {
+    match t {
+        t if t.is_integer() => "int".into(),
+        t if t.is_float() => "float".into(),
+        DataType::String => "str".into(),
+        DataType::Boolean => "bool".into(),
+        DataType::Null => "null".into(),
+        other => other.to_string(),
+    }
+}
+
+/// Whether an input name can be a file name as it is.
+fn plain_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 100
+        && name
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_alphanumeric())
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
+}
+
+fn setup(what: &str, e: impl std::fmt::Display) -> ExternalError {
+    ExternalError::Setup(format!("{what}: {e}"))
+}
+
+/// Writes the inputs (Parquet and CSV), the helper and `dplab.json` into `work`; returns the
+/// description's path and the helper's directory.
+pub(crate) fn prepare(work: &WorkDir, facts: &Facts) -> Result<PathBuf, ExternalError> {
+    let root = work.path();
+    let mut inputs = Vec::new();
+    let mut used = std::collections::HashSet::new();
+    for (i, df) in facts.inputs.iter().enumerate() {
+        let name = facts
+            .input_names
+            .get(i)
+            .cloned()
+            .unwrap_or_else(|| format!("input{i}"));
+        let stem = if plain_name(&name) && used.insert(name.clone()) {
+            name.clone()
+        } else {
+            format!("input{i}")
+        };
+        let parquet = root.join("inputs").join(format!("{stem}.parquet"));
+        let csv = root.join("inputs").join(format!("{stem}.csv"));
+        let mut frame = df.clone();
+        write_file(&parquet, |w| {
+            ParquetWriter::new(w).finish(&mut frame)?;
+            Ok(())
+        })?;
+        write_file(&csv, |w| {
+            CsvWriter::new(w).include_header(true).finish(&mut frame)?;
+            Ok(())
+        })?;
+        inputs.push(InputFile {
+            name,
+            parquet,
+            csv,
+            rows: df.height(),
+            columns: df
+                .columns()
+                .iter()
+                .map(|c| ColumnInfo {
+                    name: c.name().to_string(),
+                    kind: type_name(c.dtype()),
+                })
+                .collect(),
+        });
+    }
+    let out = root.join("output");
+    let description = Description {
+        protocol: PROTOCOL,
+        stage: facts.stage,
+        instance: facts.label,
+        params: facts.params,
+        axes: facts.axes,
+        seed: Seed {
+            hex: format!("{:032x}", facts.seed),
+            hi: (facts.seed >> 64) as u64,
+            lo: facts.seed as u64,
+        },
+        threads: facts.threads,
+        inputs,
+        output: OutputPlace {
+            parquet: out.join(format!("{FRAME}.parquet")),
+            csv: out.join(format!("{FRAME}.csv")),
+            dir: out,
+            frame: FRAME,
+        },
+        artifacts_dir: root.join("artifacts"),
+    };
+    let json = serde_json::to_vec_pretty(&description)
+        .map_err(|e| setup("writing dplab.json (a path that is not UTF-8?)", e))?;
+    let path = root.join("dplab.json");
+    write_file(&path, |w| Ok(w.write_all(&json)?))?;
+    write_file(&root.join("dplab_external.py"), |w| {
+        Ok(w.write_all(PYTHON_HELPER.as_bytes())?)
+    })?;
+    Ok(path)
+}
+
+fn write_file(
+    path: &Path,
+    body: impl FnOnce(&mut std::io::BufWriter<std::fs::File>) -> anyhow::Result<()>,
+) -> Result<(), ExternalError> {
+    let what = || format!("writing {}", path.display());
+    let file = std::fs::File::create_new(path).map_err(|e| setup(&what(), e))?;
+    let mut w = std::io::BufWriter::new(file);
+    body(&mut w).map_err(|e| setup(&what(), e))?;
+    w.flush().map_err(|e| setup(&what(), e))
+}
+
+/// The bounds on what dplab reads back from a program.
+#[derive(Clone, Copy, Debug)]
+pub struct Bounds {
+    /// Bytes of the frame file. The table it holds is also checked against what
+    /// `--max-cells` allows a table read (`limits::check_table_read`).
+    pub frame_bytes: u64,
+    /// Number of artifacts.
+    pub artifacts: usize,
+    /// Bytes of all artifacts together.
+    pub artifact_bytes: u64,
+    /// Bytes of output (stdout and stderr) kept in the log: the last ones.
+    pub log_bytes: usize,
+    /// Between SIGTERM and SIGKILL when the timeout passes.
+    pub grace: std::time::Duration,
+}
+
+impl Bounds {
+    /// The bounds in force: a frame file as large as a table read from text may be
+    /// (`limits::table_bytes`, from `--max-cells`), 100 artifacts of 256 MiB together, the
+    /// last 64 KiB of output, 5 s between SIGTERM and SIGKILL.
+    pub fn current() -> Bounds {
+        Bounds {
+            frame_bytes: crate::limits::table_bytes(),
+            artifacts: 100,
+            artifact_bytes: 256 << 20,
+            log_bytes: 64 << 10,
+            grace: std::time::Duration::from_secs(5),
+        }
+    }
+}
+
+/// A file the program wrote into its artifacts directory.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProgramArtifact {
+    /// Its file name (checked: see [`artifact_name`]).
+    pub name: String,
+    pub bytes: Vec<u8>,
+}
+
+/// Whether `name` is an artifact name dplab accepts: 1 to 100 letters, digits, `.`, `_`,
+/// `-`, starting with a letter or digit (no hidden files, nothing a shell or a path could
+/// read as more than a name).
+pub(crate) fn artifact_name(name: &std::ffi::OsStr) -> Option<&str> {
+    name.to_str().filter(|n| plain_name(n))
+}
+
+/// Reads the program's frame and artifacts back from `work`. `tail` is the end of its
+/// log, for the message when there is no frame.
+pub(crate) fn collect(
+    work: &WorkDir,
+    bounds: &Bounds,
+    tail: &str,
+) -> Result<(DataFrame, Vec<ProgramArtifact>), ExternalError> {
+    let bad = |file: &str, reason: String| ExternalError::BadFile {
+        file: file.into(),
+        reason,
+    };
+    let out = work.dir.dir("output").map_err(|r| bad("output/", r))?;
+    const SHOWN: usize = 20;
+    let names = out
+        .names(SHOWN)
+        .map_err(|e| bad("output/", format!("which cannot be listed ({e})")))?;
+    let has = |n: &str| names.iter().any(|x| x == n);
+    let (parquet, csv) = (format!("{FRAME}.parquet"), format!("{FRAME}.csv"));
+    let file = match (has(&parquet), has(&csv)) {
+        (true, true) => return Err(ExternalError::BothFrames),
+        (true, false) => parquet,
+        (false, true) => csv,
+        (false, false) => {
+            return Err(ExternalError::NoFrame {
+                found: names
+                    .iter()
+                    .take(SHOWN)
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .collect(),
+                tail: tail.into(),
+            })
+        }
+    };
+    let shown = format!("output/{file}");
+    let (f, meta) = out
+        .file(std::ffi::OsStr::new(&file))
+        .map_err(|r| bad(&shown, r))?;
+    let too_large = |size: u64| {
+        ExternalError::TooLarge(format!(
+            "the program's frame {shown} has {size} bytes, more than the limit of {} (a table read from text may take 8 bytes for each cell --max-cells allows; raise it with --max-cells if you mean it)",
+            bounds.frame_bytes
+        ))
+    };
+    if meta.len() > bounds.frame_bytes {
+        return Err(too_large(meta.len()));
+    }
+    let bytes = read_bounded(f, bounds.frame_bytes).map_err(|e| match e {
+        Some(size) => too_large(size),
+        None => bad(&shown, "which cannot be read".into()),
+    })?;
+    let malformed = |message: String| ExternalError::MalformedFrame {
+        file: shown.clone(),
+        message,
+    };
+    let frame = if file.ends_with(".csv") {
+        crate::stages::frame::read_csv(&bytes).map_err(|e| {
+            let m = e.to_string();
+            if m.contains("--max-cells") {
+                ExternalError::TooLarge(format!("the program's frame {shown}: {m}"))
+            } else {
+                malformed(m)
+            }
+        })?
+    } else {
+        read_parquet(&bytes, &shown)?
+    };
+    let artifacts = read_artifacts(work, bounds)?;
+    Ok((frame, artifacts))
+}
+
+/// The bytes of an open file, at most `max` (`Err(Some(size))` past it, `Err(None)` when
+/// it cannot be read); `take` bounds the read even if the file grows meanwhile.
+fn read_bounded(f: std::fs::File, max: u64) -> Result<Vec<u8>, Option<u64>> {
+    let mut bytes = Vec::new();
+    f.take(max.saturating_add(1))
+        .read_to_end(&mut bytes)
+        .map_err(|_| None)?;
+    if bytes.len() as u64 > max {
+        return Err(Some(bytes.len() as u64));
+    }
+    Ok(bytes)
+}
+
+/// A Parquet frame, its rows and columns checked against the table limit before its data
+/// is decoded (Parquet compresses: a small file can hold a huge table).
+fn read_parquet(bytes: &[u8], shown: &str) -> Result<DataFrame, ExternalError> {
+    let malformed = |e: PolarsError| ExternalError::MalformedFrame {
+        file: shown.into(),
+        message: e.to_string(),
+    };
+    let mut reader = ParquetReader::new(std::io::Cursor::new(bytes));
+    let rows = reader.num_rows().map_err(malformed)? as u64;
+    let cols = reader.schema().map_err(malformed)?.len() as u64;
+    crate::limits::check_table_read(
+        &format!("the program's frame {shown}"),
+        rows,
+        cols,
+        bytes.len() as u64,
+    )
+    .map_err(ExternalError::TooLarge)?;
+    let reader = ParquetReader::new(std::io::Cursor::new(bytes));
+    reader.finish().map_err(malformed)
+}
+
+fn read_artifacts(work: &WorkDir, bounds: &Bounds) -> Result<Vec<ProgramArtifact>, ExternalError> {
+    let bad = |file: String, reason: String| ExternalError::BadFile { file, reason };
+    let dir = work
+        .dir
+        .dir("artifacts")
+        .map_err(|r| bad("artifacts/".into(), r))?;
+    let names = dir
+        .names(bounds.artifacts)
+        .map_err(|e| bad("artifacts/".into(), format!("which cannot be listed ({e})")))?;
+    if names.len() > bounds.artifacts {
+        return Err(ExternalError::TooLarge(format!(
+            "the program wrote more than {} artifacts, more than the limit",
+            bounds.artifacts
+        )));
+    }
+    let mut total = 0u64;
+    let mut out = Vec::with_capacity(names.len());
+    for raw in &names {
+        let Some(name) = artifact_name(raw) else {
+            return Err(ExternalError::BadArtifactName {
+                name: raw.to_string_lossy().into_owned(),
+            });
+        };
+        let shown = format!("artifacts/{name}");
+        let (f, meta) = dir.file(raw).map_err(|r| bad(shown.clone(), r))?;
+        let left = bounds.artifact_bytes.saturating_sub(total);
+        let too_large = || {
+            ExternalError::TooLarge(format!(
+                "the program's artifacts take more than the limit of {} bytes (at {shown})",
+                bounds.artifact_bytes
+            ))
+        };
+        if meta.len() > left {
+            return Err(too_large());
+        }
+        let bytes = read_bounded(f, left).map_err(|e| match e {
+            Some(_) => too_large(),
+            None => bad(shown.clone(), "which cannot be read".into()),
+        })?;
+        total += bytes.len() as u64;
+        out.push(ProgramArtifact {
+            name: name.to_string(),
+            bytes,
+        });
+    }
+    Ok(out)
+}

@@ -1,0 +1,122 @@
+//! One external instance from start to end: a working directory, the description and
+//! inputs written into it, the program run, its frame and artifacts read back, the
+//! directory removed. What the `external` kind calls from its `run`.
+
+use std::time::Duration;
+
+use polars::prelude::DataFrame;
+
+use super::error::ExternalError;
+use super::process::{self, Invocation, Log};
+use super::protocol::{self, Bounds, Facts, ProgramArtifact, WorkDir};
+use crate::kind::Ctx;
+
+/// The program of a stage, as its parameters give it.
+#[derive(Clone, Debug)]
+pub struct Program {
+    /// The argv, run without a shell. `command[0]` is looked up in `PATH` unless it holds a
+    /// `/`; relative paths (in `command[0]` and wherever the program reads them) are
+    /// relative to the working directory, so the kind passes absolute ones.
+    pub command: Vec<String>,
+    /// Environment variables passed through from dplab's environment
+    /// ([`process::check_pass_env`] says which names are allowed).
+    pub pass_env: Vec<String>,
+    /// Threads the program may use (≥ 1).
+    pub threads: u32,
+    pub timeout: Duration,
+}
+
+/// The instance a program runs for.
+pub struct Instance<'a> {
+    pub stage: &'a str,
+    pub label: &'a str,
+    /// The stage's `params:` after `$axis` substitution, as JSON.
+    pub params: &'a serde_json::Value,
+    /// The instance's axis values.
+    pub axes: &'a serde_json::Map<String, serde_json::Value>,
+    pub seed: u128,
+    pub inputs: &'a [DataFrame],
+    pub input_names: &'a [String],
+}
+
+impl<'a> Instance<'a> {
+    /// The instance a stage's `Ctx` describes.
+    pub fn of(
+        ctx: &'a Ctx,
+        params: &'a serde_json::Value,
+        axes: &'a serde_json::Map<String, serde_json::Value>,
+    ) -> Self {
+        Instance {
+            stage: ctx.stage,
+            label: ctx.label,
+            params,
+            axes,
+            seed: ctx.seed,
+            inputs: ctx.inputs,
+            input_names: ctx.input_names,
+        }
+    }
+}
+
+/// What a program that succeeded produced.
+#[derive(Debug)]
+pub struct Produced {
+    pub frame: DataFrame,
+    /// Sorted by name.
+    pub artifacts: Vec<ProgramArtifact>,
+    /// The end of its stdout and stderr, interleaved.
+    pub log: Log,
+    /// From its start to its exit.
+    pub elapsed: Duration,
+}
+
+/// Runs `program` for `instance` under [`protocol`] version 1 and reads back what it wrote.
+/// Every process it started is gone and its working directory removed when this returns
+/// (or unwinds).
+pub fn run(
+    program: &Program,
+    instance: &Instance,
+    bounds: &Bounds,
+) -> Result<Produced, ExternalError> {
+    let work = WorkDir::create().map_err(|e| {
+        ExternalError::Setup(format!(
+            "creating a directory in {}: {e}",
+            std::env::temp_dir().display()
+        ))
+    })?;
+    let json = protocol::prepare(
+        &work,
+        &Facts {
+            stage: instance.stage,
+            label: instance.label,
+            params: instance.params,
+            axes: instance.axes,
+            seed: instance.seed,
+            threads: program.threads.max(1),
+            inputs: instance.inputs,
+            input_names: instance.input_names,
+        },
+    )?;
+    let env = process::environment(
+        work.path(),
+        &json,
+        work.path(),
+        program.threads.max(1),
+        &program.pass_env,
+    );
+    let ran = process::run(&Invocation {
+        argv: &program.command,
+        cwd: work.path(),
+        env,
+        timeout: program.timeout,
+        grace: bounds.grace,
+        log_bytes: bounds.log_bytes,
+    })?;
+    let (frame, artifacts) = protocol::collect(&work, bounds, &ran.log.tail(process::TAIL_LINES))?;
+    Ok(Produced {
+        frame,
+        artifacts,
+        log: ran.log,
+        elapsed: ran.elapsed,
+    })
+}
