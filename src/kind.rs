@@ -97,10 +97,22 @@ impl std::fmt::Display for MissingColumn {
 impl std::error::Error for MissingColumn {}
 
 /// A file a stage produces beside its frame (an SVG figure, a Markdown table).
-/// The engine names it `<stage>.<ext>` and writes it atomically.
+/// The engine names it `<stage>.<ext>` and writes it atomically. `ext` is a plain name
+/// ([`plain_artifact_ext`]): a kind's own (`svg`) or one an external program chose
+/// (`figure.svg`, giving `<stage>.figure.svg`).
 pub struct Artifact {
-    pub ext: &'static str,
+    pub ext: std::borrow::Cow<'static, str>,
     pub bytes: Vec<u8>,
+}
+
+/// Whether `ext` may name an artifact: 1 to 100 letters, digits, `.`, `_`, `-`, starting with
+/// a letter or digit — nothing a path could read as more than a name.
+pub fn plain_artifact_ext(ext: &str) -> bool {
+    (1..=100).contains(&ext.len())
+        && ext.starts_with(|c: char| c.is_ascii_alphanumeric())
+        && ext
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
 }
 
 /// What one stage instance returns.
@@ -139,6 +151,9 @@ pub struct Ctx<'a> {
     /// Stage name and the instance's axis values, for messages and figure titles.
     pub stage: &'a str,
     pub label: &'a str,
+    /// The instance's axis values, in the stage's axis order (`rep` last), as data: what an
+    /// external program is told of the instance it computes.
+    pub axes: &'a [(std::sync::Arc<str>, crate::axis::AxisValue)],
 }
 
 impl Ctx<'_> {

@@ -989,6 +989,7 @@ impl<'a> Run<'a> {
             files: &plan.files,
             stage: &stage.name,
             label: &inst.label(),
+            axes: &inst.key,
         };
         let out = stage.build(inst)?.run(&mut ctx)?;
         let frame = with_axis_columns(out.frame, &inst.key)?;

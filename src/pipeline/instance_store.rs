@@ -236,7 +236,9 @@ fn decode(bytes: &[u8]) -> Option<InstanceResult> {
     let mut artifacts = Vec::new();
     for (ext, len) in &meta.artifacts {
         artifacts.push(Artifact {
-            ext: static_ext(ext)?,
+            ext: Some(ext.clone())
+                .filter(|e| crate::kind::plain_artifact_ext(e))?
+                .into(),
             bytes: body.get(at..at + len)?.to_vec(),
         });
         at += len;
@@ -413,14 +415,6 @@ impl InstanceStore {
         }
         Ok(placed?)
     }
-}
-
-/// Artifact extensions are `&'static str` in the stage contract; the store maps the ones it
-/// reads back to them (an unknown one is a miss, so the instance simply runs again).
-fn static_ext(ext: &str) -> Option<&'static str> {
-    ["svg", "md", "html", "csv", "txt", "json", "png"]
-        .into_iter()
-        .find(|e| *e == ext)
 }
 
 /// A suffix no other writer in this process uses (with the PID: none on this host).

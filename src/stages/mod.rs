@@ -163,6 +163,7 @@ pub fn registry() -> &'static [KindInfo] {
         plot::histogram::KIND,
         plot::heatmap::KIND,
         report::table::KIND,
+        external::KIND,
     ];
     KINDS
 }

@@ -69,7 +69,7 @@ impl Stage for Normalise {
             return Ok(Output {
                 frame: DataFrame::empty(),
                 artifacts: vec![Artifact {
-                    ext: "md",
+                    ext: "md".into(),
                     bytes: report.into_bytes(),
                 }],
             });
@@ -241,7 +241,7 @@ impl Stage for Normalise {
         Ok(Output {
             frame,
             artifacts: vec![Artifact {
-                ext: "md",
+                ext: "md".into(),
                 bytes: report.into_bytes(),
             }],
         })

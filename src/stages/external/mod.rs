@@ -1,11 +1,34 @@
-//! External programs as stages: a researcher's program, in any language, run once per
-//! instance under the hand-off protocol of [`protocol`] (version 1), with the instance's
-//! parameters, axis values, seed and input frames, and its frame and artifacts read back.
+//! `external`: a researcher's own program, in any language, run once per instance — her
+//! mechanism, metric or data generator in the same sweeps, seeds, store, shards and report as
+//! every built-in kind.
+//!
+//! The program is an argv (`command:`, never a shell); its code (`code:`, files and folders
+//! relative to the pipeline file) is read when the pipeline is planned, enters every
+//! instance's store key by content, and is written into the instance's working directory, so
+//! what runs is what was hashed: editing a file reruns exactly the instances that run it,
+//! touching one reruns nothing. The instance's parameters (`params:`, `$axis` substituted),
+//! axis values, 128-bit seed and input frames reach it as files under the hand-off protocol of
+//! [`protocol`] (version 1); it writes one frame (and any artifacts) back. The same seed must
+//! give the same frame: dplab cannot check that a program keeps this promise, except by
+//! running it again (`dplab run --verify`).
+//!
+//! A pipeline with an external stage is code: the engine lists its programs and the command
+//! line runs them only with the user's consent (`--allow-exec`).
 //!
 //! [`run`] does one instance: [`protocol`] prepares the working directory and reads the
-//! results back (through [`dir`], which follows no link the program planted), [`process`]
+//! results back (through `dir.rs`, which follows no link the program planted), [`process`]
 //! runs the program (argv, minimal environment, own process group, timeout, bounded log,
-//! nothing left running). The `external` stage kind builds on it.
+//! nothing left running).
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::Result;
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+use crate::stages::param::{Between, Positive};
+use crate::stages::{build, params, Artifact, Ctx, Gather, KindInfo, Output, ParamError, Stage};
 
 mod dir;
 mod error;
@@ -20,3 +43,142 @@ pub use runner::{run, Instance, Produced, Program};
 
 #[cfg(test)]
 mod tests;
+
+pub const KIND: KindInfo = KindInfo {
+    name: "external",
+    version: 1,
+    random: true,
+    summary: "Runs your own program (any language) once per instance: its parameters, axis values, seed and input frames go to it as files (protocol 1, see the README), it writes one frame back. Needs --allow-exec.",
+    params: params::<External>,
+    gather: Gather::Nothing,
+    build: build::<External>,
+};
+
+/// Longest a program may run, in seconds (a week): a larger `timeout` is a typo.
+const MAX_TIMEOUT: f64 = 7.0 * 24.0 * 3600.0;
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct External {
+    /// the program and its arguments, run without a shell in the instance's working directory (e.g. [python3, pf.py]); values go in `params`, never here
+    command: Vec<String>,
+    /// the program's files and folders, relative to the pipeline file: hashed by content into every instance's store key and copied into its working directory at the same paths
+    #[serde(default)]
+    code: Vec<PathBuf>,
+    /// parameters passed to the program as they are (in dplab.json's `params`; `$axis` references substituted)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    params: Option<serde_json::Map<String, serde_json::Value>>,
+    /// threads the program may use (DPLAB_THREADS, OMP_NUM_THREADS, …)
+    #[serde(default = "one_thread")]
+    threads: Between<1, 1024>,
+    /// seconds the program may run before its whole process group is killed
+    #[serde(default = "an_hour")]
+    timeout: Positive,
+    /// environment variables passed through to the program (nothing else of dplab's environment is, beside PATH, HOME and LANG)
+    #[serde(default)]
+    pass_env: Vec<String>,
+    /// the columns the program writes, in order: checked against every frame it writes, and known to `validate` for the stages below
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    columns: Option<Vec<String>>,
+}
+
+fn one_thread() -> Between<1, 1024> {
+    Between::of(1)
+}
+fn an_hour() -> Positive {
+    Positive::of(3600.0)
+}
+
+impl Stage for External {
+    fn validate(&self) -> Result<(), ParamError> {
+        match self.command.first() {
+            None => return Err(ParamError::at("command", "give the program to run: [program, arguments…]")),
+            Some(p) if p.is_empty() => return Err(ParamError::at("command.0", "the program's name is empty")),
+            _ => {}
+        }
+        if let Some(i) = self.command.iter().position(|a| a.contains('\0')) {
+            return Err(ParamError::at(&format!("command.{i}"), "an argument holds a NUL byte"));
+        }
+        for (i, c) in self.code.iter().enumerate() {
+            use std::path::Component;
+            if c.as_os_str().is_empty()
+                || !c.components().all(|p| matches!(p, Component::Normal(_) | Component::CurDir))
+            {
+                return Err(ParamError::at(
+                    &format!("code.{i}"),
+                    format!(
+                        "{}: give a path inside the pipeline's directory, relative to the pipeline file, without `..` (it is copied to the same path in the program's working directory)",
+                        c.display()
+                    ),
+                ));
+            }
+        }
+        crate::kind::distinct("code", &self.code.iter().map(|c| c.display()).collect::<Vec<_>>())?;
+        if *self.timeout > MAX_TIMEOUT {
+            return Err(ParamError::at(
+                "timeout",
+                format!("{} s is more than a week ({MAX_TIMEOUT} s)", *self.timeout),
+            ));
+        }
+        for (i, name) in self.pass_env.iter().enumerate() {
+            process::check_pass_env(name).map_err(|m| ParamError::at(&format!("pass_env.{i}"), m))?;
+        }
+        if let Some(cols) = &self.columns {
+            crate::kind::distinct("columns", cols)?;
+        }
+        Ok(())
+    }
+
+    fn trees(&self) -> Vec<(&'static str, &Path)> {
+        self.code.iter().map(|c| ("code", c.as_path())).collect()
+    }
+
+    fn programs(&self) -> Vec<Vec<String>> {
+        vec![self.command.clone()]
+    }
+
+    fn columns_out(&self, _: &[Option<Vec<String>>]) -> Option<Vec<String>> {
+        self.columns.clone()
+    }
+
+    fn run(&self, ctx: &mut Ctx) -> Result<Output> {
+        let params = serde_json::Value::Object(self.params.clone().unwrap_or_default());
+        let axes: serde_json::Map<String, serde_json::Value> = ctx
+            .axes
+            .iter()
+            .map(|(a, v)| Ok((a.to_string(), serde_json::to_value(v.to_yaml())?)))
+            .collect::<Result<_, serde_json::Error>>()?;
+        let mut code = Vec::new();
+        for c in &self.code {
+            code.extend(ctx.tree(c)?);
+        }
+        let program = Program {
+            command: self.command.clone(),
+            pass_env: self.pass_env.clone(),
+            threads: *self.threads as u32,
+            timeout: Duration::from_secs_f64(*self.timeout),
+        };
+        let instance = Instance {
+            code: &code,
+            ..Instance::of(ctx, &params, &axes)
+        };
+        let produced = run(&program, &instance, &Bounds::current())?;
+        let mut artifacts: Vec<Artifact> = produced
+            .artifacts
+            .into_iter()
+            .map(|a| Artifact {
+                ext: a.name.into(),
+                bytes: a.bytes,
+            })
+            .collect();
+        // The program's output, kept with the instance (`<stage>.log`).
+        artifacts.push(Artifact {
+            ext: "log".into(),
+            bytes: produced.log.bytes(),
+        });
+        Ok(Output {
+            frame: produced.frame,
+            artifacts,
+        })
+    }
+}

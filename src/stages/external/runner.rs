@@ -37,6 +37,10 @@ pub struct Instance<'a> {
     pub seed: u128,
     pub inputs: &'a [DataFrame],
     pub input_names: &'a [String],
+    /// The program's code (the stage's `code:` trees as planning read them): each file is
+    /// written into the working directory at its path, so what runs is what the store key
+    /// hashed, whatever happens to the files meanwhile.
+    pub code: &'a [(std::path::PathBuf, &'a [u8])],
 }
 
 impl<'a> Instance<'a> {
@@ -54,6 +58,7 @@ impl<'a> Instance<'a> {
             seed: ctx.seed,
             inputs: ctx.inputs,
             input_names: ctx.input_names,
+            code: &[],
         }
     }
 }
@@ -97,6 +102,7 @@ pub fn run(
             input_names: instance.input_names,
         },
     )?;
+    write_code(work.path(), instance.code)?;
     let env = process::environment(
         work.path(),
         &json,
@@ -119,4 +125,27 @@ pub fn run(
         log: ran.log,
         elapsed: ran.elapsed,
     })
+}
+
+/// Writes the program's code files into the working directory at their paths (relative, no
+/// `..`: the kind refuses others when it is planned; checked again here, since a path that
+/// left the directory would write outside it).
+fn write_code(work: &std::path::Path, code: &[(std::path::PathBuf, &[u8])]) -> Result<(), ExternalError> {
+    use std::path::Component;
+    for (rel, bytes) in code {
+        if !rel.components().all(|c| matches!(c, Component::Normal(_) | Component::CurDir)) {
+            return Err(ExternalError::Setup(format!(
+                "code path {} is not a plain relative path",
+                rel.display()
+            )));
+        }
+        let to = work.join(rel);
+        if let Some(dir) = to.parent() {
+            std::fs::create_dir_all(dir)
+                .map_err(|e| ExternalError::Setup(format!("{}: {e}", dir.display())))?;
+        }
+        std::fs::write(&to, bytes)
+            .map_err(|e| ExternalError::Setup(format!("{}: {e}", to.display())))?;
+    }
+    Ok(())
 }

@@ -151,6 +151,7 @@ fn run_on(
             seed,
             inputs,
             input_names: &names,
+            code: &[],
         },
         bounds,
     )
@@ -390,6 +391,7 @@ fn shell_syntax_in_values_is_only_text() {
                 seed: 7,
                 inputs: &[counts()],
                 input_names: &names,
+                code: &[],
             },
             &bounds(),
         )
@@ -712,6 +714,7 @@ fn kill_running_ends_every_program() {
                 seed: 1,
                 inputs: &[],
                 input_names: &names,
+                code: &[],
             },
             &bounds(),
         )

@@ -18,7 +18,7 @@ fn figure_output(svg: String, drawn: polars::prelude::DataFrame) -> Output {
     Output {
         frame: drawn,
         artifacts: vec![Artifact {
-            ext: "svg",
+            ext: "svg".into(),
             bytes: svg.into_bytes(),
         }],
     }

@@ -396,11 +396,11 @@ impl Stage for Table {
             frame: df,
             artifacts: vec![
                 Artifact {
-                    ext: "md",
+                    ext: "md".into(),
                     bytes: md.into_bytes(),
                 },
                 Artifact {
-                    ext: "json",
+                    ext: "json".into(),
                     bytes: json,
                 },
             ],

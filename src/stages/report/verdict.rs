@@ -431,7 +431,7 @@ impl Stage for VerdictTable {
                 Ok(Output {
                     frame,
                     artifacts: vec![Artifact {
-                        ext: "md",
+                        ext: "md".into(),
                         bytes: md.into_bytes(),
                     }],
                 })
