@@ -411,8 +411,41 @@ fn fails(p: &Program, b: &Bounds) -> (ExternalError, String) {
     (e, m)
 }
 
+/// The working directories of this process's runs that exist now.
+fn working_directories() -> Vec<PathBuf> {
+    let prefix = format!("dplab-external-{}-", std::process::id());
+    std::fs::read_dir(std::env::temp_dir())
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with(&prefix))
+        .map(|e| e.path())
+        .collect()
+}
+
 #[test]
 fn a_missing_command_is_named_with_the_path_searched() {
+    {
+        // Alone, so that no other test's directory exists meanwhile: a program that never
+        // started leaves no working directory either.
+        let _alone = SERIAL.write().unwrap_or_else(|e| e.into_inner());
+        let names = ["counts".to_string()];
+        let e = run(
+            &program(&["dplab-no-such-program-xyz"]),
+            &Instance {
+                stage: "pf",
+                label: "",
+                params: &json!({}),
+                axes: &Map::new(),
+                seed: 1,
+                inputs: &[counts()],
+                input_names: &names,
+            },
+            &bounds(),
+        )
+        .unwrap_err();
+        assert!(matches!(e, ExternalError::NotFound { .. }), "{e}");
+        assert_eq!(working_directories(), Vec::<PathBuf>::new());
+    }
     let (e, m) = fails(&program(&["dplab-no-such-program-xyz", "a"]), &bounds());
     assert!(matches!(e, ExternalError::NotFound { .. }), "{m}");
     assert!(
