@@ -413,8 +413,41 @@ fn fails(p: &Program, b: &Bounds) -> (ExternalError, String) {
     (e, m)
 }
 
+/// The working directories of this process's runs that exist now.
+fn working_directories() -> Vec<PathBuf> {
+    let prefix = format!("dplab-external-{}-", std::process::id());
+    std::fs::read_dir(std::env::temp_dir())
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with(&prefix))
+        .map(|e| e.path())
+        .collect()
+}
+
 #[test]
 fn a_missing_command_is_named_with_the_path_searched() {
+    {
+        // Alone, so that no other test's directory exists meanwhile: a program that never
+        // started leaves no working directory either.
+        let _alone = SERIAL.write().unwrap_or_else(|e| e.into_inner());
+        let names = ["counts".to_string()];
+        let e = run(
+            &program(&["dplab-no-such-program-xyz"]),
+            &Instance {
+                stage: "pf",
+                label: "",
+                params: &json!({}),
+                axes: &Map::new(),
+                seed: 1,
+                inputs: &[counts()],
+                input_names: &names,
+            },
+            &bounds(),
+        )
+        .unwrap_err();
+        assert!(matches!(e, ExternalError::NotFound { .. }), "{e}");
+        assert_eq!(working_directories(), Vec::<PathBuf>::new());
+    }
     let (e, m) = fails(&program(&["dplab-no-such-program-xyz", "a"]), &bounds());
     assert!(matches!(e, ExternalError::NotFound { .. }), "{m}");
     assert!(
@@ -821,4 +854,63 @@ fn the_python_helper_writes_exact_floats() {
         .collect();
     assert_eq!(b, [Some(true), None, Some(false), Some(true), Some(true)]);
     t.nothing_left();
+}
+
+/// Permute-and-flip written twice, in Python with the helper and in sh with awk, gives the
+/// exact distribution: Pr[r] = p_r ∫₀¹ Π_{j≠r}(1 − p_j t) dt with p_r = e^(ε(q_r − q*)/2Δ),
+/// each frequency within its 99.9% interval (the seeds are fixed: this passes or fails
+/// for good).
+#[test]
+fn permute_and_flip_in_two_languages_has_its_exact_distribution() {
+    let python = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/python/examples/permute_and_flip.py"
+    );
+    let sh = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/src/stages/external/examples/permute_and_flip.sh"
+    );
+    let input = DataFrame::new(
+        3,
+        vec![
+            Column::new("candidate".into(), ["a", "b", "c"]),
+            Column::new("score".into(), [2.0, 1.0, 0.0]),
+        ],
+    )
+    .unwrap();
+    let (eps, n) = (1.0f64, 20_000u32);
+    let p: Vec<f64> = [2.0f64, 1.0, 0.0]
+        .iter()
+        .map(|q| (eps * (q - 2.0) / 2.0).exp())
+        .collect();
+    // With three candidates the integrand is (1 − a t)(1 − b t): its integral is exact.
+    let exact: Vec<f64> = (0..3)
+        .map(|r| {
+            let o: Vec<f64> = (0..3).filter(|&j| j != r).map(|j| p[j]).collect();
+            p[r] * (1.0 - (o[0] + o[1]) / 2.0 + o[0] * o[1] / 3.0)
+        })
+        .collect();
+    assert!((exact.iter().sum::<f64>() - 1.0).abs() < 1e-12);
+    for argv in [["python3", python], ["sh", sh]] {
+        let got = run_on(
+            &program(&argv),
+            std::slice::from_ref(&input),
+            json!({"epsilon": eps, "sensitivity": 1, "samples": n}),
+            SEED,
+            &bounds(),
+        )
+        .unwrap_or_else(|e| panic!("{}: {e}", argv[0]));
+        let counts = got.frame.column("count").unwrap().i64().unwrap().to_vec();
+        assert_eq!(counts.iter().map(|c| c.unwrap()).sum::<i64>(), n as i64);
+        for (r, c) in counts.iter().enumerate() {
+            let f = c.unwrap() as f64 / n as f64;
+            let half = 3.29 * (exact[r] * (1.0 - exact[r]) / n as f64).sqrt();
+            assert!(
+                (f - exact[r]).abs() <= half,
+                "{}: candidate {r}: frequency {f}, exact {} ± {half}",
+                argv[0],
+                exact[r]
+            );
+        }
+    }
 }
