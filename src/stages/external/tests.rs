@@ -856,7 +856,8 @@ fn the_python_helper_writes_exact_floats() {
     t.nothing_left();
 }
 
-/// Permute-and-flip written twice, in Python with the helper and in sh with awk, gives the
+/// Permute-and-flip written twice (the shipped example `pipelines/examples/ex-permute-and-flip`),
+/// in Python with the helper and in sh with awk, gives the
 /// exact distribution: Pr[r] = p_r ∫₀¹ Π_{j≠r}(1 − p_j t) dt with p_r = e^(ε(q_r − q*)/2Δ),
 /// each frequency within its 99.9% interval (the seeds are fixed: this passes or fails
 /// for good).
@@ -864,17 +865,17 @@ fn the_python_helper_writes_exact_floats() {
 fn permute_and_flip_in_two_languages_has_its_exact_distribution() {
     let python = concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/python/examples/permute_and_flip.py"
+        "/pipelines/examples/permute-and-flip/pf.py"
     );
     let sh = concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/src/stages/external/examples/permute_and_flip.sh"
+        "/pipelines/examples/permute-and-flip/pf.sh"
     );
     let input = DataFrame::new(
         3,
         vec![
             Column::new("candidate".into(), ["a", "b", "c"]),
-            Column::new("score".into(), [2.0, 1.0, 0.0]),
+            Column::new("utility".into(), [2.0, 1.0, 0.0]),
         ],
     )
     .unwrap();
