@@ -171,11 +171,15 @@ impl Stage for External {
                 bytes: a.bytes,
             })
             .collect();
-        // The program's output, kept with the instance (`<stage>.log`).
-        artifacts.push(Artifact {
-            ext: "log".into(),
-            bytes: produced.log.bytes(),
-        });
+        // What the program printed, kept with the instance (`<stage>.log`) when it printed
+        // anything.
+        let log = produced.log.bytes();
+        if !log.is_empty() {
+            artifacts.push(Artifact {
+                ext: "log".into(),
+                bytes: log,
+            });
+        }
         Ok(Output {
             frame: produced.frame,
             artifacts,
