@@ -153,3 +153,44 @@ pub(crate) fn check_outputs(pipelines: &[Pipeline], out: &Path) -> Result<(), St
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A pipeline parsed from `text` as if read from `path`, which does not exist: anything
+    /// that reads the file again fails.
+    fn parsed(path: &str, name: &str) -> Pipeline {
+        let text = format!(
+            "name: {name}\ntitle: t\nsource: {{paper: test, item: none}}\ndescription: d\nseed: 1\n\
+stages:\n  t:\n    kind: load.table\n    with: {{columns: {{x: [1, 2]}}}}\n"
+        );
+        let path = PathBuf::from(path);
+        Pipeline {
+            spec: Ok(spec::parse(&path, text).expect("the test pipeline parses")),
+            path,
+        }
+    }
+
+    /// `check_outputs` looks at the pipelines as they were read: it finds the clash from what
+    /// it was given, without reading the (here absent) files a second time.
+    #[test]
+    fn check_outputs_uses_the_files_as_read_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let gone = |f: &str| dir.path().join("gone").join(f).display().to_string();
+        let (a, b) = (gone("a.yaml"), gone("b.yaml"));
+        let out = dir.path().join("out");
+        assert_eq!(
+            check_outputs(&[parsed(&a, "same"), parsed(&b, "Same")], &out),
+            Err(format!(
+                "{a} and {b} are named `same` and `Same`, which differ only in case, and: they \
+would write the same results directory {}",
+                out.join("Same").display()
+            ))
+        );
+        assert_eq!(
+            check_outputs(&[parsed(&a, "one"), parsed(&b, "two")], &out),
+            Ok(())
+        );
+    }
+}

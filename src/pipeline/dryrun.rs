@@ -105,6 +105,8 @@ fn recorded(
 }
 
 /// The dry-run report of `plan`.
+// The store's run record (runs/<pipeline>.json): dplab wrote it under the store root.
+#[allow(clippy::disallowed_methods)]
 pub fn explain(plan: &Plan, store: Option<&InstanceStore>, force: &Force) -> String {
     let last: Index = store
         .and_then(|s| fs::read(index_path(s, &plan.name)).ok())
@@ -229,6 +231,8 @@ fn param_changes(before: &str, after: &str) -> String {
 }
 
 /// Per pipeline with a recorded run in `store`, the instance keys of that run.
+// The store's run records (runs/*.json): dplab wrote them under the store root.
+#[allow(clippy::disallowed_methods)]
 pub fn recorded_keys(store: &InstanceStore) -> Vec<(String, std::collections::HashSet<String>)> {
     let mut out = Vec::new();
     let Ok(files) = fs::read_dir(store.root().join("runs")) else {
