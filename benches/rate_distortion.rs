@@ -6,7 +6,7 @@
 //! prints its own: equal counts mean equal work).
 
 // A benchmark reports what it measured (iterations per sweep) on stderr.
-#![allow(clippy::print_stderr)]
+#![expect(clippy::print_stderr)]
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 use dplab::mech::rate_distortion::{blahut_arimoto, Distortion};

@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
-use dplab::pipeline::{cache, exec};
+use dplab::pipeline::{dryrun, instance_store};
 use dplab::{data, limits};
 
 use crate::cli::slurm;
@@ -281,7 +281,7 @@ pub(crate) struct StoreArgs {
 }
 
 impl StoreArgs {
-    pub(crate) fn store(&self) -> Option<cache::InstanceStore> {
+    pub(crate) fn store(&self) -> Option<instance_store::InstanceStore> {
         if self.no_store {
             return None;
         }
@@ -294,14 +294,14 @@ impl StoreArgs {
                     .map(PathBuf::from)
             })
             .unwrap_or_else(|| PathBuf::from(".dplab/store"));
-        Some(cache::InstanceStore::new(root))
+        Some(instance_store::InstanceStore::new(root))
     }
 
-    pub(crate) fn force(&self) -> exec::Force {
+    pub(crate) fn force(&self) -> dryrun::Force {
         match &self.force {
-            None => exec::Force::Nothing,
-            Some(v) if v.iter().all(|s| s.is_empty()) => exec::Force::All,
-            Some(v) => exec::Force::Stages(v.iter().filter(|s| !s.is_empty()).cloned().collect()),
+            None => dryrun::Force::Nothing,
+            Some(v) if v.iter().all(|s| s.is_empty()) => dryrun::Force::All,
+            Some(v) => dryrun::Force::Stages(v.iter().filter(|s| !s.is_empty()).cloned().collect()),
         }
     }
 }

@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use dplab::pipeline::{plan, spec, store};
+use dplab::pipeline::{plan, results, spec};
 use dplab::stages;
 
 use crate::cli::args::Common;
@@ -149,7 +149,7 @@ pub(crate) fn check_outputs(pipelines: &[Pipeline], out: &Path) -> Result<(), St
                 out.join(name).display()
             ));
         }
-        store::replaceable(&out.join(name), name)?;
+        results::replaceable(&out.join(name), name)?;
     }
     Ok(())
 }

@@ -58,7 +58,7 @@ pub(crate) fn scrub(s: &str) -> std::borrow::Cow<'_, str> {
 /// What [`out!`] and [`out_raw!`] expand to.
 // A closed or failing stdout ends the command here, wherever it was printing: the one exit
 // that does not go through `exit_status` (clippy.toml's house rules deny `process::exit`).
-#[allow(clippy::exit)]
+#[expect(clippy::exit)]
 pub(crate) fn emit(args: std::fmt::Arguments, newline: bool) {
     use std::io::Write as _;
     if STDOUT_CLOSED.load(Ordering::Relaxed) {

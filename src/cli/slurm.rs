@@ -413,12 +413,12 @@ fn utf8(p: &Path, what: &str) -> Result<String, String> {
 }
 
 // Hashes the running dplab binary (std::env::current_exe), not a path a user named.
-#[allow(clippy::disallowed_methods)]
+#[expect(clippy::disallowed_methods)]
 fn sha256_file(p: &Path) -> std::io::Result<String> {
     use sha2::{Digest, Sha256};
     let mut h = Sha256::new();
     std::io::copy(&mut std::fs::File::open(p)?, &mut h)?;
-    Ok(dplab::pipeline::plan::hex(&h.finalize()))
+    Ok(dplab::text::hex(&h.finalize()))
 }
 
 fn find_in_path(name: &str) -> Option<PathBuf> {
@@ -741,7 +741,7 @@ fn ended(state: &str) -> bool {
 
 /// The exit code a job recorded in status/ (see [`command`]).
 // A status file under STORE/slurm/<time>/, written by the job scripts dplab wrote.
-#[allow(clippy::disallowed_methods)]
+#[expect(clippy::disallowed_methods)]
 fn recorded(dir: &Path, name: &str) -> Option<i32> {
     std::fs::read_to_string(dir.join("status").join(name))
         .ok()?

@@ -12,7 +12,8 @@ use std::time::Duration;
 
 use sha2::{Digest, Sha256};
 
-use super::{find_verified, hex, DataError, FileEntry, Found, Locations, MAX_UNSIZED_BYTES};
+use super::{find_verified, DataError, FileEntry, Found, Locations, MAX_UNSIZED_BYTES};
+use crate::text::hex;
 
 /// What `fetch` did.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -74,7 +75,7 @@ fn partial_path(target: &Path) -> PathBuf {
 
 /// A new temporary file beside `target` (never an existing file or a link planted there).
 // Creates (create_new) a temporary file dplab names beside the target; never reads a path.
-#[allow(clippy::disallowed_methods)]
+#[expect(clippy::disallowed_methods)]
 fn create_partial(target: &Path) -> Result<(PathBuf, fs::File), DataError> {
     let io = |e: std::io::Error, p: &Path| DataError::Io(format!("{}: {e}", p.display()));
     let dir = target

@@ -22,7 +22,7 @@ use std::path::PathBuf;
 use std::sync::Mutex;
 use std::time::{Duration, Instant, SystemTime};
 
-use super::cache::Key;
+use super::key::Key;
 
 /// How often a holder touches its claims.
 pub const HEARTBEAT: Duration = Duration::from_secs(10);
@@ -62,7 +62,7 @@ pub struct Claim<'a> {
 
 impl Drop for Claim<'_> {
     // The claim file this process created (create_new) under the store's claims/.
-    #[allow(clippy::disallowed_methods)]
+    #[expect(clippy::disallowed_methods)]
     fn drop(&mut self) {
         let Some(path) = &self.path else { return };
         self.claims.lock_held().remove(&self.key);
@@ -92,7 +92,7 @@ impl Claims {
 
     /// Claims `key`, or says another process holds it. A stale claim is broken and taken.
     // Creates (create_new) a claim file dplab names by key under the store's claims/.
-    #[allow(clippy::disallowed_methods)]
+    #[expect(clippy::disallowed_methods)]
     pub fn claim(&self, key: &Key) -> Claimed<'_> {
         let path = self.dir.join(key.to_string());
         for _ in 0..3 {
@@ -148,7 +148,7 @@ impl Claims {
     /// Whether the claim at `path` (not ours) is dead: from this host by a process that is
     /// gone, or untouched for [`STALE`].
     // A claim file under the store's claims/, written by a dplab process.
-    #[allow(clippy::disallowed_methods)]
+    #[expect(clippy::disallowed_methods)]
     fn stale(&self, key: &Key, path: &std::path::Path) -> bool {
         let Ok(modified) = fs::metadata(path).and_then(|m| m.modified()) else {
             // Gone meanwhile: its holder finished; try again.
@@ -174,7 +174,7 @@ impl Claims {
 
     /// Touches the claims this process holds, at most every [`HEARTBEAT`] (call it often).
     // Touches this process's own claim files (O_NOFOLLOW), under the store's claims/.
-    #[allow(clippy::disallowed_methods)]
+    #[expect(clippy::disallowed_methods)]
     pub fn heartbeat(&self) {
         {
             let mut last = self.last_beat.lock().unwrap_or_else(|e| e.into_inner());
@@ -226,7 +226,7 @@ fn hostname() -> String {
 
 #[cfg(test)]
 // The tests read the claim files they made.
-#[allow(clippy::disallowed_methods)]
+#[expect(clippy::disallowed_methods)]
 mod tests {
     use super::*;
 
