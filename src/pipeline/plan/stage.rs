@@ -403,7 +403,7 @@ impl<'a> Planner<'a> {
         env: &StageEnv<'a, '_>,
         shape: &Shape,
         ups: &[(&PlannedStage, Option<u64>)],
-    ) -> Option<(Vec<Instance>, Option<Vec<String>>, Vec<Vec<String>>)> {
+    ) -> Option<Planned> {
         let StageParams {
             name, kind, own, ..
         } = *sp;
@@ -647,6 +647,9 @@ impl<'a> Planner<'a> {
         })
     }
 }
+
+/// A stage's instances, its output columns (when known) and the programs it runs.
+pub(super) type Planned = (Vec<Instance>, Option<Vec<String>>, Vec<Vec<String>>);
 
 /// What the store key needs of a parameter set: its canonical text, the sha256 of each file
 /// it names, and its sources (see [`crate::kind::Stage::sources`]).

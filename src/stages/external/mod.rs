@@ -42,6 +42,8 @@ pub use protocol::{Bounds, ProgramArtifact, PROTOCOL, PYTHON_HELPER};
 pub use runner::{run, Instance, Produced, Program};
 
 #[cfg(test)]
+// Tests read the files their programs wrote.
+#[allow(clippy::disallowed_methods)]
 mod tests;
 
 pub const KIND: KindInfo = KindInfo {

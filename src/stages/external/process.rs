@@ -569,6 +569,9 @@ fn set_nonblocking(reader: &PipeReader) -> io::Result<()> {
 }
 
 /// A failed `exec`, said as what the user can fix.
+// The program file's first line, for its `#!` interpreter: only 256 bytes of it are read,
+// and only for this message (a FIFO or a device there fails the `exec` before this).
+#[expect(clippy::disallowed_methods)]
 fn spawn_error(program: &str, file: &Path, e: io::Error) -> ExternalError {
     let mut head = Vec::new();
     let _ = std::fs::File::open(file).and_then(|f| f.take(256).read_to_end(&mut head));
@@ -601,6 +604,8 @@ fn spawn_error(program: &str, file: &Path, e: io::Error) -> ExternalError {
 }
 
 #[cfg(test)]
+// Tests read the pid files their programs wrote.
+#[allow(clippy::disallowed_methods)]
 mod tests {
     use super::*;
 

@@ -441,6 +441,7 @@ fn a_missing_command_is_named_with_the_path_searched() {
                 seed: 1,
                 inputs: &[counts()],
                 input_names: &names,
+                code: &[],
             },
             &bounds(),
         )
