@@ -21,7 +21,7 @@ build:
 ## the lines above say so).
 run-all: build
 	$(DPLAB) data fetch --pipelines pipelines/ || test $$? -eq 1
-	status=0; $(DPLAB) run pipelines/ --out results --skip-unavailable || status=$$?; \
+	status=0; $(DPLAB) run pipelines/ --out results --skip-unavailable --allow-exec || status=$$?; \
 	$(DPLAB) report results --pipelines pipelines/ && exit $$status
 
 ## results/index.html from what results/ holds now.
@@ -36,7 +36,7 @@ test: build
 	rm -rf target/test-store target/ci-store target/ci-results
 	DPLAB_STORE=$(abspath target/test-store) $(CARGO) test --release --locked
 	DPLAB=$(abspath $(DPLAB)) $(CARGO) test --release --locked -p dplab-schema-check
-	$(DPLAB) run pipelines/ --profile ci --out target/ci-results --jobs $(JOBS) --skip-unavailable --store target/ci-store
+	$(DPLAB) run pipelines/ --profile ci --out target/ci-results --jobs $(JOBS) --skip-unavailable --store target/ci-store --allow-exec
 	$(DPLAB) compare target/ci-results tests/golden $(if $(DPLAB_DATA_MIRROR),,--allow-missing)
 	$(MAKE) figure-check
 	tests/browser/run.sh target/ci-results pipelines
@@ -70,7 +70,7 @@ test-slurm: build
 ## See tests/golden_versions.rs. Review the diff before committing.
 golden: build
 	rm -rf target/golden
-	$(DPLAB) run pipelines/ --profile ci --out target/golden --jobs $(JOBS) --no-store
+	$(DPLAB) run pipelines/ --profile ci --out target/golden --jobs $(JOBS) --no-store --allow-exec
 	DPLAB_GOLDEN_UPDATE=$(abspath target/golden) $(CARGO) test --release --locked --test golden_versions -- --nocapture
 
 ## Criterion benchmarks: samplers, exponential mechanism, Blahut–Arimoto sweeps, Algorithm 1 of Wu–He–Xia,

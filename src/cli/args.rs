@@ -204,6 +204,24 @@ pub(crate) struct RunArgs {
     pub(crate) loc: DataLoc,
     #[command(flatten)]
     pub(crate) store: StoreArgs,
+    #[command(flatten)]
+    pub(crate) exec: ExecArgs,
+}
+
+/// Consent to run the programs a pipeline names (`kind: external` stages).
+#[derive(Args)]
+pub(crate) struct ExecArgs {
+    /// Run the programs the pipelines' stages name (a pipeline with `kind: external` stages is
+    /// code: without this, or DPLAB_ALLOW_EXEC=1, it is refused with the list of its commands).
+    #[arg(long)]
+    pub(crate) allow_exec: bool,
+}
+
+impl ExecArgs {
+    /// Whether the user allowed programs to run: `--allow-exec`, or `DPLAB_ALLOW_EXEC=1`.
+    pub(crate) fn allowed(&self) -> bool {
+        self.allow_exec || std::env::var_os("DPLAB_ALLOW_EXEC").is_some_and(|v| v == "1")
+    }
 }
 
 #[derive(Subcommand)]

@@ -21,13 +21,18 @@ pub(crate) fn validate(paths: &[PathBuf], common: &Common) -> Outcome {
     let mut bad = false;
     for f in files {
         match load_plan(&f, common) {
-            Ok(p) => out!(
-                "ok: {} ({}: {} stages, {} instances)",
-                f.display(),
-                p.name,
-                p.stages.len(),
-                p.instance_count()
-            ),
+            Ok(p) => {
+                out!(
+                    "ok: {} ({}: {} stages, {} instances)",
+                    f.display(),
+                    p.name,
+                    p.stages.len(),
+                    p.instance_count()
+                );
+                for l in programs(&p) {
+                    out!("  runs (with --allow-exec): {l}");
+                }
+            }
             Err(errs) => {
                 report_spec_errors(&errs);
                 bad = true;
@@ -53,6 +58,7 @@ pub(crate) fn run(args: &RunArgs, quiet: bool) -> Outcome {
         shard,
         loc,
         store,
+        exec: consent,
     } = args;
     loc.install();
     let files = match pipeline_files(paths) {
@@ -71,15 +77,38 @@ pub(crate) fn run(args: &RunArgs, quiet: bool) -> Outcome {
     // Each file is read once: the results directories are checked on all of them before the
     // first one runs.
     let pipelines = load::read(files);
+    // A pipeline that runs programs is code: none runs without the user's consent, and the
+    // refusal comes before anything ran, with every command it would have started.
+    if !store.dry_run && !consent.allowed() {
+        let listed: Vec<String> = pipelines
+            .iter()
+            .filter_map(|p| p.plan(common).ok())
+            .flat_map(|p| programs(&p))
+            .collect();
+        if !listed.is_empty() {
+            errln!("error: these pipelines run programs, and a pipeline that runs programs is code:");
+            for l in &listed {
+                errln!("  {l}");
+            }
+            return Err(Failure::BadInput(
+                "run them only if you trust them: give --allow-exec (or DPLAB_ALLOW_EXEC=1)".into(),
+            ));
+        }
+    }
     if store.dry_run {
         let (st, force) = (store.store(), store.force());
         let mut bad = false;
         for pipeline in &pipelines {
             match pipeline.plan(common) {
-                Ok(p) => out_raw!(
-                    "{}",
-                    dplab::pipeline::dryrun::explain(&p, st.as_ref(), &force)
-                ),
+                Ok(p) => {
+                    out_raw!(
+                        "{}",
+                        dplab::pipeline::dryrun::explain(&p, st.as_ref(), &force)
+                    );
+                    for l in programs(&p) {
+                        out!("  runs (with --allow-exec): {l}");
+                    }
+                }
                 Err(errs) => {
                     report_spec_errors(&errs);
                     bad = true;
@@ -204,4 +233,30 @@ pub(crate) fn run(args: &RunArgs, quiet: bool) -> Outcome {
     } else {
         Err(Failure::Failed(String::new()))
     }
+}
+
+/// The programs a plan's stages run, one line each: `pipeline: stage `pf`: python3 pf.py`.
+pub(crate) fn programs(plan: &dplab::pipeline::plan::Plan) -> Vec<String> {
+    plan.programs()
+        .into_iter()
+        .map(|(stage, argv)| format!("{}: stage `{stage}`: {}", plan.name, shown(argv)))
+        .collect()
+}
+
+/// An argv as a person would type it into a POSIX shell: plain words as they are, anything
+/// else in single quotes (so `$(rm -rf ~)` shows as the one quoted word it is).
+fn shown(argv: &[String]) -> String {
+    argv.iter()
+        .map(|a| {
+            let plain = !a.is_empty()
+                && a.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@%".contains(c));
+            if plain {
+                a.clone()
+            } else {
+                format!("'{}'", a.replace('\'', "'\\''"))
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
 }

@@ -17,7 +17,7 @@ use std::time::{Duration, SystemTime};
 
 use clap::Args;
 
-use crate::cli::args::{Common, DataLoc, MAX_JOBS};
+use crate::cli::args::{Common, DataLoc, ExecArgs, MAX_JOBS};
 use crate::cli::exit::{Failure, Outcome};
 use crate::cli::load::{self, check_outputs, pipeline_files, report_spec_errors, Pipeline};
 
@@ -106,6 +106,8 @@ pub struct SlurmArgs {
     common: Common,
     #[command(flatten)]
     loc: DataLoc,
+    #[command(flatten)]
+    exec: ExecArgs,
 }
 
 fn seconds(s: &str) -> Result<Duration, String> {
@@ -219,11 +221,26 @@ fn prepare(args: &SlurmArgs) -> Result<Job, String> {
     // directory.
     let pipelines = load::read(pipeline_files(&args.paths)?);
     let mut bad = false;
+    let mut programs = Vec::new();
     for p in &pipelines {
-        if let Err(errs) = p.plan(&args.common) {
-            report_spec_errors(&errs);
-            bad = true;
+        match p.plan(&args.common) {
+            Ok(plan) => programs.extend(crate::cli::run::programs(&plan)),
+            Err(errs) => {
+                report_spec_errors(&errs);
+                bad = true;
+            }
         }
+    }
+    // The shards run the programs on the cluster: the same consent as `dplab run`'s, given
+    // here and passed on to every job.
+    if !programs.is_empty() && !args.exec.allowed() {
+        errln!("error: these pipelines run programs, and a pipeline that runs programs is code:");
+        for l in &programs {
+            errln!("  {l}");
+        }
+        return Err(
+            "submit them only if you trust them: give --allow-exec (or DPLAB_ALLOW_EXEC=1)".into(),
+        );
     }
     if bad {
         return Err(String::new());
@@ -308,6 +325,10 @@ give --dry-run to write the scripts only",
         "--data-dir".to_string(),
         utf8(&absolute(&data.cache)?, "the data cache")?,
     ]);
+    // Last: the script's options are written two words a line, and this flag is one.
+    if !programs.is_empty() {
+        run_args.push("--allow-exec".to_string());
+    }
 
     let written = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
     let dir = run_dir(Path::new(&store), &written)?;
