@@ -86,7 +86,9 @@ pub(crate) fn run(args: &RunArgs, quiet: bool) -> Outcome {
             .flat_map(|p| programs(&p))
             .collect();
         if !listed.is_empty() {
-            errln!("error: these pipelines run programs, and a pipeline that runs programs is code:");
+            errln!(
+                "error: these pipelines run programs, and a pipeline that runs programs is code:"
+            );
             for l in &listed {
                 errln!("  {l}");
             }

@@ -10,7 +10,7 @@ use std::fmt::Write as _;
 
 use super::instance_store::InstanceStore;
 use super::plan::Plan;
-use super::record::{last_run, recorded, Index, Recorded};
+use super::record::{last_files, last_run, recorded, Files, Index, Recorded};
 
 /// Which stages to recompute even when the store has them (`--force`): the dry run says so,
 /// and the executor does it.
@@ -35,6 +35,7 @@ impl Force {
 /// The dry-run report of `plan`.
 pub fn explain(plan: &Plan, store: Option<&InstanceStore>, force: &Force) -> String {
     let last: Index = store.map(|s| last_run(s, &plan.name)).unwrap_or_default();
+    let last_files: Files = store.map(|s| last_files(s, &plan.name)).unwrap_or_default();
     let mut out = format!("{} ({}):\n", plan.name, plan.file.display());
     let (mut total_run, mut total_cached) = (0, 0);
     for stage in &plan.stages {
@@ -52,7 +53,13 @@ pub fn explain(plan: &Plan, store: Option<&InstanceStore>, force: &Force) -> Str
                 let before = last.get(&stage.name).and_then(|m| m.get(&inst.label()));
                 Some(match before {
                     None => "new instance".to_string(),
-                    Some(b) => why(b, &recorded(plan, stage, inst), stage, plan),
+                    Some(b) => why(
+                        b,
+                        &recorded(plan, stage, inst),
+                        stage,
+                        plan,
+                        last_files.get(&stage.name),
+                    ),
                 })
             };
             match reason {
@@ -91,7 +98,13 @@ pub fn explain(plan: &Plan, store: Option<&InstanceStore>, force: &Force) -> Str
 }
 
 /// Why an instance recorded as `b` is not in the store now that it is `a`.
-fn why(b: &Recorded, a: &Recorded, stage: &super::plan::PlannedStage, plan: &Plan) -> String {
+fn why(
+    b: &Recorded,
+    a: &Recorded,
+    stage: &super::plan::PlannedStage,
+    plan: &Plan,
+    files_before: Option<&BTreeMap<String, String>>,
+) -> String {
     if b.key == a.key {
         return "not in the store (removed, or its run did not finish)".into();
     }
@@ -113,6 +126,22 @@ fn why(b: &Recorded, a: &Recorded, stage: &super::plan::PlannedStage, plan: &Pla
         .collect();
     if !changed.is_empty() {
         return format!("input {} changed", changed.join(", "));
+    }
+    // The files the stage's parameters name, as the last run read them and as they are now.
+    if let Some(before) = files_before {
+        let changed: Vec<String> = stage
+            .files
+            .iter()
+            .filter(|(path, digest)| before.get(*path) != Some(*digest))
+            .map(|(path, _)| format!("`{path}`"))
+            .collect();
+        if !changed.is_empty() {
+            return format!(
+                "{} {} changed",
+                if changed.len() == 1 { "file" } else { "files" },
+                changed.join(", ")
+            );
+        }
     }
     "its seed, axis values or a file it reads changed".into()
 }

@@ -42,19 +42,54 @@ pub fn last_run(store: &InstanceStore, pipeline: &str) -> Index {
         .unwrap_or_default()
 }
 
+/// stage → file or tree (as written) → its sha256 or digest ([`PlannedStage::files`]).
+pub type Files = BTreeMap<String, BTreeMap<String, String>>;
+
+/// Where the files of a pipeline's last run are recorded: per stage, not per instance (a
+/// sweep's instances mostly read the same files), in a folder of their own so that the
+/// folder of run records holds nothing else.
+fn files_path(store: &InstanceStore, pipeline: &str) -> std::path::PathBuf {
+    store
+        .root()
+        .join("runs")
+        .join("files")
+        .join(format!("{pipeline}.json"))
+}
+
+/// The files the last run of `pipeline` recorded (empty when there is no record).
+// The store's run record: dplab wrote it under the store root.
+#[expect(clippy::disallowed_methods)]
+pub fn last_files(store: &InstanceStore, pipeline: &str) -> Files {
+    fs::read(files_path(store, pipeline))
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .unwrap_or_default()
+}
+
 /// Records this plan's instances as the last run of its pipeline (tmp + rename). The record
 /// is streamed from the plan, one instance at a time: as a map in memory, a sweep of 10⁶
 /// instances took a gigabyte.
 pub fn record(plan: &Plan, store: &InstanceStore) -> Result<()> {
-    let path = index_path(store, &plan.name);
+    let files: Files = plan
+        .stages
+        .iter()
+        .filter(|s| !s.files.is_empty())
+        .map(|s| (s.name.clone(), s.files.clone()))
+        .collect();
+    write_json(&files_path(store, &plan.name), &plan.name, &files)?;
+    write_json(&index_path(store, &plan.name), &plan.name, &Streamed(plan))
+}
+
+/// Writes `value` as JSON to `path` (tmp + rename).
+fn write_json(path: &std::path::Path, pipeline: &str, value: &impl Serialize) -> Result<()> {
     let dir = path.parent().expect("has a parent");
     fs::create_dir_all(dir)?;
-    let tmp = dir.join(format!(".{}.{}.tmp", plan.name, std::process::id()));
+    let tmp = dir.join(format!(".{pipeline}.{}.tmp", std::process::id()));
     let mut w = std::io::BufWriter::with_capacity(1 << 20, fs::File::create(&tmp)?);
-    serde_json::to_writer(&mut w, &Streamed(plan))?;
+    serde_json::to_writer(&mut w, value)?;
     std::io::Write::flush(&mut w)?;
     drop(w);
-    fs::rename(&tmp, &path)?;
+    fs::rename(&tmp, path)?;
     Ok(())
 }
 

@@ -108,6 +108,10 @@ pub struct PlannedStage {
     /// ([`crate::kind::Stage::programs`]): the caller runs the plan only with the user's
     /// consent.
     pub programs: Vec<Vec<String>>,
+    /// The files and trees its parameters name (as written), each with its sha256 (a tree's
+    /// digest, [`super::files::InputFiles::tree_digest`]): the run record keeps them, so
+    /// `--dry-run` names the file that changed.
+    pub files: std::collections::BTreeMap<String, String>,
     pub instances: Vec<Instance>,
 }
 

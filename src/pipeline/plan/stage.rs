@@ -36,7 +36,12 @@ impl<'a> Planner<'a> {
             refs: &refs,
             own: &own,
         };
-        let (instances, columns, programs) = self.instances(&sp, env, &shape, &ups)?;
+        let Planned {
+            instances,
+            columns,
+            programs,
+            files,
+        } = self.instances(&sp, env, &shape, &ups)?;
         let stage = PlannedStage {
             name: name.to_string(),
             kind,
@@ -55,6 +60,7 @@ impl<'a> Planner<'a> {
                 .collect(),
             columns,
             programs,
+            files,
             instances,
         };
         Some((stage, shape.reps_out))
@@ -540,7 +546,16 @@ impl<'a> Planner<'a> {
             all.extend(cols.into_iter().filter(|c| !shape.axes.contains(c)));
             all
         });
-        Some((instances, columns, programs.into_iter().collect()))
+        let files = file_hash
+            .into_iter()
+            .map(|(p, d)| (p.display().to_string(), d))
+            .collect();
+        Some(Planned {
+            instances,
+            columns,
+            programs: programs.into_iter().collect(),
+            files,
+        })
     }
 
     /// Builds (checks) the parameters of the instance at `key`, reads and hashes the files
@@ -634,10 +649,11 @@ impl<'a> Planner<'a> {
             })
             .collect();
         // After the files, so a kind without trees keeps the keys it had.
-        files.extend(r.trees().iter().map(|(_, rel)| {
+        for (_, rel) in r.trees() {
             let digest = self.input_files.tree_digest(rel).unwrap_or_default();
-            format!("tree {} {digest}", rel.display())
-        }));
+            files.push(format!("tree {} {digest}", rel.display()));
+            file_hash.insert(rel.to_path_buf(), digest.to_string());
+        }
         Some(Built {
             params,
             files,
@@ -648,8 +664,13 @@ impl<'a> Planner<'a> {
     }
 }
 
-/// A stage's instances, its output columns (when known) and the programs it runs.
-pub(super) type Planned = (Vec<Instance>, Option<Vec<String>>, Vec<Vec<String>>);
+/// What planning a stage's instances finds besides them (see [`PlannedStage`]).
+pub(super) struct Planned {
+    pub(super) instances: Vec<Instance>,
+    pub(super) columns: Option<Vec<String>>,
+    pub(super) programs: Vec<Vec<String>>,
+    pub(super) files: std::collections::BTreeMap<String, String>,
+}
 
 /// What the store key needs of a parameter set: its canonical text, the sha256 of each file
 /// it names, and its sources (see [`crate::kind::Stage::sources`]).

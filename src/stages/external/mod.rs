@@ -94,17 +94,29 @@ fn an_hour() -> Positive {
 impl Stage for External {
     fn validate(&self) -> Result<(), ParamError> {
         match self.command.first() {
-            None => return Err(ParamError::at("command", "give the program to run: [program, arguments…]")),
-            Some(p) if p.is_empty() => return Err(ParamError::at("command.0", "the program's name is empty")),
+            None => {
+                return Err(ParamError::at(
+                    "command",
+                    "give the program to run: [program, arguments…]",
+                ))
+            }
+            Some(p) if p.is_empty() => {
+                return Err(ParamError::at("command.0", "the program's name is empty"))
+            }
             _ => {}
         }
         if let Some(i) = self.command.iter().position(|a| a.contains('\0')) {
-            return Err(ParamError::at(&format!("command.{i}"), "an argument holds a NUL byte"));
+            return Err(ParamError::at(
+                &format!("command.{i}"),
+                "an argument holds a NUL byte",
+            ));
         }
         for (i, c) in self.code.iter().enumerate() {
             use std::path::Component;
             if c.as_os_str().is_empty()
-                || !c.components().all(|p| matches!(p, Component::Normal(_) | Component::CurDir))
+                || !c
+                    .components()
+                    .all(|p| matches!(p, Component::Normal(_) | Component::CurDir))
             {
                 return Err(ParamError::at(
                     &format!("code.{i}"),
@@ -115,7 +127,10 @@ impl Stage for External {
                 ));
             }
         }
-        crate::kind::distinct("code", &self.code.iter().map(|c| c.display()).collect::<Vec<_>>())?;
+        crate::kind::distinct(
+            "code",
+            &self.code.iter().map(|c| c.display()).collect::<Vec<_>>(),
+        )?;
         if *self.timeout > MAX_TIMEOUT {
             return Err(ParamError::at(
                 "timeout",
@@ -123,7 +138,8 @@ impl Stage for External {
             ));
         }
         for (i, name) in self.pass_env.iter().enumerate() {
-            process::check_pass_env(name).map_err(|m| ParamError::at(&format!("pass_env.{i}"), m))?;
+            process::check_pass_env(name)
+                .map_err(|m| ParamError::at(&format!("pass_env.{i}"), m))?;
         }
         if let Some(cols) = &self.columns {
             crate::kind::distinct("columns", cols)?;

@@ -130,10 +130,16 @@ pub fn run(
 /// Writes the program's code files into the working directory at their paths (relative, no
 /// `..`: the kind refuses others when it is planned; checked again here, since a path that
 /// left the directory would write outside it).
-fn write_code(work: &std::path::Path, code: &[(std::path::PathBuf, &[u8])]) -> Result<(), ExternalError> {
+fn write_code(
+    work: &std::path::Path,
+    code: &[(std::path::PathBuf, &[u8])],
+) -> Result<(), ExternalError> {
     use std::path::Component;
     for (rel, bytes) in code {
-        if !rel.components().all(|c| matches!(c, Component::Normal(_) | Component::CurDir)) {
+        if !rel
+            .components()
+            .all(|c| matches!(c, Component::Normal(_) | Component::CurDir))
+        {
             return Err(ExternalError::Setup(format!(
                 "code path {} is not a plain relative path",
                 rel.display()
