@@ -601,7 +601,7 @@ fn main() -> ExitCode {
         Command::Slurm(args) => slurm::main(args),
         Command::List { kind } => list(kind.as_deref()),
         Command::Schema => {
-            let schema = dplab::pipeline::schema::pipeline_schema(stages::registry());
+            let schema = dplab::pipeline::schema::pipeline_schema(stages::registry::all());
             out!(
                 "{}",
                 serde_json::to_string_pretty(&schema).expect("a JSON value prints")

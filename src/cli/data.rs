@@ -30,7 +30,7 @@ pub(crate) fn missing_datasets(file: &Path) -> Vec<String> {
     };
     let planned = spec::load(file)
         .map_err(|e| vec![e])
-        .and_then(|f| plan::plan(&f, &plan::Overrides::default(), stages::registry()));
+        .and_then(|f| plan::plan(&f, &plan::Overrides::default(), stages::registry::all()));
     let Ok(p) = planned else {
         return Vec::new();
     };

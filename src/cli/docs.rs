@@ -34,13 +34,13 @@ pub(crate) fn man(dir: Option<&Path>) -> Outcome {
 }
 
 pub(crate) fn list(kind: Option<&str>) -> Outcome {
-    let kinds: Vec<_> = stages::registry()
+    let kinds: Vec<_> = stages::registry::all()
         .iter()
         .filter(|k| kind.is_none_or(|n| k.name == n))
         .collect();
     if kinds.is_empty() {
         let name = kind.unwrap_or_default();
-        let hint = spec::suggest(name, stages::registry().iter().map(|k| k.name))
+        let hint = spec::suggest(name, stages::registry::all().iter().map(|k| k.name))
             .map(|s| format!("; did you mean `{s}`?"))
             .unwrap_or_default();
         return Err(Failure::BadInput(format!("no stage kind `{name}`{hint}")));

@@ -72,7 +72,7 @@ pub(crate) fn load_plan(path: &Path, common: &Common) -> Result<plan::Plan, Vec<
             set: common.set.clone(),
             allow_read: common.allow_read.clone(),
         },
-        stages::registry(),
+        stages::registry::all(),
     )
 }
 
