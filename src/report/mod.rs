@@ -187,7 +187,7 @@ struct Experiment {
     message: String,
     command: String,
     figures: Vec<Figure>,
-    tables: Vec<Table>,
+    tables: Vec<TableView>,
     findings: Vec<FindingRow>,
     provenance: Vec<(String, String)>,
     numbers: Tally,
@@ -204,7 +204,7 @@ struct Figure {
 }
 
 #[derive(Serialize)]
-struct Table {
+struct TableView {
     stage: String,
     title: String,
     notes: String,
@@ -637,12 +637,12 @@ fn table(
     st: &read::StageInfo,
     problems: &mut Vec<String>,
     found: &mut Vec<Disagreement>,
-) -> Option<Table> {
+) -> Option<TableView> {
     let csv_name = format!("{}.csv", st.name);
     if !outputs.has(&csv_name) {
         return None;
     }
-    let mut t = Table {
+    let mut t = TableView {
         stage: st.name.clone(),
         title: st.name.clone(),
         notes: String::new(),
