@@ -255,25 +255,3 @@ impl Csv {
         self.names.iter().position(|n| n == name)
     }
 }
-
-/// How a table of `report.table` is shown (its `<stage>.json`).
-#[derive(Deserialize)]
-pub struct Layout {
-    pub title: String,
-    #[serde(default)]
-    pub notes: Option<String>,
-    #[serde(default = "four")]
-    pub digits: usize,
-    pub columns: Vec<LayoutColumn>,
-}
-
-fn four() -> usize {
-    4
-}
-
-#[derive(Deserialize)]
-pub struct LayoutColumn {
-    pub name: String,
-    pub header: String,
-    pub role: String,
-}
