@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use clap::{Args, Parser, Subcommand};
-use dplab::pipeline::{compare, exec, graph};
+use dplab::pipeline::{compare, graph};
 use dplab::{data, limits, stages};
 
 /// mimalloc instead of glibc's malloc: a sweep of 10⁵ small instances spent a third of its
@@ -381,7 +381,7 @@ struct StoreArgs {
 }
 
 impl StoreArgs {
-    fn store(&self) -> Option<dplab::pipeline::cache::InstanceStore> {
+    fn store(&self) -> Option<dplab::pipeline::instance_store::InstanceStore> {
         if self.no_store {
             return None;
         }
@@ -394,14 +394,16 @@ impl StoreArgs {
                     .map(PathBuf::from)
             })
             .unwrap_or_else(|| PathBuf::from(".dplab/store"));
-        Some(dplab::pipeline::cache::InstanceStore::new(root))
+        Some(dplab::pipeline::instance_store::InstanceStore::new(root))
     }
 
-    fn force(&self) -> exec::Force {
+    fn force(&self) -> dplab::pipeline::dryrun::Force {
         match &self.force {
-            None => exec::Force::Nothing,
-            Some(v) if v.iter().all(|s| s.is_empty()) => exec::Force::All,
-            Some(v) => exec::Force::Stages(v.iter().filter(|s| !s.is_empty()).cloned().collect()),
+            None => dplab::pipeline::dryrun::Force::Nothing,
+            Some(v) if v.iter().all(|s| s.is_empty()) => dplab::pipeline::dryrun::Force::All,
+            Some(v) => dplab::pipeline::dryrun::Force::Stages(
+                v.iter().filter(|s| !s.is_empty()).cloned().collect(),
+            ),
         }
     }
 }

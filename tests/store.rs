@@ -333,9 +333,8 @@ fn a_dry_run_says_what_would_run_and_why() {
 #[test]
 fn keys_change_with_the_kind_version_and_every_part() {
     use dplab::axis::AxisValue;
-    use dplab::pipeline::plan::{store_key, KeyParts};
+    use dplab::pipeline::key::{store_key, Key, KeyParts};
     let axes: Vec<(std::sync::Arc<str>, AxisValue)> = vec![("eps".into(), AxisValue::Num(0.5))];
-    use dplab::pipeline::cache::Key;
     let up = vec![vec![Key([1; 32])]];
     let base = KeyParts {
         kind: "mechanism.noise",

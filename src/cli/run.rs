@@ -4,7 +4,7 @@
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 
-use dplab::pipeline::{exec, plan, spec, store};
+use dplab::pipeline::{exec, plan, results, spec};
 use dplab::stages;
 
 use crate::{Common, Failure, Outcome, StoreArgs, MAX_JOBS};
@@ -299,7 +299,7 @@ pub(crate) fn check_outputs(files: &[PathBuf], out: &Path) -> Result<(), String>
                 out.join(&name).display()
             ));
         }
-        store::replaceable(&out.join(&name), &name)?;
+        results::replaceable(&out.join(&name), &name)?;
     }
     Ok(())
 }

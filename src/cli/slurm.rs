@@ -413,7 +413,7 @@ fn sha256_file(p: &Path) -> std::io::Result<String> {
     use sha2::{Digest, Sha256};
     let mut h = Sha256::new();
     std::io::copy(&mut std::fs::File::open(p)?, &mut h)?;
-    Ok(dplab::pipeline::plan::hex(&h.finalize()))
+    Ok(dplab::text::hex(&h.finalize()))
 }
 
 fn find_in_path(name: &str) -> Option<PathBuf> {

@@ -19,7 +19,7 @@ pub(crate) fn store_cmd(args: &StoreArgs, action: StoreAction) -> Outcome {
             );
             let size: std::collections::HashMap<&str, u64> =
                 entries.iter().map(|e| (e.key.as_str(), e.bytes)).collect();
-            for (pipeline, keys) in store.keys_by_pipeline() {
+            for (pipeline, keys) in dplab::pipeline::record::recorded_keys(&store) {
                 let present: Vec<u64> = keys
                     .iter()
                     .filter_map(|k| size.get(k.as_str()).copied())
@@ -37,7 +37,7 @@ pub(crate) fn store_cmd(args: &StoreArgs, action: StoreAction) -> Outcome {
             for root in &keep {
                 let dirs = std::fs::read_dir(root).into_iter().flatten().flatten();
                 for d in dirs {
-                    referenced.extend(dplab::pipeline::cache::manifest_keys(&d.path()));
+                    referenced.extend(dplab::pipeline::instance_store::manifest_keys(&d.path()));
                 }
             }
             let unused: Vec<_> = entries

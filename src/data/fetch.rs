@@ -12,7 +12,8 @@ use std::time::Duration;
 
 use sha2::{Digest, Sha256};
 
-use super::{find_verified, hex, DataError, FileEntry, Found, Locations, MAX_UNSIZED_BYTES};
+use super::{find_verified, DataError, FileEntry, Found, Locations, MAX_UNSIZED_BYTES};
+use crate::text::hex;
 
 /// What `fetch` did.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -15,6 +15,7 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
+use crate::text::hex;
 use indexmap::IndexMap;
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
@@ -313,10 +314,6 @@ impl std::fmt::Debug for Verified {
 /// Hex sha256 of bytes.
 pub fn sha256_hex(bytes: &[u8]) -> String {
     hex(&Sha256::digest(bytes))
-}
-
-pub fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// Reads a file once, bounded by its registered size, and verifies those bytes.

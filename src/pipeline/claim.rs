@@ -22,7 +22,7 @@ use std::path::PathBuf;
 use std::sync::Mutex;
 use std::time::{Duration, Instant, SystemTime};
 
-use super::cache::Key;
+use super::key::Key;
 
 /// How often a holder touches its claims.
 pub const HEARTBEAT: Duration = Duration::from_secs(10);

@@ -3,113 +3,38 @@
 //! changed from what to what, an input that changed, a kind whose implementation changed).
 //!
 //! The reasons come from comparing each instance with the same instance (pipeline, stage,
-//! axis values) of the last run of this pipeline with this store, which each run records in
-//! `runs/<pipeline>.json` under the store root.
+//! axis values) of the last run of this pipeline with this store ([`super::record`]).
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
-use std::fs;
 
-use anyhow::Result;
-use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
+use super::instance_store::InstanceStore;
+use super::plan::Plan;
+use super::record::{last_run, recorded, Index, Recorded};
 
-use super::cache::InstanceStore;
-use super::exec::Force;
-use super::plan::{hex, Plan};
-
-/// What a run recorded of one instance.
-#[derive(Serialize, Deserialize, Clone)]
-struct Recorded {
-    key: String,
-    version: u32,
-    params: String,
-    /// Per input, a hash of the upstream instances' keys.
-    inputs: Vec<String>,
+/// Which stages to recompute even when the store has them (`--force`): the dry run says so,
+/// and the executor does it.
+#[derive(Clone, Debug, Default)]
+pub enum Force {
+    #[default]
+    Nothing,
+    All,
+    Stages(Vec<String>),
 }
 
-/// stage → instance label → what was recorded.
-type Index = BTreeMap<String, BTreeMap<String, Recorded>>;
-
-fn index_path(store: &InstanceStore, pipeline: &str) -> std::path::PathBuf {
-    store.root().join("runs").join(format!("{pipeline}.json"))
-}
-
-/// Records this plan's instances as the last run of its pipeline (tmp + rename). The record
-/// is streamed from the plan, one instance at a time: as a map in memory, a sweep of 10⁶
-/// instances took a gigabyte.
-pub fn record(plan: &Plan, store: &InstanceStore) -> Result<()> {
-    let path = index_path(store, &plan.name);
-    let dir = path.parent().expect("has a parent");
-    fs::create_dir_all(dir)?;
-    let tmp = dir.join(format!(".{}.{}.tmp", plan.name, std::process::id()));
-    let mut w = std::io::BufWriter::with_capacity(1 << 20, fs::File::create(&tmp)?);
-    serde_json::to_writer(&mut w, &Streamed(plan))?;
-    std::io::Write::flush(&mut w)?;
-    drop(w);
-    fs::rename(&tmp, &path)?;
-    Ok(())
-}
-
-/// A plan's [`Index`], serialized without building it.
-struct Streamed<'a>(&'a Plan);
-
-impl Serialize for Streamed<'_> {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let plan = self.0;
-        s.collect_map(
-            plan.stages
-                .iter()
-                .map(|stage| (&stage.name, StreamedStage(plan, stage))),
-        )
-    }
-}
-
-struct StreamedStage<'a>(&'a Plan, &'a super::plan::PlannedStage);
-
-impl Serialize for StreamedStage<'_> {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let (plan, stage) = (self.0, self.1);
-        s.collect_map(
-            stage
-                .instances
-                .iter()
-                .map(|inst| (inst.label(), recorded(plan, stage, inst))),
-        )
-    }
-}
-
-fn recorded(
-    plan: &Plan,
-    stage: &super::plan::PlannedStage,
-    inst: &super::plan::Instance,
-) -> Recorded {
-    let inputs = stage
-        .inputs
-        .iter()
-        .zip(inst.inputs.iter())
-        .map(|(&up, js)| {
-            let mut h = Sha256::new();
-            for &j in js.iter() {
-                h.update(plan.stages[up].instances[j].store_key.hex_digits());
-            }
-            hex(&h.finalize())
-        })
-        .collect();
-    Recorded {
-        key: inst.store_key.to_string(),
-        version: stage.kind.version,
-        params: stage.canonical_params(inst),
-        inputs,
+impl Force {
+    pub fn covers(&self, stage: &str) -> bool {
+        match self {
+            Force::Nothing => false,
+            Force::All => true,
+            Force::Stages(s) => s.iter().any(|x| x == stage),
+        }
     }
 }
 
 /// The dry-run report of `plan`.
 pub fn explain(plan: &Plan, store: Option<&InstanceStore>, force: &Force) -> String {
-    let last: Index = store
-        .and_then(|s| fs::read(index_path(s, &plan.name)).ok())
-        .and_then(|b| serde_json::from_slice(&b).ok())
-        .unwrap_or_default();
+    let last: Index = store.map(|s| last_run(s, &plan.name)).unwrap_or_default();
     let mut out = format!("{} ({}):\n", plan.name, plan.file.display());
     let (mut total_run, mut total_cached) = (0, 0);
     for stage in &plan.stages {
@@ -226,34 +151,4 @@ fn param_changes(before: &str, after: &str) -> String {
     } else {
         changes.join(", ")
     }
-}
-
-/// Per pipeline with a recorded run in `store`, the instance keys of that run.
-pub fn recorded_keys(store: &InstanceStore) -> Vec<(String, std::collections::HashSet<String>)> {
-    let mut out = Vec::new();
-    let Ok(files) = fs::read_dir(store.root().join("runs")) else {
-        return out;
-    };
-    for f in files.flatten() {
-        let name = f.file_name().to_string_lossy().to_string();
-        let Some(pipeline) = name.strip_suffix(".json") else {
-            continue;
-        };
-        if pipeline.starts_with('.') {
-            continue;
-        }
-        let Some(idx) = fs::read(f.path())
-            .ok()
-            .and_then(|b| serde_json::from_slice::<Index>(&b).ok())
-        else {
-            continue;
-        };
-        let keys = idx
-            .values()
-            .flat_map(|m| m.values().map(|r| r.key.clone()))
-            .collect();
-        out.push((pipeline.to_string(), keys));
-    }
-    out.sort_by(|a, b| a.0.cmp(&b.0));
-    out
 }

@@ -13,12 +13,13 @@ use anyhow::{Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 use polars::prelude::*;
 
-use super::cache::InstanceStore;
 use super::claim::Claimed;
+use super::dryrun::Force;
+use super::instance_store::{InstanceResult, InstanceStore};
 use super::plan::Plan;
+use super::results::{self, RunFacts, StageOutput};
 use super::shard::Shard;
 use super::spec::AxisValue;
-use super::store;
 use crate::kind::{rng_from_seed, Artifact, Ctx};
 
 /// A stage instance that failed while running: exit code 1.
@@ -137,33 +138,6 @@ impl Progress {
     }
 }
 
-/// What one instance produced.
-pub struct InstanceResult {
-    pub frame: DataFrame,
-    pub artifacts: Vec<Artifact>,
-    /// Compute time in this run (0 when it came from the store).
-    pub seconds: f64,
-}
-
-/// Which stages to recompute even when the store has them.
-#[derive(Clone, Debug, Default)]
-pub enum Force {
-    #[default]
-    Nothing,
-    All,
-    Stages(Vec<String>),
-}
-
-impl Force {
-    pub fn covers(&self, stage: &str) -> bool {
-        match self {
-            Force::Nothing => false,
-            Force::All => true,
-            Force::Stages(s) => s.iter().any(|x| x == stage),
-        }
-    }
-}
-
 /// Where and how to run.
 pub struct RunOptions {
     pub out_dir: PathBuf,
@@ -173,19 +147,6 @@ pub struct RunOptions {
     /// The instance store, unless disabled (`--no-store`).
     pub store: Option<InstanceStore>,
     pub force: Force,
-}
-
-/// What the results directory needs of one stage once all its instances are done: its
-/// frames gathered in plan order, its artifacts, and per instance the compute time and
-/// whether it came from the store.
-pub struct StageOutput {
-    /// The instances' frames, concatenated in plan order (`None` when no instance has a
-    /// column, as for plots, or when the stage is neither stored nor read whole).
-    pub frame: Option<DataFrame>,
-    /// (instance index, its artifacts), for the instances that made any.
-    pub artifacts: Vec<(usize, Vec<Artifact>)>,
-    pub seconds: Vec<f64>,
-    pub cached: usize,
 }
 
 /// How an instance reads one of its inputs.
@@ -359,10 +320,15 @@ pub fn execute(plan: &Plan, opts: &RunOptions) -> Result<PathBuf, RunError> {
             cached: st.cached.into_inner(),
         });
     }
-    let dir = store::write(plan, &outputs, opts, started.elapsed().as_secs_f64())
+    let facts = RunFacts {
+        out_dir: &opts.out_dir,
+        set: &opts.set,
+        jobs: opts.jobs,
+    };
+    let dir = results::write(plan, &outputs, &facts, started.elapsed().as_secs_f64())
         .map_err(|e| fail(format!("writing results: {e:#}")))?;
     if let Some(s) = &opts.store {
-        if let Err(e) = super::dryrun::record(plan, s) {
+        if let Err(e) = super::record::record(plan, s) {
             tracing::warn!("could not record this run for --dry-run: {e:#}");
         }
     }

@@ -204,7 +204,7 @@ impl<'m> Outputs<'m> {
                 kept.extend_from_slice(&buf[..n]);
             }
         }
-        let got = crate::pipeline::plan::hex(&sha.finalize());
+        let got = crate::text::hex(&sha.finalize());
         if !got.eq_ignore_ascii_case(&o.sha256) {
             return Err(format!(
                 "{}: sha256 {got}, the manifest says {} (changed after the run)",

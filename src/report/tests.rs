@@ -56,7 +56,7 @@ fn results_dir_with(
         outputs.push(serde_json::json!({
             "file": f,
             "bytes": text.len(),
-            "sha256": crate::pipeline::plan::hex(&Sha256::digest(text.as_bytes())),
+            "sha256": crate::text::hex(&Sha256::digest(text.as_bytes())),
         }));
     }
     let stages: Vec<_> = stages

@@ -31,43 +31,15 @@ use polars::prelude::*;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use super::exec::InstanceResult;
+use super::key::Key;
 use crate::kind::Artifact;
 
-/// An instance's store key: a sha256 (see [`crate::pipeline::plan::store_key`]), shown and
-/// named on disk as 64 hex digits. Kept as bytes: a 10⁶-instance plan held 88 MB of hex.
-#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
-pub struct Key(pub [u8; 32]);
-
-impl Key {
-    /// The key written as 64 hex digits (either case), or `None`.
-    pub fn parse(hex: &str) -> Option<Key> {
-        key_bytes(hex).map(Key)
-    }
-
-    /// Its 64 lower-case hex digits, without allocating.
-    pub fn hex_digits(&self) -> [u8; 64] {
-        const DIGITS: &[u8; 16] = b"0123456789abcdef";
-        let mut out = [0u8; 64];
-        for (i, b) in self.0.iter().enumerate() {
-            out[2 * i] = DIGITS[usize::from(b >> 4)];
-            out[2 * i + 1] = DIGITS[usize::from(b & 15)];
-        }
-        out
-    }
-}
-
-impl std::fmt::Display for Key {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let d = self.hex_digits();
-        f.write_str(std::str::from_utf8(&d).expect("hex digits are ASCII"))
-    }
-}
-
-impl std::fmt::Debug for Key {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Key({self})")
-    }
+/// What one instance produced.
+pub struct InstanceResult {
+    pub frame: DataFrame,
+    pub artifacts: Vec<Artifact>,
+    /// Compute time in this run (0 when it came from the store).
+    pub seconds: f64,
 }
 
 /// A store directory. Clones share the pack being gathered.
@@ -196,8 +168,8 @@ impl InstanceStore {
         let map = w.get_or_insert_with(|| {
             let mut map = PackIndex::new();
             for e in self.entries().into_iter().filter(|e| !e.packed) {
-                if let Some(k) = key_bytes(&e.key) {
-                    map.insert(k, None);
+                if let Some(k) = Key::parse(&e.key) {
+                    map.insert(k.0, None);
                 }
             }
             for (pack, entries) in read_packs(&self.root) {
@@ -247,7 +219,7 @@ fn decode(bytes: &[u8]) -> Option<InstanceResult> {
     let nl = bytes.iter().position(|&b| b == b'\n')?;
     let meta: Meta = serde_json::from_slice(&bytes[..nl]).ok()?;
     let body = &bytes[nl + 1..];
-    if meta.format != FORMAT || crate::pipeline::plan::hex(&Sha256::digest(body)) != meta.sha256 {
+    if meta.format != FORMAT || crate::text::hex(&Sha256::digest(body)) != meta.sha256 {
         return None;
     }
     let frame = if meta.frame > 0 && meta.parquet {
@@ -326,7 +298,7 @@ impl InstanceStore {
                 .iter()
                 .map(|a| (a.ext.to_string(), a.bytes.len()))
                 .collect(),
-            sha256: crate::pipeline::plan::hex(&Sha256::digest(&body)),
+            sha256: crate::text::hex(&Sha256::digest(&body)),
         };
         let mut entry = serde_json::to_vec(&meta)?;
         entry.push(b'\n');
@@ -466,18 +438,6 @@ const IDX_MAGIC: &[u8; 4] = b"DPI1";
 /// One entry of a pack's index: key, offset in the pack, length.
 type PackRecord = ([u8; 32], u64, u64);
 
-/// A 64-hex-digit key as its 32 bytes.
-fn key_bytes(key: &str) -> Option<[u8; 32]> {
-    if key.len() != 64 {
-        return None;
-    }
-    let mut out = [0u8; 32];
-    for (i, o) in out.iter_mut().enumerate() {
-        *o = u8::from_str_radix(key.get(2 * i..2 * i + 2)?, 16).ok()?;
-    }
-    Some(out)
-}
-
 /// Every pack with an index that reads whole: (pack, its entries).
 fn read_packs(root: &Path) -> Vec<(PathBuf, Vec<PackRecord>)> {
     let mut out = Vec::new();
@@ -540,7 +500,7 @@ impl InstanceStore {
         for (pack, entries) in read_packs(&self.root) {
             for (k, _, len) in entries {
                 out.push(Entry {
-                    key: super::plan::hex(&k),
+                    key: crate::text::hex(&k),
                     bytes: len,
                     path: pack.clone(),
                     packed: true,
@@ -573,11 +533,6 @@ impl InstanceStore {
         out
     }
 
-    /// The keys the last run of each pipeline recorded (for `dplab store info`).
-    pub fn keys_by_pipeline(&self) -> Vec<(String, std::collections::HashSet<String>)> {
-        super::dryrun::recorded_keys(self)
-    }
-
     /// Removes every entry whose key is not in `keep`: its file, or its part of a pack (a
     /// pack with nothing left is removed, one with some entries left is rewritten with only
     /// those); packs without an index, files killed writers left in `tmp/` and claims killed
@@ -593,7 +548,7 @@ impl InstanceStore {
         for (pack, entries) in read_packs(&self.root) {
             let (kept, gone): (Vec<_>, Vec<_>) = entries
                 .iter()
-                .partition(|(k, _, _)| keep.contains(&super::plan::hex(k)));
+                .partition(|(k, _, _)| keep.contains(&crate::text::hex(k)));
             if gone.is_empty() {
                 continue;
             }

@@ -12,16 +12,34 @@ use polars::prelude::*;
 use serde_json::json;
 use sha2::{Digest, Sha256};
 
-use super::exec::{RunOptions, StageOutput};
-use super::plan::{hex, Plan};
+use super::plan::Plan;
 use super::spec::AxisValue;
+use crate::kind::Artifact;
+use crate::text::hex;
 
-pub fn write(
-    plan: &Plan,
-    results: &[StageOutput],
-    opts: &RunOptions,
-    wall: f64,
-) -> Result<PathBuf> {
+/// What the results directory needs of one stage once all its instances are done: its
+/// frames gathered in plan order, its artifacts, and per instance the compute time and
+/// whether it came from the store.
+pub struct StageOutput {
+    /// The instances' frames, concatenated in plan order (`None` when no instance has a
+    /// column, as for plots, or when the stage is neither stored nor read whole).
+    pub frame: Option<DataFrame>,
+    /// (instance index, its artifacts), for the instances that made any.
+    pub artifacts: Vec<(usize, Vec<Artifact>)>,
+    pub seconds: Vec<f64>,
+    pub cached: usize,
+}
+
+/// What a results directory records of how its run was made.
+pub struct RunFacts<'a> {
+    /// The directory the results directory goes under (`--out`).
+    pub out_dir: &'a Path,
+    /// The `--set` arguments.
+    pub set: &'a [String],
+    pub jobs: usize,
+}
+
+pub fn write(plan: &Plan, results: &[StageOutput], opts: &RunFacts, wall: f64) -> Result<PathBuf> {
     let name = plan.name.as_str();
     // The planner refuses unsafe names; this guard keeps the writer safe on its own.
     let mut parts = Path::new(name).components();
@@ -32,13 +50,13 @@ pub fn write(
         ) && !name.starts_with('.'),
         "refusing to write results for pipeline name {name:?}: not one plain path component"
     );
-    fs::create_dir_all(&opts.out_dir)
+    fs::create_dir_all(opts.out_dir)
         .with_context(|| format!("creating {}", opts.out_dir.display()))?;
     let final_dir = opts.out_dir.join(name);
     // One writer per results directory at a time; concurrent runs of the same pipeline
     // each compute, then swap in turn, and the directory is always one complete result.
-    let _lock = lock(&opts.out_dir)?;
-    recover(&opts.out_dir, name, &final_dir)?;
+    let _lock = lock(opts.out_dir)?;
+    recover(opts.out_dir, name, &final_dir)?;
     replaceable(&final_dir, name).map_err(anyhow::Error::msg)?;
     let staging = opts
         .out_dir
@@ -252,7 +270,7 @@ fn recover(out: &Path, name: &str, final_dir: &Path) -> Result<()> {
 fn write_all(
     plan: &Plan,
     results: &[StageOutput],
-    opts: &RunOptions,
+    opts: &RunFacts,
     wall: f64,
     dir: &Path,
 ) -> Result<()> {
