@@ -29,6 +29,8 @@ use std::path::Path;
 
 use anyhow::{Context, Result};
 
+use super::manifest::WithoutSeeds;
+
 /// Tolerance: `|a − b| ≤ atol + rtol·|b|`. Both are finite and ≥ 0, which [`Tolerance::new`]
 /// enforces: an infinite or NaN tolerance would make every comparison pass (or none), and a
 /// negative one is meaningless. The fields are private so no other path can build one.
@@ -65,29 +67,9 @@ impl Tolerance {
     }
 }
 
-/// How a results directory was made, as its `manifest.json` says (a golden directory keeps a
-/// short one with these fields).
-#[derive(Debug, Clone, PartialEq, Default, serde::Deserialize)]
-#[serde(default)]
-pub struct Made {
-    /// `--profile`; `None` for the pipeline's full settings.
-    pub profile: Option<String>,
-    /// The axes, by name: their columns identify a row as much as its text cells do.
-    pub axes: indexmap::IndexMap<String, serde_json::Value>,
-}
-
-impl Made {
-    /// The profile as a person reads it.
-    pub fn profile_name(&self) -> String {
-        match &self.profile {
-            Some(p) => format!("profile `{p}`"),
-            None => "no profile (full settings)".into(),
-        }
-    }
-}
-
-/// What the manifest of `dir` says, if it has a readable one.
-pub fn made(dir: &Path) -> Option<Made> {
+/// How a results directory was made, as its `manifest.json` says (its profile and axes; a
+/// golden directory keeps a short one with these fields), if it has a readable one.
+pub fn made(dir: &Path) -> Option<WithoutSeeds> {
     let path = dir.join("manifest.json");
     let (f, meta) = crate::regular::open_regular(&path).ok()?;
     if !meta.is_file() {
