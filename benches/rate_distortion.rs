@@ -5,6 +5,9 @@
 //! M = 7, 100, 1000. The total number of iterations of each sweep is printed once (the peer
 //! prints its own: equal counts mean equal work).
 
+// A benchmark reports what it measured (iterations per sweep) on stderr.
+#![expect(clippy::print_stderr)]
+
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 use dplab::mech::rate_distortion::{blahut_arimoto, Distortion};
 use std::hint::black_box;

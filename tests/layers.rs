@@ -1,7 +1,12 @@
 //! The three layers point one way (CLI → engine → stages → mechanisms): the engine never
 //! imports the stage kinds (it is handed their registry), a stage never imports the engine
 //! (the contract lives in `crate::kind`), and a mechanism knows nothing of YAML, frames,
-//! stages or the engine.
+//! stages or the engine. The command line (`src/cli`, a module of the binary) is the top:
+//! nothing imports it, it owns its vocabulary, and `main.rs` only hands over to it.
+
+// Tests read the files they wrote and the repository's own sources and goldens (the rule of
+// clippy.toml is for paths a user names, see src/regular.rs), and may print what they measured.
+#![allow(clippy::disallowed_methods, clippy::print_stdout, clippy::print_stderr)]
 
 use std::path::Path;
 
@@ -62,4 +67,73 @@ fn mechanisms_know_nothing_of_yaml_frames_stages_or_the_engine() {
         ],
     );
     assert!(bad.is_empty(), "{bad:#?}");
+}
+
+#[test]
+fn nothing_imports_the_command_line() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    sources(&src, &mut files);
+    let cli = src.join("cli").display().to_string();
+    let mut bad = Vec::new();
+    for (path, text) in files.iter().filter(|(p, _)| !p.starts_with(&cli)) {
+        for (n, line) in text.lines().enumerate() {
+            let code = line.split("//").next().unwrap_or("");
+            if ["crate::cli", "dplab::cli"]
+                .iter()
+                .any(|f| code.contains(f))
+            {
+                bad.push(format!("{path}:{}: {}", n + 1, line.trim()));
+            }
+        }
+    }
+    assert!(files.len() > 10 && bad.is_empty(), "{bad:#?}");
+}
+
+/// `src/cli` takes its types (the clap definitions, `Outcome`, the output helpers) from its
+/// own files, not from the crate root: every `crate::` path in it goes on with `cli::`.
+#[test]
+fn the_command_line_owns_its_vocabulary() {
+    let mut files = Vec::new();
+    sources(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("src/cli"),
+        &mut files,
+    );
+    assert!(files.len() > 1, "no sources under src/cli");
+    let mut bad = Vec::new();
+    for (path, text) in files {
+        for (n, line) in text.lines().enumerate() {
+            let code = line.split("//").next().unwrap_or("");
+            let mut rest = code;
+            while let Some(i) = rest.find("crate::") {
+                rest = &rest[i + "crate::".len()..];
+                // `$crate::cli::…` in the output macros is the same rule.
+                if !rest.starts_with("cli::") {
+                    bad.push(format!("{path}:{}: {}", n + 1, line.trim()));
+                }
+            }
+        }
+    }
+    assert!(bad.is_empty(), "{bad:#?}");
+}
+
+/// `main.rs` is the allocator, the log set-up and one call into `src/cli`: a command body
+/// that lands there again would reach the library directly.
+#[test]
+fn main_only_hands_over_to_the_command_line() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/main.rs");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let code: Vec<&str> = text
+        .lines()
+        .map(|l| l.split("//").next().unwrap_or(""))
+        .collect();
+    let reaching: Vec<&&str> = code.iter().filter(|l| l.contains("dplab::")).collect();
+    assert!(
+        reaching.is_empty(),
+        "main.rs uses the library: {reaching:#?}"
+    );
+    assert!(
+        code.iter().any(|l| l.contains("cli::dispatch(")),
+        "main.rs does not hand over to cli::dispatch"
+    );
 }

@@ -1,6 +1,10 @@
 //! `dplab show`: the composed pipeline is itself a pipeline that plans to the same instances,
 //! seeds and store keys as the original under its profile and `--set`.
 
+// Tests read the files they wrote and the repository's own sources and goldens (the rule of
+// clippy.toml is for paths a user names, see src/regular.rs), and may print what they measured.
+#![allow(clippy::disallowed_methods, clippy::print_stdout, clippy::print_stderr)]
+
 mod common;
 use common::{dplab, text};
 use std::fs;

@@ -4,6 +4,10 @@
 //! its arguments and runs each job script at once, so the shards and the merge really run and
 //! their results are compared with a local run. `make test-slurm` does the same on a real Slurm.
 
+// Tests read the files they wrote and the repository's own sources and goldens (the rule of
+// clippy.toml is for paths a user names, see src/regular.rs), and may print what they measured.
+#![allow(clippy::disallowed_methods, clippy::print_stdout, clippy::print_stderr)]
+
 mod common;
 use common::{manifest_counts, text};
 use std::fs;

@@ -2,6 +2,10 @@
 //! bytes; an edit recomputes only the instances it changes and what reads them; `--force`,
 //! `--no-store`, a killed run, and two runs sharing one store at once.
 
+// Tests read the files they wrote and the repository's own sources and goldens (the rule of
+// clippy.toml is for paths a user names, see src/regular.rs), and may print what they measured.
+#![allow(clippy::disallowed_methods, clippy::print_stdout, clippy::print_stderr)]
+
 mod common;
 use common::{manifest_counts as counts, text};
 use std::fs;

@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 
 use dplab::pipeline::compare;
 
-use crate::{Failure, Outcome};
+use crate::cli::exit::{Failure, Outcome};
 
 pub(crate) fn compare_cmd(
     a: &Path,

@@ -1,12 +1,13 @@
 //! `dplab data …` and what pipelines need of the dataset registry.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use dplab::pipeline::{plan, spec};
 use dplab::{data, stages};
 
-use crate::cli::run::{load_plan, pipeline_files};
-use crate::{Common, DataAction, Failure, Outcome};
+use crate::cli::args::{Common, DataAction};
+use crate::cli::exit::{Failure, Outcome};
+use crate::cli::load::{load_plan, pipeline_files, report_spec_errors};
 
 /// The datasets the `load.dataset` instances of a plan read, each once, in plan order.
 pub(crate) fn plan_needs(p: &plan::Plan) -> Vec<data::need::Need> {
@@ -24,13 +25,11 @@ pub(crate) fn plan_needs(p: &plan::Plan) -> Vec<data::need::Need> {
 /// The datasets a pipeline needs (not those it can do without) whose files are neither in the
 /// cache nor in the mirror, verified. A pipeline that does not plan needs nothing here: the
 /// report shows it as not run.
-pub(crate) fn missing_datasets(file: &Path) -> Vec<String> {
+pub(crate) fn missing_datasets(file: &spec::SpecFile) -> Vec<String> {
     let Ok(reg) = data::Registry::current() else {
         return Vec::new();
     };
-    let planned = spec::load(file)
-        .map_err(|e| vec![e])
-        .and_then(|f| plan::plan(&f, &plan::Overrides::default(), stages::registry::all()));
+    let planned = plan::plan(file, &plan::Overrides::default(), stages::registry::all());
     let Ok(p) = planned else {
         return Vec::new();
     };
@@ -66,9 +65,7 @@ pub(crate) fn fetch_for_pipelines(
             Ok(p) => plans.push(p),
             Err(errs) => {
                 bad = true;
-                for e in errs {
-                    errln!("error: {e}");
-                }
+                report_spec_errors(&errs);
             }
         }
     }

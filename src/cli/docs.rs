@@ -1,11 +1,30 @@
-//! `dplab list` (every kind and its parameters, rendered from their schemas) and `dplab man`.
+//! What dplab says about itself: `dplab list` (every kind and its parameters, rendered from
+//! their schemas), `dplab schema`, `dplab completions` and `dplab man`.
 
 use std::path::Path;
 
 use dplab::pipeline::spec;
 use dplab::stages;
 
-use crate::{Cli, Failure, Outcome};
+use crate::cli::args::Cli;
+use crate::cli::exit::{Failure, Outcome};
+
+/// `dplab schema`: the JSON Schema of a pipeline file.
+pub(crate) fn schema() -> Outcome {
+    let schema = dplab::pipeline::schema::pipeline_schema(stages::registry::all());
+    out!(
+        "{}",
+        serde_json::to_string_pretty(&schema).expect("a JSON value prints")
+    );
+    Ok(())
+}
+
+/// `dplab completions SHELL`.
+pub(crate) fn completions(shell: clap_complete::Shell) -> Outcome {
+    let mut cmd = <Cli as clap::CommandFactory>::command();
+    clap_complete::generate(shell, &mut cmd, "dplab", &mut std::io::stdout());
+    Ok(())
+}
 
 /// `dplab man`: the top page to stdout, or every page into `dir`.
 pub(crate) fn man(dir: Option<&Path>) -> Outcome {
@@ -33,6 +52,7 @@ pub(crate) fn man(dir: Option<&Path>) -> Outcome {
     }
 }
 
+/// `dplab list [KIND]`.
 pub(crate) fn list(kind: Option<&str>) -> Outcome {
     let kinds: Vec<_> = stages::registry::all()
         .iter()

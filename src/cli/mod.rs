@@ -1,10 +1,113 @@
-//! The commands, one module each. `main.rs` holds what the command line is (clap's
-//! definitions), dispatches to these, and turns their [`crate::Outcome`] into the exit status.
+//! The command line, the top layer: it drives the library (the engine, the stages, the data
+//! registry, the report) and nothing imports it. `main.rs` sets up the process and calls
+//! [`dispatch`]; everything else is here, each file with one job:
+//!
+//! - `args.rs`: what the command line is (clap's definitions of every command and flag);
+//! - `out.rs`: how it prints (`out!`, `out_raw!`, `errln!`), and a reader that went away;
+//! - `exit.rs`: how a command ends ([`exit::Outcome`]) and the one outcome → exit-status map;
+//! - `load.rs`: finding pipeline files, reading each once, planning them;
+//! - one file per command (`run.rs` runs and validates, `show.rs` shows and graphs, `docs.rs`
+//!   lists kinds and prints the schema, completions and manual, and `compare`, `data`,
+//!   `report`, `slurm`, `store`).
 
-pub(crate) mod compare;
-pub(crate) mod data;
-pub(crate) mod docs;
-pub(crate) mod report;
-pub(crate) mod run;
-pub(crate) mod slurm;
-pub(crate) mod store;
+// First: the output macros are visible only in the modules declared after them.
+#[macro_use]
+mod out;
+
+mod args;
+mod compare;
+mod data;
+mod docs;
+mod exit;
+mod load;
+mod report;
+mod run;
+mod show;
+mod slurm;
+mod store;
+
+use std::process::ExitCode;
+
+pub(crate) use args::Cli;
+use args::{Command, StoreArgs};
+use exit::Failure;
+
+/// Runs the command `cli` names, and turns how it went into the exit status.
+pub(crate) fn dispatch(cli: Cli) -> ExitCode {
+    raise_open_file_limit();
+    out::status_is_verdict(matches!(
+        cli.command,
+        Command::Run(_)
+            | Command::Validate { .. }
+            | Command::Compare { .. }
+            | Command::Report { .. }
+            | Command::Slurm(_)
+    ));
+    let outcome = match cli.command {
+        Command::Run(args) => run::run(&args, cli.quiet),
+        Command::Store { action, store } => store::store_cmd(
+            &StoreArgs {
+                store,
+                no_store: false,
+                force: None,
+                dry_run: false,
+            },
+            action,
+        ),
+        Command::Data { action, loc } => {
+            loc.install();
+            data::data_cmd(action)
+        }
+        Command::Validate { paths, common } => run::validate(&paths, &common),
+        Command::Report {
+            results,
+            pipelines,
+            loc,
+        } => {
+            loc.install();
+            report::report_cmd(&results, &pipelines)
+        }
+        Command::Slurm(args) => slurm::main(args),
+        Command::List { kind } => docs::list(kind.as_deref()),
+        Command::Schema => docs::schema(),
+        Command::Completions { shell } => docs::completions(shell),
+        Command::Man { dir } => docs::man(dir.as_deref()),
+        Command::Show {
+            path,
+            instances,
+            common,
+        } => show::show_cmd(&path, instances, &common),
+        Command::Graph {
+            path,
+            format,
+            common,
+        } => show::graph_cmd(&path, format, &common),
+        Command::Compare {
+            a,
+            b,
+            rtol,
+            atol,
+            allow_missing,
+        } => match dplab::pipeline::compare::Tolerance::new(rtol, atol) {
+            Ok(tol) => compare::compare_cmd(&a, &b, tol, allow_missing),
+            Err(e) => Err(Failure::BadInput(format!("{e}"))),
+        },
+    };
+    exit::exit_status(outcome)
+}
+
+/// The instance store keeps its packs open while a run reads them: the soft limit on open
+/// files (often 1024) is raised to the hard one, as build tools do.
+fn raise_open_file_limit() {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit/setrlimit read and write the struct we own.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) == 0 && lim.rlim_cur < lim.rlim_max {
+            lim.rlim_cur = lim.rlim_max;
+            libc::setrlimit(libc::RLIMIT_NOFILE, &lim);
+        }
+    }
+}

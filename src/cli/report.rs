@@ -5,8 +5,8 @@ use std::path::{Path, PathBuf};
 use dplab::pipeline::spec;
 
 use crate::cli::data::missing_datasets;
-use crate::cli::run::pipeline_files;
-use crate::{Failure, Outcome};
+use crate::cli::exit::{Failure, Outcome};
+use crate::cli::load::pipeline_files;
 
 /// `dplab report RESULTS [--pipelines …]`.
 pub(crate) fn report_cmd(results: &Path, pipelines: &[PathBuf]) -> Outcome {
@@ -25,7 +25,7 @@ pub(crate) fn report_cmd(results: &Path, pipelines: &[PathBuf]) -> Outcome {
         match spec::load(f) {
             Ok(s) => expected.push(dplab::report::Expected {
                 file: f.clone(),
-                missing_data: missing_datasets(f),
+                missing_data: missing_datasets(&s),
                 name: s.raw.name,
                 title: s.raw.title,
                 paper: s.raw.source.paper,

@@ -1,94 +1,16 @@
-//! `dplab run` and `dplab validate`: finding pipeline files, planning them, running them
-//! (locally or as one shard) and summing up what failed.
+//! `dplab run` and `dplab validate`: planning pipelines, running them (locally or as one
+//! shard) and summing up what failed. Finding and reading the files is `cli/load.rs`'s.
 
 use std::io::IsTerminal;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
-use dplab::pipeline::{exec, plan, results, spec};
-use dplab::stages;
+use dplab::pipeline::exec;
 
-use crate::{Common, Failure, Outcome, StoreArgs, MAX_JOBS};
+use crate::cli::args::{Common, RunArgs, MAX_JOBS};
+use crate::cli::exit::{Failure, Outcome};
+use crate::cli::load::{self, check_outputs, load_plan, pipeline_files, report_spec_errors};
 
-/// Pipeline files named directly, or found (sorted) under directories. Symbolic links to
-/// directories are not followed (a link to an ancestor would find the same files forever),
-/// and a file reached twice (named twice, or through a link) is run once.
-pub(crate) fn pipeline_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
-    let mut out = Vec::new();
-    for p in paths {
-        if p.is_dir() {
-            let mut found = Vec::new();
-            walk(p, &mut found, 0).map_err(|e| format!("{}: {e}", p.display()))?;
-            if found.is_empty() {
-                return Err(format!(
-                    "{}: no *.yaml pipeline files in this directory",
-                    p.display()
-                ));
-            }
-            found.sort();
-            out.extend(found);
-        } else if p.exists() {
-            out.push(p.clone());
-        } else {
-            return Err(format!("{}: no such file or directory", p.display()));
-        }
-    }
-    let mut seen = std::collections::HashSet::new();
-    out.retain(|p| seen.insert(p.canonicalize().unwrap_or_else(|_| p.clone())));
-    Ok(out)
-}
-
-/// Directories nested deeper than this are not searched (a sign of a loop or a mistake).
-pub(crate) const MAX_DEPTH: usize = 32;
-
-pub(crate) fn walk(dir: &Path, out: &mut Vec<PathBuf>, depth: usize) -> std::io::Result<()> {
-    if depth > MAX_DEPTH {
-        return Err(std::io::Error::other(format!(
-            "{}: directories nested more than {MAX_DEPTH} deep",
-            dir.display()
-        )));
-    }
-    for e in std::fs::read_dir(dir)? {
-        let e = e?;
-        let p = e.path();
-        let t = e.file_type()?;
-        if t.is_dir() {
-            walk(&p, out, depth + 1)?;
-        } else if (!t.is_symlink() || p.is_file())
-            && matches!(p.extension().and_then(|e| e.to_str()), Some("yaml" | "yml"))
-        {
-            out.push(p);
-        }
-    }
-    Ok(())
-}
-
-pub(crate) fn load_plan(path: &Path, common: &Common) -> Result<plan::Plan, Vec<spec::SpecError>> {
-    common.install_limits();
-    let file = spec::load(path).map_err(|e| vec![e])?;
-    plan::plan(
-        &file,
-        &plan::Overrides {
-            profile: common.profile.clone(),
-            set: common.set.clone(),
-            allow_read: common.allow_read.clone(),
-        },
-        stages::registry::all(),
-    )
-}
-
-/// Prints a pipeline's errors as they are found (a run of many files goes on to the next).
-pub(crate) fn report_spec_errors(errs: &[spec::SpecError]) {
-    for e in errs {
-        errln!("error: {e}");
-    }
-}
-
-/// A pipeline's errors as a command's outcome.
-pub(crate) fn spec_failure(errs: &[spec::SpecError]) -> Outcome {
-    report_spec_errors(errs);
-    Err(Failure::BadInput(String::new()))
-}
-
+/// `dplab validate`.
 pub(crate) fn validate(paths: &[PathBuf], common: &Common) -> Outcome {
     let files = match pipeline_files(paths) {
         Ok(f) => f,
@@ -119,14 +41,20 @@ pub(crate) fn validate(paths: &[PathBuf], common: &Common) -> Outcome {
     }
 }
 
-pub(crate) fn run(
-    paths: &[PathBuf],
-    common: &Common,
-    (jobs, store, shard): (Option<usize>, &StoreArgs, Option<&str>),
-    out: &Path,
-    (fail_fast, skip_unavailable): (bool, bool),
-    quiet: bool,
-) -> Outcome {
+/// `dplab run`; `quiet` is the global `--quiet` (no progress bars).
+pub(crate) fn run(args: &RunArgs, quiet: bool) -> Outcome {
+    let RunArgs {
+        paths,
+        common,
+        jobs,
+        out,
+        fail_fast,
+        skip_unavailable,
+        shard,
+        loc,
+        store,
+    } = args;
+    loc.install();
     let files = match pipeline_files(paths) {
         Ok(f) => f,
         Err(e) => {
@@ -140,11 +68,14 @@ pub(crate) fn run(
             "--jobs {threads} is out of range: give 1 to {MAX_JOBS} worker threads"
         )));
     }
+    // Each file is read once: the results directories are checked on all of them before the
+    // first one runs.
+    let pipelines = load::read(files);
     if store.dry_run {
         let (st, force) = (store.store(), store.force());
         let mut bad = false;
-        for f in &files {
-            match load_plan(f, common) {
+        for pipeline in &pipelines {
+            match pipeline.plan(common) {
                 Ok(p) => out_raw!(
                     "{}",
                     dplab::pipeline::dryrun::explain(&p, st.as_ref(), &force)
@@ -162,6 +93,7 @@ pub(crate) fn run(
         };
     }
     let shard = match shard
+        .as_deref()
         .map(|s| dplab::pipeline::shard::Shard::parse(s, |v| std::env::var(v).ok()))
         .transpose()
     {
@@ -172,7 +104,7 @@ pub(crate) fn run(
     };
     // A shard writes no results directory, so it has none to check.
     if shard.is_none() {
-        if let Err(e) = check_outputs(&files, out) {
+        if let Err(e) = check_outputs(&pipelines, out) {
             return Err(Failure::BadInput(e.to_string()));
         }
     }
@@ -185,7 +117,7 @@ pub(crate) fn run(
         }
     };
     let opts = exec::RunOptions {
-        out_dir: out.to_path_buf(),
+        out_dir: out.clone(),
         terminal: !quiet && std::io::stderr().is_terminal(),
         jobs: threads,
         set: common.set.clone(),
@@ -197,9 +129,9 @@ pub(crate) fn run(
     let mut skipped = Vec::new();
     // Units dealt to shards so far: the round-robin continues across pipelines.
     let mut dealt = 0;
-    for f in &files {
-        let t0 = std::time::Instant::now();
-        let outcome = match load_plan(f, common) {
+    for pipeline in &pipelines {
+        let (f, t0) = (&pipeline.path, std::time::Instant::now());
+        let outcome = match pipeline.plan(common) {
             Err(errs) => {
                 report_spec_errors(&errs);
                 input_failures.push(f.display().to_string());
@@ -226,7 +158,7 @@ pub(crate) fn run(
                         tracing::info!("{}: {what} in {:.2} s", p.name, t0.elapsed().as_secs_f64());
                         true
                     }
-                    Err(e) if e.unavailable && skip_unavailable => {
+                    Err(e) if e.unavailable && *skip_unavailable => {
                         tracing::warn!("skipped {}: {}", p.name, e.message);
                         skipped.push(format!("{} ({})", f.display(), e.message));
                         true
@@ -239,7 +171,7 @@ pub(crate) fn run(
                 }
             }
         };
-        if !outcome && fail_fast {
+        if !outcome && *fail_fast {
             break;
         }
     }
@@ -258,7 +190,7 @@ pub(crate) fn run(
     errln!(
         "\n{} of {} pipeline(s) failed:",
         input_failures.len() + run_failures.len(),
-        files.len()
+        pipelines.len()
     );
     for f in input_failures
         .iter()
@@ -272,34 +204,4 @@ pub(crate) fn run(
     } else {
         Err(Failure::Failed(String::new()))
     }
-}
-
-/// Refuses, before anything runs, two pipelines that would write the same results
-/// directory, and a results path that exists but is not a directory dplab may replace.
-pub(crate) fn check_outputs(files: &[PathBuf], out: &Path) -> Result<(), String> {
-    let mut by_name: std::collections::HashMap<String, (String, &PathBuf)> = Default::default();
-    for f in files {
-        // Files that do not parse are reported when their turn comes.
-        let Ok(spec) = spec::load(f) else { continue };
-        let name = spec.raw.name;
-        if spec::name_problem(&name, spec::NameKind::Pipeline).is_some() {
-            continue;
-        }
-        // Compared ignoring case: `A` and `a` are one directory on macOS and Windows.
-        if let Some((first_name, first)) = by_name.insert(name.to_lowercase(), (name.clone(), f)) {
-            let named = if first_name == name {
-                format!("are both named `{name}`")
-            } else {
-                format!("are named `{first_name}` and `{name}`, which differ only in case, and")
-            };
-            return Err(format!(
-                "{} and {} {named}: they would write the same results directory {}",
-                first.display(),
-                f.display(),
-                out.join(&name).display()
-            ));
-        }
-        results::replaceable(&out.join(&name), &name)?;
-    }
-    Ok(())
 }

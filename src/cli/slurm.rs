@@ -17,8 +17,9 @@ use std::time::{Duration, SystemTime};
 
 use clap::Args;
 
-use crate::cli::run::{check_outputs, load_plan, pipeline_files, report_spec_errors};
-use crate::{Common, DataLoc, Failure, Outcome};
+use crate::cli::args::{Common, DataLoc, MAX_JOBS};
+use crate::cli::exit::{Failure, Outcome};
+use crate::cli::load::{self, check_outputs, pipeline_files, report_spec_errors, Pipeline};
 
 /// Most array tasks: the engine's bound. Clusters often cap arrays lower (`MaxArraySize`, 1001
 /// by default), and sbatch says so.
@@ -71,7 +72,7 @@ pub struct SlurmArgs {
     time: Option<String>,
     /// CPUs of each job; dplab runs as many worker threads (`--jobs`).
     #[arg(long, value_name = "C", default_value_t = 1,
-          value_parser = clap::value_parser!(u32).range(1..=crate::MAX_JOBS as i64))]
+          value_parser = clap::value_parser!(u32).range(1..=MAX_JOBS as i64))]
     cpus_per_task: u32,
     /// Memory of each job, e.g. 4G (sbatch --mem).
     #[arg(long, value_name = "M")]
@@ -214,10 +215,12 @@ If a shard fails, the merge is cancelled; submit the same command again and only
 /// Checks everything that can be checked before submitting and creates STORE/slurm/<time>/.
 /// An empty error means the errors were already reported.
 fn prepare(args: &SlurmArgs) -> Result<Job, String> {
-    let files = pipeline_files(&args.paths)?;
+    // Each file is read once, planned (to report its errors) and checked for its results
+    // directory.
+    let pipelines = load::read(pipeline_files(&args.paths)?);
     let mut bad = false;
-    for f in &files {
-        if let Err(errs) = load_plan(f, &args.common) {
+    for p in &pipelines {
+        if let Err(errs) = p.plan(&args.common) {
             report_spec_errors(&errs);
             bad = true;
         }
@@ -225,7 +228,7 @@ fn prepare(args: &SlurmArgs) -> Result<Job, String> {
     if bad {
         return Err(String::new());
     }
-    check_outputs(&files, &args.out)?;
+    check_outputs(&pipelines, &args.out)?;
     let mut sbatch = Vec::new();
     for (flag, value) in [
         ("--partition", &args.partition),
@@ -256,9 +259,9 @@ give --dry-run to write the scripts only",
         .map_err(|e| format!("cannot find the dplab binary that is running: {e}"))?;
     let dplab_sha256 = sha256_file(&dplab)
         .map_err(|e| format!("cannot read the dplab binary {}: {e}", dplab.display()))?;
-    let pipelines = files
+    let pipelines = pipelines
         .iter()
-        .map(|f| {
+        .map(|Pipeline { path: f, .. }| {
             let p = f
                 .canonicalize()
                 .map_err(|e| format!("{}: {e}", f.display()))?;
@@ -409,6 +412,8 @@ fn utf8(p: &Path, what: &str) -> Result<String, String> {
     })
 }
 
+// Hashes the running dplab binary (std::env::current_exe), not a path a user named.
+#[expect(clippy::disallowed_methods)]
 fn sha256_file(p: &Path) -> std::io::Result<String> {
     use sha2::{Digest, Sha256};
     let mut h = Sha256::new();
@@ -735,6 +740,8 @@ fn ended(state: &str) -> bool {
 }
 
 /// The exit code a job recorded in status/ (see [`command`]).
+// A status file under STORE/slurm/<time>/, written by the job scripts dplab wrote.
+#[expect(clippy::disallowed_methods)]
 fn recorded(dir: &Path, name: &str) -> Option<i32> {
     std::fs::read_to_string(dir.join("status").join(name))
         .ok()?

@@ -1,6 +1,7 @@
 //! `dplab store info|gc`.
 
-use crate::{Outcome, StoreAction, StoreArgs};
+use crate::cli::args::{StoreAction, StoreArgs};
+use crate::cli::exit::Outcome;
 
 pub(crate) fn store_cmd(args: &StoreArgs, action: StoreAction) -> Outcome {
     let Some(store) = args.store() else {

@@ -74,6 +74,8 @@ fn partial_path(target: &Path) -> PathBuf {
 }
 
 /// A new temporary file beside `target` (never an existing file or a link planted there).
+// Creates (create_new) a temporary file dplab names beside the target; never reads a path.
+#[expect(clippy::disallowed_methods)]
 fn create_partial(target: &Path) -> Result<(PathBuf, fs::File), DataError> {
     let io = |e: std::io::Error, p: &Path| DataError::Io(format!("{}: {e}", p.display()));
     let dir = target

@@ -61,6 +61,8 @@ pub struct Claim<'a> {
 }
 
 impl Drop for Claim<'_> {
+    // The claim file this process created (create_new) under the store's claims/.
+    #[expect(clippy::disallowed_methods)]
     fn drop(&mut self) {
         let Some(path) = &self.path else { return };
         self.claims.lock_held().remove(&self.key);
@@ -89,6 +91,8 @@ impl Claims {
     }
 
     /// Claims `key`, or says another process holds it. A stale claim is broken and taken.
+    // Creates (create_new) a claim file dplab names by key under the store's claims/.
+    #[expect(clippy::disallowed_methods)]
     pub fn claim(&self, key: &Key) -> Claimed<'_> {
         let path = self.dir.join(key.to_string());
         for _ in 0..3 {
@@ -143,6 +147,8 @@ impl Claims {
 
     /// Whether the claim at `path` (not ours) is dead: from this host by a process that is
     /// gone, or untouched for [`STALE`].
+    // A claim file under the store's claims/, written by a dplab process.
+    #[expect(clippy::disallowed_methods)]
     fn stale(&self, key: &Key, path: &std::path::Path) -> bool {
         let Ok(modified) = fs::metadata(path).and_then(|m| m.modified()) else {
             // Gone meanwhile: its holder finished; try again.
@@ -167,6 +173,8 @@ impl Claims {
     }
 
     /// Touches the claims this process holds, at most every [`HEARTBEAT`] (call it often).
+    // Touches this process's own claim files (O_NOFOLLOW), under the store's claims/.
+    #[expect(clippy::disallowed_methods)]
     pub fn heartbeat(&self) {
         {
             let mut last = self.last_beat.lock().unwrap_or_else(|e| e.into_inner());
@@ -217,6 +225,8 @@ fn hostname() -> String {
 }
 
 #[cfg(test)]
+// The tests read the claim files they made.
+#[expect(clippy::disallowed_methods)]
 mod tests {
     use super::*;
 

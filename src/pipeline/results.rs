@@ -198,6 +198,8 @@ fn exchange(a: &Path, b: &Path) -> std::io::Result<()> {
     }
 }
 
+// Opens a directory dplab just renamed into, only to fsync it.
+#[expect(clippy::disallowed_methods)]
 fn sync_dir(dir: Option<&Path>) -> Result<()> {
     if let Some(d) = dir {
         // Durability of the rename; a file system that cannot sync a directory is no error.
@@ -211,6 +213,8 @@ fn sync_dir(dir: Option<&Path>) -> Result<()> {
 /// An exclusive advisory lock on the results root `path` (a directory: no lock file is
 /// left behind), held until the returned handle is dropped. Writers of any pipeline into
 /// this root take turns for the short swap; they wait (saying so) for each other.
+// Opens the results root, which create_dir_all has just made sure is a directory, to flock it.
+#[expect(clippy::disallowed_methods)]
 fn lock(path: &Path) -> Result<fs::File> {
     use std::os::unix::io::AsRawFd;
     let f = fs::File::open(path).with_context(|| format!("opening {}", path.display()))?;

@@ -85,6 +85,8 @@ pub fn write(results: &Path, expected: &[Expected]) -> Result<Written, String> {
 
 /// Writes under a fresh temporary name (never following a link that waits there) and renames
 /// over `path`: a rename replaces a link at `path` instead of writing through it.
+// Creates (create_new) a temporary file dplab names beside the page; never reads a path.
+#[expect(clippy::disallowed_methods)]
 fn place(path: &Path, bytes: &[u8]) -> Result<(), String> {
     use std::io::Write as _;
     let dir = path.parent().unwrap_or(Path::new("."));

@@ -1,0 +1,385 @@
+//! What the command line is: clap's definitions of every command and flag, and the small
+//! conversions from flags to what the engine takes (a store, limits, data locations).
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+use dplab::pipeline::{dryrun, instance_store};
+use dplab::{data, limits};
+
+use crate::cli::slurm;
+
+const WARNING: &str =
+    "Seeded runs exist to reproduce research: their noise is predictable from the seed. \
+Never use dplab to release real private data.";
+
+#[derive(Parser)]
+#[command(
+    name = "dplab",
+    version,
+    about = "Reproducible differential-privacy experiments as declarative YAML pipelines",
+    long_about = "dplab runs YAML experiment pipelines (load → mechanism → evaluate → aggregate → plot/report) \
+as a parallel DAG with a seeded generator per stage instance, and writes result frames (CSV + Parquet), \
+SVG figures and a manifest under results/<pipeline>/.",
+    after_help = format!("Examples:\n  dplab run pipelines/                      run every pipeline\n  \
+dplab run pipelines/dwork-roth/dr-pumpkin.yaml --profile ci --jobs 2\n  \
+dplab run dr-two-diseases.yaml --set 'eps=[0.5, 1]'\n  \
+dplab validate pipelines/**/*.yaml\n  dplab list mechanism.select\n  \
+dplab compare results/ tests/golden/ --rtol 1e-9\n\n{WARNING}")
+)]
+pub(crate) struct Cli {
+    /// More log output (-v: debug, -vv: trace); RUST_LOG overrides.
+    #[arg(short, long, action = clap::ArgAction::Count, global = true)]
+    pub(crate) verbose: u8,
+    /// Only errors.
+    #[arg(short, long, global = true)]
+    pub(crate) quiet: bool,
+    #[command(subcommand)]
+    pub(crate) command: Command,
+}
+
+#[derive(Subcommand)]
+pub(crate) enum Command {
+    /// Run pipelines (files, or directories searched for *.yaml).
+    #[command(after_help = format!("Examples:\n  dplab run pipelines/\n  dplab run a.yaml b.yaml --profile ci --out /tmp/res\n  \
+dplab run sweep.yaml --set 'eps={{from: 0.1, to: 2, step: 0.1}}' --set 'c=[1, 5]'\n\n\
+Results go to OUT/<pipeline name>/: one <stage>.csv and .parquet per stored stage, figures, manifest.json.\n\
+A failed pipeline does not stop the others (unless --fail-fast); failures are listed at the end.\n\
+Exit codes: 0 success, 1 a run failed, 2 bad input.\n\n{WARNING}"))]
+    Run(RunArgs),
+    /// Check pipeline files without running them: keys, types, inputs, cycles, axes, ranges.
+    #[command(
+        after_help = "Example:\n  dplab validate pipelines/dwork-roth/*.yaml --profile ci\n\nErrors print as FILE:LINE:COL: message; exit code 2."
+    )]
+    Validate {
+        #[arg(required = true)]
+        paths: Vec<PathBuf>,
+        #[command(flatten)]
+        common: Common,
+    },
+    /// Every stage kind with its parameters, or one kind in detail.
+    #[command(after_help = "Examples:\n  dplab list\n  dplab list mechanism.select")]
+    List {
+        /// Show only this kind.
+        kind: Option<String>,
+    },
+    /// Print a pipeline as it will run: profile and --set applied, as a pipeline file that
+    /// runs the same instances with the same seeds (or, with --instances, every instance).
+    #[command(
+        after_help = "Examples:\n  dplab show dr-pumpkin.yaml --profile ci --set eps=[1,2]\n  dplab show dr-pumpkin.yaml --instances | less"
+    )]
+    Show {
+        path: PathBuf,
+        /// List every instance (axis values, seed, store key) instead.
+        #[arg(long)]
+        instances: bool,
+        #[command(flatten)]
+        common: Common,
+    },
+    /// Print the JSON Schema of a pipeline file (every kind's parameters, their types, ranges
+    /// and docs), for editors and validators.
+    #[command(after_help = "Examples:\n  dplab schema > dplab.schema.json
+  then, first line of a pipeline file (VS Code, Neovim, … with yaml-language-server):\n  # yaml-language-server: $schema=../dplab.schema.json")]
+    Schema,
+    /// Print a shell completion script (generated from these definitions).
+    #[command(
+        after_help = "Examples:\n  dplab completions bash > ~/.local/share/bash-completion/completions/dplab\n  dplab completions zsh > ~/.zfunc/_dplab   # with fpath+=(~/.zfunc) before compinit\n  dplab completions fish > ~/.config/fish/completions/dplab.fish"
+    )]
+    Completions { shell: clap_complete::Shell },
+    /// Print the manual page (roff), or write one page per command into DIR.
+    #[command(after_help = "Examples:\n  dplab man | man -l -\n  dplab man target/man")]
+    Man {
+        /// Write dplab.1 and dplab-<command>.1 here instead (created if missing).
+        dir: Option<PathBuf>,
+    },
+    /// Print a pipeline's stage DAG as Graphviz DOT or Mermaid.
+    #[command(
+        after_help = "Examples:\n  dplab graph dr-pumpkin.yaml | dot -Tsvg > dag.svg\n  dplab graph dr-pumpkin.yaml --format mermaid"
+    )]
+    Graph {
+        path: PathBuf,
+        #[arg(long, value_enum, default_value = "dot")]
+        format: GraphFormat,
+        #[command(flatten)]
+        common: Common,
+    },
+    /// The public datasets: list them, fetch them into the cache, verify the copies.
+    #[command(
+        after_help = "Examples:\n  dplab data list\n  dplab data fetch adult wdbc\n  \
+dplab data fetch --all --mirror ../shared/datasets\n  dplab data verify\n\n\
+Files are looked for in the cache (DPLAB_DATA_DIR, default ~/.cache/dplab/datasets), then in the\n\
+offline mirror (DPLAB_DATA_MIRROR or --mirror, laid out as <dataset>/<file>). Every file is checked\n\
+against the sha256 and size in data/datasets.toml before use. Exit codes: 0 ok, 1 a file is missing\n\
+or wrong, 2 bad input."
+    )]
+    Data {
+        #[command(subcommand)]
+        action: DataAction,
+        #[command(flatten)]
+        loc: DataLoc,
+    },
+    /// The instance store: what it holds, and removing what no results directory uses.
+    #[command(after_help = "Examples:
+  dplab store info
+  dplab store gc --keep results --keep target/ci-results --dry-run")]
+    Store {
+        #[command(subcommand)]
+        action: StoreAction,
+        /// The store [default: $DPLAB_STORE, else .dplab/store].
+        #[arg(long, value_name = "DIR", global = true)]
+        store: Option<PathBuf>,
+    },
+    /// Write RESULTS_DIR/index.html: one page with every experiment, the paper's numbers beside
+    /// ours and where they differ.
+    #[command(
+        after_help = "Examples:\n  dplab report results --pipelines pipelines/\n  dplab report target/ci-results\n\n\
+The page is self-contained and works offline from the file system (figures are referenced by\n\
+relative paths). With --pipelines, experiments without results are listed too: as \"data not\n\
+available\" with the command that gets the data, or as \"not run\".\n\
+Exit codes: 0 written, 1 written but the results are damaged (listed on the page and here), 2 bad input."
+    )]
+    Report {
+        /// A results root (the --out of `dplab run`).
+        results: PathBuf,
+        /// Pipeline files or directories: every experiment they define gets a section (several
+        /// after one flag, or the flag repeated).
+        #[arg(long, value_name = "PATH", num_args = 1..)]
+        pipelines: Vec<PathBuf>,
+        #[command(flatten)]
+        loc: DataLoc,
+    },
+    /// Run pipelines on a Slurm cluster: an array job of N shards fills the store, then a merge
+    /// job writes the results.
+    #[command(after_help = slurm::AFTER_HELP)]
+    Slurm(slurm::SlurmArgs),
+    /// Compare two results directories frame by frame (columns, keys, values within tolerance).
+    #[command(
+        after_help = "Examples:\n  dplab compare results/dr-pumpkin tests/golden/dr-pumpkin\n  \
+dplab compare results tests/golden --rtol 1e-6   (compares every pipeline directory present in both)\n\n\
+A cell matches when |a − b| ≤ atol + rtol·|b|; text and integer cells must be equal.\nExit code 1 on any mismatch."
+    )]
+    Compare {
+        a: PathBuf,
+        b: PathBuf,
+        #[arg(long, default_value_t = 1e-9)]
+        rtol: f64,
+        #[arg(long, default_value_t = 1e-12)]
+        atol: f64,
+        /// A pipeline directory of B that A lacks (e.g. skipped for missing data) is listed, not a mismatch.
+        #[arg(long)]
+        allow_missing: bool,
+    },
+}
+
+/// `dplab run`'s options.
+#[derive(Args)]
+pub(crate) struct RunArgs {
+    /// Pipeline files or directories.
+    #[arg(required = true)]
+    pub(crate) paths: Vec<PathBuf>,
+    #[command(flatten)]
+    pub(crate) common: Common,
+    /// Worker threads (default: all cores). Results do not depend on it.
+    #[arg(short, long)]
+    pub(crate) jobs: Option<usize>,
+    /// Results root directory.
+    #[arg(short, long, default_value = "results")]
+    pub(crate) out: PathBuf,
+    /// Stop at the first failed pipeline.
+    #[arg(long)]
+    pub(crate) fail_fast: bool,
+    /// Skip (with a warning, exit 0) pipelines whose dataset files are not on this machine.
+    #[arg(long)]
+    pub(crate) skip_unavailable: bool,
+    /// Run only a share of the instances, into the store, and write no results: `I/N`
+    /// (shard I of N, from 0), `auto` (a Slurm array task's SLURM_ARRAY_TASK_ID and
+    /// SLURM_ARRAY_TASK_COUNT) or `auto/N` (index from SLURM_ARRAY_TASK_ID or
+    /// JOB_COMPLETION_INDEX). Once every shard is done, a run without --shard on the same
+    /// store runs only the stages that gather, and writes the results. Every shard and
+    /// that run must be given the same pipelines, in the same order, with the same
+    /// --profile and --set.
+    #[arg(long, value_name = "SPEC", conflicts_with_all = ["dry_run", "no_store"])]
+    pub(crate) shard: Option<String>,
+    #[command(flatten)]
+    pub(crate) loc: DataLoc,
+    #[command(flatten)]
+    pub(crate) store: StoreArgs,
+}
+
+#[derive(Subcommand)]
+pub(crate) enum StoreAction {
+    /// Entries and bytes in all, and per pipeline those its last run used.
+    Info,
+    /// Remove every entry no results directory under the given roots references (by the
+    /// instance keys in their manifests), and what killed writers left in tmp/ over an hour ago.
+    Gc {
+        /// A results root whose directories' entries are kept (repeatable).
+        #[arg(long, value_name = "DIR", default_value = "results")]
+        keep: Vec<PathBuf>,
+        /// Say what would be removed, remove nothing.
+        #[arg(short = 'n', long)]
+        dry_run: bool,
+    },
+}
+
+#[derive(Subcommand)]
+pub(crate) enum DataAction {
+    /// Every registered dataset file: present? where, size, licence.
+    List,
+    /// Put verified copies into the cache (from the mirror when it has them, else download).
+    #[command(
+        after_help = "Examples:\n  dplab data fetch adult wdbc\n  dplab data fetch --pipelines pipelines/\n\n\
+With --pipelines, fetches exactly the files the pipelines' load.dataset stages read (after\n\
+--profile and --set): a verified copy in the cache or the mirror is used where it is, any other\n\
+is downloaded from its upstream URL and verified. A file with no registered checksum is never\n\
+fetched this way. Ends with what could not be obtained and which pipelines that leaves without\n\
+data (`dplab run --skip-unavailable` skips them; `dplab report` shows them as \"data not\n\
+available\"). Exit codes: 0 everything needed is here, 1 something is missing, 2 bad input."
+    )]
+    Fetch {
+        /// Dataset names.
+        names: Vec<String>,
+        /// Every registered dataset.
+        #[arg(long)]
+        all: bool,
+        /// The files these pipelines read (files or directories searched for *.yaml; several
+        /// after one flag, or the flag repeated).
+        #[arg(long, value_name = "PATH", num_args = 1.., conflicts_with_all = ["names", "all", "accept_unverified"])]
+        pipelines: Vec<PathBuf>,
+        /// Download files that have no registered checksum and print their sha256.
+        #[arg(long)]
+        accept_unverified: bool,
+        #[command(flatten)]
+        common: Common,
+    },
+    /// Check every present copy (cache and mirror) against the registry.
+    Verify {
+        /// Dataset names (default: all).
+        names: Vec<String>,
+    },
+}
+
+/// The instance store and what to take from it.
+#[derive(Args)]
+pub(crate) struct StoreArgs {
+    /// The instance store: every finished stage instance is kept there, and later runs (of any
+    /// pipeline) reuse it instead of computing it again [default: $DPLAB_STORE, else
+    /// .dplab/store in the current directory].
+    #[arg(long, value_name = "DIR")]
+    pub(crate) store: Option<PathBuf>,
+    /// Neither read nor write the store: compute everything.
+    #[arg(long)]
+    pub(crate) no_store: bool,
+    /// Recompute what the store has: every stage (`--force`), or the stages named
+    /// (`--force=plot,table`).
+    #[arg(long, value_name = "STAGE", num_args = 0..=1, require_equals = true, default_missing_value = "", value_delimiter = ',')]
+    pub(crate) force: Option<Vec<String>>,
+    /// Run nothing: per stage, how many instances would run and how many the store has, and
+    /// why each would run.
+    #[arg(short = 'n', long)]
+    pub(crate) dry_run: bool,
+}
+
+impl StoreArgs {
+    pub(crate) fn store(&self) -> Option<instance_store::InstanceStore> {
+        if self.no_store {
+            return None;
+        }
+        let root = self
+            .store
+            .clone()
+            .or_else(|| {
+                std::env::var_os("DPLAB_STORE")
+                    .filter(|v| !v.is_empty())
+                    .map(PathBuf::from)
+            })
+            .unwrap_or_else(|| PathBuf::from(".dplab/store"));
+        Some(instance_store::InstanceStore::new(root))
+    }
+
+    pub(crate) fn force(&self) -> dryrun::Force {
+        match &self.force {
+            None => dryrun::Force::Nothing,
+            Some(v) if v.iter().all(|s| s.is_empty()) => dryrun::Force::All,
+            Some(v) => dryrun::Force::Stages(v.iter().filter(|s| !s.is_empty()).cloned().collect()),
+        }
+    }
+}
+
+#[derive(Args)]
+pub(crate) struct DataLoc {
+    /// Offline mirror laid out as <dataset>/<file> (overrides DPLAB_DATA_MIRROR).
+    #[arg(long, global = true, value_name = "DIR")]
+    pub(crate) mirror: Option<PathBuf>,
+    /// Download cache (overrides DPLAB_DATA_DIR).
+    #[arg(long, global = true, value_name = "DIR")]
+    pub(crate) data_dir: Option<PathBuf>,
+}
+
+impl DataLoc {
+    pub(crate) fn install(&self) {
+        let mut l = data::Locations::from_env();
+        if let Some(m) = &self.mirror {
+            l.mirror = Some(m.clone());
+        }
+        if let Some(d) = &self.data_dir {
+            l.cache = d.clone();
+        }
+        data::Locations::install(l);
+    }
+}
+
+#[derive(Args)]
+pub(crate) struct Common {
+    /// Apply the named profile of each pipeline (e.g. `ci`: smaller grids).
+    #[arg(short, long)]
+    pub(crate) profile: Option<String>,
+    /// Override, after the profile: an axis (AXIS=VALUES, VALUES in YAML: eps=[0.1,1] or
+    /// eps={from: 0.1, to: 1, step: 0.1}), any stage parameter (STAGE.PARAM=VALUE, a YAML
+    /// value; nested keys with dots: noisy.samples=500, table.labels.eps=ε), or the seed
+    /// (seed=N). Repeatable.
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub(crate) set: Vec<String>,
+    /// Let pipelines read files under DIR too (by default a pipeline reads only inside its own directory).
+    #[arg(long, value_name = "DIR")]
+    pub(crate) allow_read: Vec<PathBuf>,
+    /// Most stage instances in one pipeline.
+    #[arg(long, value_name = "N", default_value_t = limits::Limits::DEFAULT.instances, value_parser = count)]
+    pub(crate) max_instances: u64,
+    /// Most random draws (samples, trials) one stage instance may make.
+    #[arg(long, value_name = "N", default_value_t = limits::Limits::DEFAULT.draws, value_parser = count)]
+    pub(crate) max_draws: u64,
+    /// Most elements of one matrix, grid or table a stage instance may build.
+    #[arg(long, value_name = "N", default_value_t = limits::Limits::DEFAULT.cells, value_parser = count)]
+    pub(crate) max_cells: u64,
+}
+
+impl Common {
+    pub(crate) fn install_limits(&self) {
+        limits::set(limits::Limits {
+            instances: self.max_instances,
+            draws: self.max_draws,
+            cells: self.max_cells,
+        });
+    }
+}
+
+/// A count on the command line: an integer, also written as `1e6`.
+fn count(s: &str) -> Result<u64, String> {
+    if let Ok(n) = s.parse::<u64>() {
+        return Ok(n);
+    }
+    match s.parse::<f64>() {
+        Ok(x) if x >= 1.0 && x.fract() == 0.0 && x <= 9.007_199_254_740_992e15 => Ok(x as u64),
+        _ => Err(format!("`{s}` is not a whole number ≥ 1")),
+    }
+}
+
+/// Most worker threads: more than this is a typo (each thread reserves a stack).
+pub(crate) const MAX_JOBS: usize = 1024;
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+pub(crate) enum GraphFormat {
+    Dot,
+    Mermaid,
+}
