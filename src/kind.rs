@@ -254,7 +254,8 @@ pub trait StageRun: Send + Sync {
     fn columns_out(&self, inputs: &[Option<Vec<String>>]) -> Option<Vec<String>>;
 }
 
-/// A stage kind's typed parameters. Implement this and add one line to [`registry`].
+/// A stage kind's typed parameters. Implement this and add one line to the registry of kinds
+/// (`stages::registry`).
 pub trait Stage: DeserializeOwned + Send + Sync + 'static {
     /// Checks ranges and relations the types cannot express (ε > 0, δ ∈ [0, 1), …).
     fn validate(&self) -> Result<(), ParamError> {

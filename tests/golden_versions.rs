@@ -504,7 +504,7 @@ fn locate(kind: &str) -> String {
 }
 
 fn registry_version(kind: &str) -> Option<u32> {
-    dplab::stages::find(kind).map(|k| k.version)
+    dplab::stages::registry::find(kind).map(|k| k.version)
 }
 
 /// Normal mode on a golden directory and its lock.
@@ -1100,7 +1100,7 @@ mod logic {
 
     #[test]
     fn every_registered_kind_is_located_in_src() {
-        for k in dplab::stages::registry() {
+        for k in dplab::stages::registry::all() {
             let at = locate_in(&root().join("src"), k.name)
                 .unwrap_or_else(|| panic!("kind `{}`: no `name:` + `version:` in src/", k.name));
             assert!(at.starts_with("src/") && at.contains(".rs:"), "{at}");

@@ -67,7 +67,7 @@ pub fn validate(data: &[u8]) {
             plan::plan(
                 &file,
                 &plan::Overrides::default(),
-                dplab::stages::registry(),
+                dplab::stages::registry::all(),
             )
         });
     // What `validate` prints, so that formatting the answer is exercised too.

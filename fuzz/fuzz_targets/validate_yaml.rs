@@ -141,7 +141,7 @@ fn names() -> &'static [String] {
         .iter()
         .map(|s| s.to_string())
         .collect();
-        for k in dplab::stages::registry() {
+        for k in dplab::stages::registry::all() {
             v.push(k.name.to_string());
             v.extend(k.params.iter().map(|p| p.name.to_string()));
         }
@@ -218,7 +218,7 @@ fn mutate(root: &mut Value, rng: &mut Rng) {
     let op = rng.below(10);
     if op == 9 {
         // Another kind for one stage.
-        let kinds = dplab::stages::registry();
+        let kinds = dplab::stages::registry::all();
         let k = kinds[rng.below(kinds.len())].name;
         if let Some(Value::Mapping(stages)) = root.get_mut("stages") {
             if !stages.is_empty() {
@@ -311,7 +311,7 @@ fn mutate(root: &mut Value, rng: &mut Rng) {
         }
         // A kind name anywhere.
         _ => {
-            let kinds = dplab::stages::registry();
+            let kinds = dplab::stages::registry::all();
             *node = Value::String(kinds[rng.below(kinds.len())].name.into());
         }
     }

@@ -29,7 +29,7 @@ pub(crate) fn missing_datasets(file: &spec::SpecFile) -> Vec<String> {
     let Ok(reg) = data::Registry::current() else {
         return Vec::new();
     };
-    let planned = plan::plan(file, &plan::Overrides::default(), stages::registry());
+    let planned = plan::plan(file, &plan::Overrides::default(), stages::registry::all());
     let Ok(p) = planned else {
         return Vec::new();
     };

@@ -11,7 +11,7 @@ use crate::cli::exit::{Failure, Outcome};
 
 /// `dplab schema`: the JSON Schema of a pipeline file.
 pub(crate) fn schema() -> Outcome {
-    let schema = dplab::pipeline::schema::pipeline_schema(stages::registry());
+    let schema = dplab::pipeline::schema::pipeline_schema(stages::registry::all());
     out!(
         "{}",
         serde_json::to_string_pretty(&schema).expect("a JSON value prints")
@@ -54,13 +54,13 @@ pub(crate) fn man(dir: Option<&Path>) -> Outcome {
 
 /// `dplab list [KIND]`.
 pub(crate) fn list(kind: Option<&str>) -> Outcome {
-    let kinds: Vec<_> = stages::registry()
+    let kinds: Vec<_> = stages::registry::all()
         .iter()
         .filter(|k| kind.is_none_or(|n| k.name == n))
         .collect();
     if kinds.is_empty() {
         let name = kind.unwrap_or_default();
-        let hint = spec::suggest(name, stages::registry().iter().map(|k| k.name))
+        let hint = spec::suggest(name, stages::registry::all().iter().map(|k| k.name))
             .map(|s| format!("; did you mean `{s}`?"))
             .unwrap_or_default();
         return Err(Failure::BadInput(format!("no stage kind `{name}`{hint}")));

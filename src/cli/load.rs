@@ -107,7 +107,7 @@ fn plan_spec(file: &spec::SpecFile, common: &Common) -> Result<plan::Plan, Vec<s
             set: common.set.clone(),
             allow_read: common.allow_read.clone(),
         },
-        stages::registry(),
+        stages::registry::all(),
     )
 }
 

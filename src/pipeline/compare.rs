@@ -29,6 +29,8 @@ use std::path::Path;
 
 use anyhow::{Context, Result};
 
+use super::manifest::WithoutSeeds;
+
 /// Tolerance: `|a − b| ≤ atol + rtol·|b|`. Both are finite and ≥ 0, which [`Tolerance::new`]
 /// enforces: an infinite or NaN tolerance would make every comparison pass (or none), and a
 /// negative one is meaningless. The fields are private so no other path can build one.
@@ -65,29 +67,9 @@ impl Tolerance {
     }
 }
 
-/// How a results directory was made, as its `manifest.json` says (a golden directory keeps a
-/// short one with these fields).
-#[derive(Debug, Clone, PartialEq, Default, serde::Deserialize)]
-#[serde(default)]
-pub struct Made {
-    /// `--profile`; `None` for the pipeline's full settings.
-    pub profile: Option<String>,
-    /// The axes, by name: their columns identify a row as much as its text cells do.
-    pub axes: indexmap::IndexMap<String, serde_json::Value>,
-}
-
-impl Made {
-    /// The profile as a person reads it.
-    pub fn profile_name(&self) -> String {
-        match &self.profile {
-            Some(p) => format!("profile `{p}`"),
-            None => "no profile (full settings)".into(),
-        }
-    }
-}
-
-/// What the manifest of `dir` says, if it has a readable one.
-pub fn made(dir: &Path) -> Option<Made> {
+/// How a results directory was made, as its `manifest.json` says (its profile and axes; a
+/// golden directory keeps a short one with these fields), if it has a readable one.
+pub fn made(dir: &Path) -> Option<WithoutSeeds> {
     let path = dir.join("manifest.json");
     let (f, meta) = crate::regular::open_regular(&path).ok()?;
     if !meta.is_file() {
@@ -164,7 +146,7 @@ pub fn compare_dirs(a: &Path, b: &Path, tol: Tolerance) -> Result<Comparison> {
     })
 }
 
-struct Table {
+struct CsvFrame {
     header: Vec<String>,
     rows: Vec<Row>,
 }
@@ -176,7 +158,7 @@ struct Row {
 }
 
 /// Reads a frame: `Err` for I/O, `Ok(Err(message))` for contents that are not valid CSV.
-fn read_frame(path: &Path) -> Result<Result<Table, String>> {
+fn read_frame(path: &Path) -> Result<Result<CsvFrame, String>> {
     // A regular file of bounded size: a FIFO or device named `x.csv` would block or never
     // end, and both frames are held in memory.
     let bytes = super::spec::read_regular_file(path, MAX_FRAME_BYTES)
@@ -192,7 +174,7 @@ const MAX_FRAME_BYTES: u64 = 1 << 30;
 /// The csv crate skips blank lines, but polars writes a row of a one-column frame whose cell is
 /// null as an empty line, so skipped lines are counted back in as rows with one empty field
 /// (in a wider frame such a row is then reported as ragged, never silently dropped).
-fn parse_csv(bytes: &[u8]) -> Result<Table, String> {
+fn parse_csv(bytes: &[u8]) -> Result<CsvFrame, String> {
     let mut rdr = csv::ReaderBuilder::new()
         .has_headers(false)
         // Ragged rows are read and reported by the comparison rather than failing the parse.
@@ -248,7 +230,7 @@ fn parse_csv(bytes: &[u8]) -> Result<Table, String> {
             cells: vec![String::new()],
         });
     }
-    Ok(Table { header, rows })
+    Ok(CsvFrame { header, rows })
 }
 
 /// The number of blank lines at `from`: the line ends before the next other byte. CRLF counts
@@ -323,7 +305,7 @@ fn show(cell: &str) -> String {
 
 /// The columns that identify a row: the axes', and those holding only text (neither
 /// integers nor floats) on both sides.
-fn key_columns(a: &Table, b: &Table, axes: &BTreeSet<String>) -> Vec<usize> {
+fn key_columns(a: &CsvFrame, b: &CsvFrame, axes: &BTreeSet<String>) -> Vec<usize> {
     (0..a.header.len())
         .filter(|&c| {
             axes.contains(&a.header[c])
@@ -348,7 +330,7 @@ fn key_text(header: &[String], cols: &[usize], row: &[String]) -> String {
 
 /// Rows by key; `None` when two rows share a key (the key does not identify rows).
 fn by_key<'t>(
-    t: &'t Table,
+    t: &'t CsvFrame,
     cols: &[usize],
 ) -> Option<std::collections::HashMap<Vec<&'t str>, usize>> {
     let mut m = std::collections::HashMap::new();
@@ -369,8 +351,8 @@ fn by_key<'t>(
 /// rows present in both are compared and the missing and extra keys listed.
 fn compare_tables(
     name: &str,
-    a: &Table,
-    b: &Table,
+    a: &CsvFrame,
+    b: &CsvFrame,
     tol: Tolerance,
     axes: &BTreeSet<String>,
     report: &mut String,
@@ -456,7 +438,7 @@ fn compare_tables(
             pairs.len(),
             key_names.join(", ")
         );
-        let only = |t: &Table,
+        let only = |t: &CsvFrame,
                     mine: &std::collections::HashMap<Vec<&str>, usize>,
                     theirs: &std::collections::HashMap<Vec<&str>, usize>| {
             let mut rows: Vec<usize> = mine
@@ -596,8 +578,8 @@ mod tests {
         Tolerance::new(rtol, atol).unwrap()
     }
 
-    fn table(header: &[&str], rows: &[&[&str]]) -> Table {
-        Table {
+    fn table(header: &[&str], rows: &[&[&str]]) -> CsvFrame {
+        CsvFrame {
             header: header.iter().map(|s| s.to_string()).collect(),
             rows: rows
                 .iter()

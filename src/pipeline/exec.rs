@@ -174,7 +174,7 @@ impl Source<'_> {
 /// frames wait in `early` until those before them are in; every [`BLOCK`] frames are joined
 /// into one block, so a stage of 10⁶ instances holds a few thousand blocks, not 10⁶ frames.
 #[derive(Default)]
-struct Gather {
+struct InPlanOrder {
     next: usize,
     early: BTreeMap<usize, DataFrame>,
     part: Vec<DataFrame>,
@@ -188,7 +188,7 @@ const BLOCK: usize = 256;
 /// store when it has nothing else to do.
 const CLAIM_POLL: Duration = Duration::from_millis(200);
 
-impl Gather {
+impl InPlanOrder {
     fn push(&mut self, i: usize, frame: DataFrame) -> Result<()> {
         self.early.insert(i, frame);
         while let Some(f) = self.early.remove(&self.next) {
@@ -238,7 +238,7 @@ struct StageState {
     remaining: AtomicUsize,
     /// Readers (global ids) that read this stage whole.
     whole_readers: Vec<usize>,
-    gather: Option<Mutex<Gather>>,
+    gather: Option<Mutex<InPlanOrder>>,
     /// The gathered frame, once the stage is done (when gathered).
     whole: Mutex<Option<Arc<DataFrame>>>,
     /// Whether an instance of this stage failed or was not run.
@@ -609,7 +609,7 @@ impl<'a> Run<'a> {
             .map(|((s, whole_readers), remaining)| StageState {
                 remaining: AtomicUsize::new(remaining),
                 gather: (results && (s.store || !whole_readers.is_empty()))
-                    .then(|| Mutex::new(Gather::default())),
+                    .then(|| Mutex::new(InPlanOrder::default())),
                 whole_readers,
                 whole: Mutex::new(None),
                 broken: AtomicBool::new(false),

@@ -615,15 +615,11 @@ pub fn manifest_keys(results_dir: &Path) -> std::collections::HashSet<String> {
     else {
         return keys;
     };
-    let Ok(m) = serde_json::from_slice::<serde_json::Value>(&bytes) else {
+    let Ok(m) = serde_json::from_slice::<super::manifest::Manifest>(&bytes) else {
         return keys;
     };
-    for stage in m["stages"].as_array().into_iter().flatten() {
-        for inst in stage["seeds"].as_array().into_iter().flatten() {
-            if let Some(k) = inst["key"].as_str() {
-                keys.insert(k.to_string());
-            }
-        }
+    for stage in m.stages {
+        keys.extend(stage.seeds.into_iter().map(|s| s.key));
     }
     keys
 }

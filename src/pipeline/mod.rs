@@ -34,6 +34,7 @@ pub mod graph;
 pub mod instance_store;
 pub mod key;
 pub mod locate;
+pub mod manifest;
 pub mod plan;
 pub mod record;
 pub mod results;

@@ -12,7 +12,8 @@ use polars::prelude::*;
 use serde_json::json;
 use sha2::{Digest, Sha256};
 
-use super::plan::Plan;
+use super::manifest::{Manifest, OutputFile, PipelineInfo, Seed, StageEntry, WithoutSeeds};
+use super::plan::{Plan, PlannedStage};
 use super::spec::AxisValue;
 use crate::kind::Artifact;
 use crate::text::hex;
@@ -115,19 +116,9 @@ pub fn replaceable(dir: &Path, name: &str) -> Result<(), String> {
 }
 
 /// Whether `path` is a regular file holding a dplab manifest of pipeline `name`. The
-/// manifest is read as a stream, skipping every field but the two it needs, so a large one
-/// costs no memory.
+/// manifest is read as a stream, skipping its per-instance lists, so a large one costs no
+/// memory.
 fn written_by_dplab(path: &Path, name: &str) -> bool {
-    #[derive(serde::Deserialize)]
-    struct Manifest {
-        #[allow(dead_code)]
-        dplab_version: String,
-        pipeline: Pipeline,
-    }
-    #[derive(serde::Deserialize)]
-    struct Pipeline {
-        name: String,
-    }
     let regular = fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_file());
     if !regular {
         return false;
@@ -135,8 +126,8 @@ fn written_by_dplab(path: &Path, name: &str) -> bool {
     let Ok((f, _)) = crate::regular::open_regular(path) else {
         return false;
     };
-    serde_json::from_reader::<_, Manifest>(std::io::BufReader::new(f))
-        .is_ok_and(|m| m.pipeline.name == name)
+    serde_json::from_reader::<_, WithoutSeeds>(std::io::BufReader::new(f))
+        .is_ok_and(|m| m.is_dplab() && m.pipeline.name == name)
 }
 
 /// Puts `staging` in the place of `final_dir` so that a complete results directory is
@@ -280,7 +271,7 @@ fn write_all(
 ) -> Result<()> {
     let mut outputs = Vec::new();
     let mut names = OutputNames::default();
-    let mut stages_json = Vec::new();
+    let mut stages = Vec::new();
     for (si, stage) in plan.stages.iter().enumerate() {
         let res = &results[si];
         // Plots return no frame: their data is their input's.
@@ -316,21 +307,22 @@ fn write_all(
         }
         let secs = &res.seconds;
         let hits = res.cached;
-        stages_json.push(json!({
-            "name": stage.name,
-            "kind": stage.kind.name,
-            "kind_version": stage.kind.version,
-            "instances_run": stage.instances.len() - hits,
-            "instances_cached": hits,
-            "axes": stage.axes,
-            "gathered": stage.gathered,
-            "stored": stage.store,
-            "instances": stage.instances.len(),
-            "seconds_total": secs.iter().sum::<f64>(),
-            "seconds_max": secs.iter().copied().fold(0.0, f64::max),
-        }));
+        stages.push(StageEntry {
+            name: stage.name.clone(),
+            kind: stage.kind.name.to_string(),
+            kind_version: stage.kind.version,
+            instances_run: (stage.instances.len() - hits) as u64,
+            instances_cached: hits as u64,
+            axes: stage.axes.clone(),
+            gathered: stage.gathered.clone(),
+            stored: stage.store,
+            instances: stage.instances.len() as u64,
+            seconds_total: secs.iter().sum::<f64>(),
+            seconds_max: secs.iter().copied().fold(0.0, f64::max),
+            seeds: SeedsOf(stage),
+        });
     }
-    let axes: serde_json::Map<String, serde_json::Value> = plan
+    let axes = plan
         .axes
         .iter()
         .map(|(k, v)| {
@@ -338,44 +330,42 @@ fn write_all(
                 k.clone(),
                 // A record as written (its fields say what ran), a number or text as its
                 // canonical text.
-                json!(v
-                    .iter()
+                v.iter()
                     .map(|x| match x {
                         // JSON has only text keys: a record with others is kept as YAML.
-                        AxisValue::Record(r) => serde_json::to_value(&r.fields).unwrap_or_else(
-                            |_| json!(serde_yaml_ng::to_string(&r.fields).unwrap_or_default()),
-                        ),
+                        AxisValue::Record(r) => {
+                            serde_json::to_value(&r.fields).unwrap_or_else(|_| {
+                                json!(serde_yaml_ng::to_string(&r.fields).unwrap_or_default())
+                            })
+                        }
                         _ => json!(x.canonical()),
                     })
-                    .collect::<Vec<_>>()),
+                    .collect(),
             )
         })
         .collect();
-    let manifest = json!({
-        "dplab_version": env!("CARGO_PKG_VERSION"),
-        "git_commit": git_commit(&plan.base_dir),
-        "pipeline": {
-            "name": plan.name,
-            "title": plan.title,
-            "file": plan.file.display().to_string(),
-            "sha256": plan.file_sha256,
-            "source": plan.source,
-            "description": plan.description,
-            "findings": plan.findings,
-        },
-        "profile": plan.profile,
-        "set": opts.set,
-        "seed": plan.seed,
-        "axes": axes,
-        "jobs": opts.jobs,
-        "wall_seconds": wall,
-        "outputs": outputs,
-        "warning": "seeded runs reproduce research; never use them to release real private data",
-    });
     let manifest = Manifest {
-        head: &manifest,
-        stages: &stages_json,
-        plan,
+        dplab_version: env!("CARGO_PKG_VERSION").into(),
+        git_commit: git_commit(&plan.base_dir),
+        pipeline: PipelineInfo {
+            name: plan.name.clone(),
+            title: plan.title.clone(),
+            file: plan.file.display().to_string(),
+            sha256: plan.file_sha256.clone(),
+            source: plan.source.clone(),
+            description: plan.description.clone(),
+            findings: plan.findings.clone(),
+        },
+        profile: plan.profile.clone(),
+        set: opts.set.to_vec(),
+        seed: Some(plan.seed),
+        axes,
+        jobs: Some(opts.jobs as u64),
+        wall_seconds: Some(wall),
+        outputs,
+        warning: "seeded runs reproduce research; never use them to release real private data"
+            .into(),
+        stages,
     };
     put_with(dir, &names.claim("manifest.json".into())?, |w| {
         Ok(serde_json::to_writer_pretty(w, &manifest)?)
@@ -383,80 +373,22 @@ fn write_all(
     Ok(())
 }
 
-/// The manifest, streamed: each stage's list of instances (label, seed, store key) is
-/// written straight from the plan. As a JSON tree, a sweep of 10⁶ instances took 2 GB.
-struct Manifest<'a> {
-    head: &'a serde_json::Value,
-    stages: &'a [serde_json::Value],
-    plan: &'a Plan,
-}
+/// A stage's instances (label, seed, store key) in the manifest, streamed straight from the
+/// plan: as a JSON tree, a sweep of 10⁶ instances took 2 GB.
+struct SeedsOf<'a>(&'a PlannedStage);
 
-impl serde::Serialize for Manifest<'_> {
+impl serde::Serialize for SeedsOf<'_> {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        use serde::ser::SerializeMap;
-        let head = self.head.as_object().expect("an object");
-        let mut m = s.serialize_map(Some(head.len() + 1))?;
-        for (k, v) in head {
-            m.serialize_entry(k, v)?;
-        }
-        m.serialize_entry(
-            "stages",
-            &Each(
-                self.stages
-                    .iter()
-                    .zip(&self.plan.stages)
-                    .map(|(v, st)| StageEntry(v, st)),
-            ),
-        )?;
-        m.end()
-    }
-}
-
-struct StageEntry<'a>(&'a serde_json::Value, &'a super::plan::PlannedStage);
-
-impl serde::Serialize for StageEntry<'_> {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        use serde::ser::SerializeMap;
-        let head = self.0.as_object().expect("an object");
-        let mut m = s.serialize_map(Some(head.len() + 1))?;
-        for (k, v) in head {
-            m.serialize_entry(k, v)?;
-        }
-        m.serialize_entry(
-            "seeds",
-            &Each(self.1.instances.iter().map(|i| Seed {
-                instance: i.label(),
-                seed: format!("{:032x}", i.seed),
-                key: i.store_key.to_string(),
-            })),
-        )?;
-        m.end()
-    }
-}
-
-/// One instance in the manifest.
-#[derive(serde::Serialize)]
-struct Seed {
-    instance: String,
-    seed: String,
-    key: String,
-}
-
-/// A sequence serialized from an iterator, one item at a time.
-struct Each<I>(I);
-
-impl<I, T> serde::Serialize for Each<I>
-where
-    I: Iterator<Item = T> + Clone,
-    T: serde::Serialize,
-{
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_seq(self.0.clone())
+        s.collect_seq(self.0.instances.iter().map(|i| Seed {
+            instance: i.label(),
+            seed: format!("{:032x}", i.seed),
+            key: i.store_key.to_string(),
+        }))
     }
 }
 
 /// Writes one file (temporary name, fsync, rename) and returns its manifest entry.
-fn put(dir: &Path, name: &str, bytes: &[u8]) -> Result<serde_json::Value> {
+fn put(dir: &Path, name: &str, bytes: &[u8]) -> Result<OutputFile> {
     put_with(dir, name, |w| Ok(w.write_all(bytes)?))
 }
 
@@ -466,7 +398,7 @@ fn put_with(
     dir: &Path,
     name: &str,
     write: impl FnOnce(&mut Hashing<std::io::BufWriter<fs::File>>) -> Result<()>,
-) -> Result<serde_json::Value> {
+) -> Result<OutputFile> {
     let tmp = dir.join(format!(".{name}.tmp"));
     let path = dir.join(name);
     let f = fs::File::create(&tmp).with_context(|| format!("creating {}", tmp.display()))?;
@@ -480,7 +412,11 @@ fn put_with(
     let Hashing { inner, sha, bytes } = w;
     inner.into_inner().map_err(|e| e.into_error())?.sync_all()?;
     fs::rename(&tmp, &path)?;
-    Ok(json!({"file": name, "bytes": bytes, "sha256": hex(&sha.finalize())}))
+    Ok(OutputFile {
+        file: name.to_string(),
+        bytes,
+        sha256: hex(&sha.finalize()),
+    })
 }
 
 /// A writer that hashes and counts what passes through it.

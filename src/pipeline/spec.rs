@@ -83,7 +83,7 @@ fn axes_schema(g: &mut schemars::SchemaGenerator) -> schemars::Schema {
 }
 
 /// What a pipeline reproduces.
-#[derive(Debug, Clone, Deserialize, serde::Serialize, JsonSchema)]
+#[derive(Debug, Clone, Default, Deserialize, serde::Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Source {
     /// The paper (authors, year, title).

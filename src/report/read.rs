@@ -6,8 +6,9 @@ use std::collections::HashMap;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-use serde::Deserialize;
 use sha2::{Digest, Sha256};
+
+use crate::pipeline::manifest::OutputFile;
 
 /// Largest manifest read (a sweep of 10⁶ instances writes about 200 MB of seeds).
 const MAX_MANIFEST: u64 = 1 << 30;
@@ -18,58 +19,9 @@ const MAX_SMALL: u64 = 4 << 20;
 /// Most rows of one table counted.
 pub const MAX_ROWS: usize = 1_000_000;
 
-/// What the report needs of a `manifest.json`; the rest (per-instance seeds) is skipped.
-#[derive(Deserialize, Default)]
-#[serde(default)]
-pub struct Manifest {
-    pub dplab_version: String,
-    pub git_commit: Option<String>,
-    pub pipeline: PipelineInfo,
-    pub profile: Option<String>,
-    pub set: Vec<String>,
-    pub seed: Option<u64>,
-    pub jobs: Option<u64>,
-    pub wall_seconds: Option<f64>,
-    pub outputs: Vec<OutputFile>,
-    pub stages: Vec<StageInfo>,
-}
-
-#[derive(Deserialize, Default)]
-#[serde(default)]
-pub struct PipelineInfo {
-    pub name: String,
-    pub title: String,
-    pub file: String,
-    pub sha256: String,
-    pub source: SourceInfo,
-    pub description: String,
-    pub findings: Vec<crate::verdict::Finding>,
-}
-
-#[derive(Deserialize, Default, Clone)]
-#[serde(default)]
-pub struct SourceInfo {
-    pub paper: String,
-    pub item: String,
-}
-
-#[derive(Deserialize, Default)]
-#[serde(default)]
-pub struct OutputFile {
-    pub file: String,
-    pub bytes: u64,
-    pub sha256: String,
-}
-
-#[derive(Deserialize, Default)]
-#[serde(default)]
-pub struct StageInfo {
-    pub name: String,
-    pub kind: String,
-    pub instances_run: u64,
-    pub instances_cached: u64,
-    pub stored: bool,
-}
+/// A `manifest.json` as the report reads it: everything but the per-instance seeds, which are
+/// skipped as they are read.
+pub type Manifest = crate::pipeline::manifest::WithoutSeeds;
 
 /// Whether `name` may be used as one file name inside a results directory: a plain
 /// component, not hidden, no separators or control characters.
@@ -113,7 +65,7 @@ pub fn manifest(dir: &Path) -> Result<Manifest, String> {
     let reader = std::io::BufReader::new(f.take(MAX_MANIFEST));
     let m: Manifest = serde_json::from_reader(reader)
         .map_err(|e| format!("{}: not a dplab manifest: {e}", path.display()))?;
-    if m.dplab_version.is_empty() || m.pipeline.name.is_empty() {
+    if !m.is_dplab() {
         return Err(format!(
             "{}: not a dplab manifest (no dplab_version or pipeline name)",
             path.display()
@@ -254,26 +206,4 @@ impl Csv {
     pub fn col(&self, name: &str) -> Option<usize> {
         self.names.iter().position(|n| n == name)
     }
-}
-
-/// How a table of `report.table` is shown (its `<stage>.json`).
-#[derive(Deserialize)]
-pub struct Layout {
-    pub title: String,
-    #[serde(default)]
-    pub notes: Option<String>,
-    #[serde(default = "four")]
-    pub digits: usize,
-    pub columns: Vec<LayoutColumn>,
-}
-
-fn four() -> usize {
-    4
-}
-
-#[derive(Deserialize)]
-pub struct LayoutColumn {
-    pub name: String,
-    pub header: String,
-    pub role: String,
 }

@@ -9,6 +9,7 @@ use std::path::Path;
 use sha2::{Digest, Sha256};
 
 use super::*;
+use crate::verdict::Verdict;
 
 /// The page with the entities the template's escaping writes turned back into characters.
 fn page(path: &Path) -> String {
@@ -103,6 +104,19 @@ CSN,max_rel_error,2.0,0.500,0.1,0.09,0.11,unexplained,no cause found: above ever
 CSN,synthesis_seconds,2.0,2.5,0.1,0.09,0.11,side by side,not compared as a difference\n\
 CSN,synthesis_seconds,4.0,2.5,NaN,NaN,NaN,not run,σ not in this run's axes\n";
 
+/// The layout `report.verdict` writes beside [`VERDICT`]: the thesis's arrangement (datasets
+/// and errors down, σ across; the times left out) and ours per row.
+const VERDICT_LAYOUT: &str = r#"{"title": "Thesis table", "notes": null, "digits": 4,
+  "columns": [{"name": "source", "header": "source", "role": "key"},
+              {"name": "value", "header": "value", "role": "key"},
+              {"name": "sigma", "header": "sigma", "role": "key"}],
+  "show": {"grid": {"printed_by": "the thesis", "ours": "private_text",
+                    "headers": ["dataset", "error", "σ = 2", "σ = 4"],
+                    "rows": [{"head": ["CRM", "max abs error"], "cells": [0, 1]},
+                             {"head": ["CSN", "max rel error"], "cells": [2, null]}]}},
+  "markdown": true,
+  "ours": ["1.10e-3 [1.00e-4, 2.20e-3]", "—", "0.1000 [0.0900, 0.1100]", "0.100", "—"]}"#;
+
 fn good(root: &Path) {
     results_dir(
         root,
@@ -126,6 +140,7 @@ fn good(root: &Path) {
                 "table.md",
                 "## Thesis table\n\n| a | b |\n|---|---|\n| 1 | 2 |\n",
             ),
+            ("table.json", VERDICT_LAYOUT),
         ],
         &[("table", "report.verdict")],
         "",
@@ -318,7 +333,10 @@ fn a_word_that_is_no_verdict_is_a_problem() {
     results_dir(
         dir.path(),
         "exp-a",
-        &[("table.csv", "lambda,d,paper_d,verdict_d\n0.5,1,2,differs\n")],
+        &[
+            ("table.csv", "lambda,d,paper_d,verdict_d\n0.5,1,2,differs\n"),
+            ("table.json", LAYOUT),
+        ],
         &[("table", "report.table")],
         "",
     );
@@ -411,7 +429,7 @@ fn a_hostile_file_in_a_results_directory_is_not_read_or_followed() {
     results_dir(
         root,
         "exp-a",
-        &[("table.csv", TABLE)],
+        &[("table.csv", TABLE), ("table.json", LAYOUT)],
         &[("table", "report.table")],
         "",
     );
@@ -493,11 +511,11 @@ fn experiments_without_results_say_why_and_how_to_get_them() {
     );
 }
 
-/// A `report.verdict` table is also shown as the thesis lays it out: one row per dataset and
-/// error, one column per σ, the thesis's value above ours (mean [95% CI]) coloured by verdict;
-/// times (side by side) are left out.
+/// A table whose layout is a grid is shown in the paper's arrangement: one row per dataset and
+/// error, one column per σ, the thesis's value above ours (mean [95% CI]) coloured by the
+/// verdict read from the frame; the rows its layout leaves out (times) are not shown.
 #[test]
-fn verdict_tables_are_shown_in_the_thesis_layout() {
+fn grid_layouts_are_shown_as_the_paper_lays_them_out() {
     let dir = tempfile::tempdir().unwrap();
     good(dir.path());
     let w = write(dir.path(), &[]).unwrap();
@@ -536,7 +554,75 @@ fn verdict_tables_are_shown_in_the_thesis_layout() {
     // Each cell once: the frame is not repeated as a table of its own.
     let section = html.split(r#"id="exp-exp-b""#).nth(1).unwrap();
     assert!(!section.contains(r#"<table class="result""#), "{section}");
-    // A frame without the verdict columns gets no such table (and no panic).
-    let frame = read::Csv::parse(b"a,b\n1,2\n").unwrap();
-    assert!(thesis_layout(&frame, &[]).is_none());
+    assert!(html.contains("As the thesis lays it out: in each cell the thesis's value as printed, below it ours (mean [95% CI] of private_text,"));
+    // The list of differences shows ours as the layout gives it.
+    let d = &w.summary.disagreements[1];
+    assert_eq!(d.cell, "source = CSN, value = max_rel_error, sigma = 2.0");
+    assert_eq!(d.ours, "0.1000 [0.0900, 0.1100]");
+    // A grid naming a row the frame lacks is a problem of its table, not a panic.
+    let root = dir.path();
+    results_dir(
+        root,
+        "exp-d",
+        &[
+            ("table.csv", VERDICT),
+            ("table.json", &VERDICT_LAYOUT.replace("[0, 1]", "[0, 9]")),
+        ],
+        &[("table", "report.verdict")],
+        "",
+    );
+    let w = write(root, &[]).unwrap();
+    assert!(
+        w.problems
+            .iter()
+            .any(|p| p == "exp-d/table.csv: its layout shows row 10 of a frame of 5 rows"),
+        "{:?}",
+        w.problems
+    );
+}
+
+/// What is a table is said by the stage's layout, never by its kind: a kind the report has
+/// never heard of is shown by its layout, a stage without a layout is not a table whatever its
+/// kind, and a layout that says `link` shows the data behind a figure as a link.
+#[test]
+fn a_table_is_a_stage_with_a_layout_whatever_its_kind() {
+    let dir = tempfile::tempdir().unwrap();
+    results_dir(
+        dir.path(),
+        "exp-a",
+        &[
+            ("new.csv", TABLE),
+            ("new.json", LAYOUT),
+            ("old.csv", TABLE),
+            ("data.csv", "x,y\n1,2\n3,4\n"),
+            (
+                "data.json",
+                r#"{"title": "T", "columns": [], "show": "link"}"#,
+            ),
+        ],
+        &[
+            ("new", "a.kind_not_yet_written"),
+            ("old", "report.table"),
+            ("data", "another.kind"),
+        ],
+        "",
+    );
+    let w = write(dir.path(), &[]).unwrap();
+    assert!(w.problems.is_empty(), "{:?}", w.problems);
+    assert_eq!(
+        (w.summary.numbers.compared, w.summary.numbers.explained),
+        (2, 1)
+    );
+    let html = page(&w.path);
+    assert!(
+        html.contains(r#"<table class="result" data-stage="new">"#),
+        "{html}"
+    );
+    assert!(!html.contains(r#"data-stage="old""#), "{html}");
+    assert!(
+        html.contains(
+            r#"The data behind a figure (2 rows): <a href="exp-a/data.csv">data.csv</a>"#
+        ),
+        "{html}"
+    );
 }

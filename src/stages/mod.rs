@@ -3,8 +3,9 @@
 //! A stage kind is one module holding its typed parameters (serde, `deny_unknown_fields`),
 //! their validation, and a `run` that turns input frames into an output frame (and, for
 //! plots and reports, files). The contract a kind implements ([`Stage`], [`Ctx`], [`KindInfo`])
-//! is the engine's, in [`crate::kind`]; kinds register in [`registry`], which the CLI hands to
-//! the engine, so adding a kind never touches the engine and no kind imports it.
+//! is the engine's, in [`crate::kind`]; kinds register in [`registry`], a file above them
+//! which the CLI hands to the engine, so adding a kind never touches the engine, and no kind
+//! imports the engine or the registry. This file holds only what kinds share.
 
 pub mod aggregate;
 pub mod evaluate;
@@ -18,6 +19,7 @@ pub mod param;
 pub mod plot;
 pub mod point_set;
 pub mod query;
+pub mod registry;
 pub mod report;
 
 use serde_yaml_ng::Value;
@@ -122,55 +124,6 @@ pub fn check_grid_param(
             message,
         }),
     }
-}
-
-/// Every stage kind dplab knows, in the order `dplab list` prints them: one line per kind.
-pub fn registry() -> &'static [KindInfo] {
-    static KINDS: &[KindInfo] = &[
-        load::table::KIND,
-        load::grid::KIND,
-        load::distribution::KIND,
-        load::dataset::KIND,
-        normalise::KIND,
-        frame::shape::KIND,
-        mechanism::noise::KIND,
-        query::revenue::KIND,
-        query::argmax::KIND,
-        mechanism::select::KIND,
-        mechanism::rate_distortion::KIND,
-        mechanism::symmetric_channel::KIND,
-        near_optimal::rate::KIND,
-        near_optimal::convergence::KIND,
-        near_optimal::density::KIND,
-        near_optimal::sample_mean::KIND,
-        near_optimal::privacy::KIND,
-        near_optimal::best_delta::KIND,
-        near_optimal::trend::KIND,
-        mechanism::trigonometric::KIND,
-        load::sample::KIND,
-        query::smooth::KIND,
-        evaluate::smooth_queries::KIND,
-        report::verdict::KIND,
-        evaluate::selection::KIND,
-        evaluate::utility_tail::KIND,
-        evaluate::tv_distance::KIND,
-        evaluate::privacy_loss::KIND,
-        frame::stack::KIND,
-        aggregate::improvement::KIND,
-        aggregate::summary::KIND,
-        aggregate::loglog_fit::KIND,
-        plot::lines::KIND,
-        plot::histogram::KIND,
-        plot::heatmap::KIND,
-        report::table::KIND,
-        external::KIND,
-    ];
-    KINDS
-}
-
-/// Looks a kind up by name.
-pub fn find(name: &str) -> Option<&'static KindInfo> {
-    registry().iter().find(|k| k.name == name)
 }
 
 #[cfg(test)]

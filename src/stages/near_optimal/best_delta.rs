@@ -5,7 +5,7 @@ use anyhow::Result;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use super::{column_names, Col, RateFrame, Table};
+use super::{column_names, Col, RateFrame, RowBuilder};
 use crate::stages::{build, params, Ctx, Gather, KindInfo, Output, Stage};
 
 pub const KIND: KindInfo = KindInfo {
@@ -41,7 +41,7 @@ impl Stage for BestDelta {
 
     fn run(&self, ctx: &mut Ctx) -> Result<Output> {
         let f = RateFrame::read(ctx.input()?)?;
-        let mut t = Table::new(COLUMNS);
+        let mut t = RowBuilder::new(COLUMNS);
         for ((set, _), b) in f.best_delta() {
             t.s("V", set);
             t.f("sensitivity", f.sensitivity[b.row]);

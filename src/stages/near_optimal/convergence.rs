@@ -7,7 +7,7 @@ use serde::Deserialize;
 use serde_yaml_ng::Value;
 
 use super::{
-    check_grid, column_names, grid, max_steps, options, Col, GridOf, MaxSteps, Set, Table,
+    check_grid, column_names, grid, max_steps, options, Col, GridOf, MaxSteps, RowBuilder, Set,
 };
 use crate::mech::interval::Touching;
 use crate::mech::near_optimal::{sweep, Options};
@@ -82,7 +82,7 @@ impl Stage for Convergence {
                 ..options(steps, false)
             },
         )?;
-        let mut t = Table::new(COLUMNS);
+        let mut t = RowBuilder::new(COLUMNS);
         for ((&delta, m), s) in deltas.iter().zip(merged).zip(separate) {
             let m = m?;
             let s = s.with_context(|| "with touching intervals kept separate")?;

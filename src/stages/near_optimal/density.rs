@@ -5,7 +5,7 @@ use anyhow::Result;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use super::{check_decimals, column_names, options, steps_in, Col, Set, Table};
+use super::{check_decimals, column_names, options, steps_in, Col, RowBuilder, Set};
 use crate::mech::laplace::Laplace;
 use crate::mech::near_optimal::{construct, MAX_STEPS};
 use crate::mech::staircase::Staircase;
@@ -95,9 +95,9 @@ impl Stage for Density {
         let levels = construct(v, *self.delta, options(MAX_STEPS, true))?;
         let m = levels.mechanism(eps)?;
         let range = self.range.map_or(levels.a_n().max(0.0) + 4.0 * df, |r| *r);
-        let mut t = Table::new(COLUMNS);
+        let mut t = RowBuilder::new(COLUMNS);
         // `panel` names the mechanism with its E|X|, for facet titles.
-        let push = |t: &mut Table, mech: &(&str, String), r: f64, p: f64, level: i64| {
+        let push = |t: &mut RowBuilder, mech: &(&str, String), r: f64, p: f64, level: i64| {
             t.s("mechanism", mech.0);
             t.s("panel", mech.1.clone());
             t.f("r", r);
@@ -114,7 +114,7 @@ impl Stage for Density {
         }
         // A step density on [0, range] as (left end, right end, value, level) pieces,
         // mirrored: each piece contributes its two ends, so lines draw vertical jumps.
-        let emit = |t: &mut Table, mech: &(&str, String), steps: &[(f64, f64, f64, i64)]| {
+        let emit = |t: &mut RowBuilder, mech: &(&str, String), steps: &[(f64, f64, f64, i64)]| {
             for &(lo, hi, p, l) in steps.iter().rev() {
                 push(t, mech, -hi, p, l);
                 push(t, mech, -lo, p, l);

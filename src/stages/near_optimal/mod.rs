@@ -156,10 +156,10 @@ pub fn options(max_steps: usize, keep_sets: bool) -> Options {
     }
 }
 
-/// The columns naming the set, leading every frame made with [`Table::with_set`].
+/// The columns naming the set, leading every frame made with [`RowBuilder::with_set`].
 pub const SET_COLUMNS: [&str; 3] = ["V", "sensitivity", "measure"];
 
-/// A column's type in a [`Table`].
+/// A column's type in a [`RowBuilder`].
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub enum Col {
     F,
@@ -168,7 +168,7 @@ pub enum Col {
 }
 
 /// The names of `cols`, after the set's columns when `with_set`: what a kind's `columns_out`
-/// declares, from the same list its [`Table`] is made from.
+/// declares, from the same list its [`RowBuilder`] is made from.
 pub fn column_names(with_set: bool, cols: &[(&str, Col)]) -> Vec<String> {
     let set = if with_set { &SET_COLUMNS[..] } else { &[] };
     set.iter()
@@ -179,7 +179,7 @@ pub fn column_names(with_set: bool, cols: &[(&str, Col)]) -> Vec<String> {
 }
 
 /// Columns filled row by row, declared up front (so an empty table has them too).
-pub struct Table {
+pub struct RowBuilder {
     f: IndexMap<&'static str, Vec<f64>>,
     i: IndexMap<&'static str, Vec<i64>>,
     s: IndexMap<&'static str, Vec<String>>,
@@ -187,9 +187,9 @@ pub struct Table {
     set: Option<(String, f64, f64)>,
 }
 
-impl Table {
+impl RowBuilder {
     pub fn new(order: &'static [(&'static str, Col)]) -> Self {
-        Table {
+        RowBuilder {
             f: IndexMap::new(),
             i: IndexMap::new(),
             s: IndexMap::new(),

@@ -7,7 +7,7 @@ use rayon::prelude::*;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use super::{check_decimals, column_names, options, Col, Set, Table};
+use super::{check_decimals, column_names, options, Col, RowBuilder, Set};
 use crate::mech::interval::{Decimal, Int};
 use crate::mech::near_optimal::{construct, Levels, NearOptimalError, MAX_STEPS};
 use crate::stages::param::{NonNegative, Positive};
@@ -173,7 +173,7 @@ impl Stage for Privacy {
             .iter()
             .fold((0, 0, 0), |(w, a, p), &(x, y, z)| (w.max(x), a + y, p + z));
         let (gaps, integral) = partition_integral(&levels, eps, m.alpha());
-        let mut t = Table::new(COLUMNS);
+        let mut t = RowBuilder::new(COLUMNS);
         t.f("delta", delta);
         t.f("epsilon", eps);
         t.i("steps", levels.steps() as i64);

@@ -7,7 +7,7 @@ use serde::Deserialize;
 use serde_yaml_ng::Value;
 
 use super::{
-    check_grid, column_names, grid, max_steps, options, Col, GridOf, MaxSteps, Set, Table,
+    check_grid, column_names, grid, max_steps, options, Col, GridOf, MaxSteps, RowBuilder, Set,
 };
 use crate::mech::laplace::Laplace;
 use crate::mech::near_optimal::sweep;
@@ -82,7 +82,7 @@ impl Stage for Rate {
         let eps = grid("epsilon", &self.epsilon)?;
         let results = sweep(v, &deltas, options(self.max_steps.get() as usize, false))?;
         let df = v.sensitivity();
-        let mut t = Table::new(COLUMNS);
+        let mut t = RowBuilder::new(COLUMNS);
         for (&delta, levels) in deltas.iter().zip(results) {
             let levels = levels?;
             for &e in &eps {

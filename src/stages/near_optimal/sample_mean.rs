@@ -6,7 +6,7 @@ use rayon::prelude::*;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use super::{check_decimals, column_names, options, Col, Set, Table};
+use super::{check_decimals, column_names, options, Col, RowBuilder, Set};
 use crate::mech::near_optimal::{construct, GeometricSupport, MAX_STEPS};
 use crate::mech::stats::normal_quantile;
 use crate::stages::param::{AtLeast, Level, NonNegative, Positive};
@@ -97,7 +97,7 @@ impl Stage for SampleMean {
         let analytic = m.summary().mean_abs;
         let z = normal_quantile(0.5 + *self.level / 2.0);
         let chunks = samples.div_ceil(CHUNK);
-        let mut t = Table::new(COLUMNS);
+        let mut t = RowBuilder::new(COLUMNS);
         for (which, support) in [GeometricSupport::FromOne, GeometricSupport::FromZero]
             .into_iter()
             .enumerate()

@@ -6,7 +6,7 @@ use indexmap::IndexMap;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use super::{column_names, Col, RateFrame, Table};
+use super::{column_names, Col, RateFrame, RowBuilder};
 use crate::stages::param::NonNegative;
 use crate::stages::{build, params, Ctx, Gather, KindInfo, Output, Stage};
 
@@ -149,7 +149,7 @@ impl Stage for Trend {
             }
             (worst <= tolerance, strict, worst)
         };
-        let mut t = Table::new(COLUMNS);
+        let mut t = RowBuilder::new(COLUMNS);
         for g in &groups {
             let (mut n, mut holds, mut strict, mut worst) = (0, 0, 0, 0.0f64);
             for &(d, e) in &points {

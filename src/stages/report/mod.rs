@@ -1,6 +1,7 @@
 //! `report.*`: the kinds that present results as tables (frame, Markdown and a layout for the
 //! HTML report).
 
+pub mod layout;
 pub mod table;
 pub mod verdict;
 

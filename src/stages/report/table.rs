@@ -16,6 +16,7 @@ use crate::stages::{
     build, distinct, params, Artifact, Ctx, FileSource, Gather, KindInfo, Output, ParamError, Stage,
 };
 
+use super::layout::{Layout, LayoutColumn, Role, Show};
 use super::{format_column, format_ours, printed_value, Printed};
 use crate::verdict::Verdict;
 
@@ -263,6 +264,9 @@ impl Stage for Table {
             notes: self.notes.clone(),
             digits: self.digits.get() as usize,
             columns: Vec::new(),
+            show: Show::Columns,
+            markdown: false,
+            ours: Vec::new(),
         };
         let header = |c: &str| {
             self.headers
@@ -273,9 +277,9 @@ impl Stage for Table {
         for name in df.get_column_names() {
             let name = name.to_string();
             let role = if self.join.contains(&name) {
-                "key"
+                Role::Key
             } else {
-                "value"
+                Role::Value
             };
             layout.columns.push(LayoutColumn {
                 header: header(&name),
@@ -357,24 +361,24 @@ impl Stage for Table {
                     .position(|c| &c.name == ours)
                     .ok_or_else(|| anyhow::anyhow!("`{ours}` is not among the table's columns"))?;
                 layout.columns[at].header = format!("{h} (ours)");
-                layout.columns[at].role = "ours";
+                layout.columns[at].role = Role::Ours;
                 layout.columns.splice(
                     at + 1..at + 1,
                     [
                         LayoutColumn {
                             name: format!("paper_{ours}"),
                             header: format!("{h} (paper)"),
-                            role: "paper",
+                            role: Role::Paper,
                         },
                         LayoutColumn {
                             name: format!("diff_{ours}"),
                             header: format!("Δ {h}"),
-                            role: "diff",
+                            role: Role::Diff,
                         },
                         LayoutColumn {
                             name: format!("verdict_{ours}"),
                             header: "verdict".into(),
-                            role: "verdict",
+                            role: Role::Verdict,
                         },
                     ],
                 );
@@ -384,7 +388,7 @@ impl Stage for Table {
                         LayoutColumn {
                             name: format!("why_{ours}"),
                             header: format!("why {h} differs"),
-                            role: "explanation",
+                            role: Role::Explanation,
                         },
                     );
                 }
@@ -456,23 +460,6 @@ pub fn judge(ours: f64, paper: f64, half: f64, ci: Option<(f64, f64)>) -> Option
     None
 }
 
-/// How the HTML report shows the table: headers, column roles, digits, notes.
-#[derive(serde::Serialize)]
-struct Layout {
-    title: String,
-    notes: Option<String>,
-    digits: usize,
-    columns: Vec<LayoutColumn>,
-}
-
-#[derive(serde::Serialize)]
-struct LayoutColumn {
-    name: String,
-    header: String,
-    /// key | value | ours | paper | diff | verdict | explanation
-    role: &'static str,
-}
-
 /// Keys match as text, or as numbers when both parse (so `0.5` matches `0.50`).
 fn same_key(a: &str, b: &str) -> bool {
     a == b
@@ -489,14 +476,14 @@ fn markdown(df: &DataFrame, layout: &Layout, stage: &str) -> Result<String> {
             if col.dtype().is_float() || col.dtype().is_integer() {
                 let v = col.cast(&DataType::Float64)?;
                 let v: Vec<Option<f64>> = v.f64()?.iter().collect();
-                let mut out = if c.role == "ours" {
+                let mut out = if c.role == Role::Ours {
                     let printed = str_col(df, &format!("paper_{}", c.name))?;
                     let texts: Vec<&str> = printed.iter().map(String::as_str).collect();
                     format_ours(&v, &texts, layout.digits)
                 } else {
                     format_column(&v, layout.digits)
                 };
-                if c.role == "diff" {
+                if c.role == Role::Diff {
                     for (t, x) in out.iter_mut().zip(&v) {
                         if x.is_some_and(|x| x > 0.0) {
                             t.insert(0, '+');

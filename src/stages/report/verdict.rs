@@ -5,6 +5,7 @@ use anyhow::Result;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use super::layout::{Grid, GridRow, Layout, LayoutColumn, Role, Show};
 use super::{format_ours, printed_value, Printed};
 use crate::stages::frame::{f64_col, f64_col_or_nan, str_col, FrameBuilder};
 use crate::stages::param::Fraction;
@@ -15,7 +16,7 @@ use crate::verdict::{Verdict, NOT_RUN, NO_DATA, NO_PAPER_VALUE, SIDE_BY_SIDE};
 
 pub const KIND: KindInfo = KindInfo {
     name: "report.verdict",
-    version: 2,
+    version: 3,
     random: false,
     summary: "A paper's table cell by cell beside our private runs, partial-noise runs and a no-noise floor, with a verdict per cell by a stated rule (within CI: the printed value meets a private run's 95% interval; explained by a stated cause; unexplained). Input: aggregate.summary rows with a variant column. Output `cells` (one row per paper cell, the paper's number as printed, Markdown in the paper's layout) or `long` (for plot.lines).",
     params: params::<VerdictTable>,
@@ -424,19 +425,56 @@ impl Stage for VerdictTable {
                 s, v, psig[pr], text, &runs, judged, floor, grid, verdict, cause, matched,
             );
         }
+        let layout = |show: Show| Layout {
+            // The Markdown's heading as the report reads it: its first line.
+            title: self.title.lines().next().unwrap_or("").trim().to_string(),
+            notes: None,
+            digits: 4,
+            // A cell is named by its dataset, value and σ in the list of differences.
+            columns: ["source", "value", "sigma"]
+                .map(|c| LayoutColumn {
+                    name: c.into(),
+                    header: c.into(),
+                    role: Role::Key,
+                })
+                .into(),
+            show,
+            markdown: false,
+            ours: vec![],
+        };
+        let json = |l: Layout| -> Result<Artifact> {
+            Ok(Artifact {
+                ext: "json".into(),
+                bytes: serde_json::to_vec_pretty(&l)?,
+            })
+        };
         match self.output {
             VerdictOutput::Cells => {
                 let md = verdict_markdown(&rows, &labels, &self.title, self.notes.as_deref());
                 let frame = rows.frame(&labels)?;
+                // The grid when some value is judged; else every column of the frame.
+                let shown = Layout {
+                    markdown: true,
+                    ours: (0..rows.source.len())
+                        .map(|r| rows.shown_run(r, &labels))
+                        .collect(),
+                    ..layout(rows.grid(&labels).map_or(Show::Every, Show::Grid))
+                };
                 Ok(Output {
                     frame,
-                    artifacts: vec![Artifact {
-                        ext: "md".into(),
-                        bytes: md.into_bytes(),
-                    }],
+                    artifacts: vec![
+                        Artifact {
+                            ext: "md".into(),
+                            bytes: md.into_bytes(),
+                        },
+                        json(shown)?,
+                    ],
                 })
             }
-            VerdictOutput::Long => Ok(rows.long(&labels, &self.floor)?.into()),
+            VerdictOutput::Long => Ok(Output {
+                frame: rows.long(&labels, &self.floor)?,
+                artifacts: vec![json(layout(Show::Link))?],
+            }),
         }
     }
 }
@@ -610,6 +648,92 @@ impl VerdictRows {
             .str("cause", self.cause.clone())
             .str("matched", self.matched.clone())
             .build()
+    }
+
+    /// The table as the thesis lays it out, for the report: datasets and errors down, σ
+    /// across, in each cell the row of that dataset, error and σ. Values shown side by side
+    /// (times) are left out, as the thesis's error tables do, also where their σ was not run.
+    /// `None` when no row is left.
+    fn grid(&self, labels: &[&String]) -> Option<Grid> {
+        let n = self.source.len();
+        let beside: Vec<&String> = (0..n)
+            .filter(|&r| self.verdict[r] == SIDE_BY_SIDE)
+            .map(|r| &self.value[r])
+            .collect();
+        let shown: Vec<usize> = (0..n)
+            .filter(|&r| !beside.contains(&&self.value[r]))
+            .collect();
+        let mut sigmas: Vec<f64> = Vec::new();
+        let mut keys: Vec<(&String, &String)> = Vec::new();
+        for &r in &shown {
+            if !sigmas.contains(&self.sigma[r]) {
+                sigmas.push(self.sigma[r]);
+            }
+            let k = (&self.source[r], &self.value[r]);
+            if !keys.contains(&k) {
+                keys.push(k);
+            }
+        }
+        if keys.is_empty() {
+            return None;
+        }
+        sigmas.sort_by(f64::total_cmp);
+        let mut headers = vec!["dataset".to_string(), "error".to_string()];
+        headers.extend(sigmas.iter().map(|s| format!("σ = {s}")));
+        let rows = keys
+            .iter()
+            .map(|&(src, val)| GridRow {
+                head: vec![src.clone(), val.replace('_', " ")],
+                cells: sigmas
+                    .iter()
+                    .map(|s| {
+                        shown.iter().copied().find(|&r| {
+                            self.source[r] == *src && self.value[r] == *val && self.sigma[r] == *s
+                        })
+                    })
+                    .collect(),
+            })
+            .collect();
+        Some(Grid {
+            printed_by: "the thesis".into(),
+            ours: labels.first().map_or_else(String::new, |l| l.to_string()),
+            headers,
+            rows,
+        })
+    }
+
+    /// Ours on row `r` as shown beside the paper's value: the run whose interval holds the
+    /// paper's value (`matched`), named when it is not the headline run, else the headline run.
+    fn shown_run(&self, r: usize, labels: &[&String]) -> String {
+        let matched = labels
+            .iter()
+            .position(|l| !self.matched[r].is_empty() && **l == self.matched[r]);
+        match matched {
+            Some(i) if i != 0 => format!("{} ({})", self.run_text(r, i), labels[i]),
+            _ => self.run_text(r, 0),
+        }
+    }
+
+    /// Run `i`'s value on row `r` as the frame holds it — mean and 95% interval of a judged
+    /// value, the worst case of one shown side by side — in one format
+    /// (`0.0534 [0.0501, 0.0567]`), a decimal more than the paper prints (see
+    /// [`format_ours`]); `—` when the run has no value.
+    fn run_text(&self, r: usize, i: usize) -> String {
+        let finite = |x: f64| Some(x).filter(|x| x.is_finite());
+        let (m, l, h) = match self.runs[r].get(i).copied().flatten() {
+            Some(c) if self.judged[r] => (finite(c.mean), finite(c.lo), finite(c.hi)),
+            Some(c) => (finite(c.max), None, None),
+            None => (None, None, None),
+        };
+        let printed = self.paper[r].trim();
+        match (m, l, h) {
+            (None, ..) => "—".to_string(),
+            (Some(m), Some(l), Some(h)) => {
+                let t = format_ours(&[Some(m), Some(l), Some(h)], &[printed; 3], 3);
+                format!("{} [{}, {}]", t[0], t[1], t[2])
+            }
+            (m, ..) => format_ours(&[m], &[printed], 3).remove(0),
+        }
     }
 
     /// Long rows for a figure: one per (panel = source · value, σ, series), the paper's value
@@ -837,6 +961,119 @@ mod tests {
             hi,
             max: hi,
         }
+    }
+
+    /// The layout the report shows: the thesis's arrangement of the judged rows (times left
+    /// out, a σ not run a cell of its own) and ours per row, the matched run named when it is
+    /// not the headline run.
+    #[test]
+    fn the_layout_places_each_row_as_the_thesis_does() {
+        let (text, partial) = ("private_text".to_string(), "partial".to_string());
+        let labels = [&text, &partial];
+        let mut rows = VerdictRows::default();
+        let c = |m, l, h| Some(cell(m, l, h));
+        let mut push = |s, v, sg, p, runs: &[Option<Cell>], judged, verdict, matched: &str| {
+            let (floor, grid) = (None, None);
+            rows.push(
+                s,
+                v,
+                sg,
+                p,
+                runs,
+                judged,
+                floor,
+                grid,
+                verdict,
+                String::new(),
+                matched.into(),
+            );
+        };
+        let t = "within CI";
+        push(
+            "CRM",
+            "max_abs_error",
+            2.0,
+            "0.002",
+            &[c(0.0011, 0.0001, 0.0022), None],
+            true,
+            t,
+            "private_text",
+        );
+        push(
+            "CRM",
+            "max_abs_error",
+            4.0,
+            "0.010",
+            &[None, None],
+            true,
+            NOT_RUN,
+            "",
+        );
+        push(
+            "CSN",
+            "max_rel_error",
+            2.0,
+            "0.500",
+            &[c(0.1, 0.09, 0.11), c(0.5, 0.45, 0.55)],
+            true,
+            "explained",
+            "partial",
+        );
+        push(
+            "CSN",
+            "synthesis_seconds",
+            2.0,
+            "2.5",
+            &[c(0.1, 0.09, 0.11), None],
+            false,
+            SIDE_BY_SIDE,
+            "",
+        );
+        let grid = rows.grid(&labels).unwrap();
+        assert_eq!(grid.headers, ["dataset", "error", "σ = 2", "σ = 4"]);
+        assert_eq!(grid.ours, "private_text");
+        let placed: Vec<(Vec<String>, Vec<Option<usize>>)> =
+            grid.rows.into_iter().map(|r| (r.head, r.cells)).collect();
+        assert_eq!(
+            placed,
+            [
+                (
+                    vec!["CRM".into(), "max abs error".into()],
+                    vec![Some(0), Some(1)]
+                ),
+                (
+                    vec!["CSN".into(), "max rel error".into()],
+                    vec![Some(2), None]
+                ),
+            ]
+        );
+        let ours: Vec<String> = (0..4).map(|r| rows.shown_run(r, &labels)).collect();
+        assert_eq!(
+            ours,
+            [
+                "1.10e-3 [1.00e-4, 2.20e-3]",
+                "—",
+                "0.5000 [0.4500, 0.5500] (partial)",
+                // A time shown side by side: the run's worst case, no interval.
+                "0.110",
+            ]
+        );
+        // Only times: no grid (the report shows every column instead).
+        let mut times = VerdictRows::default();
+        times.push(
+            "CSN",
+            "synthesis_seconds",
+            2.0,
+            "2.5",
+            &[None, None],
+            false,
+            None,
+            None,
+            SIDE_BY_SIDE,
+            String::new(),
+            String::new(),
+        );
+        assert!(times.grid(&labels).is_none());
     }
 
     #[test]

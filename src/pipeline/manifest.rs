@@ -1,0 +1,249 @@
+//! `manifest.json`: what a results directory holds and how its run was made. One type for the
+//! file's writer ([`super::results`]) and all its readers — the writer's own check before it
+//! replaces a directory, `dplab compare` (the profile and axes), the instance store's
+//! collection (the store keys still referenced) and the HTML report — so that a field is
+//! named, typed and documented once.
+//!
+//! Every field has a default: a reader takes what it needs from a manifest of an older dplab,
+//! or from the short one `make golden` keeps beside the golden frames. The per-instance list
+//! of each stage (`seeds`) is a type parameter: the writer streams it from the plan (a sweep
+//! of 10⁶ instances holds no tree of them), a reader that does not need it skips it while
+//! reading ([`WithoutSeeds`]).
+
+use indexmap::IndexMap;
+use serde::de::IgnoredAny;
+use serde::{Deserialize, Serialize};
+
+use super::spec::Source;
+use crate::verdict::Finding;
+
+/// What `dplab run` wrote, in the order it writes it.
+#[derive(Serialize, Deserialize, Debug, Default)]
+#[serde(default, bound(deserialize = "Seeds: Deserialize<'de> + Default"))]
+pub struct Manifest<Seeds = Vec<Seed>> {
+    pub dplab_version: String,
+    /// `git rev-parse HEAD` of the pipeline file's directory, `-dirty` when it has changes.
+    pub git_commit: Option<String>,
+    pub pipeline: PipelineInfo,
+    /// `--profile`; `None` for the pipeline's full settings.
+    pub profile: Option<String>,
+    /// The `--set` arguments.
+    pub set: Vec<String>,
+    pub seed: Option<u64>,
+    /// The axes as resolved, by name: each value's canonical text, a record as written.
+    pub axes: IndexMap<String, Vec<serde_json::Value>>,
+    /// Worker threads.
+    pub jobs: Option<u64>,
+    pub wall_seconds: Option<f64>,
+    /// Every file of the results directory but this one, with its size and hash.
+    pub outputs: Vec<OutputFile>,
+    pub warning: String,
+    pub stages: Vec<StageEntry<Seeds>>,
+}
+
+/// A manifest read without the per-instance lists of its stages.
+pub type WithoutSeeds = Manifest<IgnoredAny>;
+
+impl<Seeds> Manifest<Seeds> {
+    /// Whether it is a manifest dplab wrote: it names its version and its pipeline.
+    pub fn is_dplab(&self) -> bool {
+        !self.dplab_version.is_empty() && !self.pipeline.name.is_empty()
+    }
+
+    /// The profile as a person reads it.
+    pub fn profile_name(&self) -> String {
+        match &self.profile {
+            Some(p) => format!("profile `{p}`"),
+            None => "no profile (full settings)".into(),
+        }
+    }
+}
+
+/// The pipeline file the run read.
+#[derive(Serialize, Deserialize, Debug, Default)]
+#[serde(default)]
+pub struct PipelineInfo {
+    pub name: String,
+    pub title: String,
+    /// The file, as the run was given it.
+    pub file: String,
+    pub sha256: String,
+    pub source: Source,
+    pub description: String,
+    /// The file's `findings:`, passed through for the report.
+    pub findings: Vec<Finding>,
+}
+
+/// One file of a results directory.
+#[derive(Serialize, Deserialize, Debug, Default, Clone, PartialEq)]
+#[serde(default)]
+pub struct OutputFile {
+    pub file: String,
+    pub bytes: u64,
+    pub sha256: String,
+}
+
+/// One stage of the run.
+#[derive(Serialize, Deserialize, Debug, Default)]
+#[serde(default, bound(deserialize = "Seeds: Deserialize<'de> + Default"))]
+pub struct StageEntry<Seeds = Vec<Seed>> {
+    pub name: String,
+    pub kind: String,
+    pub kind_version: u32,
+    /// Instances computed by this run.
+    pub instances_run: u64,
+    /// Instances taken from the instance store.
+    pub instances_cached: u64,
+    /// The axes it varies over.
+    pub axes: Vec<String>,
+    /// The axes it gathers into one instance.
+    pub gathered: Vec<String>,
+    /// Whether its frame is written (`store: false` in the pipeline file: no). An older
+    /// manifest without it wrote every frame.
+    #[serde(default = "written")]
+    pub stored: bool,
+    pub instances: u64,
+    /// Compute time of its instances, summed and the longest.
+    pub seconds_total: f64,
+    pub seconds_max: f64,
+    /// Its instances in plan order.
+    pub seeds: Seeds,
+}
+
+fn written() -> bool {
+    true
+}
+
+/// One instance of a stage.
+#[derive(Serialize, Deserialize, Debug, Default, Clone, PartialEq)]
+#[serde(default)]
+pub struct Seed {
+    /// Its axis values, as `dplab show` labels it.
+    pub instance: String,
+    /// Its generator's seed, 32 hex digits.
+    pub seed: String,
+    /// Its key in the instance store.
+    pub key: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A manifest as `dplab run` writes it (a record axis, `--set`, a finding, one stage of
+    /// two instances), field for field and byte for byte.
+    const WRITTEN: &str = r#"{
+  "dplab_version": "0.1.0",
+  "git_commit": "61f1541-dirty",
+  "pipeline": {
+    "name": "p",
+    "title": "A title",
+    "file": "pipelines/p.yaml",
+    "sha256": "00ff",
+    "source": {
+      "paper": "paper-one",
+      "item": "Table 1"
+    },
+    "description": "d\n",
+    "findings": [
+      {
+        "claim": "Figure 1 rises",
+        "found": "it rises from 1 to 2",
+        "verdict": "agrees"
+      }
+    ]
+  },
+  "profile": null,
+  "set": [
+    "eps=[0.5]"
+  ],
+  "seed": 7,
+  "axes": {
+    "dataset": [
+      {
+        "name": "CRM",
+        "drop_sparse": 0.5
+      }
+    ],
+    "eps": [
+      "0.5",
+      "1e-8"
+    ]
+  },
+  "jobs": 2,
+  "wall_seconds": 0.0123456789,
+  "outputs": [
+    {
+      "file": "noisy.csv",
+      "bytes": 36,
+      "sha256": "7b3f"
+    }
+  ],
+  "warning": "seeded runs reproduce research; never use them to release real private data",
+  "stages": [
+    {
+      "name": "noisy",
+      "kind": "mechanism.noise",
+      "kind_version": 1,
+      "instances_run": 1,
+      "instances_cached": 1,
+      "axes": [
+        "eps"
+      ],
+      "gathered": [],
+      "stored": true,
+      "instances": 2,
+      "seconds_total": 0.5,
+      "seconds_max": 0.25,
+      "seeds": [
+        {
+          "instance": "eps=0.5",
+          "seed": "0000000000000000000000000000002a",
+          "key": "ab"
+        },
+        {
+          "instance": "eps=1e-8",
+          "seed": "0000000000000000000000000000002b",
+          "key": "cd"
+        }
+      ]
+    }
+  ]
+}"#;
+
+    #[test]
+    fn a_manifest_is_read_back_as_written() {
+        let m: Manifest = serde_json::from_str(WRITTEN).unwrap();
+        assert_eq!(serde_json::to_string_pretty(&m).unwrap(), WRITTEN);
+        assert!(m.is_dplab());
+        assert_eq!(m.stages[0].seeds[1].key, "cd");
+        // Read without the seeds: the rest is all there.
+        let head: WithoutSeeds = serde_json::from_str(WRITTEN).unwrap();
+        assert_eq!(
+            (head.seed, head.jobs, head.outputs[0].bytes),
+            (Some(7), Some(2), 36)
+        );
+        assert_eq!(head.profile_name(), "no profile (full settings)");
+    }
+
+    /// The short manifest `make golden` keeps, and one of an older dplab, are read with
+    /// defaults; a JSON file that names no dplab version or pipeline is no dplab manifest.
+    #[test]
+    fn short_and_older_manifests_are_read_with_defaults() {
+        let golden: WithoutSeeds = serde_json::from_str(
+            r#"{"written_by": "make golden", "pipeline": {"name": "p"}, "profile": "ci",
+                "axes": {"eps": ["0.1", "1"]}}"#,
+        )
+        .unwrap();
+        assert_eq!(golden.profile_name(), "profile `ci`");
+        assert_eq!(golden.axes["eps"].len(), 2);
+        assert!(!golden.is_dplab());
+        let older: Manifest = serde_json::from_str(
+            r#"{"dplab_version": "0.0.9", "pipeline": {"name": "p"},
+                "stages": [{"name": "s", "seeds": [{"key": "ab"}]}]}"#,
+        )
+        .unwrap();
+        assert!(older.is_dplab() && older.stages[0].stored);
+        assert_eq!(older.stages[0].seeds[0].key, "ab");
+    }
+}
