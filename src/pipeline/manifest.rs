@@ -106,6 +106,11 @@ pub struct StageEntry<Seeds = Vec<Seed>> {
     /// Compute time of its instances, summed and the longest.
     pub seconds_total: f64,
     pub seconds_max: f64,
+    /// The programs its instances ran, each an argv (an external program's output is what its
+    /// program made of its seed: `dplab run --verify` is the way to check it is reproducible).
+    /// Left out when none, as in every manifest before external stages.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub programs: Vec<Vec<String>>,
     /// Its instances in plan order.
     pub seeds: Seeds,
 }

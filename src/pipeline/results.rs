@@ -319,6 +319,7 @@ fn write_all(
             instances: stage.instances.len() as u64,
             seconds_total: secs.iter().sum::<f64>(),
             seconds_max: secs.iter().copied().fold(0.0, f64::max),
+            programs: stage.programs.clone(),
             seeds: SeedsOf(stage),
         });
     }
