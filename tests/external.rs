@@ -24,7 +24,7 @@ v() {{ sed -n "s/^ *\"$1\": *\"\{{0,1\}}\([^\",]*\)\"\{{0,1\}},\{{0,1\}}\$/\1/p"
 x=$(v x)
 echo "$x" >> {ran}
 if [ "$x" = "{fail_at}" ]; then echo "no good at $x" >&2; exit 3; fi
-printf 'x,lo,note\n%s,%s,%s\n' "$x" "$(v lo)" "$(v note)" > output/out.csv
+printf 'x,lo,note\n%s,seed-%s,%s\n' "$x" "$(v lo)" "$(v note)" > output/out.csv
 "#,
             ran = dir.join("ran.txt").display()
         ),
@@ -101,8 +101,6 @@ fn a_pipeline_that_runs_programs_runs_only_with_consent() {
         let o = dplab()
             .args(&args)
             .arg(&p)
-            .arg("--store")
-            .arg(&store)
             .env_remove("DPLAB_ALLOW_EXEC")
             .args(if args[0] == "run" {
                 vec!["--out", "o"]
