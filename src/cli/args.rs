@@ -2,12 +2,11 @@
 //! conversions from flags to what the engine takes (a store, limits, data locations).
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 use dplab::pipeline::{dryrun, instance_store};
 use dplab::{data, limits};
-
-use crate::cli::slurm;
 
 const WARNING: &str =
     "Seeded runs exist to reproduce research: their noise is predictable from the seed. \
@@ -150,8 +149,8 @@ Exit codes: 0 written, 1 written but the results are damaged (listed on the page
     },
     /// Run pipelines on a Slurm cluster: an array job of N shards fills the store, then a merge
     /// job writes the results.
-    #[command(after_help = slurm::AFTER_HELP)]
-    Slurm(slurm::SlurmArgs),
+    #[command(after_help = AFTER_HELP)]
+    Slurm(SlurmArgs),
     /// Compare two results directories frame by frame (columns, keys, values within tolerance).
     #[command(
         after_help = "Examples:\n  dplab compare results/dr-pumpkin tests/golden/dr-pumpkin\n  \
@@ -400,4 +399,95 @@ pub(crate) const MAX_JOBS: usize = 1024;
 pub(crate) enum GraphFormat {
     Dot,
     Mermaid,
+}
+
+/// `dplab slurm`'s extended help.
+pub(crate) const AFTER_HELP: &str = "\
+Examples:
+  dplab slurm pipelines/ --shards 8 --cpus-per-task 4 --time 2:00:00 --partition short \\
+      --store /shared/me/dplab-store --out /shared/me/results
+  dplab slurm sweep.yaml --shards 4 --profile ci --dry-run     write and print the scripts only
+  dplab slurm sweep.yaml --shards 4 --wait                      block until the merge job ends
+
+Two jobs: an array of N tasks, task i running `dplab run PIPELINES --shard auto/N` (its 1/N share
+of the instances, into the store), and a merge job that starts only when every task succeeded
+(--dependency=afterok, --kill-on-invalid-dep=yes) and runs a plain `dplab run`: it takes everything
+from the store, runs the gathers and writes OUT/<pipeline>/. Every job runs with --cpus-per-task
+CPUs and as many worker threads. Results are identical to a local run for any N.
+
+The dplab binary, the pipeline files, the store and OUT must be on a file system every node sees
+(the scripts name them by absolute path): not /tmp or a node's local disk.
+
+Files: STORE/slurm/<UTC time>/ holds shards.sbatch and merge.sbatch (plain scripts to read, edit or
+submit by hand), logs/ (shard-<array job>_<task>.out, merge-<job>.out), status/ (each job's exit
+code) and jobs (the job ids).
+
+A failed or cancelled shard loses nothing that finished: submit the same command again and only
+the instances missing from the store run.
+
+Exit codes: 0 submitted (with --wait: every job succeeded); 1 the merge job failed (--wait), or
+Slurm failed us: the merge could not be submitted after the array was, squeue stopped answering;
+2 bad input, nothing submitted (including sbatch refusing the array job); 3 with --wait: a shard
+failed or was cancelled, so the merge did not run.";
+
+/// `dplab slurm`'s options.
+#[derive(Args)]
+pub(crate) struct SlurmArgs {
+    /// Pipeline files or directories.
+    #[arg(required = true)]
+    pub(crate) paths: Vec<PathBuf>,
+    /// Array tasks: each runs a deterministic 1/N share of the instances.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=dplab::pipeline::shard::MAX_SHARDS as i64))]
+    pub(crate) shards: u32,
+    /// Partition of both jobs (sbatch --partition) [default: the cluster's].
+    #[arg(long, value_name = "P")]
+    pub(crate) partition: Option<String>,
+    /// Time limit of each job in Slurm's form: minutes, H:MM:SS, D-HH (sbatch --time).
+    #[arg(long, value_name = "T")]
+    pub(crate) time: Option<String>,
+    /// CPUs of each job; dplab runs as many worker threads (`--jobs`).
+    #[arg(long, value_name = "C", default_value_t = 1,
+          value_parser = clap::value_parser!(u32).range(1..=MAX_JOBS as i64))]
+    pub(crate) cpus_per_task: u32,
+    /// Memory of each job, e.g. 4G (sbatch --mem).
+    #[arg(long, value_name = "M")]
+    pub(crate) mem: Option<String>,
+    /// Account charged for both jobs (sbatch --account).
+    #[arg(long, value_name = "A")]
+    pub(crate) account: Option<String>,
+    /// One more sbatch option for both jobs, written as one word: --sbatch-arg=--qos=long
+    /// (repeatable).
+    #[arg(long = "sbatch-arg", value_name = "ARG", allow_hyphen_values = true)]
+    pub(crate) sbatch_args: Vec<String>,
+    /// The instance store the shards fill and the merge reads; the scripts and logs go under
+    /// STORE/slurm/ [default: $DPLAB_STORE, else .dplab/store]. Must be on a file system every
+    /// node sees.
+    #[arg(long, value_name = "DIR")]
+    pub(crate) store: Option<PathBuf>,
+    /// Results root the merge job writes (OUT/<pipeline>/).
+    #[arg(short, long, default_value = "results")]
+    pub(crate) out: PathBuf,
+    /// Block until the merge job and every shard have ended; the exit code says how they went.
+    /// Interrupting stops the waiting, not the jobs.
+    #[arg(long, conflicts_with = "dry_run")]
+    pub(crate) wait: bool,
+    /// Seconds between two looks at the queue with --wait (busy clusters ask for a minute).
+    #[arg(long, value_name = "SECONDS", default_value = "10", value_parser = seconds)]
+    pub(crate) poll: Duration,
+    /// Write the scripts and print them; submit nothing (sbatch need not be installed).
+    #[arg(short = 'n', long)]
+    pub(crate) dry_run: bool,
+    #[command(flatten)]
+    pub(crate) common: Common,
+    #[command(flatten)]
+    pub(crate) loc: DataLoc,
+    #[command(flatten)]
+    pub(crate) exec: ExecArgs,
+}
+
+fn seconds(s: &str) -> Result<Duration, String> {
+    match s.parse::<f64>() {
+        Ok(x) if (0.1..=3600.0).contains(&x) => Ok(Duration::from_secs_f64(x)),
+        _ => Err(format!("`{s}` is not a number of seconds from 0.1 to 3600")),
+    }
 }

@@ -15,9 +15,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, SystemTime};
 
-use clap::Args;
-
-use crate::cli::args::{Common, DataLoc, ExecArgs, MAX_JOBS};
+use crate::cli::args::SlurmArgs;
 use crate::cli::exit::{Failure, Outcome};
 use crate::cli::load::{self, check_outputs, pipeline_files, report_spec_errors, Pipeline};
 
@@ -26,96 +24,6 @@ use crate::cli::load::{self, check_outputs, pipeline_files, report_spec_errors, 
 const MAX_SHARDS: usize = dplab::pipeline::shard::MAX_SHARDS;
 /// Consecutive failed looks at the queue after which `--wait` gives up.
 const MAX_QUEUE_ERRORS: u32 = 5;
-
-pub const AFTER_HELP: &str = "\
-Examples:
-  dplab slurm pipelines/ --shards 8 --cpus-per-task 4 --time 2:00:00 --partition short \\
-      --store /shared/me/dplab-store --out /shared/me/results
-  dplab slurm sweep.yaml --shards 4 --profile ci --dry-run     write and print the scripts only
-  dplab slurm sweep.yaml --shards 4 --wait                      block until the merge job ends
-
-Two jobs: an array of N tasks, task i running `dplab run PIPELINES --shard auto/N` (its 1/N share
-of the instances, into the store), and a merge job that starts only when every task succeeded
-(--dependency=afterok, --kill-on-invalid-dep=yes) and runs a plain `dplab run`: it takes everything
-from the store, runs the gathers and writes OUT/<pipeline>/. Every job runs with --cpus-per-task
-CPUs and as many worker threads. Results are identical to a local run for any N.
-
-The dplab binary, the pipeline files, the store and OUT must be on a file system every node sees
-(the scripts name them by absolute path): not /tmp or a node's local disk.
-
-Files: STORE/slurm/<UTC time>/ holds shards.sbatch and merge.sbatch (plain scripts to read, edit or
-submit by hand), logs/ (shard-<array job>_<task>.out, merge-<job>.out), status/ (each job's exit
-code) and jobs (the job ids).
-
-A failed or cancelled shard loses nothing that finished: submit the same command again and only
-the instances missing from the store run.
-
-Exit codes: 0 submitted (with --wait: every job succeeded); 1 the merge job failed (--wait), or
-Slurm failed us: the merge could not be submitted after the array was, squeue stopped answering;
-2 bad input, nothing submitted (including sbatch refusing the array job); 3 with --wait: a shard
-failed or was cancelled, so the merge did not run.";
-
-/// `dplab slurm`'s options.
-#[derive(Args)]
-pub struct SlurmArgs {
-    /// Pipeline files or directories.
-    #[arg(required = true)]
-    paths: Vec<PathBuf>,
-    /// Array tasks: each runs a deterministic 1/N share of the instances.
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=MAX_SHARDS as i64))]
-    shards: u32,
-    /// Partition of both jobs (sbatch --partition) [default: the cluster's].
-    #[arg(long, value_name = "P")]
-    partition: Option<String>,
-    /// Time limit of each job in Slurm's form: minutes, H:MM:SS, D-HH (sbatch --time).
-    #[arg(long, value_name = "T")]
-    time: Option<String>,
-    /// CPUs of each job; dplab runs as many worker threads (`--jobs`).
-    #[arg(long, value_name = "C", default_value_t = 1,
-          value_parser = clap::value_parser!(u32).range(1..=MAX_JOBS as i64))]
-    cpus_per_task: u32,
-    /// Memory of each job, e.g. 4G (sbatch --mem).
-    #[arg(long, value_name = "M")]
-    mem: Option<String>,
-    /// Account charged for both jobs (sbatch --account).
-    #[arg(long, value_name = "A")]
-    account: Option<String>,
-    /// One more sbatch option for both jobs, written as one word: --sbatch-arg=--qos=long
-    /// (repeatable).
-    #[arg(long = "sbatch-arg", value_name = "ARG", allow_hyphen_values = true)]
-    sbatch_args: Vec<String>,
-    /// The instance store the shards fill and the merge reads; the scripts and logs go under
-    /// STORE/slurm/ [default: $DPLAB_STORE, else .dplab/store]. Must be on a file system every
-    /// node sees.
-    #[arg(long, value_name = "DIR")]
-    store: Option<PathBuf>,
-    /// Results root the merge job writes (OUT/<pipeline>/).
-    #[arg(short, long, default_value = "results")]
-    out: PathBuf,
-    /// Block until the merge job and every shard have ended; the exit code says how they went.
-    /// Interrupting stops the waiting, not the jobs.
-    #[arg(long, conflicts_with = "dry_run")]
-    wait: bool,
-    /// Seconds between two looks at the queue with --wait (busy clusters ask for a minute).
-    #[arg(long, value_name = "SECONDS", default_value = "10", value_parser = seconds)]
-    poll: Duration,
-    /// Write the scripts and print them; submit nothing (sbatch need not be installed).
-    #[arg(short = 'n', long)]
-    dry_run: bool,
-    #[command(flatten)]
-    common: Common,
-    #[command(flatten)]
-    loc: DataLoc,
-    #[command(flatten)]
-    exec: ExecArgs,
-}
-
-fn seconds(s: &str) -> Result<Duration, String> {
-    match s.parse::<f64>() {
-        Ok(x) if (0.1..=3600.0).contains(&x) => Ok(Duration::from_secs_f64(x)),
-        _ => Err(format!("`{s}` is not a number of seconds from 0.1 to 3600")),
-    }
-}
 
 /// Everything the scripts say, resolved to absolute paths and checked.
 struct Job {
