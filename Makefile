@@ -67,11 +67,11 @@ test-slurm: build
 ## Refuses (and changes nothing) when a frame changed while its stage's store keys did not (a
 ## kind's output changed without a `version` bump: stores would serve it stale); frames equal for
 ## `dplab compare` (e.g. only wall times differ) keep their committed bytes.
-## See tests/golden_versions.rs. Review the diff before committing.
+## See tests/it/golden_versions.rs. Review the diff before committing.
 golden: build
 	rm -rf target/golden
 	$(DPLAB) run pipelines/ --profile ci --out target/golden --jobs $(JOBS) --no-store
-	DPLAB_GOLDEN_UPDATE=$(abspath target/golden) $(CARGO) test --release --locked --test golden_versions -- --nocapture
+	DPLAB_GOLDEN_UPDATE=$(abspath target/golden) $(CARGO) test --release --locked --test it golden_versions:: -- --nocapture
 
 ## Criterion benchmarks: samplers, exponential mechanism, Blahut–Arimoto sweeps, Algorithm 1 of Wu–He–Xia,
 ## the trigonometric mechanism's LP and its kernel queries.

@@ -7,7 +7,7 @@ use std::path::Path;
 use predicates::prelude::*;
 use tempfile::TempDir;
 
-mod common;
+use crate::common;
 use common::dplab;
 
 /// Mechanism I on a 1-D sample, scored on smooth queries; the improved mechanism on 3-D data.

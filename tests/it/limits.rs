@@ -2,7 +2,7 @@
 //! exit 2, the location, the value and the flag that raises the limit, within 4 GB of
 //! address space; raising the flag lets a large (but not absurd) value validate.
 
-mod common;
+use crate::common;
 use common::text;
 use std::fs;
 use std::path::{Path, PathBuf};

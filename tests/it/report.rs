@@ -8,7 +8,7 @@ use std::path::Path;
 
 use tempfile::TempDir;
 
-mod common;
+use crate::common;
 use common::{dplab, text, write};
 
 /// Every verdict in both table kinds and two findings: agrees (k = 1), explained by `explain`

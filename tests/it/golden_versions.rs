@@ -53,7 +53,7 @@ const LOCK_HEADER: &str = "\
 # <keys>: sha256 of the stage's instance store keys, as its run's manifest.json lists them
 # (stages[].seeds[].key, in manifest order), joined by newlines (no trailing newline).
 # make golden refuses a changed frame whose <keys> did not change: a store would serve it stale.
-# Written by `make golden`, checked by `cargo test --test golden_versions`. Do not edit by hand.
+# Written by `make golden`, checked by `cargo test --test it golden_versions`. Do not edit by hand.
 ";
 
 fn root() -> PathBuf {

@@ -1,7 +1,7 @@
 //! `dplab show`: the composed pipeline is itself a pipeline that plans to the same instances,
 //! seeds and store keys as the original under its profile and `--set`.
 
-mod common;
+use crate::common;
 use common::{dplab, text};
 use std::fs;
 use std::path::Path;

@@ -3,7 +3,7 @@
 //! byte-identical to a local `--jobs 2` run, and the merge computes only the stages that
 //! gather.
 
-mod common;
+use crate::common;
 use common::{manifest_counts, text};
 use std::fs;
 use std::path::{Path, PathBuf};

@@ -7,7 +7,7 @@ use std::path::Path;
 
 use tempfile::TempDir;
 
-mod common;
+use crate::common;
 use common::{dplab, text, write};
 
 /// A frame of two measures (`value`) per x and series: the shape of h14-sensitivity's summary.

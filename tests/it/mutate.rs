@@ -17,7 +17,7 @@ use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-/// Mutants per run: `cargo test --release --test mutate` stays well under a minute on two
+/// Mutants per run: `cargo test --release --test it mutate::` stays well under a minute on two
 /// shared cores.
 const DEFAULT_COUNT: usize = 4000;
 const DEFAULT_SEED: u64 = 0x6d75_7461_7465; // "mutate"

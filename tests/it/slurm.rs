@@ -4,7 +4,7 @@
 //! its arguments and runs each job script at once, so the shards and the merge really run and
 //! their results are compared with a local run. `make test-slurm` does the same on a real Slurm.
 
-mod common;
+use crate::common;
 use common::{manifest_counts, text};
 use std::fs;
 use std::path::{Path, PathBuf};

@@ -7,7 +7,7 @@ use std::path::Path;
 use predicates::prelude::*;
 use tempfile::TempDir;
 
-mod common;
+use crate::common;
 use common::{dplab, write};
 
 /// A small valid pipeline: a Laplace-noised count per ε, repeated, then aggregated.

@@ -23,7 +23,7 @@
 //! `DPLAB_RESUME_SEED=<u64>` replays other moments; `--nocapture` shows where each kill
 //! landed.
 
-mod common;
+use crate::common;
 use common::{manifest_counts, text, write};
 
 use std::collections::{BTreeMap, BTreeSet};

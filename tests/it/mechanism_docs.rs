@@ -133,7 +133,7 @@ fn every_file_under_src_mech_is_a_mechanism_or_a_helper() {
         .collect();
     assert!(
         unlisted.is_empty(),
-        "src/mech/ files in neither list of tests/mechanism_docs.rs: {unlisted:?}; a mechanism \
+        "src/mech/ files in neither list of tests/it/mechanism_docs.rs: {unlisted:?}; a mechanism \
          goes in MECHANISMS and follows the doc convention of src/mech/mod.rs"
     );
     let stale: Vec<&&str> = MECHANISMS

@@ -2,7 +2,7 @@
 //! bytes; an edit recomputes only the instances it changes and what reads them; `--force`,
 //! `--no-store`, a killed run, and two runs sharing one store at once.
 
-mod common;
+use crate::common;
 use common::{manifest_counts as counts, text};
 use std::fs;
 use std::path::{Path, PathBuf};
