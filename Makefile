@@ -34,7 +34,7 @@ report: build
 ## Every run here uses a fresh instance store, so nothing passes because of stored work.
 test: build
 	rm -rf target/test-store target/ci-store target/ci-results
-	DPLAB_STORE=$(abspath target/test-store) $(CARGO) test --release --locked
+	DPLAB_STORE=$(abspath target/test-store) INSTA_UPDATE=no $(CARGO) test --release --locked
 	DPLAB=$(abspath $(DPLAB)) $(CARGO) test --release --locked -p dplab-schema-check
 	$(DPLAB) run pipelines/ --profile ci --out target/ci-results --jobs $(JOBS) --skip-unavailable --store target/ci-store
 	$(DPLAB) compare target/ci-results tests/golden $(if $(DPLAB_DATA_MIRROR),,--allow-missing)

@@ -67,3 +67,14 @@ pub fn manifest_counts(results: &std::path::Path) -> Vec<(String, u64, u64)> {
         })
         .collect()
 }
+
+/// `text` with `dir` (a test's temporary directory, as given and as the system resolves it)
+/// written as `[TMP]`: a snapshot of a whole output must not hold a path that changes from
+/// run to run.
+pub fn stable(text: &str, dir: &std::path::Path) -> String {
+    let mut s = text.to_string();
+    if let Ok(real) = dir.canonicalize() {
+        s = s.replace(&*real.to_string_lossy(), "[TMP]");
+    }
+    s.replace(&*dir.to_string_lossy(), "[TMP]")
+}
