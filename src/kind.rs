@@ -666,7 +666,7 @@ pub struct KindInfo {
 /// frames in, `with:` as YAML text, a seed, the output out:
 ///
 /// ```ignore
-/// let out = testing::run(&KIND, "{column: x, noise: laplace, epsilon: 1}", &[input], 7)?;
+/// let out = testing::run(&KIND, "{column: x, noise: laplace, epsilon: 1}", &[&input], 7)?;
 /// ```
 ///
 /// What the engine would refuse before or after `run` is refused here too: parameters that
@@ -692,7 +692,7 @@ pub mod testing {
     pub fn run(
         kind: &KindInfo,
         with: &str,
-        inputs: &[DataFrame],
+        inputs: &[&DataFrame],
         seed: u128,
     ) -> anyhow::Result<Output> {
         Instance::new(kind, with).inputs(inputs).seed(seed).run()
@@ -700,7 +700,7 @@ pub mod testing {
 
     /// Why one instance fails when it runs, with the causes the message carries (`{:#}`).
     /// Panics when it succeeds.
-    pub fn fails(kind: &KindInfo, with: &str, inputs: &[DataFrame], seed: u128) -> String {
+    pub fn fails(kind: &KindInfo, with: &str, inputs: &[&DataFrame], seed: u128) -> String {
         match run(kind, with, inputs, seed) {
             Ok(_) => panic!("{}: {with} ran", kind.name),
             Err(e) => format!("{e:#}"),
@@ -792,8 +792,8 @@ pub mod testing {
             }
         }
 
-        pub fn inputs(mut self, inputs: &[DataFrame]) -> Self {
-            self.inputs = inputs.to_vec();
+        pub fn inputs(mut self, inputs: &[&DataFrame]) -> Self {
+            self.inputs = inputs.iter().map(|&f| f.clone()).collect();
             self
         }
 

@@ -268,7 +268,7 @@ mod tests {
         )
         .unwrap();
         let out = Instance::new(&KIND, "{drop: [id], drop_sparse: 0.25, range: [0, 1]}")
-            .inputs(&[input])
+            .inputs(&[&input])
             .axes(&["rep"])
             .run()
             .unwrap();

@@ -81,14 +81,9 @@ mod tests {
     fn relative_improvement_per_row_and_of_the_sums() {
         let a = polars::df!("o" => [2.0], "b" => [4.0]).unwrap();
         let b = polars::df!("o" => [2.0], "b" => [2.0]).unwrap();
-        let out = run(
-            &KIND,
-            "{ours: o, baseline: b, label: fewer}",
-            &[a, b.clone()],
-            0,
-        )
-        .unwrap()
-        .frame;
+        let out = run(&KIND, "{ours: o, baseline: b, label: fewer}", &[&a, &b], 0)
+            .unwrap()
+            .frame;
         assert_eq!(
             names(&out),
             ["claim", "n", "mean_relative", "ratio_of_sums"]
@@ -98,7 +93,7 @@ mod tests {
         assert!((floats(&out, "ratio_of_sums")[0] - 1.0 / 3.0).abs() < 1e-15);
         let zero = polars::df!("o" => [1.0], "b" => [0.0]).unwrap();
         assert_eq!(
-            fails(&KIND, "{ours: o, baseline: b}", &[b, zero], 0),
+            fails(&KIND, "{ours: o, baseline: b}", &[&b, &zero], 0),
             "aggregate.improvement: baseline `b` has the value 0; relative changes need a non-zero baseline"
         );
     }

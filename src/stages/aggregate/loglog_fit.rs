@@ -228,7 +228,7 @@ mod tests {
             .chain(x.iter().map(|x| x * x))
             .collect();
         let input = polars::df!("g" => g, "n" => xs, "err" => ys.clone()).unwrap();
-        let out = run(&KIND, "{x: n, y: err, by: [g]}", &[input.clone()], 0)
+        let out = run(&KIND, "{x: n, y: err, by: [g]}", &[&input], 0)
             .unwrap()
             .frame;
         assert_eq!(strings(&out, "g"), ["half", "square"]);
@@ -242,9 +242,14 @@ mod tests {
             lo[0] <= slope[0] && slope[0] <= hi[0] && hi[0] - lo[0] < 1e-9,
             "{out}"
         );
-        let lines = run(&KIND, "{x: n, y: err, by: [g], output: lines}", &[input], 0)
-            .unwrap()
-            .frame;
+        let lines = run(
+            &KIND,
+            "{x: n, y: err, by: [g], output: lines}",
+            &[&input],
+            0,
+        )
+        .unwrap()
+        .frame;
         for (f, y) in floats(&lines, "fitted").iter().zip(&ys) {
             assert!((f - y).abs() < 1e-9 * y, "{f} vs {y}");
         }

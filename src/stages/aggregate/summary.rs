@@ -194,7 +194,7 @@ mod tests {
         let out = run(
             &KIND,
             "{values: [x], by: [g], quantiles: [0.5]}",
-            &[input],
+            &[&input],
             0,
         )
         .unwrap()

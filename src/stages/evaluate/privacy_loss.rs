@@ -225,7 +225,7 @@ mod tests {
             let out = run(
                 &KIND,
                 &format!("{{method: {method}, epsilon: 1, random_pairs: 20}}"),
-                &[input.clone()],
+                &[&input],
                 3,
             )
             .unwrap()

@@ -143,12 +143,12 @@ mod tests {
         let sel = run(
             &select,
             "{method: exponential, epsilon: 2, samples: 20000}",
-            &[cands.clone()],
+            &[&cands],
             5,
         )
         .unwrap()
         .frame;
-        let out = run(&KIND, "{}", &[sel], 0).unwrap().frame;
+        let out = run(&KIND, "{}", &[&sel], 0).unwrap().frame;
         let e = std::f64::consts::E;
         assert!((floats(&out, "expected_utility")[0] - e / (1.0 + e)).abs() < 1e-12);
         assert!((floats(&out, "pr_suboptimal")[0] - 1.0 / (1.0 + e)).abs() < 1e-12);
@@ -162,7 +162,7 @@ mod tests {
             "{out}"
         );
         assert!((floats(&out, "mc_pr_suboptimal")[0] + mc - 1.0).abs() < 1e-12);
-        assert!(fails(&KIND, "{}", &[cands], 0)
+        assert!(fails(&KIND, "{}", &[&cands], 0)
             .starts_with("the input must be the output of a mechanism.select stage"));
     }
 }

@@ -153,21 +153,17 @@ mod tests {
         let answers = run(
             &crate::stages::query::smooth::KIND,
             &format!("{{queries: {queries}, sigmas: [1]}}"),
-            &[data.clone()],
+            &[&data],
             0,
         )
         .unwrap()
         .frame;
         let with = format!("{{queries: {queries}, sigma: 1}}");
-        let same = run(&KIND, &with, &[data, answers.clone()], 0)
-            .unwrap()
-            .frame;
+        let same = run(&KIND, &with, &[&data, &answers], 0).unwrap().frame;
         assert_eq!(floats(&same, "max_abs_error"), [0.0]);
         let other =
             polars::df!("x" => [0.5, 0.5], "y" => [0.0, 0.0], "synthesis_n" => [7.0, 7.0]).unwrap();
-        let out = run(&KIND, &with, &[other.clone(), answers.clone()], 0)
-            .unwrap()
-            .frame;
+        let out = run(&KIND, &with, &[&other, &answers], 0).unwrap().frame;
         assert_eq!(
             names(&out),
             [
@@ -187,7 +183,7 @@ mod tests {
         let e = fails(
             &KIND,
             "{queries: {count: 5, per_query: 3, seed: 12}, sigma: 1}",
-            &[other, answers],
+            &[&other, &answers],
             0,
         );
         assert!(

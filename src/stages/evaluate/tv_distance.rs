@@ -247,7 +247,7 @@ mod kind_tests {
             run(
                 &select,
                 &format!("{{method: {method}, epsilon: 2, samples: 5000}}"),
-                &[cands.clone()],
+                &[&cands],
                 1,
             )
             .unwrap()
@@ -255,14 +255,14 @@ mod kind_tests {
         };
         let (exp, naive) = (sel("exponential"), sel("naive_exponential"));
         let (p, q) = (floats(&exp, "probability"), floats(&naive, "probability"));
-        let out = run(&KIND, "{null_replicates: 50}", &[exp.clone(), naive], 2)
+        let out = run(&KIND, "{null_replicates: 50}", &[&exp, &naive], 2)
             .unwrap()
             .frame;
         assert!(
             (floats(&out, "tv_exact")[0] - (p[1] - q[1]).abs()).abs() < 1e-12,
             "{out}"
         );
-        let out = run(&KIND, "{null_replicates: 50}", &[exp.clone(), exp], 2)
+        let out = run(&KIND, "{null_replicates: 50}", &[&exp, &exp], 2)
             .unwrap()
             .frame;
         assert_eq!(floats(&out, "tv_exact"), [0.0]);

@@ -224,7 +224,7 @@ mod tests {
         let sel = run(
             &select,
             "{method: exponential, epsilon: 2, samples: 1000}",
-            &[cands],
+            &[&cands],
             5,
         )
         .unwrap()
@@ -232,7 +232,7 @@ mod tests {
         let out = run(
             &KIND,
             "{epsilon: 2, t: [-1, -0.5, 0], bound: corollary}",
-            &[sel.clone()],
+            &[&sel],
             0,
         )
         .unwrap()
@@ -244,7 +244,7 @@ mod tests {
             assert!((bound[i] - (-t[i]).exp()).abs() < 1e-12, "{out}");
             assert!(exact[i] <= bound[i], "{out}");
         }
-        let out = run(&KIND, "{epsilon: 2, threshold: [-1]}", &[sel], 0)
+        let out = run(&KIND, "{epsilon: 2, threshold: [-1]}", &[&sel], 0)
             .unwrap()
             .frame;
         assert_eq!(floats(&out, "pr_exact"), [0.0]);

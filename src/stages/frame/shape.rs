@@ -92,7 +92,7 @@ mod tests {
             .unwrap();
         let empty = polars::df!("rep" => [0]).unwrap();
         let out = Instance::new(&KIND, "{source: {in0: Adult}}")
-            .inputs(&[a, empty])
+            .inputs(&[&a, &empty])
             .axes(&["rep"])
             .run()
             .unwrap()

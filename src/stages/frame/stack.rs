@@ -120,7 +120,7 @@ mod tests {
     fn rows_stack_under_the_union_of_columns() {
         let a = polars::df!("x" => [1.0, 2.0], "y" => [3.0, 4.0]).unwrap();
         let b = polars::df!("x" => [5.0], "z" => ["q"]).unwrap();
-        let out = run(&KIND, "{source: {in0: first}}", &[a.clone(), b.clone()], 0)
+        let out = run(&KIND, "{source: {in0: first}}", &[&a, &b], 0)
             .unwrap()
             .frame;
         assert_eq!(names(&out), ["source", "x", "y", "z"]);
@@ -129,13 +129,13 @@ mod tests {
         assert!(floats(&out, "y")[2].is_nan());
         assert_eq!(strings(&out, "z"), ["", "", "q"]);
         let c = polars::df!("x" => [5.0], "w" => [7.0]).unwrap();
-        let out = run(&KIND, "{rename: {in1: {w: y}}}", &[a.clone(), c], 0)
+        let out = run(&KIND, "{rename: {in1: {w: y}}}", &[&a, &c], 0)
             .unwrap()
             .frame;
         assert_eq!(names(&out), ["source", "x", "y"]);
         assert_eq!(floats(&out, "y"), [3.0, 4.0, 7.0]);
         assert_eq!(
-            fails(&KIND, "{source: {other: o}}", &[a, b], 0),
+            fails(&KIND, "{source: {other: o}}", &[&a, &b], 0),
             "frame.stack names `other`, which is not one of its inputs (in0, in1)"
         );
     }

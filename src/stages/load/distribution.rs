@@ -299,19 +299,14 @@ mod tests {
         assert!((floats(&out, "probability").iter().sum::<f64>() - 1.0).abs() < 1e-15);
         assert_eq!(floats(&out, "printed"), [0.2, 0.7999]);
         let input = polars::df!("x" => ["b", "a", "b", "b"]).unwrap();
-        let out = run(
-            &KIND,
-            "{column: x, categories: [b, a, c]}",
-            &[input.clone()],
-            0,
-        )
-        .unwrap()
-        .frame;
+        let out = run(&KIND, "{column: x, categories: [b, a, c]}", &[&input], 0)
+            .unwrap()
+            .frame;
         assert_eq!(names(&out), ["label", "count", "probability"]);
         assert_eq!(strings(&out, "label"), ["b", "a", "c"]);
         assert_eq!(floats(&out, "probability"), [0.75, 0.25, 0.0]);
         assert_eq!(
-            fails(&KIND, "{column: x, categories: [a]}", &[input], 0),
+            fails(&KIND, "{column: x, categories: [a]}", &[&input], 0),
             "column `x` has values not in the stated categories: `b`"
         );
         assert_eq!(

@@ -207,7 +207,7 @@ mod tests {
     fn releases_centre_on_the_value_and_follow_the_seed() {
         let input = polars::df!("u" => [1.0, 100.0]).unwrap();
         let with = "{column: u, noise: laplace, epsilon: 1, samples: 4000}";
-        let out = run(&KIND, with, &[input.clone()], 7).unwrap().frame;
+        let out = run(&KIND, with, &[&input], 7).unwrap().frame;
         assert_eq!(out.height(), 8000);
         assert_eq!(floats(&out, "row")[3999..4001], [0.0, 1.0]);
         let noisy = floats(&out, "noisy");
@@ -215,8 +215,8 @@ mod tests {
             let mean = noisy[r * 4000..(r + 1) * 4000].iter().sum::<f64>() / 4000.0;
             assert!((mean - v).abs() < 0.2, "row {r}: mean {mean}, value {v}");
         }
-        assert!(out.equals(&run(&KIND, with, &[input.clone()], 7).unwrap().frame));
-        assert!(!out.equals(&run(&KIND, with, &[input], 8).unwrap().frame));
+        assert!(out.equals(&run(&KIND, with, &[&input], 7).unwrap().frame));
+        assert!(!out.equals(&run(&KIND, with, &[&input], 8).unwrap().frame));
     }
 
     /// Geometric noise releases integers; `delta` goes with Gaussian noise and only with it.
@@ -224,7 +224,7 @@ mod tests {
     fn geometric_noise_is_integral_and_delta_is_gaussian_only() {
         let input = polars::df!("u" => [3.0]).unwrap();
         let with = "{column: u, noise: geometric, epsilon: 0.5, samples: 100, output: z}";
-        let out = run(&KIND, with, &[input], 1).unwrap().frame;
+        let out = run(&KIND, with, &[&input], 1).unwrap().frame;
         assert!(floats(&out, "z").iter().all(|z| z.fract() == 0.0));
         assert_eq!(
             refused(&KIND, "{column: u, noise: gaussian, epsilon: 0.5}"),

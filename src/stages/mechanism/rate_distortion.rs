@@ -302,7 +302,7 @@ mod tests {
             let out = run(
                 &KIND,
                 &format!("{{lambda: {lambda}, threshold: 1e-12}}"),
-                &[source.clone()],
+                &[&source],
                 0,
             )
             .unwrap()

@@ -277,7 +277,7 @@ mod tests {
         let out = run(
             &KIND,
             "{method: exponential, epsilon: 2, samples: 20000}",
-            &[input.clone()],
+            &[&input],
             5,
         )
         .unwrap()
@@ -293,7 +293,7 @@ mod tests {
         assert!((f[1] - p[1]).abs() < 0.015, "{f:?} vs {p:?}");
         assert_eq!(floats(&out, "count").iter().sum::<f64>(), 20000.0);
         // Gumbel noise of scale 2Δu/ε is the exponential mechanism, exactly.
-        let gumbel = run(&KIND, "{method: gumbel_max, epsilon: 2}", &[input], 5)
+        let gumbel = run(&KIND, "{method: gumbel_max, epsilon: 2}", &[&input], 5)
             .unwrap()
             .frame;
         for (g, p) in floats(&gumbel, "probability").iter().zip(&p) {

@@ -152,7 +152,7 @@ mod tests {
     #[test]
     fn distortion_epsilon_and_information_agree() {
         let source = polars::df!("label" => ["0", "1"], "probability" => [0.5, 0.5]).unwrap();
-        let out = run(&KIND, "{at: distortion, value: 0.25}", &[source.clone()], 0)
+        let out = run(&KIND, "{at: distortion, value: 0.25}", &[&source], 0)
             .unwrap()
             .frame;
         let h = -(0.25f64 * 0.25f64.log2() + 0.75 * 0.75f64.log2());
@@ -161,14 +161,14 @@ mod tests {
         let out = run(
             &KIND,
             &format!("{{at: epsilon, value: {}}}", 3f64.ln()),
-            &[source.clone()],
+            &[&source],
             0,
         )
         .unwrap()
         .frame;
         assert!((floats(&out, "sym_distortion")[0] - 0.25).abs() < 1e-9);
         let rows = polars::df!("d" => [0.1, 0.25], "tag" => ["x", "y"]).unwrap();
-        let out = run(&KIND, "{at: distortion, column: d}", &[source, rows], 0)
+        let out = run(&KIND, "{at: distortion, column: d}", &[&source, &rows], 0)
             .unwrap()
             .frame;
         assert_eq!(

@@ -446,7 +446,7 @@ mod tests {
         let floor = run(
             &KIND,
             "{variant: grid_floor, epsilon: 1, sigma: 2}",
-            &[data.clone()],
+            &[&data],
             0,
         )
         .unwrap()
@@ -460,7 +460,7 @@ mod tests {
             );
         }
         let with = "{epsilon: 1, sigma: 2, bases: 4, candidates: 200, pca_dim: 1, kappa: 1}";
-        let out = run(&KIND, with, &[data.clone()], 4).unwrap().frame;
+        let out = run(&KIND, with, &[&data], 4).unwrap().frame;
         for db in [&floor, &out] {
             let w = floats(db, "weight");
             assert!(
@@ -471,7 +471,7 @@ mod tests {
                 assert!(floats(db, c).iter().all(|v| v.abs() <= 1.0), "{db}");
             }
         }
-        let again = run(&KIND, with, &[data], 4).unwrap().frame;
+        let again = run(&KIND, with, &[&data], 4).unwrap().frame;
         assert_eq!(floats(&again, "weight"), floats(&out, "weight"));
         assert_eq!(floats(&again, "x"), floats(&out, "x"));
         assert_eq!(

@@ -73,12 +73,12 @@ mod tests {
             "rate" => [1.2, 0.8, 0.9, 1.1, 1.3, 1.05]
         )
         .unwrap();
-        let out = run(&KIND, "{}", &[rates.clone()], 0).unwrap().frame;
+        let out = run(&KIND, "{}", &[&rates], 0).unwrap().frame;
         assert_eq!(strings(&out, "V"), ["A", "B"]);
         assert_eq!(floats(&out, "best_delta"), [2.0, 3.0]);
         assert_eq!(floats(&out, "best_rate"), [0.8, 1.05]);
         assert_eq!(floats(&out, "share_below_one"), [2.0 / 3.0, 0.0]);
-        let e = fails(&KIND, "{}", &[rates.drop("rate").unwrap()], 0);
+        let e = fails(&KIND, "{}", &[&rates.drop("rate").unwrap()], 0);
         assert!(
             e.starts_with("the input must be a `near_optimal.rate` frame gathered over V"),
             "{e}"

@@ -213,7 +213,7 @@ mod tests {
         )
         .unwrap();
         let with = "{vary: measure, expect: increasing, statement: grows}";
-        let out = run(&KIND, with, &[rates], 0).unwrap().frame;
+        let out = run(&KIND, with, &[&rates], 0).unwrap().frame;
         assert_eq!(strings(&out, "sets"), ["A → B"]);
         let col = |c: &str| floats(&out, c)[0];
         assert_eq!(

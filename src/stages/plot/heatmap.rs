@@ -194,7 +194,7 @@ mod tests {
         let input =
             polars::df!("a" => [1.0, 2.0, 1.0], "b" => [10.0, 10.0, 20.0], "c" => [0.5, 0.25, 1.0])
                 .unwrap();
-        let out = run(&KIND, with, &[input], 0).unwrap();
+        let out = run(&KIND, with, &[&input], 0).unwrap();
         assert!(String::from_utf8_lossy(&out.artifacts[0].bytes).contains("<svg"));
         let f = out.frame;
         let cells: Vec<(f64, f64, f64)> = floats(&f, "x")
@@ -214,6 +214,6 @@ mod tests {
             "{cells:?}"
         );
         let bad = polars::df!("a" => [f64::NAN], "b" => [1.0], "c" => [1.0]).unwrap();
-        assert!(fails(&KIND, with, &[bad], 0).starts_with("1 row(s) have no finite `a`"));
+        assert!(fails(&KIND, with, &[&bad], 0).starts_with("1 row(s) have no finite `a`"));
     }
 }

@@ -254,13 +254,7 @@ mod kind_tests {
     fn bins_hold_the_values_and_each_density_integrates_to_one() {
         let input = polars::df!("v" => [0.0, 0.1, 0.6, 0.9, 1.0, 0.2], "s" => ["a", "a", "a", "b", "b", "b"]).unwrap();
         let base = "column: v, bins: 4, title: t, x_label: v";
-        let out = run(
-            &KIND,
-            &format!("{{{base}, series: s}}"),
-            &[input.clone()],
-            0,
-        )
-        .unwrap();
+        let out = run(&KIND, &format!("{{{base}, series: s}}"), &[&input], 0).unwrap();
         assert!(String::from_utf8_lossy(&out.artifacts[0].bytes).starts_with("<svg"));
         let f = out.frame;
         let (series, lo, hi, value) = (
@@ -280,7 +274,7 @@ mod kind_tests {
         let counts = run(
             &KIND,
             &format!("{{{base}, density: false, range: [0, 0.5]}}"),
-            &[input.clone()],
+            &[&input],
             0,
         )
         .unwrap()
@@ -291,7 +285,7 @@ mod kind_tests {
             "{counts}"
         );
         let flat = polars::df!("v" => [2.0, 2.0]).unwrap();
-        assert!(fails(&KIND, &format!("{{{base}}}"), &[flat], 0)
+        assert!(fails(&KIND, &format!("{{{base}}}"), &[&flat], 0)
             .contains("has no spread to bin (min 2, max 2)"));
         assert_eq!(
             refused(&KIND, &format!("{{{base}, range: [1, 1]}}")),

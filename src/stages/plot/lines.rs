@@ -917,7 +917,7 @@ mod kind_tests {
         let out = run(
             &KIND,
             "{x: k, y: m, series: s, title: t, x_label: k, y_label: m}",
-            &[input],
+            &[&input],
             0,
         )
         .unwrap();

@@ -61,15 +61,13 @@ mod tests {
     fn the_first_row_of_the_largest_value() {
         let input = polars::df!("price" => ["a", "b", "c", "d"], "revenue" => [1.0, 3.0, 3.0, 2.0])
             .unwrap();
-        let out = run(&KIND, "{column: revenue}", &[input.clone()], 0)
-            .unwrap()
-            .frame;
+        let out = run(&KIND, "{column: revenue}", &[&input], 0).unwrap().frame;
         assert_eq!(
             (strings(&out, "price"), floats(&out, "revenue")),
             (vec!["b".to_string()], vec![3.0])
         );
         assert_eq!(
-            fails(&KIND, "{column: revenue}", &[input.head(Some(0))], 0),
+            fails(&KIND, "{column: revenue}", &[&input.head(Some(0))], 0),
             "query.argmax: the input frame is empty"
         );
     }

@@ -103,10 +103,10 @@ mod tests {
     fn revenue_is_price_times_the_bids_at_or_above_it() {
         let prices = polars::df!("price" => [1.0, 1.01, 3.01, 4.0]).unwrap();
         let bids = polars::df!("bid" => [1.0, 3.01, 1.0, 1.0]).unwrap();
-        let out = run(&KIND, "{}", &[prices.clone(), bids], 0).unwrap().frame;
+        let out = run(&KIND, "{}", &[&prices, &bids], 0).unwrap().frame;
         assert_eq!(floats(&out, "revenue"), [4.0, 1.01, 3.01, 0.0]);
         assert_eq!(
-            fails(&KIND, "{}", &[prices], 0),
+            fails(&KIND, "{}", &[&prices], 0),
             "query.revenue takes two inputs: [prices, bids] (got 1)"
         );
     }

@@ -160,9 +160,9 @@ mod tests {
             polars::df!("x" => [0.1, -0.4, -0.4, -0.4], "y" => [0.3, 0.2, 0.2, 0.2]).unwrap();
         let weighted =
             polars::df!("x" => [0.1, -0.4], "y" => [0.3, 0.2], "weight" => [0.25, 0.75], "rep" => [0, 0]).unwrap();
-        let a = run(&KIND, with, &[copies], 0).unwrap().frame;
+        let a = run(&KIND, with, &[&copies], 0).unwrap().frame;
         let b = Instance::new(&KIND, with)
-            .inputs(&[weighted])
+            .inputs(&[&weighted])
             .axes(&["rep"])
             .run()
             .unwrap()

@@ -577,7 +577,7 @@ mod kind_tests {
         let paper = b"eps,value\n0.5,0.123\n1,0.25\n2,0.35\n";
         let with = "{title: T, paper: p.csv, join: [eps], compare: {mean: value}}";
         let out = Instance::new(&KIND, with)
-            .inputs(&[ours.clone()])
+            .inputs(&[&ours])
             .file("p.csv", paper)
             .run()
             .unwrap();
@@ -596,7 +596,7 @@ mod kind_tests {
         assert!(String::from_utf8_lossy(&md.bytes).contains("T"));
         let with = "{title: T, paper: p.csv, join: [eps], compare: {mean: value}, explain: [{where: {eps: 2}, text: fewer runs}]}";
         let f = Instance::new(&KIND, with)
-            .inputs(&[ours])
+            .inputs(&[&ours])
             .file("p.csv", paper)
             .run()
             .unwrap()

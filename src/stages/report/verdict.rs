@@ -904,7 +904,7 @@ mod kind_tests {
         // σ = 2's printed 0.030 lies in the noiseless run's interval at σ = 1, not at σ = 2.
         let paper = b"source,value,sigma,mean,max\nD,err,1,0.105,\nD,err,2,0.030,\nD,err,2,0.050,\nD,err,3,0.5,\n";
         let out = Instance::new(&KIND, with)
-            .inputs(&[summary])
+            .inputs(&[&summary])
             .file("p.csv", paper)
             .run()
             .unwrap();
