@@ -34,7 +34,7 @@ report: build
 ## Every run here uses a fresh instance store, so nothing passes because of stored work.
 test: build
 	rm -rf target/test-store target/ci-store target/ci-results
-	DPLAB_STORE=$(abspath target/test-store) $(CARGO) test --release --locked
+	DPLAB_STORE=$(abspath target/test-store) INSTA_UPDATE=no $(CARGO) test --release --locked
 	DPLAB=$(abspath $(DPLAB)) $(CARGO) test --release --locked -p dplab-schema-check
 	$(DPLAB) run pipelines/ --profile ci --out target/ci-results --jobs $(JOBS) --skip-unavailable --store target/ci-store --allow-exec
 	$(DPLAB) compare target/ci-results tests/golden $(if $(DPLAB_DATA_MIRROR),,--allow-missing)
@@ -67,11 +67,11 @@ test-slurm: build
 ## Refuses (and changes nothing) when a frame changed while its stage's store keys did not (a
 ## kind's output changed without a `version` bump: stores would serve it stale); frames equal for
 ## `dplab compare` (e.g. only wall times differ) keep their committed bytes.
-## See tests/golden_versions.rs. Review the diff before committing.
+## See tests/it/golden_versions.rs. Review the diff before committing.
 golden: build
 	rm -rf target/golden
 	$(DPLAB) run pipelines/ --profile ci --out target/golden --jobs $(JOBS) --no-store --allow-exec
-	DPLAB_GOLDEN_UPDATE=$(abspath target/golden) $(CARGO) test --release --locked --test golden_versions -- --nocapture
+	DPLAB_GOLDEN_UPDATE=$(abspath target/golden) $(CARGO) test --release --locked --test it golden_versions:: -- --nocapture
 
 ## Criterion benchmarks: samplers, exponential mechanism, Blahut–Arimoto sweeps, Algorithm 1 of Wu–He–Xia,
 ## the trigonometric mechanism's LP and its kernel queries.

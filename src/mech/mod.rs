@@ -30,7 +30,7 @@
 //! - `# Deviations from the paper` — what the implementation does differently, and why
 //!   (or "None.").
 //!
-//! Other headings (`# Sampling`, `# Conventions`, …) may follow. `tests/mechanism_docs.rs`
+//! Other headings (`# Sampling`, `# Conventions`, …) may follow. `tests/it/mechanism_docs.rs`
 //! checks this for every mechanism module, and that every other file here is on its list
 //! of helpers (numerics, statistics, and the parts of the trigonometric mechanism that carry
 //! no guarantee of their own).

@@ -247,3 +247,43 @@ impl Stage for Normalise {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::KIND;
+    use crate::kind::testing::{floats, names, Instance};
+
+    /// Text, named, sparse and constant columns go and rows with a missing value go, each
+    /// said in the report beside the frame; the rest is min–max scaled onto `range`; axis
+    /// columns are neither data nor dropped.
+    #[test]
+    fn cleans_then_scales_onto_the_range() {
+        let input = polars::df!(
+            "id" => [1.0, 2.0, 3.0, 4.0],
+            "a" => [Some(0.0), Some(5.0), Some(10.0), None],
+            "b" => [2.0, 2.0, 2.0, 2.0],
+            "c" => [Some(1.0), None, None, Some(4.0)],
+            "t" => ["x", "y", "z", "w"],
+            "rep" => [0, 0, 0, 0]
+        )
+        .unwrap();
+        let out = Instance::new(&KIND, "{drop: [id], drop_sparse: 0.25, range: [0, 1]}")
+            .inputs(&[&input])
+            .axes(&["rep"])
+            .run()
+            .unwrap();
+        assert_eq!(names(&out.frame), ["a"]);
+        assert_eq!(floats(&out.frame, "a"), [0.0, 0.5, 1.0]);
+        let report = String::from_utf8(out.artifacts[0].bytes.clone()).unwrap();
+        for line in [
+            "| id | named in `drop` |",
+            "| b | constant (2) |",
+            "| c | 2 of 4 values missing (50.0% > 25.0%) |",
+            "| t | not numeric (str) |",
+            "Rows dropped: 1 of 4",
+        ] {
+            assert!(report.contains(line), "no `{line}` in\n{report}");
+        }
+        assert!(!report.contains("rep"), "{report}");
+    }
+}

@@ -68,3 +68,33 @@ impl Stage for Improvement {
             .into())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::KIND;
+    use crate::kind::testing::{fails, floats, names, run};
+
+    /// Both measures of how much smaller `ours` is, over the rows of every input: per row
+    /// (b − o)/b averaged (0.5 and 0 → 0.25), and of the sums ((4 + 2 − 2 − 2)/6 = 1/3); a zero
+    /// baseline is refused, not divided by.
+    #[test]
+    fn relative_improvement_per_row_and_of_the_sums() {
+        let a = polars::df!("o" => [2.0], "b" => [4.0]).unwrap();
+        let b = polars::df!("o" => [2.0], "b" => [2.0]).unwrap();
+        let out = run(&KIND, "{ours: o, baseline: b, label: fewer}", &[&a, &b], 0)
+            .unwrap()
+            .frame;
+        assert_eq!(
+            names(&out),
+            ["claim", "n", "mean_relative", "ratio_of_sums"]
+        );
+        assert_eq!(floats(&out, "n"), [2.0]);
+        assert_eq!(floats(&out, "mean_relative"), [0.25]);
+        assert!((floats(&out, "ratio_of_sums")[0] - 1.0 / 3.0).abs() < 1e-15);
+        let zero = polars::df!("o" => [1.0], "b" => [0.0]).unwrap();
+        assert_eq!(
+            fails(&KIND, "{ours: o, baseline: b}", &[&b, &zero], 0),
+            "aggregate.improvement: baseline `b` has the value 0; relative changes need a non-zero baseline"
+        );
+    }
+}

@@ -208,3 +208,50 @@ impl Stage for LogLogFit {
         Ok(fb.build()?.into())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::KIND;
+    use crate::kind::testing::{floats, run, strings};
+
+    /// y = 3·x^−0.5 exactly gives slope −0.5 with an interval of width ~0 in its group,
+    /// y = x² slope 2 in the other; `output: lines` puts the fitted line through the points.
+    #[test]
+    fn the_slope_of_a_power_law_per_group() {
+        let x = [1.0, 2.0, 4.0, 8.0];
+        let mut g = vec!["half"; 4];
+        g.extend(["square"; 4]);
+        let xs: Vec<f64> = x.iter().chain(&x).copied().collect();
+        let ys: Vec<f64> = x
+            .iter()
+            .map(|x| 3.0 * x.powf(-0.5))
+            .chain(x.iter().map(|x| x * x))
+            .collect();
+        let input = polars::df!("g" => g, "n" => xs, "err" => ys.clone()).unwrap();
+        let out = run(&KIND, "{x: n, y: err, by: [g]}", &[&input], 0)
+            .unwrap()
+            .frame;
+        assert_eq!(strings(&out, "g"), ["half", "square"]);
+        let slope = floats(&out, "slope");
+        assert!(
+            (slope[0] + 0.5).abs() < 1e-12 && (slope[1] - 2.0).abs() < 1e-12,
+            "{slope:?}"
+        );
+        let (lo, hi) = (floats(&out, "slope_ci_lo"), floats(&out, "slope_ci_hi"));
+        assert!(
+            lo[0] <= slope[0] && slope[0] <= hi[0] && hi[0] - lo[0] < 1e-9,
+            "{out}"
+        );
+        let lines = run(
+            &KIND,
+            "{x: n, y: err, by: [g], output: lines}",
+            &[&input],
+            0,
+        )
+        .unwrap()
+        .frame;
+        for (f, y) in floats(&lines, "fitted").iter().zip(&ys) {
+            assert!((f - y).abs() < 1e-9 * y, "{f} vs {y}");
+        }
+    }
+}

@@ -178,3 +178,50 @@ impl Summary {
             .collect()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::KIND;
+    use crate::kind::testing::{floats, names, refused, run, strings};
+
+    /// Per group: n, mean, std (n − 1), the t-interval around the mean, min, max and the
+    /// quantiles asked for; a bound names a summarised value or is refused.
+    #[test]
+    fn statistics_per_group() {
+        let input =
+            polars::df!("g" => ["a", "a", "a", "b", "b"], "x" => [1.0, 2.0, 3.0, 10.0, 10.0])
+                .unwrap();
+        let out = run(
+            &KIND,
+            "{values: [x], by: [g], quantiles: [0.5]}",
+            &[&input],
+            0,
+        )
+        .unwrap()
+        .frame;
+        assert_eq!(
+            names(&out),
+            ["g", "value", "n", "mean", "std", "se", "ci_lo", "ci_hi", "min", "max", "q50"]
+        );
+        assert_eq!(strings(&out, "g"), ["a", "b"]);
+        assert_eq!(strings(&out, "value"), ["x", "x"]);
+        assert_eq!(floats(&out, "n"), [3.0, 2.0]);
+        assert_eq!(floats(&out, "mean"), [2.0, 10.0]);
+        assert_eq!(floats(&out, "std"), [1.0, 0.0]);
+        assert_eq!(floats(&out, "q50"), [2.0, 10.0]);
+        // t(0.975, 2 df) = 4.3027: 2 ± 4.3027 · 1/√3.
+        let half = 4.302652729911275 / 3f64.sqrt();
+        assert!(
+            (floats(&out, "ci_hi")[0] - (2.0 + half)).abs() < 1e-9,
+            "{out}"
+        );
+        assert!(
+            (floats(&out, "ci_lo")[0] - (2.0 - half)).abs() < 1e-9,
+            "{out}"
+        );
+        assert_eq!(
+            refused(&KIND, "{values: [x], bounds: {y: [0, 1]}}"),
+            "bounds: `y` is not one of `values` (x): only a summarised value has bounds"
+        );
+    }
+}

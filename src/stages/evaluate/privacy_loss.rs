@@ -204,3 +204,38 @@ impl Stage for PrivacyLoss {
             .into())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::KIND;
+    use crate::kind::testing::{floats, run};
+
+    /// Thm 3.10 measured: over 50 equal candidates (two worst-case neighbours each, and 20
+    /// random ones) the exponential mechanism loses at most ε (and nearly all of it: one
+    /// candidate up by Δu, the rest down), while the form the text warns about,
+    /// Pr ∝ exp(εu/Δu), loses nearly 2ε.
+    #[test]
+    fn the_exponential_mechanism_loses_at_most_epsilon() {
+        let input = polars::df!(
+            "candidate" => (0..50).map(|i| i.to_string()).collect::<Vec<_>>(),
+            "utility" => vec![0.0; 50]
+        )
+        .unwrap();
+        let loss = |method: &str| {
+            let out = run(
+                &KIND,
+                &format!("{{method: {method}, epsilon: 1, random_pairs: 20}}"),
+                &[&input],
+                3,
+            )
+            .unwrap()
+            .frame;
+            assert_eq!(floats(&out, "neighbours_checked"), [120.0]);
+            floats(&out, "loss_over_epsilon")[0]
+        };
+        let exp = loss("exponential");
+        assert!(exp <= 1.0 + 1e-12 && exp > 0.9, "exponential: {exp} ε");
+        let naive = loss("naive_exponential");
+        assert!(naive > 1.8, "naive exponential: {naive} ε");
+    }
+}

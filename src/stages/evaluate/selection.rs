@@ -127,3 +127,42 @@ impl Stage for Selection {
             .into())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::KIND;
+    use crate::kind::testing::{fails, floats, run};
+
+    /// Of the exponential mechanism on utilities 0 and 1 at ε = 2 (Pr[1] = e/(1 + e)): the
+    /// exact expected utility and Pr[not optimal] = 1/(1 + e), and Monte-Carlo estimates of
+    /// both near them, each inside its interval; an input that is not a selection is named.
+    #[test]
+    fn expected_utility_and_the_chance_of_missing_the_best() {
+        let cands = polars::df!("candidate" => ["a", "b"], "utility" => [0.0, 1.0]).unwrap();
+        let select = crate::stages::mechanism::select::KIND;
+        let sel = run(
+            &select,
+            "{method: exponential, epsilon: 2, samples: 20000}",
+            &[&cands],
+            5,
+        )
+        .unwrap()
+        .frame;
+        let out = run(&KIND, "{}", &[&sel], 0).unwrap().frame;
+        let e = std::f64::consts::E;
+        assert!((floats(&out, "expected_utility")[0] - e / (1.0 + e)).abs() < 1e-12);
+        assert!((floats(&out, "pr_suboptimal")[0] - 1.0 / (1.0 + e)).abs() < 1e-12);
+        let (mc, lo, hi) = (
+            floats(&out, "mc_mean")[0],
+            floats(&out, "mc_ci_lo")[0],
+            floats(&out, "mc_ci_hi")[0],
+        );
+        assert!(
+            lo <= mc && mc <= hi && (mc - e / (1.0 + e)).abs() < 0.015,
+            "{out}"
+        );
+        assert!((floats(&out, "mc_pr_suboptimal")[0] + mc - 1.0).abs() < 1e-12);
+        assert!(fails(&KIND, "{}", &[&cands], 0)
+            .starts_with("the input must be the output of a mechanism.select stage"));
+    }
+}

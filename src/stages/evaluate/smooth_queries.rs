@@ -138,3 +138,57 @@ impl Stage for Score {
         Ok(fb.build()?.into())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::KIND;
+    use crate::kind::testing::{fails, floats, names, run};
+
+    /// The original data scored against its own answers has no error; other data has some;
+    /// the synthesis diagnostics ride along; answers of another query family are refused.
+    #[test]
+    fn errors_against_the_answers_on_the_original_data() {
+        let data = polars::df!("x" => [0.1, -0.4, 0.7], "y" => [0.3, 0.2, -0.5]).unwrap();
+        let queries = "{count: 5, per_query: 3, seed: 11}";
+        let answers = run(
+            &crate::stages::query::smooth::KIND,
+            &format!("{{queries: {queries}, sigmas: [1]}}"),
+            &[&data],
+            0,
+        )
+        .unwrap()
+        .frame;
+        let with = format!("{{queries: {queries}, sigma: 1}}");
+        let same = run(&KIND, &with, &[&data, &answers], 0).unwrap().frame;
+        assert_eq!(floats(&same, "max_abs_error"), [0.0]);
+        let other =
+            polars::df!("x" => [0.5, 0.5], "y" => [0.0, 0.0], "synthesis_n" => [7.0, 7.0]).unwrap();
+        let out = run(&KIND, &with, &[&other, &answers], 0).unwrap().frame;
+        assert_eq!(
+            names(&out),
+            [
+                "sigma",
+                "queries",
+                "max_abs_error",
+                "max_rel_error",
+                "mean_abs_error",
+                "synthesis_n"
+            ]
+        );
+        let (max, mean) = (
+            floats(&out, "max_abs_error")[0],
+            floats(&out, "mean_abs_error")[0],
+        );
+        assert!(max > 0.0 && mean <= max, "{out}");
+        let e = fails(
+            &KIND,
+            "{queries: {count: 5, per_query: 3, seed: 12}, sigma: 1}",
+            &[&other, &answers],
+            0,
+        );
+        assert!(
+            e.contains("were made with seed = 11, this stage has 12"),
+            "{e}"
+        );
+    }
+}

@@ -230,3 +230,47 @@ mod tests {
         assert!(missed <= 20, "{missed} of 200 intervals missed the true TV");
     }
 }
+
+#[cfg(test)]
+mod kind_tests {
+    use super::KIND;
+    use crate::kind::testing::{floats, run};
+
+    /// Two selections on the same candidates: the exact distance is half the ℓ1 distance of
+    /// their distributions, and a selection against itself is at distance 0 with its Monte-
+    /// Carlo estimate inside the interval the kind reports.
+    #[test]
+    fn the_exact_distance_and_the_monte_carlo_interval() {
+        let cands = polars::df!("candidate" => ["a", "b"], "utility" => [0.0, 1.0]).unwrap();
+        let select = crate::stages::mechanism::select::KIND;
+        let sel = |method: &str| {
+            run(
+                &select,
+                &format!("{{method: {method}, epsilon: 2, samples: 5000}}"),
+                &[&cands],
+                1,
+            )
+            .unwrap()
+            .frame
+        };
+        let (exp, naive) = (sel("exponential"), sel("naive_exponential"));
+        let (p, q) = (floats(&exp, "probability"), floats(&naive, "probability"));
+        let out = run(&KIND, "{null_replicates: 50}", &[&exp, &naive], 2)
+            .unwrap()
+            .frame;
+        assert!(
+            (floats(&out, "tv_exact")[0] - (p[1] - q[1]).abs()).abs() < 1e-12,
+            "{out}"
+        );
+        let out = run(&KIND, "{null_replicates: 50}", &[&exp, &exp], 2)
+            .unwrap()
+            .frame;
+        assert_eq!(floats(&out, "tv_exact"), [0.0]);
+        let (mc, lo, hi) = (
+            floats(&out, "tv_mc")[0],
+            floats(&out, "tv_mc_ci_lo")[0],
+            floats(&out, "tv_mc_ci_hi")[0],
+        );
+        assert!(lo <= mc && mc <= hi && mc < 0.05, "{out}");
+    }
+}

@@ -207,3 +207,46 @@ impl Stage for Tail {
             .into())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::KIND;
+    use crate::kind::testing::{floats, run};
+
+    /// Corollary 3.12 on 3 candidates (utilities 0, 0, 1; ε = 2): at t the threshold is
+    /// c = OPT − (2Δu/ε)(ln 3 + t), the exact tail Pr[u ≤ c] never exceeds the bound 3e^(ε(c −
+    /// OPT)/2) = e^(−t), and at a threshold below every utility the tail is 0.
+    #[test]
+    fn the_tail_stays_under_the_bound_of_the_theorem() {
+        let cands =
+            polars::df!("candidate" => ["a", "b", "c"], "utility" => [0.0, 0.0, 1.0]).unwrap();
+        let select = crate::stages::mechanism::select::KIND;
+        let sel = run(
+            &select,
+            "{method: exponential, epsilon: 2, samples: 1000}",
+            &[&cands],
+            5,
+        )
+        .unwrap()
+        .frame;
+        let out = run(
+            &KIND,
+            "{epsilon: 2, t: [-1, -0.5, 0], bound: corollary}",
+            &[&sel],
+            0,
+        )
+        .unwrap()
+        .frame;
+        let (t, c) = (floats(&out, "t"), floats(&out, "threshold"));
+        let (exact, bound) = (floats(&out, "pr_exact"), floats(&out, "bound"));
+        for i in 0..3 {
+            assert!((c[i] - (1.0 - (3f64.ln() + t[i]))).abs() < 1e-12, "{out}");
+            assert!((bound[i] - (-t[i]).exp()).abs() < 1e-12, "{out}");
+            assert!(exact[i] <= bound[i], "{out}");
+        }
+        let out = run(&KIND, "{epsilon: 2, threshold: [-1]}", &[&sel], 0)
+            .unwrap()
+            .frame;
+        assert_eq!(floats(&out, "pr_exact"), [0.0]);
+    }
+}

@@ -204,3 +204,47 @@ impl Stage for External {
         })
     }
 }
+
+#[cfg(test)]
+mod kind_tests {
+    use super::KIND;
+    use crate::kind::testing::{floats, refused, run};
+
+    /// The kind hands its input to the program and takes the frame back (here `sh` copying
+    /// the CSV it was given), with the columns it declares checked; its parameters are refused
+    /// where they could not run or could leave the working directory.
+    #[test]
+    fn the_program_gets_its_input_and_bad_parameters_are_refused() {
+        let input = polars::df!("u" => [1.5, -2.0]).unwrap();
+        let with = "{command: [sh, -c, 'cp inputs/*.csv output/out.csv'], columns: [u]}";
+        let out = run(&KIND, with, &[&input], 3).unwrap().frame;
+        assert_eq!(floats(&out, "u"), [1.5, -2.0]);
+        for (with, says) in [
+            ("{command: []}", "command: give the program to run"),
+            (
+                "{command: [''], code: [a.py]}",
+                "command.0: the program's name is empty",
+            ),
+            (
+                "{command: [sh], code: [../a.py]}",
+                "code.0: ../a.py: give a path inside",
+            ),
+            (
+                "{command: [sh], code: [/etc/passwd]}",
+                "code.0: /etc/passwd: give a path inside",
+            ),
+            (
+                "{command: [sh], timeout: 1e9}",
+                "timeout: 1000000000 s is more than a week",
+            ),
+            (
+                "{command: [sh], pass_env: [DPLAB_JSON]}",
+                "pass_env.0: `DPLAB_JSON` is set by dplab",
+            ),
+            ("{command: [sh], threads: 0}", "threads"),
+        ] {
+            let got = refused(&KIND, with);
+            assert!(got.contains(says), "{with}: {got}");
+        }
+    }
+}

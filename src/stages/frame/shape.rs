@@ -78,3 +78,30 @@ impl Stage for Shape {
             .into())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::KIND;
+    use crate::kind::testing::{floats, strings, Instance};
+
+    /// One row per input: n rows and d data columns (the axis columns the engine added are not
+    /// data), the column names, and `no data` for an input with nothing but axis columns.
+    #[test]
+    fn rows_and_data_columns_per_input() {
+        let a = polars::df!("x" => [1.0, 2.0, 3.0], "y" => ["a", "b", "c"], "rep" => [0, 0, 0])
+            .unwrap();
+        let empty = polars::df!("rep" => [0]).unwrap();
+        let out = Instance::new(&KIND, "{source: {in0: Adult}}")
+            .inputs(&[&a, &empty])
+            .axes(&["rep"])
+            .run()
+            .unwrap()
+            .frame;
+        assert_eq!(strings(&out, "source"), ["Adult", "in1"]);
+        assert_eq!(floats(&out, "n")[0], 3.0);
+        assert_eq!(floats(&out, "d")[0], 2.0);
+        assert!(floats(&out, "d")[1].is_nan());
+        assert_eq!(strings(&out, "status"), ["ok", "no data"]);
+        assert_eq!(strings(&out, "columns"), ["x y", ""]);
+    }
+}

@@ -107,3 +107,36 @@ impl Stage for StackFrames {
         Ok(crate::frames::concat(&refs)?.into())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::KIND;
+    use crate::kind::testing::{fails, floats, names, run, strings};
+
+    /// The rows of every input, one after the other, under the union of their columns (a
+    /// column an input lacks is empty on its rows), each row labelled by its input; a rename
+    /// applies to its input only; a name that is not an input is refused.
+    #[test]
+    fn rows_stack_under_the_union_of_columns() {
+        let a = polars::df!("x" => [1.0, 2.0], "y" => [3.0, 4.0]).unwrap();
+        let b = polars::df!("x" => [5.0], "z" => ["q"]).unwrap();
+        let out = run(&KIND, "{source: {in0: first}}", &[&a, &b], 0)
+            .unwrap()
+            .frame;
+        assert_eq!(names(&out), ["source", "x", "y", "z"]);
+        assert_eq!(strings(&out, "source"), ["first", "first", "in1"]);
+        assert_eq!(floats(&out, "x"), [1.0, 2.0, 5.0]);
+        assert!(floats(&out, "y")[2].is_nan());
+        assert_eq!(strings(&out, "z"), ["", "", "q"]);
+        let c = polars::df!("x" => [5.0], "w" => [7.0]).unwrap();
+        let out = run(&KIND, "{rename: {in1: {w: y}}}", &[&a, &c], 0)
+            .unwrap()
+            .frame;
+        assert_eq!(names(&out), ["source", "x", "y"]);
+        assert_eq!(floats(&out, "y"), [3.0, 4.0, 7.0]);
+        assert_eq!(
+            fails(&KIND, "{source: {other: o}}", &[&a, &b], 0),
+            "frame.stack names `other`, which is not one of its inputs (in0, in1)"
+        );
+    }
+}

@@ -513,3 +513,28 @@ mod tests {
         assert!(Condition::parse("s < 3").unwrap().mask(&df).is_err());
     }
 }
+
+#[cfg(test)]
+mod kind_tests {
+    use super::KIND;
+    use crate::kind::testing::refused;
+
+    /// Through the kind's own checks: an unregistered dataset, a table listed twice and an
+    /// empty column list are refused at their parameters before any file is looked for.
+    #[test]
+    fn what_is_refused_before_any_file_is_read() {
+        let e = refused(&KIND, "{dataset: no-such-data}");
+        assert!(
+            e.starts_with("dataset: ") && e.contains("no-such-data"),
+            "{e}"
+        );
+        assert_eq!(
+            refused(&KIND, "{dataset: adult, table: [train, test, train]}"),
+            "table.2: table `train` is listed twice"
+        );
+        assert_eq!(
+            refused(&KIND, "{dataset: adult, table: train, columns: []}"),
+            "columns: an empty column list keeps nothing"
+        );
+    }
+}

@@ -276,3 +276,42 @@ impl LoadDistribution {
             .into())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::KIND;
+    use crate::kind::testing::{fails, floats, names, refused, run, strings};
+
+    /// A printed distribution is normalised (the printed numbers kept beside it); one counted
+    /// from a column follows the stated category order, gives an unseen category p = 0, and
+    /// refuses a value outside the categories instead of dropping its mass.
+    #[test]
+    fn printed_and_counted_distributions() {
+        let out = run(
+            &KIND,
+            "{probabilities: [0.2, 0.7999], labels: [no, yes]}",
+            &[],
+            0,
+        )
+        .unwrap()
+        .frame;
+        assert_eq!(strings(&out, "label"), ["no", "yes"]);
+        assert!((floats(&out, "probability").iter().sum::<f64>() - 1.0).abs() < 1e-15);
+        assert_eq!(floats(&out, "printed"), [0.2, 0.7999]);
+        let input = polars::df!("x" => ["b", "a", "b", "b"]).unwrap();
+        let out = run(&KIND, "{column: x, categories: [b, a, c]}", &[&input], 0)
+            .unwrap()
+            .frame;
+        assert_eq!(names(&out), ["label", "count", "probability"]);
+        assert_eq!(strings(&out, "label"), ["b", "a", "c"]);
+        assert_eq!(floats(&out, "probability"), [0.75, 0.25, 0.0]);
+        assert_eq!(
+            fails(&KIND, "{column: x, categories: [a]}", &[&input], 0),
+            "column `x` has values not in the stated categories: `b`"
+        );
+        assert_eq!(
+            refused(&KIND, "{probabilities: [0.5, 0.6]}"),
+            "probabilities: the probabilities sum to 1.1, not 1 (tolerance 0.001)"
+        );
+    }
+}

@@ -66,3 +66,30 @@ impl Stage for LoadGrid {
         Ok(fb.build()?.into())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::KIND;
+    use crate::kind::testing::{floats, refused, run, strings};
+
+    /// Every grid form gives its points in order: a range with a step, a linspace, a list of
+    /// names; an empty list is refused at `values`.
+    #[test]
+    fn grids_give_their_points_in_order() {
+        let grid = |v: &str| {
+            run(&KIND, &format!("{{column: p, values: {v}}}"), &[], 0)
+                .unwrap()
+                .frame
+        };
+        assert_eq!(
+            floats(&grid("{from: 1, to: 2, step: 0.25}"), "p"),
+            [1.0, 1.25, 1.5, 1.75, 2.0]
+        );
+        assert_eq!(
+            floats(&grid("{linspace: {from: 0, to: 1, num: 3}}"), "p"),
+            [0.0, 0.5, 1.0]
+        );
+        assert_eq!(strings(&grid("[low, high]"), "p"), ["low", "high"]);
+        assert!(refused(&KIND, "{column: p, values: []}").starts_with("values: "));
+    }
+}

@@ -69,3 +69,26 @@ impl Stage for Sample {
         Ok(fb.build()?.into())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::KIND;
+    use crate::kind::testing::{floats, names, run};
+
+    /// n points in [−1, 1]^d with columns x1 … xd, each coordinate 2·Beta(a, b) − 1: with
+    /// Beta(2, 3) (mean 0.4) the mean of 5000 coordinates is near −0.2; the seed decides the
+    /// points.
+    #[test]
+    fn points_lie_in_the_cube_with_the_beta_mean() {
+        let out = run(&KIND, "{n: 5000, dim: 2}", &[], 3).unwrap().frame;
+        assert_eq!(names(&out), ["x1", "x2"]);
+        for c in ["x1", "x2"] {
+            let x = floats(&out, c);
+            assert!(x.iter().all(|v| (-1.0..=1.0).contains(v)));
+            let mean = x.iter().sum::<f64>() / x.len() as f64;
+            assert!((mean + 0.2).abs() < 0.02, "{c}: mean {mean}");
+        }
+        assert!(out.equals(&run(&KIND, "{n: 5000, dim: 2}", &[], 3).unwrap().frame));
+        assert!(!out.equals(&run(&KIND, "{n: 5000, dim: 2}", &[], 4).unwrap().frame));
+    }
+}

@@ -143,3 +143,42 @@ fn column_values(name: &str, vals: &[Value]) -> Result<Values, ParamError> {
         ))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::KIND;
+    use crate::kind::testing::{floats, names, refused, strings, Instance};
+
+    /// Inline columns keep their order and type; a CSV file is read from the bytes the engine
+    /// hands over; columns of unequal length, mixed types and both sources at once are refused.
+    #[test]
+    fn inline_columns_and_csv_files_and_what_is_refused() {
+        let out = Instance::new(&KIND, "{columns: {name: [a, b], x: [1, 2.5]}}")
+            .run()
+            .unwrap()
+            .frame;
+        assert_eq!(names(&out), ["name", "x"]);
+        assert_eq!(
+            (strings(&out, "name"), floats(&out, "x")),
+            (vec!["a".to_string(), "b".into()], vec![1.0, 2.5])
+        );
+        let out = Instance::new(&KIND, "{path: t.csv}")
+            .file("t.csv", b"k,v\nq,3\nr,4\n")
+            .run()
+            .unwrap()
+            .frame;
+        assert_eq!(floats(&out, "v"), [3.0, 4.0]);
+        assert_eq!(
+            refused(&KIND, "{columns: {a: [1, 2], b: [1]}}"),
+            "columns.b: column `b` has 1 values, the first column 2"
+        );
+        assert_eq!(
+            refused(&KIND, "{columns: {a: [1, x]}}"),
+            "columns.a: column `a` must hold only numbers or only strings"
+        );
+        assert_eq!(
+            refused(&KIND, "{columns: {a: [1]}, path: t.csv}"),
+            "path: give either `columns` or `path`, not both"
+        );
+    }
+}

@@ -194,3 +194,48 @@ impl Stage for AddNoise {
             .into())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::KIND;
+    use crate::kind::testing::{floats, refused, run};
+
+    /// Each row gets `samples` releases centred on its value (Laplace of scale Δ/ε = 1: the
+    /// mean of 4000 draws is within 0.2 of it, ~9 standard errors); one seed gives one output,
+    /// another seed other draws.
+    #[test]
+    fn releases_centre_on_the_value_and_follow_the_seed() {
+        let input = polars::df!("u" => [1.0, 100.0]).unwrap();
+        let with = "{column: u, noise: laplace, epsilon: 1, samples: 4000}";
+        let out = run(&KIND, with, &[&input], 7).unwrap().frame;
+        assert_eq!(out.height(), 8000);
+        assert_eq!(floats(&out, "row")[3999..4001], [0.0, 1.0]);
+        let noisy = floats(&out, "noisy");
+        for (r, v) in [(0, 1.0), (1, 100.0)] {
+            let mean = noisy[r * 4000..(r + 1) * 4000].iter().sum::<f64>() / 4000.0;
+            assert!((mean - v).abs() < 0.2, "row {r}: mean {mean}, value {v}");
+        }
+        assert!(out.equals(&run(&KIND, with, &[&input], 7).unwrap().frame));
+        assert!(!out.equals(&run(&KIND, with, &[&input], 8).unwrap().frame));
+    }
+
+    /// Geometric noise releases integers; `delta` goes with Gaussian noise and only with it.
+    #[test]
+    fn geometric_noise_is_integral_and_delta_is_gaussian_only() {
+        let input = polars::df!("u" => [3.0]).unwrap();
+        let with = "{column: u, noise: geometric, epsilon: 0.5, samples: 100, output: z}";
+        let out = run(&KIND, with, &[&input], 1).unwrap().frame;
+        assert!(floats(&out, "z").iter().all(|z| z.fract() == 0.0));
+        assert_eq!(
+            refused(&KIND, "{column: u, noise: gaussian, epsilon: 0.5}"),
+            "delta: the Gaussian mechanism needs `delta` in (0, 1)"
+        );
+        assert_eq!(
+            refused(
+                &KIND,
+                "{column: u, noise: laplace, epsilon: 0.5, delta: 0.1}"
+            ),
+            "delta: `delta` applies to Gaussian noise only"
+        );
+    }
+}

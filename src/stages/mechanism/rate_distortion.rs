@@ -286,3 +286,50 @@ impl JointSource {
         (ixz, i)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::KIND;
+    use crate::kind::testing::{floats, refused, run};
+
+    /// On a uniform bit with Hamming distortion the optimal channel is the binary symmetric
+    /// one: Blahut–Arimoto lands on the rate–distortion curve R(D) = 1 − h(D) bits, with
+    /// ε = ln((1 − D)/D); a larger λ buys less distortion with more information.
+    #[test]
+    fn a_uniform_bit_lands_on_its_rate_distortion_curve() {
+        let source = polars::df!("label" => ["0", "1"], "probability" => [0.5, 0.5]).unwrap();
+        let at = |lambda: f64| {
+            let out = run(
+                &KIND,
+                &format!("{{lambda: {lambda}, threshold: 1e-12}}"),
+                &[&source],
+                0,
+            )
+            .unwrap()
+            .frame;
+            (
+                floats(&out, "mi")[0],
+                floats(&out, "distortion")[0],
+                floats(&out, "epsilon")[0],
+            )
+        };
+        let h = |d: f64| -d * d.log2() - (1.0 - d) * (1.0 - d).log2();
+        let (mi, d, eps) = at(3.0);
+        assert!(d > 0.0 && d < 0.5, "D = {d}");
+        assert!(
+            (mi - (1.0 - h(d))).abs() < 1e-6,
+            "I = {mi}, 1 − h(D) = {}",
+            1.0 - h(d)
+        );
+        assert!(
+            (eps - ((1.0 - d) / d).ln()).abs() < 1e-6,
+            "ε = {eps}, D = {d}"
+        );
+        let (mi2, d2, _) = at(6.0);
+        assert!(d2 < d && mi2 > mi, "λ 3 → 6: D {d} → {d2}, I {mi} → {mi2}");
+        assert_eq!(
+            refused(&KIND, "{lambda: 1, distortion: [[0, 1], [1]]}"),
+            "distortion: the distortion matrix must be square; got 2 rows of lengths [2, 1]"
+        );
+    }
+}

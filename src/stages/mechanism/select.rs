@@ -261,3 +261,48 @@ impl Stage for Select {
         Ok(fb.build()?.into())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::KIND;
+    use crate::kind::testing::{floats, refused, run};
+
+    /// The exponential mechanism's exact distribution is Pr ∝ exp(εu/2Δu) (utilities 0 and 1
+    /// at ε = 2: 1/(1+e) and e/(1+e)), and its Monte-Carlo frequencies come near it; Gumbel-max
+    /// has the same distribution, and without `samples` no frequency; `monotone` is refused
+    /// where it means nothing.
+    #[test]
+    fn the_exponential_mechanism_draws_its_exact_distribution() {
+        let input = polars::df!("candidate" => ["a", "b"], "utility" => [0.0, 1.0]).unwrap();
+        let out = run(
+            &KIND,
+            "{method: exponential, epsilon: 2, samples: 20000}",
+            &[&input],
+            5,
+        )
+        .unwrap()
+        .frame;
+        let e = std::f64::consts::E;
+        let p = floats(&out, "probability");
+        assert!(
+            (p[0] - 1.0 / (1.0 + e)).abs() < 1e-12 && (p[1] - e / (1.0 + e)).abs() < 1e-12,
+            "{p:?}"
+        );
+        let f = floats(&out, "frequency");
+        assert!((f[0] + f[1] - 1.0).abs() < 1e-12);
+        assert!((f[1] - p[1]).abs() < 0.015, "{f:?} vs {p:?}");
+        assert_eq!(floats(&out, "count").iter().sum::<f64>(), 20000.0);
+        // Gumbel noise of scale 2Δu/ε is the exponential mechanism, exactly.
+        let gumbel = run(&KIND, "{method: gumbel_max, epsilon: 2}", &[&input], 5)
+            .unwrap()
+            .frame;
+        for (g, p) in floats(&gumbel, "probability").iter().zip(&p) {
+            assert!((g - p).abs() < 1e-12, "{g} vs {p}");
+        }
+        assert!(floats(&gumbel, "frequency").iter().all(|f| f.is_nan()));
+        assert_eq!(
+            refused(&KIND, "{method: exponential, epsilon: 1, monotone: true}"),
+            "monotone: `monotone` applies to report_noisy_max and one_sided_noisy_argmax, not exponential"
+        );
+    }
+}

@@ -140,3 +140,45 @@ impl Stage for Symmetric {
         Ok(out.into())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::KIND;
+    use crate::kind::testing::{floats, names, refused, run};
+
+    /// k-ary randomized response on a uniform bit: at D = 1/4, ε = ln 3 and I = 1 − h(1/4);
+    /// asked at ε = ln 3 it finds D = 1/4 again; with `column`, one channel per row of the
+    /// second input, whose columns are kept.
+    #[test]
+    fn distortion_epsilon_and_information_agree() {
+        let source = polars::df!("label" => ["0", "1"], "probability" => [0.5, 0.5]).unwrap();
+        let out = run(&KIND, "{at: distortion, value: 0.25}", &[&source], 0)
+            .unwrap()
+            .frame;
+        let h = -(0.25f64 * 0.25f64.log2() + 0.75 * 0.75f64.log2());
+        assert!((floats(&out, "sym_epsilon")[0] - 3f64.ln()).abs() < 1e-12);
+        assert!((floats(&out, "sym_mi")[0] - (1.0 - h)).abs() < 1e-12);
+        let out = run(
+            &KIND,
+            &format!("{{at: epsilon, value: {}}}", 3f64.ln()),
+            &[&source],
+            0,
+        )
+        .unwrap()
+        .frame;
+        assert!((floats(&out, "sym_distortion")[0] - 0.25).abs() < 1e-9);
+        let rows = polars::df!("d" => [0.1, 0.25], "tag" => ["x", "y"]).unwrap();
+        let out = run(&KIND, "{at: distortion, column: d}", &[&source, &rows], 0)
+            .unwrap()
+            .frame;
+        assert_eq!(
+            names(&out),
+            ["d", "tag", "sym_distortion", "sym_mi", "sym_epsilon"]
+        );
+        assert_eq!(floats(&out, "sym_distortion"), [0.1, 0.25]);
+        assert_eq!(
+            refused(&KIND, "{at: mi}"),
+            "value: give `value` (one channel) or `column` (one per row of the second input)"
+        );
+    }
+}

@@ -54,3 +54,34 @@ impl Stage for BestDelta {
         Ok(t.build()?.into())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::KIND;
+    use crate::kind::testing::{fails, floats, run, strings};
+
+    /// Per set and ε, the δ of the grid with the smallest rate, that rate, and the share of
+    /// the grid where the rate is below 1 (the near-optimal mechanism beats the staircase).
+    #[test]
+    fn the_best_delta_of_the_grid_per_set_and_epsilon() {
+        let rates = polars::df!(
+            "V" => ["A", "A", "A", "B", "B", "B"],
+            "sensitivity" => [3.0; 6],
+            "measure" => [1.0, 1.0, 1.0, 2.0, 2.0, 2.0],
+            "delta" => [1.0, 2.0, 3.0, 1.0, 2.0, 3.0],
+            "epsilon" => [1.0; 6],
+            "rate" => [1.2, 0.8, 0.9, 1.1, 1.3, 1.05]
+        )
+        .unwrap();
+        let out = run(&KIND, "{}", &[&rates], 0).unwrap().frame;
+        assert_eq!(strings(&out, "V"), ["A", "B"]);
+        assert_eq!(floats(&out, "best_delta"), [2.0, 3.0]);
+        assert_eq!(floats(&out, "best_rate"), [0.8, 1.05]);
+        assert_eq!(floats(&out, "share_below_one"), [2.0 / 3.0, 0.0]);
+        let e = fails(&KIND, "{}", &[&rates.drop("rate").unwrap()], 0);
+        assert!(
+            e.starts_with("the input must be a `near_optimal.rate` frame gathered over V"),
+            "{e}"
+        );
+    }
+}

@@ -104,3 +104,23 @@ impl Stage for Convergence {
         Ok(t.with_set(v).build()?.into())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::KIND;
+    use crate::kind::testing::{floats, refused, run};
+
+    /// Definition 2 for V = [0, 1] ∪ [100, 101]: the wider R_0, the fewer steps (none once δ
+    /// covers the gap), and the widest-gap formula predicts each count; δ must be ≥ 0.
+    #[test]
+    fn steps_fall_as_delta_grows_and_match_the_gap_formula() {
+        let with = r#"{neighbour_set: "[0, 1] ∪ [100, 101]", delta: [0, 10, 49.5, 100]}"#;
+        let out = run(&KIND, with, &[], 0).unwrap().frame;
+        let steps = floats(&out, "steps");
+        assert!(steps.windows(2).all(|w| w[0] >= w[1]), "{out}");
+        assert!(steps[0] > 0.0 && steps[3] == 0.0, "{out}");
+        assert_eq!(floats(&out, "steps_gap_formula"), steps, "{out}");
+        let e = refused(&KIND, r#"{neighbour_set: "[0, 1]", delta: [-1]}"#);
+        assert_eq!(e, "delta: delta = -1 is invalid: must be ≥ 0");
+    }
+}

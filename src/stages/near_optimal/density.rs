@@ -185,3 +185,36 @@ impl Stage for Density {
         Ok(t.with_set(v).build()?.into())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::KIND;
+    use crate::kind::testing::{floats, run, strings};
+
+    /// Each of the three densities (Laplace, staircase, Algorithm 1) integrates to 1 over a
+    /// range wide enough for its tail, by the trapezoid rule over the rows (exact for the step
+    /// densities, whose jumps are given at both ends), and each is symmetric.
+    #[test]
+    fn every_density_integrates_to_one_and_is_symmetric() {
+        let with = r#"{neighbour_set: "[0, 1] ∪ [100, 101]", delta: 15, epsilon: 1, range: 3000, points: 3001}"#;
+        let out = run(&KIND, with, &[], 0).unwrap().frame;
+        let (mech, r, p) = (
+            strings(&out, "mechanism"),
+            floats(&out, "r"),
+            floats(&out, "density"),
+        );
+        let mut names = mech.clone();
+        names.dedup();
+        assert_eq!(names.len(), 3, "{names:?}");
+        for m in &names {
+            let rows: Vec<usize> = (0..mech.len()).filter(|&i| &mech[i] == m).collect();
+            let integral: f64 = rows
+                .windows(2)
+                .map(|w| (r[w[1]] - r[w[0]]) * (p[w[0]] + p[w[1]]) / 2.0)
+                .sum();
+            assert!((integral - 1.0).abs() < 1e-3, "{m}: ∫ = {integral}");
+            let (first, last) = (rows[0], rows[rows.len() - 1]);
+            assert_eq!((r[first], p[first]), (-r[last], p[last]), "{m}");
+        }
+    }
+}

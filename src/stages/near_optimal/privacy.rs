@@ -210,3 +210,23 @@ fn partition_integral(levels: &Levels, eps: f64, alpha: f64) -> (usize, f64) {
     let tail = 2.0 * levels.sensitivity() * (-(n + 1.0) * eps).exp() / -(-eps).exp_m1();
     (gaps, (mass + tail) / alpha)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::KIND;
+    use crate::kind::testing::{floats, run, strings};
+
+    /// Algorithm 1 is ε-DP, measured exactly: no output's level changes by more than 1 under
+    /// any shift checked (|ln p(r)/p(r − v)| ≤ ε), the R_i partition the line without gaps,
+    /// and the density integrates to 1.
+    #[test]
+    fn the_measured_loss_stays_within_epsilon() {
+        let with = r#"{neighbour_set: "[0, 1] ∪ [100, 101]", delta: 2, epsilon: 1, random_points: 2000, random_shifts: 4, boundary_points: 2000}"#;
+        let out = run(&KIND, with, &[], 5).unwrap().frame;
+        assert_eq!(floats(&out, "max_level_change"), [1.0]);
+        assert!(floats(&out, "max_log_ratio")[0] <= 1.0 + 1e-12, "{out}");
+        assert_eq!(strings(&out, "within_epsilon"), ["yes"]);
+        assert_eq!(floats(&out, "partition_gaps"), [0.0]);
+        assert!((floats(&out, "integral")[0] - 1.0).abs() < 1e-9, "{out}");
+    }
+}

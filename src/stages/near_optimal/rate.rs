@@ -101,3 +101,41 @@ impl Stage for Rate {
         Ok(t.with_set(v).build()?.into())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::KIND;
+    use crate::kind::testing::{floats, refused, run, strings};
+
+    /// Per (δ, ε) of the grids: the set's Δf and μ(V), the Laplace mechanism's E|X| = Δf/ε,
+    /// the optimal staircase below it, and rate = E|X|(e^ε − 1)/(Δf e^(ε/2)) from the same
+    /// row's E|X|; a set that is not one is refused at `neighbour_set`.
+    #[test]
+    fn rates_follow_from_the_row_s_mean() {
+        let with = r#"{neighbour_set: "[0, 1] ∪ [100, 101]", delta: [2, 60], epsilon: [0.5, 2]}"#;
+        let out = run(&KIND, with, &[], 0).unwrap().frame;
+        assert_eq!(out.height(), 4);
+        assert_eq!(strings(&out, "V")[0], "[0, 1] ∪ [100, 101]");
+        assert_eq!(
+            (floats(&out, "sensitivity")[0], floats(&out, "measure")[0]),
+            (101.0, 2.0)
+        );
+        let (eps, mean) = (floats(&out, "epsilon"), floats(&out, "mean_abs"));
+        let (lap, stair, rate) = (
+            floats(&out, "laplace_mean_abs"),
+            floats(&out, "staircase_mean_abs"),
+            floats(&out, "rate"),
+        );
+        for i in 0..4 {
+            assert!((lap[i] - 101.0 / eps[i]).abs() < 1e-9 * lap[i], "{out}");
+            assert!(stair[i] <= lap[i], "{out}");
+            let want = mean[i] * (eps[i].exp() - 1.0) / (101.0 * (eps[i] / 2.0).exp());
+            assert!((rate[i] - want).abs() < 1e-12 * want, "{out}");
+        }
+        let e = refused(
+            &KIND,
+            r#"{neighbour_set: "[0, 2] ∪ [1, 3]", delta: [1], epsilon: [1]}"#,
+        );
+        assert!(e.starts_with("neighbour_set: "), "{e}");
+    }
+}

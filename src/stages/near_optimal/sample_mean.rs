@@ -147,3 +147,48 @@ impl Stage for SampleMean {
         Ok(t.with_set(v).build()?.into())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::KIND;
+    use crate::kind::testing::{floats, run, strings};
+
+    /// Algorithm 2's Monte-Carlo E|X| agrees with Algorithm 1's closed form, which is the one
+    /// `near_optimal.rate` reports for the same (V, δ, ε): for both geometric conventions the
+    /// interval holds the closed form and the mean.
+    #[test]
+    fn the_monte_carlo_mean_agrees_with_the_closed_form() {
+        let v = r#"neighbour_set: "[0, 1] ∪ [100, 101]""#;
+        let out = run(
+            &KIND,
+            &format!("{{{v}, delta: 2, epsilon: 2, samples: 20000, level: 0.999}}"),
+            &[],
+            9,
+        )
+        .unwrap()
+        .frame;
+        assert_eq!(strings(&out, "geometric"), ["from_one", "from_zero"]);
+        let rate = run(
+            &crate::stages::near_optimal::rate::KIND,
+            &format!("{{{v}, delta: [2], epsilon: [2]}}"),
+            &[],
+            0,
+        )
+        .unwrap()
+        .frame;
+        let closed = floats(&rate, "mean_abs")[0];
+        let (lo, hi, mc) = (
+            floats(&out, "mc_ci_lo"),
+            floats(&out, "mc_ci_hi"),
+            floats(&out, "mc_mean_abs"),
+        );
+        for i in 0..2 {
+            assert_eq!(floats(&out, "mean_abs")[i], closed);
+            assert!(
+                lo[i] <= closed && closed <= hi[i] && lo[i] <= mc[i] && mc[i] <= hi[i],
+                "{out}"
+            );
+        }
+        assert_eq!(strings(&out, "agrees"), ["yes", "yes"]);
+    }
+}

@@ -192,3 +192,45 @@ impl Stage for Trend {
         Ok(t.build()?.into())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::KIND;
+    use crate::kind::testing::{floats, run, strings};
+
+    /// Sets sharing Δf, ordered by μ(V), against the claim "rate grows with μ(V)": it holds
+    /// (strictly) at (δ = 1, ε = 1), fails by 20% at δ = 2, and fails at each set's best δ; a
+    /// set with no partner of equal Δf is left out.
+    #[test]
+    fn the_claim_is_counted_where_it_holds_and_where_it_fails() {
+        let rates = polars::df!(
+            "V" => ["A", "A", "B", "B", "C", "C"],
+            "sensitivity" => [3.0, 3.0, 3.0, 3.0, 5.0, 5.0],
+            "measure" => [1.0, 1.0, 2.0, 2.0, 1.0, 1.0],
+            "delta" => [1.0, 2.0, 1.0, 2.0, 1.0, 2.0],
+            "epsilon" => [1.0; 6],
+            "rate" => [0.5, 0.5, 0.6, 0.4, 0.1, 0.1]
+        )
+        .unwrap();
+        let with = "{vary: measure, expect: increasing, statement: grows}";
+        let out = run(&KIND, with, &[&rates], 0).unwrap().frame;
+        assert_eq!(strings(&out, "sets"), ["A → B"]);
+        let col = |c: &str| floats(&out, c)[0];
+        assert_eq!(
+            [
+                col("grid_points"),
+                col("holds_at"),
+                col("strictly_at"),
+                col("holds_share")
+            ],
+            [2.0, 1.0, 1.0, 0.5]
+        );
+        assert!((col("worst_violation") - 0.2).abs() < 1e-12, "{out}");
+        // Best δ: A's rate 0.5, B's 0.4.
+        assert_eq!([col("epsilons"), col("holds_at_best_delta")], [1.0, 0.0]);
+        assert!(
+            (col("worst_violation_at_best_delta") - 0.2).abs() < 1e-12,
+            "{out}"
+        );
+    }
+}

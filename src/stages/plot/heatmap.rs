@@ -180,3 +180,40 @@ impl Stage for Heatmap {
         Ok(figure_output(svg, frame))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::KIND;
+    use crate::kind::testing::{fails, floats, run};
+
+    /// The drawn frame holds one cell per (x, y) of the grid with its z, a missing cell empty;
+    /// a row without a finite x has no place and is refused at `x`.
+    #[test]
+    fn every_cell_of_the_grid_is_drawn_with_its_value() {
+        let with = "{x: a, y: b, z: c, title: t, x_label: a, y_label: b, z_label: c}";
+        let input =
+            polars::df!("a" => [1.0, 2.0, 1.0], "b" => [10.0, 10.0, 20.0], "c" => [0.5, 0.25, 1.0])
+                .unwrap();
+        let out = run(&KIND, with, &[&input], 0).unwrap();
+        assert!(String::from_utf8_lossy(&out.artifacts[0].bytes).contains("<svg"));
+        let f = out.frame;
+        let cells: Vec<(f64, f64, f64)> = floats(&f, "x")
+            .into_iter()
+            .zip(floats(&f, "y"))
+            .zip(floats(&f, "z"))
+            .map(|((x, y), z)| (x, y, z))
+            .collect();
+        assert_eq!(cells.len(), 4, "{f}");
+        for want in [(1.0, 10.0, 0.5), (2.0, 10.0, 0.25), (1.0, 20.0, 1.0)] {
+            assert!(cells.contains(&want), "{want:?} not in {cells:?}");
+        }
+        assert!(
+            cells
+                .iter()
+                .any(|&(x, y, z)| (x, y) == (2.0, 20.0) && z.is_nan()),
+            "{cells:?}"
+        );
+        let bad = polars::df!("a" => [f64::NAN], "b" => [1.0], "c" => [1.0]).unwrap();
+        assert!(fails(&KIND, with, &[&bad], 0).starts_with("1 row(s) have no finite `a`"));
+    }
+}

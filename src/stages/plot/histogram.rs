@@ -241,3 +241,55 @@ fn frame_rows(
         .collect::<Result<Vec<_>>>()?;
     Ok(polars::prelude::DataFrame::new(rows.len(), cols)?)
 }
+
+#[cfg(test)]
+mod kind_tests {
+    use super::KIND;
+    use crate::kind::testing::{fails, floats, refused, run, strings};
+
+    /// Equal-width bins over the range: with `density` each series integrates to 1, without it
+    /// the counts sum to the rows in range; the SVG is drawn beside the frame; a column
+    /// without spread and an empty range are refused.
+    #[test]
+    fn bins_hold_the_values_and_each_density_integrates_to_one() {
+        let input = polars::df!("v" => [0.0, 0.1, 0.6, 0.9, 1.0, 0.2], "s" => ["a", "a", "a", "b", "b", "b"]).unwrap();
+        let base = "column: v, bins: 4, title: t, x_label: v";
+        let out = run(&KIND, &format!("{{{base}, series: s}}"), &[&input], 0).unwrap();
+        assert!(String::from_utf8_lossy(&out.artifacts[0].bytes).starts_with("<svg"));
+        let f = out.frame;
+        let (series, lo, hi, value) = (
+            strings(&f, "series"),
+            floats(&f, "bin_lo"),
+            floats(&f, "bin_hi"),
+            floats(&f, "value"),
+        );
+        for s in ["a", "b"] {
+            // One row per bin: its ends and its height.
+            let area: f64 = (0..f.height())
+                .filter(|&i| series[i] == s)
+                .map(|i| (hi[i] - lo[i]) * value[i])
+                .sum();
+            assert!((area - 1.0).abs() < 1e-12, "{s}: ∫ = {area}\n{f}");
+        }
+        let counts = run(
+            &KIND,
+            &format!("{{{base}, density: false, range: [0, 0.5]}}"),
+            &[&input],
+            0,
+        )
+        .unwrap()
+        .frame;
+        assert_eq!(
+            floats(&counts, "value").iter().sum::<f64>(),
+            3.0,
+            "{counts}"
+        );
+        let flat = polars::df!("v" => [2.0, 2.0]).unwrap();
+        assert!(fails(&KIND, &format!("{{{base}}}"), &[&flat], 0)
+            .contains("has no spread to bin (min 2, max 2)"));
+        assert_eq!(
+            refused(&KIND, &format!("{{{base}, range: [1, 1]}}")),
+            "range: range [1, 1] is invalid: need low < high"
+        );
+    }
+}

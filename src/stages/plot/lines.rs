@@ -903,3 +903,44 @@ mod tests {
         );
     }
 }
+
+#[cfg(test)]
+mod kind_tests {
+    use super::KIND;
+    use crate::kind::testing::{floats, run, strings};
+
+    /// The drawn frame is the figure point by point: one series per value of `series`, each
+    /// in x order with its y, and the SVG names every series in its legend.
+    #[test]
+    fn every_series_is_drawn_point_by_point() {
+        let input = polars::df!("k" => [2.0, 1.0, 1.0, 2.0], "m" => [4.0, 3.0, 5.0, 6.0], "s" => ["low", "low", "high", "high"]).unwrap();
+        let out = run(
+            &KIND,
+            "{x: k, y: m, series: s, title: t, x_label: k, y_label: m}",
+            &[&input],
+            0,
+        )
+        .unwrap();
+        let svg = String::from_utf8(out.artifacts[0].bytes.clone()).unwrap();
+        assert!(
+            svg.contains(">\nlow\n<") && svg.contains(">\nhigh\n<"),
+            "{svg}"
+        );
+        let f = out.frame;
+        let points: Vec<(String, f64, f64)> = strings(&f, "series")
+            .into_iter()
+            .zip(floats(&f, "x"))
+            .zip(floats(&f, "y"))
+            .map(|((s, x), y)| (s, x, y))
+            .collect();
+        let of = |s: &str| {
+            points
+                .iter()
+                .filter(|p| p.0 == s)
+                .map(|p| (p.1, p.2))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(of("low"), [(1.0, 3.0), (2.0, 4.0)]);
+        assert_eq!(of("high"), [(1.0, 5.0), (2.0, 6.0)]);
+    }
+}

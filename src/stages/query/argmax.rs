@@ -49,3 +49,26 @@ impl Stage for Argmax {
         Ok(df.slice(best.0 as i64, 1).into())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::KIND;
+    use crate::kind::testing::{fails, floats, run, strings};
+
+    /// The whole row of the largest value, the first of tied ones; an empty input fails with
+    /// a message instead of a row of nothing.
+    #[test]
+    fn the_first_row_of_the_largest_value() {
+        let input = polars::df!("price" => ["a", "b", "c", "d"], "revenue" => [1.0, 3.0, 3.0, 2.0])
+            .unwrap();
+        let out = run(&KIND, "{column: revenue}", &[&input], 0).unwrap().frame;
+        assert_eq!(
+            (strings(&out, "price"), floats(&out, "revenue")),
+            (vec!["b".to_string()], vec![3.0])
+        );
+        assert_eq!(
+            fails(&KIND, "{column: revenue}", &[&input.head(Some(0))], 0),
+            "query.argmax: the input frame is empty"
+        );
+    }
+}

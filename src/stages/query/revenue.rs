@@ -90,3 +90,24 @@ impl Stage for Revenue {
         Ok(df.into())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::KIND;
+    use crate::kind::testing::{fails, floats, run};
+
+    /// Dwork & Roth Example 3.5: with bids 1, 1, 1 and 3.01, price 1 sells four units (4),
+    /// price 1.01 and price 3.01 one each, a price above every bid nothing; two inputs are
+    /// required.
+    #[test]
+    fn revenue_is_price_times_the_bids_at_or_above_it() {
+        let prices = polars::df!("price" => [1.0, 1.01, 3.01, 4.0]).unwrap();
+        let bids = polars::df!("bid" => [1.0, 3.01, 1.0, 1.0]).unwrap();
+        let out = run(&KIND, "{}", &[&prices, &bids], 0).unwrap().frame;
+        assert_eq!(floats(&out, "revenue"), [4.0, 1.01, 3.01, 0.0]);
+        assert_eq!(
+            fails(&KIND, "{}", &[&prices], 0),
+            "query.revenue takes two inputs: [prices, bids] (got 1)"
+        );
+    }
+}

@@ -144,3 +144,41 @@ impl Stage for Answers {
             .into())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::KIND;
+    use crate::kind::testing::{floats, refused, run, Instance};
+
+    /// The answers are means over the point set, whose `weight`s are a distribution: a point
+    /// of weight 3/4 counts as three of four copies, an axis column is not a coordinate, and one
+    /// row per (σ, query) carries the family's identity; a σ listed twice is refused.
+    #[test]
+    fn answers_are_weighted_means_over_the_points() {
+        let with = "{queries: {count: 4, per_query: 3, seed: 9}, sigmas: [0.5, 2]}";
+        let copies =
+            polars::df!("x" => [0.1, -0.4, -0.4, -0.4], "y" => [0.3, 0.2, 0.2, 0.2]).unwrap();
+        let weighted =
+            polars::df!("x" => [0.1, -0.4], "y" => [0.3, 0.2], "weight" => [0.25, 0.75], "rep" => [0, 0]).unwrap();
+        let a = run(&KIND, with, &[&copies], 0).unwrap().frame;
+        let b = Instance::new(&KIND, with)
+            .inputs(&[&weighted])
+            .axes(&["rep"])
+            .run()
+            .unwrap()
+            .frame;
+        assert_eq!(a.height(), 8);
+        assert_eq!(
+            floats(&a, "sigma"),
+            [0.5, 0.5, 0.5, 0.5, 2.0, 2.0, 2.0, 2.0]
+        );
+        assert_eq!(floats(&a, "query_dim"), [2.0; 8]);
+        for (x, y) in floats(&a, "answer").iter().zip(floats(&b, "answer")) {
+            assert!((x - y).abs() < 1e-12, "{x} vs {y}");
+        }
+        assert_eq!(
+            refused(&KIND, "{queries: {count: 1, seed: 1}, sigmas: [1, 1]}"),
+            "sigmas.1: `sigmas` holds 1 twice"
+        );
+    }
+}

@@ -549,3 +549,49 @@ mod tests {
         assert_eq!(judge(0.1235, 0.123, 0.0005, None), agrees);
     }
 }
+
+#[cfg(test)]
+mod kind_tests {
+    use super::KIND;
+    use crate::kind::testing::{floats, names, strings, Instance};
+
+    /// Joined with the paper's printed numbers by the key: Δ = ours − paper, `agrees` within
+    /// half a unit of the last printed digit, `unexplained` beyond it, `explained` with the
+    /// reason in why_<c> when `explain` covers the row; the Markdown table is written beside.
+    #[test]
+    fn ours_beside_the_paper_with_a_verdict_per_cell() {
+        let ours = polars::df!("eps" => [0.5, 1.0, 2.0], "mean" => [0.1234, 0.2, 0.31]).unwrap();
+        let paper = b"eps,value\n0.5,0.123\n1,0.25\n2,0.35\n";
+        let with = "{title: T, paper: p.csv, join: [eps], compare: {mean: value}}";
+        let out = Instance::new(&KIND, with)
+            .inputs(&[&ours])
+            .file("p.csv", paper)
+            .run()
+            .unwrap();
+        let f = &out.frame;
+        assert_eq!(
+            names(f),
+            ["eps", "mean", "paper_mean", "diff_mean", "verdict_mean"]
+        );
+        assert_eq!(
+            strings(f, "verdict_mean"),
+            ["agrees", "unexplained", "unexplained"]
+        );
+        let diff = floats(f, "diff_mean");
+        assert!((diff[1] + 0.05).abs() < 1e-12, "{f}");
+        let md = out.artifacts.iter().find(|a| a.ext == "md").unwrap();
+        assert!(String::from_utf8_lossy(&md.bytes).contains("T"));
+        let with = "{title: T, paper: p.csv, join: [eps], compare: {mean: value}, explain: [{where: {eps: 2}, text: fewer runs}]}";
+        let f = Instance::new(&KIND, with)
+            .inputs(&[&ours])
+            .file("p.csv", paper)
+            .run()
+            .unwrap()
+            .frame;
+        assert_eq!(
+            strings(&f, "verdict_mean"),
+            ["agrees", "unexplained", "explained"]
+        );
+        assert_eq!(strings(&f, "why_mean"), ["", "", "fewer runs"]);
+    }
+}

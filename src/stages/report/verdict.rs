@@ -1114,3 +1114,51 @@ mod tests {
         );
     }
 }
+
+#[cfg(test)]
+mod kind_tests {
+    use super::KIND;
+    use crate::kind::testing::{strings, Instance};
+
+    /// The rule applied to whole cells, matched by dataset, value and σ: a printed value inside
+    /// our run's interval is `within CI` (naming the run), one inside a cause's interval is
+    /// `explained` by it, one inside no interval `unexplained`, and a σ the run did not cover
+    /// is `not run`.
+    #[test]
+    fn each_printed_cell_gets_the_verdict_of_the_rule() {
+        let summary = polars::df!(
+            "source" => ["D"; 6],
+            "variant" => ["ours", "noiseless", "floor", "ours", "noiseless", "floor"],
+            "value" => ["err"; 6],
+            "sigma" => [1.0, 1.0, 1.0, 2.0, 2.0, 2.0],
+            "mean" => [0.10, 0.03, 0.001, 0.20, 0.05, 0.001],
+            "ci_lo" => [0.09, 0.028, f64::NAN, 0.19, 0.045, f64::NAN],
+            "ci_hi" => [0.11, 0.032, f64::NAN, 0.21, 0.055, f64::NAN],
+            "max" => [f64::NAN; 6]
+        )
+        .unwrap();
+        let with = "{title: T, paper: p.csv, ours: [ours], causes: [noiseless], floor: floor, judged: [err]}";
+        // σ = 2's printed 0.030 lies in the noiseless run's interval at σ = 1, not at σ = 2.
+        let paper = b"source,value,sigma,mean,max\nD,err,1,0.105,\nD,err,2,0.030,\nD,err,2,0.050,\nD,err,3,0.5,\n";
+        let out = Instance::new(&KIND, with)
+            .inputs(&[&summary])
+            .file("p.csv", paper)
+            .run()
+            .unwrap();
+        let f = &out.frame;
+        assert_eq!(
+            strings(f, "verdict"),
+            ["within CI", "unexplained", "explained", "not run"],
+            "{f}"
+        );
+        assert_eq!(strings(f, "matched"), ["ours", "", "noiseless", ""]);
+        assert_eq!(
+            strings(f, "cause")[1..3],
+            [
+                "no cause found: between our runs, inside none of their intervals",
+                "inside the 95% interval of noiseless"
+            ]
+        );
+        assert!(out.artifacts.iter().any(|a| a.ext == "md"));
+    }
+}

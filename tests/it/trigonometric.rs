@@ -1,17 +1,13 @@
 //! The trigonometric-mechanism stage kinds through the command line: a small end-to-end run
 //! (deterministic for any --jobs, wall times excepted), and bad parameters located in the file.
 
-// Tests read the files they wrote and the repository's own sources and goldens (the rule of
-// clippy.toml is for paths a user names, see src/regular.rs), and may print what they measured.
-#![allow(clippy::disallowed_methods, clippy::print_stdout, clippy::print_stderr)]
-
 use std::fs;
 use std::path::Path;
 
 use predicates::prelude::*;
 use tempfile::TempDir;
 
-mod common;
+use crate::common;
 use common::dplab;
 
 /// Mechanism I on a 1-D sample, scored on smooth queries; the improved mechanism on 3-D data.

@@ -2,11 +2,7 @@
 //! exit 2, the location, the value and the flag that raises the limit, within 4 GB of
 //! address space; raising the flag lets a large (but not absurd) value validate.
 
-// Tests read the files they wrote and the repository's own sources and goldens (the rule of
-// clippy.toml is for paths a user names, see src/regular.rs), and may print what they measured.
-#![allow(clippy::disallowed_methods, clippy::print_stdout, clippy::print_stderr)]
-
-mod common;
+use crate::common;
 use common::text;
 use std::fs;
 use std::path::{Path, PathBuf};

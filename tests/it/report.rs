@@ -2,17 +2,13 @@
 //! kinds that `validate` or the run must make: a paper's table that lacks a key column, a
 //! dataset column that matches no paper row, a finding whose verdict and cause disagree.
 
-// Tests read the files they wrote and the repository's own sources and goldens (the rule of
-// clippy.toml is for paths a user names, see src/regular.rs), and may print what they measured.
-#![allow(clippy::disallowed_methods, clippy::print_stdout, clippy::print_stderr)]
-
 use std::collections::BTreeMap;
 use std::fs;
 use std::path::Path;
 
 use tempfile::TempDir;
 
-mod common;
+use crate::common;
 use common::{dplab, text, write};
 
 /// Every verdict in both table kinds and two findings: agrees (k = 1), explained by `explain`

@@ -1,21 +1,20 @@
-//! What the command-line test files share.
+//! What the integration-test modules share.
 
 use assert_cmd::Command;
 
 /// `dplab` with a fresh, empty instance store: no test passes because of work an earlier
 /// command stored (tests of the store pass `--store` themselves).
 ///
-/// The stores live under `target/tmp/test-stores/<test file>/`, which the first call of a
+/// The stores live under `target/tmp/test-stores/<test binary>/`, which the first call of a
 /// test process empties: the space a test run takes is bounded by one run, not left behind in
 /// the system's temporary directory run after run (each store is a few MB to a few hundred).
-#[allow(dead_code)] // the store tests pass their own --store
 pub fn dplab() -> Command {
     use std::sync::atomic::{AtomicU64, Ordering};
     static N: AtomicU64 = AtomicU64::new(0);
     static ROOT: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
     let root = ROOT.get_or_init(|| {
-        // The test file's name: the executable is `<file>-<hash>`; cargo never runs one test
-        // file twice at once.
+        // The test binary's name: the executable is `<name>-<hash>`; cargo never runs one
+        // test binary twice at once.
         let exe = std::env::current_exe().expect("the test executable");
         let stem = exe.file_stem().unwrap().to_string_lossy().into_owned();
         let file = stem.rsplit_once('-').map_or(stem.as_str(), |(f, _)| f);
@@ -32,7 +31,6 @@ pub fn dplab() -> Command {
 }
 
 /// Writes `text` to `dir/name` (creating parent directories) and returns the path.
-#[allow(dead_code)] // not every test file writes files this way
 pub fn write(dir: &std::path::Path, name: &str, text: &str) -> std::path::PathBuf {
     let p = dir.join(name);
     if let Some(d) = p.parent() {
@@ -43,7 +41,6 @@ pub fn write(dir: &std::path::Path, name: &str, text: &str) -> std::path::PathBu
 }
 
 /// A command's stdout and stderr, for assertion messages.
-#[allow(dead_code)] // not every test file inspects output this way
 pub fn text(o: &std::process::Output) -> String {
     format!(
         "{}{}",
@@ -54,7 +51,6 @@ pub fn text(o: &std::process::Output) -> String {
 
 /// Per stage of a results directory's manifest: (name, instances run, instances from the
 /// store).
-#[allow(dead_code)] // only the store tests read these counts
 pub fn manifest_counts(results: &std::path::Path) -> Vec<(String, u64, u64)> {
     let m: serde_json::Value =
         serde_json::from_slice(&std::fs::read(results.join("manifest.json")).unwrap()).unwrap();
@@ -70,4 +66,15 @@ pub fn manifest_counts(results: &std::path::Path) -> Vec<(String, u64, u64)> {
             )
         })
         .collect()
+}
+
+/// `text` with `dir` (a test's temporary directory, as given and as the system resolves it)
+/// written as `[TMP]`: a snapshot of a whole output must not hold a path that changes from
+/// run to run.
+pub fn stable(text: &str, dir: &std::path::Path) -> String {
+    let mut s = text.to_string();
+    if let Ok(real) = dir.canonicalize() {
+        s = s.replace(&*real.to_string_lossy(), "[TMP]");
+    }
+    s.replace(&*dir.to_string_lossy(), "[TMP]")
 }

@@ -3,11 +3,7 @@
 //! byte-identical to a local `--jobs 2` run, and the merge computes only the stages that
 //! gather.
 
-// Tests read the files they wrote and the repository's own sources and goldens (the rule of
-// clippy.toml is for paths a user names, see src/regular.rs), and may print what they measured.
-#![allow(clippy::disallowed_methods, clippy::print_stdout, clippy::print_stderr)]
-
-mod common;
+use crate::common;
 use common::{manifest_counts, text};
 use std::fs;
 use std::path::{Path, PathBuf};

@@ -1,16 +1,12 @@
 //! Hostile and careless input (issue: "a pipeline file can never harm the machine"): each
 //! test names the class of defect it shuts, not only the example.
 
-// Tests read the files they wrote and the repository's own sources and goldens (the rule of
-// clippy.toml is for paths a user names, see src/regular.rs), and may print what they measured.
-#![allow(clippy::disallowed_methods, clippy::print_stdout, clippy::print_stderr)]
-
 use std::fs;
 use std::path::Path;
 
 use tempfile::TempDir;
 
-mod common;
+use crate::common;
 use common::{dplab, text, write};
 
 /// A small valid pipeline with one axis, a repetition and a figure per ε.
@@ -753,7 +749,7 @@ fn validate_within(stages: &str, limit: std::time::Duration) -> String {
     text(&o)
 }
 
-/// Found with `tests/mutate.rs`-style probing beyond the fuzzer's input size: the "did you
+/// Found with `tests/it/mutate.rs`-style probing beyond the fuzzer's input size: the "did you
 /// mean" hints computed an edit distance against every candidate, once per typo. 8 000 stages
 /// reading a missing stage (a 300 KB file) took 10 s and 20 000 took a minute (quadratic); a
 /// `kind:` of 3 MiB took 9 s (one distance per stage kind, each over the whole word).

@@ -3,15 +3,11 @@
 //! nothing to draw, two measures joined in one line, a value a log axis cannot show, two rows
 //! in one heatmap cell — is refused with the way out, or marked.
 
-// Tests read the files they wrote and the repository's own sources and goldens (the rule of
-// clippy.toml is for paths a user names, see src/regular.rs), and may print what they measured.
-#![allow(clippy::disallowed_methods, clippy::print_stdout, clippy::print_stderr)]
-
 use std::path::Path;
 
 use tempfile::TempDir;
 
-mod common;
+use crate::common;
 use common::{dplab, text, write};
 
 /// A frame of two measures (`value`) per x and series: the shape of h14-sensitivity's summary.

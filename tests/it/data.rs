@@ -2,10 +2,6 @@
 //! 404, truncated transfer), the mirror, `data verify`, and `load.dataset` in a pipeline when
 //! files are missing or malformed. Every test uses its own registry, cache and mirror.
 
-// Tests read the files they wrote and the repository's own sources and goldens (the rule of
-// clippy.toml is for paths a user names, see src/regular.rs), and may print what they measured.
-#![allow(clippy::disallowed_methods, clippy::print_stdout, clippy::print_stderr)]
-
 use std::fs;
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpListener;

@@ -13,15 +13,11 @@
 //! mutants; a failing mutant is kept under `target/mutate-failures/`, and the failure message
 //! says which pipeline it came from and what was done to it.
 
-// Tests read the files they wrote and the repository's own sources and goldens (the rule of
-// clippy.toml is for paths a user names, see src/regular.rs), and may print what they measured.
-#![allow(clippy::disallowed_methods, clippy::print_stdout, clippy::print_stderr)]
-
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-/// Mutants per run: `cargo test --release --test mutate` stays well under a minute on two
+/// Mutants per run: `cargo test --release --test it mutate::` stays well under a minute on two
 /// shared cores.
 const DEFAULT_COUNT: usize = 4000;
 const DEFAULT_SEED: u64 = 0x6d75_7461_7465; // "mutate"

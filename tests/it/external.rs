@@ -2,11 +2,7 @@
 //! failures that lose nothing, and the same bytes for any `--jobs` and any number of shards.
 //! (The runner's own hostile-program list is tested beside it, in `src/stages/external/`.)
 
-// Tests read the files they wrote (the rule of clippy.toml is for paths a user names).
-#![allow(clippy::disallowed_methods, clippy::print_stdout, clippy::print_stderr)]
-
-mod common;
-use common::{dplab, manifest_counts, text, write};
+use crate::common::{dplab, manifest_counts, text, write};
 
 use std::path::Path;
 

@@ -4,10 +4,6 @@
 //! stages or the engine. The command line (`src/cli`, a module of the binary) is the top:
 //! nothing imports it, it owns its vocabulary, and `main.rs` only hands over to it.
 
-// Tests read the files they wrote and the repository's own sources and goldens (the rule of
-// clippy.toml is for paths a user names, see src/regular.rs), and may print what they measured.
-#![allow(clippy::disallowed_methods, clippy::print_stdout, clippy::print_stderr)]
-
 use std::path::Path;
 
 fn sources(dir: &Path, out: &mut Vec<(String, String)>) {

@@ -33,10 +33,6 @@
 //!   version (else a kind was bumped and `make golden` not run), and no lock line names a frame
 //!   that does not exist.
 
-// Tests read the files they wrote and the repository's own sources and goldens (the rule of
-// clippy.toml is for paths a user names, see src/regular.rs), and may print what they measured.
-#![allow(clippy::disallowed_methods, clippy::print_stdout, clippy::print_stderr)]
-
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -57,7 +53,7 @@ const LOCK_HEADER: &str = "\
 # <keys>: sha256 of the stage's instance store keys, as its run's manifest.json lists them
 # (stages[].seeds[].key, in manifest order), joined by newlines (no trailing newline).
 # make golden refuses a changed frame whose <keys> did not change: a store would serve it stale.
-# Written by `make golden`, checked by `cargo test --test golden_versions`. Do not edit by hand.
+# Written by `make golden`, checked by `cargo test --test it golden_versions`. Do not edit by hand.
 ";
 
 fn root() -> PathBuf {

@@ -23,11 +23,7 @@
 //! `DPLAB_RESUME_SEED=<u64>` replays other moments; `--nocapture` shows where each kill
 //! landed.
 
-// Tests read the files they wrote and the repository's own sources and goldens (the rule of
-// clippy.toml is for paths a user names, see src/regular.rs), and may print what they measured.
-#![allow(clippy::disallowed_methods, clippy::print_stdout, clippy::print_stderr)]
-
-mod common;
+use crate::common;
 use common::{manifest_counts, text, write};
 
 use std::collections::{BTreeMap, BTreeSet};

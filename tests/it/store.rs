@@ -2,11 +2,7 @@
 //! bytes; an edit recomputes only the instances it changes and what reads them; `--force`,
 //! `--no-store`, a killed run, and two runs sharing one store at once.
 
-// Tests read the files they wrote and the repository's own sources and goldens (the rule of
-// clippy.toml is for paths a user names, see src/regular.rs), and may print what they measured.
-#![allow(clippy::disallowed_methods, clippy::print_stdout, clippy::print_stderr)]
-
-mod common;
+use crate::common;
 use common::{manifest_counts as counts, text};
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -295,40 +291,25 @@ fn a_dry_run_says_what_would_run_and_why() {
             .output()
             .unwrap();
         assert!(o.status.success(), "{}", text_of(&o));
-        String::from_utf8_lossy(&o.stdout).to_string()
+        common::stable(&String::from_utf8_lossy(&o.stdout), env.dir.path())
     };
     fn text_of(o: &Output) -> String {
         text(o)
     }
-    let d = dry(PIPELINE, &[]);
-    assert!(
-        d.contains("10 instance(s) would run") && d.contains("new instance"),
-        "{d}"
-    );
+    // The whole plan of each dry run: per stage what would run, what the store holds, and
+    // why each instance would run.
+    insta::assert_snapshot!("dry_run_on_an_empty_store", dry(PIPELINE, &[]));
     assert!(env.run(PIPELINE, "a", &[]).status.success());
     // Nothing ran: the store is as the real run left it.
-    let d = dry(PIPELINE, &[]);
-    assert!(
-        d.contains("0 instance(s) would run, 10 come from the store"),
-        "{d}"
-    );
+    insta::assert_snapshot!("dry_run_after_a_run", dry(PIPELINE, &[]));
     let edited = PIPELINE
         .replace("samples: 200", "samples: 400")
         .replace("first title", "other");
-    let d = dry(&edited, &["--set", "eps=[0.5, 1.0, 2.0]"]);
-    for want in [
-        "parameter `samples` changed 200 → 400 (×6)",
-        "new instance (×3)",
-        "input `noisy` changed (×2)",
-        "parameter `title` changed \"first title\" → \"other\"",
-    ] {
-        assert!(d.contains(want), "{want}: {d}");
-    }
-    let d = dry(PIPELINE, &["--force=summary"]);
-    assert!(
-        d.contains("forced") && d.contains("2 instance(s) would run"),
-        "{d}"
+    insta::assert_snapshot!(
+        "dry_run_after_edits",
+        dry(&edited, &["--set", "eps=[0.5, 1.0, 2.0]"])
     );
+    insta::assert_snapshot!("dry_run_forced", dry(PIPELINE, &["--force=summary"]));
     assert!(!env.results("b").exists());
 }
 

@@ -4,10 +4,6 @@
 //! headings may follow them. Every file under `src/mech/` is either a mechanism or a helper
 //! listed below, so a new mechanism file cannot slip past the check.
 
-// Tests read the files they wrote and the repository's own sources and goldens (the rule of
-// clippy.toml is for paths a user names, see src/regular.rs), and may print what they measured.
-#![allow(clippy::disallowed_methods, clippy::print_stdout, clippy::print_stderr)]
-
 use std::path::{Path, PathBuf};
 
 /// The headings every mechanism module opens with, in order.
@@ -137,7 +133,7 @@ fn every_file_under_src_mech_is_a_mechanism_or_a_helper() {
         .collect();
     assert!(
         unlisted.is_empty(),
-        "src/mech/ files in neither list of tests/mechanism_docs.rs: {unlisted:?}; a mechanism \
+        "src/mech/ files in neither list of tests/it/mechanism_docs.rs: {unlisted:?}; a mechanism \
          goes in MECHANISMS and follows the doc convention of src/mech/mod.rs"
     );
     let stale: Vec<&&str> = MECHANISMS
