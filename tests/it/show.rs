@@ -19,18 +19,26 @@ fn instances(file: &Path, args: &[&str]) -> String {
     String::from_utf8(o.stdout).unwrap()
 }
 
+fn copy_tree(from: &Path, to: &Path) {
+    fs::create_dir_all(to).unwrap();
+    for f in fs::read_dir(from).unwrap().flatten() {
+        if f.file_type().unwrap().is_dir() {
+            copy_tree(&f.path(), &to.join(f.file_name()));
+        } else {
+            fs::copy(f.path(), to.join(f.file_name())).unwrap();
+        }
+    }
+}
+
 #[test]
 fn every_composed_pipeline_plans_to_the_same_instances_and_keys() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("pipelines");
     let dir = TempDir::new().unwrap();
     let mut checked = 0;
     for paper in fs::read_dir(&root).unwrap().flatten() {
-        // A copy of the paper's directory: pipelines read files beside them.
+        // A copy of the paper's directory: pipelines read files (and code folders) beside them.
         let copy = dir.path().join(paper.file_name());
-        fs::create_dir_all(&copy).unwrap();
-        for f in fs::read_dir(paper.path()).unwrap().flatten() {
-            fs::copy(f.path(), copy.join(f.file_name())).unwrap();
-        }
+        copy_tree(&paper.path(), &copy);
         for f in fs::read_dir(paper.path()).unwrap().flatten() {
             let p = f.path();
             if p.extension().is_none_or(|e| e != "yaml") {
