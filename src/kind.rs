@@ -707,6 +707,11 @@ pub struct KindInfo {
     /// entry. Declaring `false` for a kind that does draw makes its repetitions identical,
     /// which its golden frames show.
     pub random: bool,
+    /// Whether its instances run programs ([`Stage::programs`]): known from the kind alone,
+    /// so the caller can tell before planning which pipelines need the user's consent (and
+    /// plan only those to list their commands). The engine refuses a plan in which a kind
+    /// that declares `false` names a program.
+    pub runs_programs: bool,
     pub summary: &'static str,
     /// The JSON Schema of its parameter type, [`params::<T>`]: the type's field doc comments,
     /// serde defaults and range types are the one description of every parameter, which

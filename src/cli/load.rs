@@ -73,6 +73,17 @@ pub(crate) struct Pipeline {
 }
 
 impl Pipeline {
+    /// Whether a stage of the file is of a kind that runs programs (a file that does not
+    /// parse has none: it fails when planned).
+    pub(crate) fn runs_programs(&self) -> bool {
+        self.spec.as_ref().is_ok_and(|s| {
+            s.raw
+                .stages
+                .values()
+                .any(|st| dplab::stages::registry::find(&st.kind).is_some_and(|k| k.runs_programs))
+        })
+    }
+
     /// The file planned with the command line's profile, `--set`, `--allow-read` and limits.
     pub(crate) fn plan(&self, common: &Common) -> Result<plan::Plan, Vec<spec::SpecError>> {
         common.install_limits();

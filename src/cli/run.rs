@@ -78,23 +78,18 @@ pub(crate) fn run(args: &RunArgs, quiet: bool) -> Outcome {
     // first one runs.
     let pipelines = load::read(files);
     // A pipeline that runs programs is code: none runs without the user's consent, and the
-    // refusal comes before anything ran, with every command it would have started.
+    // refusal comes before anything ran, with every command it would have started. Only the
+    // pipelines with a stage of a kind that runs programs are planned for this (the kinds say
+    // so on their own), so a run without such stages plans each file once.
     if !store.dry_run && !consent.allowed() {
         let listed: Vec<String> = pipelines
             .iter()
+            .filter(|p| p.runs_programs())
             .filter_map(|p| p.plan(common).ok())
             .flat_map(|p| programs(&p))
             .collect();
         if !listed.is_empty() {
-            errln!(
-                "error: these pipelines run programs, and a pipeline that runs programs is code:"
-            );
-            for l in &listed {
-                errln!("  {l}");
-            }
-            return Err(Failure::BadInput(
-                "run them only if you trust them: give --allow-exec (or DPLAB_ALLOW_EXEC=1)".into(),
-            ));
+            return Err(Failure::BadInput(without_consent(&listed, "run")));
         }
     }
     if store.dry_run {
@@ -235,6 +230,16 @@ pub(crate) fn run(args: &RunArgs, quiet: bool) -> Outcome {
     } else {
         Err(Failure::Failed(String::new()))
     }
+}
+
+/// The refusal of programs the user did not allow: prints each command and returns the
+/// message of the error (`verb`: what the user would do with them, `run` or `submit`).
+pub(crate) fn without_consent(listed: &[String], verb: &str) -> String {
+    errln!("error: these pipelines run programs, and a pipeline that runs programs is code:");
+    for l in listed {
+        errln!("  {l}");
+    }
+    format!("{verb} them only if you trust them: give --allow-exec (or DPLAB_ALLOW_EXEC=1)")
 }
 
 /// The programs a plan's stages run, one line each: `pipeline: stage `pf`: python3 pf.py`.

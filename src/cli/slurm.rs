@@ -142,13 +142,7 @@ fn prepare(args: &SlurmArgs) -> Result<Job, String> {
     // The shards run the programs on the cluster: the same consent as `dplab run`'s, given
     // here and passed on to every job.
     if !programs.is_empty() && !args.exec.allowed() {
-        errln!("error: these pipelines run programs, and a pipeline that runs programs is code:");
-        for l in &programs {
-            errln!("  {l}");
-        }
-        return Err(
-            "submit them only if you trust them: give --allow-exec (or DPLAB_ALLOW_EXEC=1)".into(),
-        );
+        return Err(crate::cli::run::without_consent(&programs, "submit"));
     }
     if bad {
         return Err(String::new());

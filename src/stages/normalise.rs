@@ -19,6 +19,7 @@ pub const KIND: KindInfo = KindInfo {
     name: "normalise",
     version: 2, // 2: axis columns are not data (were listed as dropped, not numeric)
     random: false,
+    runs_programs: false,
     summary: "Keeps numeric columns (or `columns`), drops named columns, sparse columns, rows with missing values and constant columns, then min–max scales each column to `range`. Writes <stage>.md saying what was dropped and why.",
     params: params::<Normalise>,
     gather: Gather::Nothing,

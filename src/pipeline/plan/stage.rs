@@ -42,6 +42,18 @@ impl<'a> Planner<'a> {
             programs,
             files,
         } = self.instances(&sp, env, &shape, &ups)?;
+        // The caller decides consent from the kinds alone (`runs_programs`), before planning:
+        // a kind that runs programs without declaring it would slip past that.
+        if !kind.runs_programs && !programs.is_empty() {
+            self.err(
+                &format!("stages.{name}"),
+                format!(
+                    "stage `{name}`: kind `{}` names programs but does not declare `runs_programs` (a bug in the kind)",
+                    kind.name
+                ),
+            );
+            return None;
+        }
         let stage = PlannedStage {
             name: name.to_string(),
             kind,

@@ -11,6 +11,7 @@ pub const KIND: KindInfo = KindInfo {
     name: "aggregate.improvement",
     version: 1,
     random: false,
+    runs_programs: false,
     summary: "How much smaller `ours` is than `baseline` over the rows (e.g. leakage or distortion of two mechanisms): mean of (b − o)/b per row, and (Σb − Σo)/Σb. One row, with n.",
     params: params::<Improvement>,
     gather: Gather::All,

@@ -14,6 +14,7 @@ pub const KIND: KindInfo = KindInfo {
     name: "aggregate.loglog_fit",
     version: 1,
     random: false,
+    runs_programs: false,
     summary: "Least-squares slope of log y on log x per group (a convergence rate), with a t-interval, beside a predicted slope. `output: slopes` gives one row per group; `lines` gives every input row with the fitted and the predicted line (anchored at the fit's centre) for plotting.",
     params: params::<LogLogFit>,
     gather: Gather::All,

@@ -18,6 +18,7 @@ pub const KIND: KindInfo = KindInfo {
     name: "aggregate.summary",
     version: 1,
     random: false,
+    runs_programs: false,
     summary: "Per group and value column: n, mean, std, standard error, confidence interval of the mean (Student t), min, max and quantiles. One row per (group, value), long format.",
     params: params::<Summary>,
     gather: Gather::Nothing,

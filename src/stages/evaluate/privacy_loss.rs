@@ -18,6 +18,7 @@ pub const KIND: KindInfo = KindInfo {
     name: "evaluate.privacy_loss",
     version: 1,
     random: true,
+    runs_programs: false,
     summary: "The largest |ln Pr[M(x) = r] − ln Pr[M(y) = r]| over neighbouring utility vectors y of the input utilities x (|u(x,r) − u(y,r)| ≤ Δu): every worst-case neighbour (one candidate up by Δu, the rest down, and the reverse) and random ones.",
     params: params::<PrivacyLoss>,
     gather: Gather::Nothing,

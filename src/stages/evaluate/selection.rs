@@ -15,6 +15,7 @@ pub const KIND: KindInfo = KindInfo {
     name: "evaluate.selection",
     version: 1,
     random: true,
+    runs_programs: false,
     summary: "Expected utility and Pr[not optimal] of a `mechanism.select` output: exact, and Monte-Carlo with confidence intervals.",
     params: params::<Selection>,
     gather: Gather::Nothing,

@@ -16,6 +16,7 @@ pub const KIND: KindInfo = KindInfo {
     name: "evaluate.smooth_queries",
     version: 1,
     random: false,
+    runs_programs: false,
     summary: "Worst-case and mean absolute and relative error of a synthetic database (first input) on the queries, against their answers on the original data (second input: query.smooth). One row; the synthesis_* columns of the first input are carried along.",
     params: params::<Score>,
     gather: Gather::Nothing,

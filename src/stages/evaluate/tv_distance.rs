@@ -20,6 +20,7 @@ pub const KIND: KindInfo = KindInfo {
     name: "evaluate.tv_distance",
     version: 2,
     random: true,
+    runs_programs: false,
     summary: "Total-variation distance between the output distributions of two `mechanism.select` stages on the same candidates: exact; the first's Monte-Carlo frequencies against the second's exact distribution, with a 95% interval θ ± r, r the bootstrap 95% quantile of the sampling error TV(p̂*, p̂), at least 3/n (it always contains θ); and the mean and 95% quantile of that statistic when the two distributions are equal (simulated), since a Monte-Carlo TV is biased upwards.",
     params: params::<Tv>,
     gather: Gather::Nothing,

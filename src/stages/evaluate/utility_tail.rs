@@ -20,6 +20,7 @@ pub const KIND: KindInfo = KindInfo {
     name: "evaluate.utility_tail",
     version: 1,
     random: true,
+    runs_programs: false,
     summary: "Pr[u(output) ≤ c] of a `mechanism.select` output against the bound (|R|/|R_OPT|)·exp(ε(c − OPT)/2Δu) of Thm 3.11 (|R_OPT| = 1: Corollary 3.12), at c = OPT − (2Δu/ε)(ln(|R|/|R_OPT|) + t) for each t, or at given thresholds c.",
     params: params::<Tail>,
     gather: Gather::Nothing,

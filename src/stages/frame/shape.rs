@@ -12,6 +12,7 @@ pub const KIND: KindInfo = KindInfo {
     name: "frame.shape",
     version: 2, // 2: the axis columns are not counted in d
     random: false,
+    runs_programs: false,
     summary: "One row per input: its number of rows n and columns d, and the column names; an input with no columns is reported as `no data`.",
     params: params::<Shape>,
     gather: Gather::Nothing,

@@ -16,6 +16,7 @@ pub const KIND: KindInfo = KindInfo {
     // (`frames::common_type`: integers of two widths stay integers, an untyped all-null column
     // takes the other's type), where 1 made both floats or text.
     random: false,
+    runs_programs: false,
     summary: "Stacks its inputs' rows into one frame: the union of their columns (missing cells empty), optional per-input renames, and a `source` column naming the input each row came from. It varies over the axes all its inputs vary over; an axis only some vary over is gathered and kept as a column, empty on the rows of the inputs that do not vary over it.",
     params: params::<StackFrames>,
     gather: Gather::Unshared,

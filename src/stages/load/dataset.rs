@@ -16,6 +16,7 @@ pub const KIND: KindInfo = KindInfo {
     name: "load.dataset",
     version: 1,
     random: false,
+    runs_programs: false,
     summary: "A registered public dataset (see `dplab data list`), checked against its sha256, read into typed columns; missing markers become nulls.",
     params: params::<LoadDataset>,
     gather: Gather::Nothing,

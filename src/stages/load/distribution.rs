@@ -17,6 +17,7 @@ pub const KIND: KindInfo = KindInfo {
     name: "load.distribution",
     version: 1,
     random: false,
+    runs_programs: false,
     summary: "A discrete distribution p(x): printed (checked to be non-negative and to sum to 1), or counted from a column of its input (and jointly with a second column).",
     params: params::<LoadDistribution>,
     gather: Gather::Nothing,

@@ -15,6 +15,7 @@ pub const KIND: KindInfo = KindInfo {
     name: "load.grid",
     version: 1,
     random: false,
+    runs_programs: false,
     summary:
         "One column holding a grid fixed in advance (e.g. the candidate prices of an auction).",
     params: params::<LoadGrid>,

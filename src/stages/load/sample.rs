@@ -16,6 +16,7 @@ pub const KIND: KindInfo = KindInfo {
     name: "load.sample",
     version: 1,
     random: true,
+    runs_programs: false,
     summary: "n points in [−1, 1]^d, each coordinate 2·B − 1 with B ~ Beta(a, b) independently: a smooth density for rate experiments. Columns x1 … xd.",
     params: params::<Sample>,
     gather: Gather::Nothing,

@@ -17,6 +17,7 @@ pub const KIND: KindInfo = KindInfo {
     name: "load.table",
     version: 1,
     random: false,
+    runs_programs: false,
     summary: "A table written inline (`columns`) or read from a CSV file (`path`).",
     params: params::<LoadTable>,
     gather: Gather::Nothing,

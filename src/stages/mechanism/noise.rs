@@ -21,6 +21,7 @@ pub const KIND: KindInfo = KindInfo {
     name: "mechanism.noise",
     version: 1,
     random: true,
+    runs_programs: false,
     summary:
         "Adds Laplace, Gaussian or geometric noise to a numeric column, `samples` times per row.",
     params: params::<AddNoise>,

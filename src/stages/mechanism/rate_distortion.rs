@@ -20,6 +20,7 @@ pub const KIND: KindInfo = KindInfo {
     name: "mechanism.rate_distortion",
     version: 1,
     random: false,
+    runs_programs: false,
     summary: "The channel minimising I(X; X̂) + λ·E[d] by Blahut–Arimoto exactly as Wu et al. 2020 Algorithm 1 (uniform start, stop when the MI changes by less than T). One row: mi (bits), distortion, epsilon (nats, Algorithm 3), iterations.",
     params: params::<RateDistortion>,
     gather: Gather::Nothing,

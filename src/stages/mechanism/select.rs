@@ -25,6 +25,7 @@ pub const KIND: KindInfo = KindInfo {
     name: "mechanism.select",
     version: 1,
     random: true,
+    runs_programs: false,
     summary: "Private selection of a candidate by its utility: exponential mechanism, Report Noisy Max (Laplace), Report One-Sided Noisy Arg-Max (exponential noise), Gumbel-max. Outputs, per candidate: method, candidate, utility, probability (exact; empty when unknown), count and frequency of the Monte-Carlo draws.",
     params: params::<Select>,
     gather: Gather::Nothing,

@@ -18,6 +18,7 @@ pub const KIND: KindInfo = KindInfo {
     name: "mechanism.symmetric_channel",
     version: 1,
     random: false,
+    runs_programs: false,
     summary: "The symmetric channel (k-ary randomized response: q(x|x) = 1 − D, D/(m−1) elsewhere) at a given distortion, ε or MI; with a second input, at each row's value of `column`. Adds sym_distortion, sym_mi (bits), sym_epsilon (nats).",
     params: params::<Symmetric>,
     gather: Gather::Nothing,

@@ -35,6 +35,7 @@ pub const KIND: KindInfo = KindInfo {
     name: "mechanism.trigonometric",
     version: 1,
     random: true,
+    runs_programs: false,
     summary: "Synthetic database for smooth queries by the trigonometric mechanism (Huang 2014): mechanisms I/II on the full grid (Algorithms 4/5) or the improved I/II (Algorithms 9/10). Output: `weight` + the data columns + `synthesis_*` diagnostics.",
     params: params::<Trigonometric>,
     gather: Gather::Nothing,

@@ -12,6 +12,7 @@ pub const KIND: KindInfo = KindInfo {
     name: "near_optimal.best_delta",
     version: 1,
     random: true,
+    runs_programs: false,
     summary: "From a `near_optimal.rate` frame gathered over V: per set and ε, the δ of the grid with the smallest rate (the paper's δ* of problem (9), on the grid), that rate, and the share of the δ grid where rate < 1.",
     params: params::<BestDelta>,
     gather: Gather::All,

@@ -19,6 +19,7 @@ pub const KIND: KindInfo = KindInfo {
     name: "near_optimal.convergence",
     version: 1,
     random: true,
+    runs_programs: false,
     summary: "Steps to convergence (Definition 2) of the sets R_i for one V over a grid of δ, with touching intervals merged (closed sets) and kept separate, beside the step predicted by the widest-gap formula; a_n, the largest number of intervals in one R_i (the paper's N) and their total.",
     params: params::<Convergence>,
     gather: Gather::Nothing,

@@ -19,6 +19,7 @@ pub const KIND: KindInfo = KindInfo {
     name: "near_optimal.density",
     version: 1,
     random: true,
+    runs_programs: false,
     summary: "The noise densities of the Laplace mechanism (b = Δf/ε), the optimal staircase mechanism and Algorithm 1 for one (V, δ, ε) on [−range, range]; step densities are given at their breakpoints (left and right values), so lines draw them exactly. Columns: mechanism, panel (the mechanism and its E|X|), r, density, level (Algorithm 1; −1 otherwise).",
     params: params::<Density>,
     gather: Gather::Nothing,

@@ -19,6 +19,7 @@ pub const KIND: KindInfo = KindInfo {
     name: "near_optimal.privacy",
     version: 1,
     random: true,
+    runs_programs: false,
     summary: "Measured privacy loss of Algorithm 1 for one (V, δ, ε), in exact arithmetic: the largest |level(r) − level(r − v)| over outputs r (random, and every boundary of the R_i with its neighbours) and shifts v ∈ ±V (its endpoints and random points), i.e. max |ln p(r)/p(r − v)|/ε; and ∫p through the partition of [0, a_n + Δf] by the R_i (checked for gaps and overlaps).",
     params: params::<Privacy>,
     gather: Gather::Nothing,

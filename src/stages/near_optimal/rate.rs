@@ -20,6 +20,7 @@ pub const KIND: KindInfo = KindInfo {
     name: "near_optimal.rate",
     version: 1,
     random: true,
+    runs_programs: false,
     summary: "Algorithm 1 of Wu–He–Xia 2017 over a grid of δ and ε for one neighbour set V: per (δ, ε) the steps n to convergence, E|X| (closed form with the geometric tail), the staircase and Laplace E|X|, rate = E|X|(e^ε − 1)/(Δf e^(ε/2)) and the tail's probability. The sets I_i are built once and shared by every δ.",
     params: params::<Rate>,
     gather: Gather::Nothing,

@@ -21,6 +21,7 @@ pub const KIND: KindInfo = KindInfo {
     name: "near_optimal.sample_mean",
     version: 1,
     random: true,
+    runs_programs: false,
     summary: "Algorithm 2's Monte-Carlo E|X| with a normal confidence interval against Algorithm 1's closed form, for both readings of its geometric variable (trials to the first success, j ≥ 1; failures before it, j ≥ 0).",
     params: params::<SampleMean>,
     gather: Gather::Nothing,

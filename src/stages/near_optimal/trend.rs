@@ -14,6 +14,7 @@ pub const KIND: KindInfo = KindInfo {
     name: "near_optimal.trend",
     version: 1,
     random: true,
+    runs_programs: false,
     summary: "Whether rate moves with μ(V) or Δf as the paper concludes, measured on a `near_optimal.rate` frame gathered over V: sets sharing the other quantity are ordered by the varied one, and the ordering of their rates is checked at every (δ, ε) and, per ε, for the best δ of each set.",
     params: params::<Trend>,
     gather: Gather::All,

@@ -15,6 +15,7 @@ pub const KIND: KindInfo = KindInfo {
     name: "plot.heatmap",
     version: 6,
     random: false,
+    runs_programs: false,
     summary: "A heatmap of z over (x, y) with a colour bar shared by all panels; optional contour line z = level.",
     params: params::<Heatmap>,
     gather: Gather::All,

@@ -23,6 +23,7 @@ pub const KIND: KindInfo = KindInfo {
     name: "plot.histogram",
     version: 5,
     random: false,
+    runs_programs: false,
     summary: "Histograms (as step outlines, so several series stay readable) of a numeric column, one per value of `series`, one panel per value of `facet`; counts or densities.",
     params: params::<Histogram>,
     gather: Gather::All,

@@ -15,6 +15,7 @@ pub const KIND: KindInfo = KindInfo {
     name: "plot.lines",
     version: 8,
     random: false,
+    runs_programs: false,
     summary: "Lines (optionally with confidence bands) of y against x, one series per value of `series` and/or per y column, one panel per value of `facet`; log axes; labelled reference lines.",
     params: params::<Lines>,
     gather: Gather::All,

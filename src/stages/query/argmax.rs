@@ -11,6 +11,7 @@ pub const KIND: KindInfo = KindInfo {
     name: "query.argmax",
     version: 1,
     random: false,
+    runs_programs: false,
     summary:
         "The row with the largest value of a column (ties: the first), e.g. the optimal price.",
     params: params::<Argmax>,

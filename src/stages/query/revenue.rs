@@ -13,6 +13,7 @@ pub const KIND: KindInfo = KindInfo {
     name: "query.revenue",
     version: 1,
     random: false,
+    runs_programs: false,
     summary: "Revenue of posting each price to a set of bidders: price × #{bids ≥ price} (Dwork & Roth Example 3.5).",
     params: params::<Revenue>,
     gather: Gather::Nothing,

@@ -24,6 +24,7 @@ pub const KIND: KindInfo = KindInfo {
     name: "query.smooth",
     version: 1,
     random: false,
+    runs_programs: false,
     summary: "Answers of random Gaussian-kernel-mixture queries (Huang 2014 eq. 2.1) on a point set (weighted by `weight` when present), for every σ at once. Output: sigma, query, answer.",
     params: params::<Answers>,
     gather: Gather::Nothing,

@@ -24,6 +24,7 @@ pub const KIND: KindInfo = KindInfo {
     name: "report.table",
     version: 3,
     random: false,
+    runs_programs: false,
     summary: "A table (frame + Markdown + a layout for the HTML report): chosen columns of its input, optionally joined with the paper's printed numbers (columns paper_<c>: the number as printed, diff_<c> = ours − paper, verdict_<c>: agrees within the paper's printed precision, within CI when the printed value meets our interval, else explained when `explain` states a cause (why_<c>) or unexplained).",
     params: params::<Table>,
     gather: Gather::All,
