@@ -241,7 +241,7 @@ fn decode(bytes: &[u8]) -> Option<InstanceResult> {
     for (ext, len) in &meta.artifacts {
         artifacts.push(Artifact {
             ext: Some(ext.clone())
-                .filter(|e| crate::kind::plain_artifact_ext(e))?
+                .filter(|e| crate::kind::plain_file_name(e))?
                 .into(),
             bytes: body.get(at..at + len)?.to_vec(),
         });

@@ -243,19 +243,6 @@ fn type_name(t: &DataType) -> String {
     }
 }
 
-/// Whether an input name can be a file name as it is.
-fn plain_name(name: &str) -> bool {
-    !name.is_empty()
-        && name.len() <= 100
-        && name
-            .chars()
-            .next()
-            .is_some_and(|c| c.is_ascii_alphanumeric())
-        && name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
-}
-
 fn setup(what: &str, e: impl std::fmt::Display) -> ExternalError {
     ExternalError::Setup(format!("{what}: {e}"))
 }
@@ -272,7 +259,7 @@ pub(crate) fn prepare(work: &WorkDir, facts: &Facts) -> Result<PathBuf, External
             .get(i)
             .cloned()
             .unwrap_or_else(|| format!("input{i}"));
-        let stem = if plain_name(&name) && used.insert(name.clone()) {
+        let stem = if crate::kind::plain_file_name(&name) && used.insert(name.clone()) {
             name.clone()
         } else {
             format!("input{i}")
@@ -389,7 +376,7 @@ pub struct ProgramArtifact {
 /// `-`, starting with a letter or digit (no hidden files, nothing a shell or a path could
 /// read as more than a name).
 pub(crate) fn artifact_name(name: &std::ffi::OsStr) -> Option<&str> {
-    name.to_str().filter(|n| plain_name(n))
+    name.to_str().filter(|n| crate::kind::plain_file_name(n))
 }
 
 /// Reads the program's frame and artifacts back from `work`. `tail` is the end of its
