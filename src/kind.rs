@@ -236,6 +236,24 @@ pub trait FileSource: Sync {
     }
 }
 
+/// A command a stage runs while the pipeline is planned ([`Stage::probes`]): what it prints
+/// (an interpreter's or a library's version) joins the store key of every instance of the
+/// stage, so a changed environment reruns them. Also one of its [`Stage::programs`].
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Probe {
+    pub argv: Vec<String>,
+    /// Environment variables it sees beside the minimal ones (those its programs see).
+    pub pass_env: Vec<String>,
+}
+
+/// Runs [`Probe`]s for the planner. The caller hands the planner one only with the user's
+/// consent to run programs; without it, a probe's output stays out of the keys (said where
+/// keys matter: `--dry-run`).
+pub trait Prober: Send + Sync {
+    /// What `probe` printed, or why it failed.
+    fn probe(&self, probe: &Probe) -> Result<Vec<u8>, String>;
+}
+
 /// A ready-to-run stage instance: parameters parsed and validated.
 pub trait StageRun: Send + Sync {
     fn run(&self, ctx: &mut Ctx) -> anyhow::Result<Output>;
@@ -249,6 +267,8 @@ pub trait StageRun: Send + Sync {
     fn trees(&self) -> Vec<(&'static str, &Path)>;
     /// See [`Stage::programs`].
     fn programs(&self) -> Vec<Vec<String>>;
+    /// See [`Stage::probes`].
+    fn probes(&self) -> Vec<Probe>;
     /// See [`Stage::columns_read`].
     fn columns_read(&self) -> Vec<(String, String)>;
     /// See [`Stage::columns_out`].
@@ -293,6 +313,12 @@ pub trait Stage: DeserializeOwned + Send + Sync + 'static {
     /// The programs it runs, each as its argv. A pipeline is code once a stage runs a program:
     /// the engine lists them, and the caller runs the plan only with the user's consent.
     fn programs(&self) -> Vec<Vec<String>> {
+        Vec::new()
+    }
+    /// Commands the engine runs once while it plans (each distinct one once per process),
+    /// whose output joins the store key of every instance (see [`Probe`]); each must be among
+    /// [`Stage::programs`] too, so consent covers it.
+    fn probes(&self) -> Vec<Probe> {
         Vec::new()
     }
     /// The input columns its parameters name: (path in `with:`, column), e.g.
@@ -340,6 +366,9 @@ impl<T: Stage> StageRun for Typed<T> {
     }
     fn programs(&self) -> Vec<Vec<String>> {
         self.0.programs()
+    }
+    fn probes(&self) -> Vec<Probe> {
+        self.0.probes()
     }
     fn columns_read(&self) -> Vec<(String, String)> {
         self.0.columns_read()

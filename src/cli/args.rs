@@ -199,6 +199,11 @@ pub(crate) struct RunArgs {
     /// --profile and --set.
     #[arg(long, value_name = "SPEC", conflicts_with_all = ["dry_run", "no_store"])]
     pub(crate) shard: Option<String>,
+    /// Compute N instances of stages that run programs (`kind: external`), chosen at random,
+    /// a second time: each must give the same bytes, or it fails with the first difference
+    /// (a program that is not deterministic given its seed).
+    #[arg(long, value_name = "N", default_value_t = 0, conflicts_with_all = ["dry_run", "shard"])]
+    pub(crate) verify: usize,
     #[command(flatten)]
     pub(crate) loc: DataLoc,
     #[command(flatten)]

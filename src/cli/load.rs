@@ -85,10 +85,21 @@ impl Pipeline {
     }
 
     /// The file planned with the command line's profile, `--set`, `--allow-read` and limits.
+    /// Stages' probes are not run (their outputs stay out of the keys).
     pub(crate) fn plan(&self, common: &Common) -> Result<plan::Plan, Vec<spec::SpecError>> {
+        self.plan_probing(common, false)
+    }
+
+    /// [`Pipeline::plan`], running the stages' probes when the user allowed programs to run
+    /// (`allowed`): the keys are then the ones a run uses.
+    pub(crate) fn plan_probing(
+        &self,
+        common: &Common,
+        allowed: bool,
+    ) -> Result<plan::Plan, Vec<spec::SpecError>> {
         common.install_limits();
         let file = self.spec.as_ref().map_err(|e| vec![e.clone()])?;
-        plan_spec(file, common)
+        plan_spec(file, common, allowed.then(prober))
     }
 }
 
@@ -107,16 +118,33 @@ pub(crate) fn read(files: Vec<PathBuf>) -> Vec<Pipeline> {
 pub(crate) fn load_plan(path: &Path, common: &Common) -> Result<plan::Plan, Vec<spec::SpecError>> {
     common.install_limits();
     let file = spec::load(path).map_err(|e| vec![e])?;
-    plan_spec(&file, common)
+    plan_spec(&file, common, None)
 }
 
-fn plan_spec(file: &spec::SpecFile, common: &Common) -> Result<plan::Plan, Vec<spec::SpecError>> {
+/// The one prober of this process: each distinct probe runs once, however many pipelines
+/// name it.
+fn prober() -> plan::ProberHandle {
+    static ONE: std::sync::OnceLock<plan::ProberHandle> = std::sync::OnceLock::new();
+    ONE.get_or_init(|| {
+        plan::ProberHandle(std::sync::Arc::new(
+            dplab::stages::external::Probes::default(),
+        ))
+    })
+    .clone()
+}
+
+fn plan_spec(
+    file: &spec::SpecFile,
+    common: &Common,
+    prober: Option<plan::ProberHandle>,
+) -> Result<plan::Plan, Vec<spec::SpecError>> {
     plan::plan(
         file,
         &plan::Overrides {
             profile: common.profile.clone(),
             set: common.set.clone(),
             allow_read: common.allow_read.clone(),
+            prober,
         },
         stages::registry::all(),
     )

@@ -56,6 +56,7 @@ pub(crate) fn run(args: &RunArgs, quiet: bool) -> Outcome {
         fail_fast,
         skip_unavailable,
         shard,
+        verify,
         loc,
         store,
         exec: consent,
@@ -96,7 +97,7 @@ pub(crate) fn run(args: &RunArgs, quiet: bool) -> Outcome {
         let (st, force) = (store.store(), store.force());
         let mut bad = false;
         for pipeline in &pipelines {
-            match pipeline.plan(common) {
+            match pipeline.plan_probing(common, consent.allowed()) {
                 Ok(p) => {
                     out_raw!(
                         "{}",
@@ -149,6 +150,7 @@ pub(crate) fn run(args: &RunArgs, quiet: bool) -> Outcome {
         set: common.set.clone(),
         store: store.store(),
         force: store.force(),
+        verify: *verify,
     };
     let mut input_failures = Vec::new();
     let mut run_failures = Vec::new();
@@ -157,7 +159,7 @@ pub(crate) fn run(args: &RunArgs, quiet: bool) -> Outcome {
     let mut dealt = 0;
     for pipeline in &pipelines {
         let (f, t0) = (&pipeline.path, std::time::Instant::now());
-        let outcome = match pipeline.plan(common) {
+        let outcome = match pipeline.plan_probing(common, consent.allowed()) {
             Err(errs) => {
                 report_spec_errors(&errs);
                 input_failures.push(f.display().to_string());

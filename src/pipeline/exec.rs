@@ -147,6 +147,9 @@ pub struct RunOptions {
     /// The instance store, unless disabled (`--no-store`).
     pub store: Option<InstanceStore>,
     pub force: Force,
+    /// Instances of stages that run programs to compute twice and compare (`--verify N`,
+    /// see [`super::verify`]); not in a shard.
+    pub verify: usize,
 }
 
 /// How an instance reads one of its inputs.
@@ -290,6 +293,9 @@ struct Run<'a> {
     load_only: Option<Vec<bool>>,
     /// The first failure to store an entry.
     store_error: Mutex<Option<String>>,
+    /// Instances to compute a second time and compare ([`super::verify`]), and how many were.
+    verify: Vec<bool>,
+    verified: AtomicUsize,
 }
 
 /// Runs every instance and writes `out_dir/<pipeline>/`. Returns the results directory.
@@ -302,6 +308,14 @@ struct Run<'a> {
 pub fn execute(plan: &Plan, opts: &RunOptions) -> Result<PathBuf, RunError> {
     let started = Instant::now();
     let run = drive(plan, opts, None)?;
+    if opts.verify > 0 {
+        let checked = run.verified.load(Ordering::Relaxed);
+        tracing::info!(
+            "{}: --verify: {checked} instance(s) of stages that run programs computed again, each gave the same bytes{}",
+            plan.name,
+            if checked < opts.verify { " (that is all it has)" } else { "" }
+        );
+    }
     let fail = |message: String| RunError::of_pipeline(plan, message);
     let mut outputs = Vec::with_capacity(plan.stages.len());
     for (si, st) in run.stages.into_iter().enumerate() {
@@ -634,6 +648,11 @@ impl<'a> Run<'a> {
                 },
             })
             .collect();
+        let verify = if need.is_none() {
+            super::verify::choose(plan, &offset, opts.verify)
+        } else {
+            Vec::new()
+        };
         Run {
             plan,
             opts,
@@ -659,6 +678,8 @@ impl<'a> Run<'a> {
             shift: need.as_ref().map_or(0, |x| x.shift),
             shared_computed: AtomicUsize::new(0),
             shared: need.as_ref().map(|x| x.shared.clone()),
+            verify,
+            verified: AtomicUsize::new(0),
             load_only: need.map(|n| n.load),
             store_error: Mutex::new(None),
         }
@@ -808,6 +829,12 @@ impl<'a> Run<'a> {
                 },
             }
         };
+        let outcome = match outcome {
+            Some((res, hit)) if self.verify.get(g) == Some(&true) => {
+                self.verify_again(si, ii, g, res, hit)
+            }
+            o => o,
+        };
         self.release_inputs(g);
         let st = &self.stages[si];
         match outcome {
@@ -944,6 +971,55 @@ impl<'a> Run<'a> {
                 }
             }
         }
+    }
+
+    /// `--verify`: computes instance `g` again (its inputs are still held) and keeps `res`
+    /// only when the two are the same bytes; otherwise the instance fails with the first
+    /// difference.
+    fn verify_again(
+        &self,
+        si: usize,
+        ii: usize,
+        g: usize,
+        res: InstanceResult,
+        hit: bool,
+    ) -> Option<(InstanceResult, bool)> {
+        let stage = &self.plan.stages[si];
+        let inst = &stage.instances[ii];
+        let first = if hit {
+            "the stored result"
+        } else {
+            "its first run"
+        };
+        let message = match self.compute(si, ii) {
+            Ok(again) => match super::verify::first_difference(&res, &again) {
+                None => {
+                    self.verified.fetch_add(1, Ordering::Relaxed);
+                    tracing::debug!(
+                        "{} {} {{{}}}: computed again (--verify): the same bytes",
+                        self.plan.name,
+                        stage.name,
+                        inst.label()
+                    );
+                    return Some((res, hit));
+                }
+                Some(d) => format!(
+                    "--verify: computed again, it differs from {first} ({d}): its program is not deterministic given its seed, so the store would keep one draw of many"
+                ),
+            },
+            Err(e) => format!("--verify: computing it again failed: {e:#}"),
+        };
+        lock(&self.errors).push((
+            g,
+            RunError {
+                pipeline: self.plan.name.clone(),
+                stage: stage.name.clone(),
+                instance: inst.label(),
+                message,
+                unavailable: false,
+            },
+        ));
+        None
     }
 
     fn compute(&self, si: usize, ii: usize) -> Result<InstanceResult> {

@@ -43,3 +43,4 @@ pub mod seed;
 pub mod shard;
 pub mod show;
 pub mod spec;
+pub mod verify;

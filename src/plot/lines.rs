@@ -533,6 +533,9 @@ fn render_with(fig: &LineFigure, place: Place) -> Result<(String, f64), PlotErro
                         .map_err(draw_err)?;
                 }
             }
+            // Triangles of points below the axis drawn so far: one that would fall on another
+            // (two series at 0 at the same x) is stacked above it, so every series shows.
+            let mut below_drawn: Vec<(i32, i32)> = Vec::new();
             for pr in series {
                 let pix: Vec<Option<(i32, i32)>> =
                     pr.pts.iter().map(|p| p.map(|(x, y)| map(x, y))).collect();
@@ -565,7 +568,16 @@ fn render_with(fig: &LineFigure, place: Place) -> Result<(String, f64), PlotErro
                 }
                 for &bx in &pr.below {
                     let (px, _) = map(bx, f64::NEG_INFINITY);
-                    draw_below(&root, (px, ypix.end - 1), pr.color)?;
+                    let level = (0..)
+                        .find(|l| {
+                            !below_drawn
+                                .iter()
+                                .any(|&(x, k)| k == *l && (x - px).abs() <= 2 * (MARKER_R + 1))
+                        })
+                        .unwrap_or(0);
+                    below_drawn.push((px, level));
+                    let bottom = ypix.end - 1 - level * (2 * (MARKER_R + 1) + 3);
+                    draw_below(&root, (px, bottom), pr.color)?;
                 }
             }
             root.draw(&Rectangle::new(

@@ -856,3 +856,43 @@ fn huge_titles_wrap_quickly() {
         assert!(lines.iter().take(50).all(|l| text_width(l, px) <= 500.0));
     }
 }
+
+/// Two series at 0 at the same x on a log axis: each gets its triangle, the second stacked
+/// above the first, so neither hides the other (the Monte-Carlo 0 and Report Noisy Max's 0 at
+/// ε = 2, c = 10 of the permute-and-flip example were drawn on one spot).
+#[test]
+fn coinciding_points_below_the_axis_are_all_visible() {
+    let mut fig = sample_lines();
+    fig.panels.truncate(1);
+    for s in &mut fig.panels[0].series {
+        s.below = vec![0.2];
+    }
+    let svg = render_lines(&fig).unwrap();
+    // Each triangle is a closed polyline of 4 points; its tip is the third.
+    let tips: Vec<(String, String)> = svg
+        .split("<polyline")
+        .skip(1)
+        .filter_map(|p| {
+            let points = p.split("points=\"").nth(1)?.split('"').next()?;
+            let pts: Vec<&str> = points.split_whitespace().collect();
+            (pts.len() == 4 && pts[0] == pts[3]).then(|| {
+                let (x, y) = pts[2].split_once(',').unwrap();
+                (x.to_string(), y.to_string())
+            })
+        })
+        .collect();
+    assert_eq!(
+        tips.len(),
+        3 + 1,
+        "three series and the legend's sample: {tips:?}"
+    );
+    let at_x: Vec<&(String, String)> = tips.iter().filter(|t| t.0 == tips[0].0).collect();
+    let mut ys: Vec<&String> = at_x.iter().map(|t| &t.1).collect();
+    ys.sort();
+    ys.dedup();
+    assert_eq!(
+        ys.len(),
+        3,
+        "three triangles at one x, at three heights: {tips:?}"
+    );
+}

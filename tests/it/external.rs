@@ -329,3 +329,208 @@ fn the_example_permute_and_flip_has_its_known_error_probability() {
     }
     assert_eq!(checked, 16, "two programs × 8 (ε, c) of the ci profile");
 }
+
+/// Ctrl-C (SIGINT), SIGTERM or SIGHUP of `dplab run` ends every program it started, with the
+/// programs' own children: they run in process groups of their own, which the terminal's
+/// signal does not reach. dplab still dies of the signal, as a shell expects.
+#[test]
+fn a_signal_to_dplab_ends_its_programs_and_their_children() {
+    for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+        let d = tempfile::tempdir().unwrap();
+        let pids = d.path().join("pids");
+        write(
+            d.path(),
+            "code/hang.sh",
+            &format!(
+                "#!/bin/sh\nsleep 300 &\necho $$ $! >> {}\nwait\n",
+                pids.display()
+            ),
+        );
+        let p = write(
+            d.path(),
+            "p.yaml",
+            r#"name: hang
+title: T
+description: d
+source: {paper: p, item: i}
+axes:
+  x: [1, 2]
+stages:
+  ext:
+    kind: external
+    with:
+      command: [sh, code/hang.sh]
+      code: [code]
+      params: {x: $x}
+"#,
+        );
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_dplab"))
+            .args(["run", "--allow-exec", "--jobs", "2", "--out"])
+            .arg(d.path().join("out"))
+            .arg("--store")
+            .arg(d.path().join("store"))
+            .arg(&p)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        // Both programs have started a child of their own.
+        let started = std::time::Instant::now();
+        let listed = loop {
+            let s = std::fs::read_to_string(&pids).unwrap_or_default();
+            let listed: Vec<i32> = s.split_whitespace().map(|p| p.parse().unwrap()).collect();
+            if listed.len() == 4 {
+                break listed;
+            }
+            assert!(
+                started.elapsed().as_secs() < 60,
+                "the programs did not start: {s:?}"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        };
+        // SAFETY: signalling the dplab process this test started.
+        unsafe { libc::kill(child.id() as i32, signal) };
+        let status = child.wait().unwrap();
+        use std::os::unix::process::ExitStatusExt;
+        assert_eq!(status.signal(), Some(signal), "{status:?}");
+        // Every program and child is gone (a zombie waiting for an init that reaps nothing
+        // is gone too: it runs no more).
+        let gone = |pid: i32| {
+            std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                .map(|s| s.rsplit(')').next().unwrap().trim_start().starts_with('Z'))
+                .unwrap_or(true)
+        };
+        let started = std::time::Instant::now();
+        while !listed.iter().all(|&p| gone(p)) {
+            assert!(
+                started.elapsed().as_secs() < 10,
+                "signal {signal}: still running: {:?}",
+                listed.iter().filter(|&&p| !gone(p)).collect::<Vec<_>>()
+            );
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    }
+}
+
+/// `--verify N` computes N instances of stages that run programs a second time: a program
+/// that is deterministic given its seed passes (and its stored instances are checked too), one
+/// that reads another source of randomness fails the run (exit 1) with the first difference.
+#[test]
+fn verify_computes_instances_again_and_catches_a_program_that_ignores_its_seed() {
+    let d = tempfile::tempdir().unwrap();
+    let p = pipeline(d.path(), -1);
+    let run = |extra: &[&str]| {
+        dplab()
+            .args(["run", "--allow-exec", "--out"])
+            .arg(d.path().join("out"))
+            .arg("--store")
+            .arg(d.path().join("store"))
+            .args(extra)
+            .arg(&p)
+            .output()
+            .unwrap()
+    };
+    let o = run(&["--verify", "10"]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(
+        text(&o).contains("--verify: 4 instance(s) of stages that run programs computed again, each gave the same bytes (that is all it has)"),
+        "{}",
+        text(&o)
+    );
+    assert_eq!(started(d.path()), 8, "each of the 4 instances twice");
+    // Stored instances are checked too: only the chosen ones start a program.
+    let o = run(&["--verify", "3"]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert_eq!(started(d.path()), 11);
+    let o = run(&[]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert_eq!(started(d.path()), 11);
+
+    // A program that draws from /dev/urandom instead of its seed.
+    let prog = std::fs::read_to_string(d.path().join("code/prog.sh")).unwrap();
+    let unseeded = prog.replace(
+        r#""$(v lo)""#,
+        r#""$(od -An -N8 -tu8 /dev/urandom | tr -d ' ')""#,
+    );
+    assert_ne!(prog, unseeded);
+    write(d.path(), "code/prog.sh", &unseeded);
+    let o = run(&["--verify", "1"]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let t = text(&o);
+    assert!(
+        t.contains("stage `ext`")
+            && t.contains(
+                "--verify: computed again, it differs from its first run (column `lo`, row 0:"
+            )
+            && t.contains("not deterministic given its seed"),
+        "{t}"
+    );
+}
+
+/// A `probe:` runs once at planning (with consent) and its output joins every instance's key:
+/// another "interpreter version" reruns the stage, the same one reruns nothing, `--dry-run`
+/// names the probe, consent lists it, and a failing probe is a located error before anything
+/// runs.
+#[test]
+fn a_probe_s_output_joins_the_key() {
+    let d = tempfile::tempdir().unwrap();
+    let p = pipeline(d.path(), -1);
+    let version = d.path().join("version.txt");
+    std::fs::write(&version, "Interpreter 1.0\n").unwrap();
+    let yaml = std::fs::read_to_string(&p).unwrap().replace(
+        "      code: [code]\n",
+        &format!(
+            "      code: [code]\n      probe: [cat, {}]\n",
+            version.display()
+        ),
+    );
+    std::fs::write(&p, yaml).unwrap();
+    let store = d.path().join("store");
+    let run = |extra: &[&str]| {
+        dplab()
+            .arg("run")
+            .arg(&p)
+            .arg("--out")
+            .arg(d.path().join("out"))
+            .arg("--store")
+            .arg(&store)
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    let o = run(&[]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        text(&o).contains(&format!("cat {}", version.display())),
+        "{}",
+        text(&o)
+    );
+    assert!(run(&["--allow-exec"]).status.success());
+    assert_eq!(started(d.path()), 4);
+    assert!(run(&["--allow-exec"]).status.success());
+    assert_eq!(started(d.path()), 4, "the same probe output reruns nothing");
+    std::fs::write(&version, "Interpreter 1.1\n").unwrap();
+    let o = run(&["--dry-run", "--allow-exec"]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(
+        text(&o).contains(" 4 to run") && text(&o).contains("probe: cat"),
+        "{}",
+        text(&o)
+    );
+    assert!(run(&["--allow-exec"]).status.success());
+    assert_eq!(
+        started(d.path()),
+        8,
+        "another version reruns every instance"
+    );
+
+    std::fs::remove_file(&version).unwrap();
+    let o = run(&["--allow-exec"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    let t = text(&o);
+    assert!(
+        t.contains("p.yaml:") && t.contains("stage `ext`: the probe `cat") && t.contains("failed"),
+        "{t}"
+    );
+    assert_eq!(started(d.path()), 8);
+}

@@ -55,6 +55,19 @@ pub struct Overrides {
     /// Directories outside the pipeline's own from which its parameters may read files
     /// (`--allow-read`).
     pub allow_read: Vec<PathBuf>,
+    /// Runs the stages' probes ([`crate::kind::Stage::probes`]) while planning: given only
+    /// with the user's consent to run programs.
+    pub prober: Option<ProberHandle>,
+}
+
+/// A [`Prober`](crate::kind::Prober) the planner may share.
+#[derive(Clone)]
+pub struct ProberHandle(pub std::sync::Arc<dyn crate::kind::Prober>);
+
+impl std::fmt::Debug for ProberHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ProberHandle")
+    }
 }
 
 /// A validated pipeline, ready to execute.
@@ -234,6 +247,7 @@ pub fn plan(
             profile: Some(name.clone()),
             set: Vec::new(),
             allow_read: ov.allow_read.clone(),
+            prober: ov.prober.clone(),
         };
         if budget == 0 {
             let mut e = spec.err(

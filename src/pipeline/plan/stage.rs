@@ -666,6 +666,28 @@ impl<'a> Planner<'a> {
             files.push(format!("tree {} {digest}", rel.display()));
             file_hash.insert(rel.to_path_buf(), digest.to_string());
         }
+        // Then what the probes print (without consent they are not run, and their part of the
+        // key says so: `--dry-run` then counts the stage's instances as changed).
+        for probe in r.probes() {
+            let command = shlex::try_join(probe.argv.iter().map(String::as_str))
+                .unwrap_or_else(|_| probe.argv.join(" "));
+            let digest = match &ov.prober {
+                None => "not run (no consent to run programs)".to_string(),
+                Some(p) => match p.0.probe(&probe) {
+                    Ok(out) => hex(&Sha256::digest(&out)),
+                    Err(msg) => {
+                        let e = spec.err(
+                            &format!("stages.{name}.with.probe"),
+                            format!("stage `{name}`: the probe `{command}` failed: {msg}"),
+                        );
+                        self.errors.push(e);
+                        return None;
+                    }
+                },
+            };
+            files.push(format!("probe {command} {digest}"));
+            file_hash.insert(PathBuf::from(format!("probe: {command}")), digest);
+        }
         Some(Built {
             params,
             files,

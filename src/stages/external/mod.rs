@@ -6,7 +6,9 @@
 //! relative to the pipeline file) is read when the pipeline is planned, enters every
 //! instance's store key by content, and is written into the instance's working directory, so
 //! what runs is what was hashed: editing a file reruns exactly the instances that run it,
-//! touching one reruns nothing. The instance's parameters (`params:`, `$axis` substituted),
+//! touching one reruns nothing. What the code runs on is outside the files: a `probe:` command
+//! (`[python3, -c, "import numpy; print(numpy.__version__)"]`) is run once when the pipeline
+//! is planned, and its output joins the key too. The instance's parameters (`params:`, `$axis` substituted),
 //! axis values, 128-bit seed and input frames reach it as files under the hand-off protocol of
 //! [`protocol`] (version 1); it writes one frame (and any artifacts) back. The same seed must
 //! give the same frame: dplab cannot check that a program keeps this promise, except by
@@ -27,6 +29,7 @@ use anyhow::Result;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
+use crate::kind::Probe;
 use crate::stages::param::{Between, Positive};
 use crate::stages::{build, params, Artifact, Ctx, Gather, KindInfo, Output, ParamError, Stage};
 
@@ -37,9 +40,9 @@ pub mod protocol;
 mod runner;
 
 pub use error::ExternalError;
-pub use process::{check_pass_env, kill_running, Log};
+pub use process::{check_pass_env, kill_running, stop_programs, Log};
 pub use protocol::{Bounds, ProgramArtifact, PROTOCOL, PYTHON_HELPER};
-pub use runner::{run, Instance, Produced, Program};
+pub use runner::{run, Instance, Probes, Produced, Program, PROBE_TIMEOUT};
 
 #[cfg(test)]
 // Tests read the files their programs wrote.
@@ -71,6 +74,9 @@ struct External {
     /// parameters passed to the program as they are (in dplab.json's `params`; `$axis` references substituted)
     #[serde(default, skip_serializing_if = "Option::is_none")]
     params: Option<serde_json::Map<String, serde_json::Value>>,
+    /// a command run once when the pipeline is planned (e.g. [python3, --version]), in the program's environment: what it prints joins every instance's store key, so another interpreter or library version reruns them
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    probe: Option<Vec<String>>,
     /// threads the program may use (DPLAB_THREADS, OMP_NUM_THREADS, …)
     #[serde(default = "one_thread")]
     threads: Between<1, 1024>,
@@ -92,25 +98,38 @@ fn an_hour() -> Positive {
     Positive::of(3600.0)
 }
 
+/// A command line (`command`, `probe`): a program's name and its arguments, none holding a
+/// NUL byte (it could not reach the program).
+fn check_argv(param: &str, argv: &[String]) -> Result<(), ParamError> {
+    match argv.first() {
+        None => {
+            return Err(ParamError::at(
+                param,
+                "give the program to run: [program, arguments…]",
+            ))
+        }
+        Some(p) if p.is_empty() => {
+            return Err(ParamError::at(
+                &format!("{param}.0"),
+                "the program's name is empty",
+            ))
+        }
+        _ => {}
+    }
+    if let Some(i) = argv.iter().position(|a| a.contains('\0')) {
+        return Err(ParamError::at(
+            &format!("{param}.{i}"),
+            "an argument holds a NUL byte",
+        ));
+    }
+    Ok(())
+}
+
 impl Stage for External {
     fn validate(&self) -> Result<(), ParamError> {
-        match self.command.first() {
-            None => {
-                return Err(ParamError::at(
-                    "command",
-                    "give the program to run: [program, arguments…]",
-                ))
-            }
-            Some(p) if p.is_empty() => {
-                return Err(ParamError::at("command.0", "the program's name is empty"))
-            }
-            _ => {}
-        }
-        if let Some(i) = self.command.iter().position(|a| a.contains('\0')) {
-            return Err(ParamError::at(
-                &format!("command.{i}"),
-                "an argument holds a NUL byte",
-            ));
+        check_argv("command", &self.command)?;
+        if let Some(probe) = &self.probe {
+            check_argv("probe", probe)?;
         }
         for (i, c) in self.code.iter().enumerate() {
             use std::path::Component;
@@ -153,7 +172,19 @@ impl Stage for External {
     }
 
     fn programs(&self) -> Vec<Vec<String>> {
-        vec![self.command.clone()]
+        let mut all = vec![self.command.clone()];
+        all.extend(self.probe.clone());
+        all
+    }
+
+    fn probes(&self) -> Vec<Probe> {
+        self.probe
+            .iter()
+            .map(|argv| Probe {
+                argv: argv.clone(),
+                pass_env: self.pass_env.clone(),
+            })
+            .collect()
     }
 
     fn columns_out(&self, _: &[Option<Vec<String>>]) -> Option<Vec<String>> {

@@ -252,6 +252,21 @@ fn access_x(p: &Path) -> bool {
 /// Process groups of programs running now, so that [`kill_running`] can end them.
 static LIVE: Mutex<Vec<i32>> = Mutex::new(Vec::new());
 
+/// Set by [`stop_programs`], read under [`LIVE`]'s lock: once dplab is stopping, no program
+/// starts (a worker may be about to spawn one when Ctrl-C arrives).
+static STOPPING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// dplab is stopping (Ctrl-C, SIGTERM, SIGHUP): no program starts from now on, and every
+/// running one is killed with its group. The programs run in process groups of their own,
+/// which a terminal's Ctrl-C does not reach, and `PR_SET_PDEATHSIG` ends only the direct
+/// child when dplab dies: without this, a program's children would outlive the run.
+pub fn stop_programs() {
+    let live = LIVE.lock().unwrap_or_else(|e| e.into_inner());
+    STOPPING.store(true, std::sync::atomic::Ordering::SeqCst);
+    drop(live);
+    kill_running();
+}
+
 /// Kills (SIGKILL) the process group of every program this process is running. For the
 /// engine's interrupt handling (Ctrl-C, SIGTERM): call it from an ordinary thread, not from
 /// inside a signal handler (it takes a lock). Each `run` then returns an error.
@@ -314,6 +329,12 @@ impl Running {
         }
         // Registered under the lock so that `kill_running` never misses a started program.
         let mut live = LIVE.lock().unwrap_or_else(|e| e.into_inner());
+        if STOPPING.load(std::sync::atomic::Ordering::SeqCst) {
+            return Err(io::Error::new(
+                io::ErrorKind::Interrupted,
+                "dplab is stopping: no program starts",
+            ));
+        }
         let child = cmd.spawn()?;
         let pgid = child.id() as i32;
         live.push(pgid);

@@ -9,7 +9,7 @@ use polars::prelude::DataFrame;
 use super::error::ExternalError;
 use super::process::{self, Invocation, Log};
 use super::protocol::{self, Bounds, Facts, ProgramArtifact, WorkDir};
-use crate::kind::Ctx;
+use crate::kind::{Ctx, Probe, Prober};
 
 /// The program of a stage, as its parameters give it.
 #[derive(Clone, Debug)]
@@ -154,4 +154,54 @@ fn write_code(
             .map_err(|e| ExternalError::Setup(format!("{}: {e}", to.display())))?;
     }
     Ok(())
+}
+
+/// Longest a probe may run: it prints a version, it does not compute.
+pub const PROBE_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Runs a stage's probe (e.g. `python3 --version`) once per process for each distinct probe:
+/// in a fresh, empty working directory, with the environment its programs get, under
+/// [`PROBE_TIMEOUT`]. What it printed (stdout and stderr, the last 64 KiB) is the output.
+/// Given to the planner only with the user's consent to run programs.
+#[derive(Default)]
+pub struct Probes {
+    done: std::sync::Mutex<std::collections::HashMap<Probe, Result<Vec<u8>, String>>>,
+}
+
+impl Prober for Probes {
+    fn probe(&self, probe: &Probe) -> Result<Vec<u8>, String> {
+        let mut done = self.done.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(r) = done.get(probe) {
+            return r.clone();
+        }
+        let r = run_probe(probe).map_err(|e| e.to_string());
+        done.insert(probe.clone(), r.clone());
+        r
+    }
+}
+
+fn run_probe(probe: &Probe) -> Result<Vec<u8>, ExternalError> {
+    let work = WorkDir::create().map_err(|e| {
+        ExternalError::Setup(format!(
+            "creating a directory in {}: {e}",
+            std::env::temp_dir().display()
+        ))
+    })?;
+    let bounds = Bounds::current();
+    let env = process::environment(
+        work.path(),
+        &work.path().join("dplab.json"),
+        work.path(),
+        1,
+        &probe.pass_env,
+    );
+    let ran = process::run(&Invocation {
+        argv: &probe.argv,
+        cwd: work.path(),
+        env,
+        timeout: PROBE_TIMEOUT,
+        grace: bounds.grace,
+        log_bytes: bounds.log_bytes,
+    })?;
+    Ok(ran.log.bytes())
 }
