@@ -307,6 +307,7 @@ struct Run<'a> {
 /// everything that does not depend on it still runs and is stored; the error names it.
 pub fn execute(plan: &Plan, opts: &RunOptions) -> Result<PathBuf, RunError> {
     let started = Instant::now();
+    super::provenance::start();
     let run = drive(plan, opts, None)?;
     if opts.verify > 0 {
         let checked = run.verified.load(Ordering::Relaxed);

@@ -50,6 +50,17 @@ impl InputFiles {
         Ok(())
     }
 
+    /// Every file the plan read, by the path as written, in path order.
+    pub fn all(&self) -> Vec<(&Path, &[u8])> {
+        let mut all: Vec<(&Path, &[u8])> = self
+            .by_path
+            .iter()
+            .map(|(p, b)| (p.as_path(), &b[..]))
+            .collect();
+        all.sort();
+        all
+    }
+
     /// The bytes of a file the plan read, by the path as written.
     pub fn get(&self, rel: &Path) -> Option<&[u8]> {
         self.by_path.get(rel).map(|b| &b[..])

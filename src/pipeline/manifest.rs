@@ -22,6 +22,8 @@ use crate::verdict::Finding;
 #[serde(default, bound(deserialize = "Seeds: Deserialize<'de> + Default"))]
 pub struct Manifest<Seeds = Vec<Seed>> {
     pub dplab_version: String,
+    /// The dplab that wrote it: version, the commit it was built from, its binary's sha256.
+    pub build: Build,
     /// `git rev-parse HEAD` of the pipeline file's directory, `-dirty` when it has changes.
     pub git_commit: Option<String>,
     pub pipeline: PipelineInfo,
@@ -35,6 +37,9 @@ pub struct Manifest<Seeds = Vec<Seed>> {
     /// Worker threads.
     pub jobs: Option<u64>,
     pub wall_seconds: Option<f64>,
+    /// Every file the pipeline's parameters named that the run read (tables, code), with
+    /// where it was and what it held.
+    pub inputs: Vec<InputFile>,
     /// Every file of the results directory but this one, with its size and hash.
     pub outputs: Vec<OutputFile>,
     pub warning: String,
@@ -74,6 +79,30 @@ pub struct PipelineInfo {
     pub findings: Vec<Finding>,
 }
 
+/// The build of dplab that wrote a manifest.
+#[derive(Serialize, Deserialize, Debug, Default, Clone, PartialEq)]
+#[serde(default)]
+pub struct Build {
+    pub version: String,
+    /// `git rev-parse HEAD` when it was built (uncommitted changes are not seen: the binary's
+    /// hash tells builds apart).
+    pub commit: String,
+    /// sha256 of the dplab executable that ran.
+    pub binary_sha256: String,
+}
+
+/// A file a run read because its pipeline named it.
+#[derive(Serialize, Deserialize, Debug, Default, Clone, PartialEq)]
+#[serde(default)]
+pub struct InputFile {
+    /// As written in the pipeline (relative to the pipeline file).
+    pub path: String,
+    /// Where it was read from.
+    pub resolved: String,
+    pub bytes: u64,
+    pub sha256: String,
+}
+
 /// One file of a results directory.
 #[derive(Serialize, Deserialize, Debug, Default, Clone, PartialEq)]
 #[serde(default)]
@@ -111,6 +140,16 @@ pub struct StageEntry<Seeds = Vec<Seed>> {
     /// Left out when none, as in every manifest before external stages.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub programs: Vec<Vec<String>>,
+    /// Its parameters as they ran (after `--profile` and `--set`), with its `$axis`
+    /// references: each instance's set is this with its axis values put in.
+    pub params: serde_json::Value,
+    /// What else its keys are a function of: the files and folders its parameters name and
+    /// its probes (each with its sha256), and the external data it reads (a dataset file's
+    /// registered name and sha256). Left out when none.
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub files: std::collections::BTreeMap<String, String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub sources: Vec<String>,
     /// Its instances in plan order.
     pub seeds: Seeds,
 }
@@ -139,6 +178,11 @@ mod tests {
     /// two instances), field for field and byte for byte.
     const WRITTEN: &str = r#"{
   "dplab_version": "0.1.0",
+  "build": {
+    "version": "0.1.0",
+    "commit": "50fc2fa",
+    "binary_sha256": "e1c0"
+  },
   "git_commit": "61f1541-dirty",
   "pipeline": {
     "name": "p",
@@ -177,6 +221,14 @@ mod tests {
   },
   "jobs": 2,
   "wall_seconds": 0.0123456789,
+  "inputs": [
+    {
+      "path": "data/table.csv",
+      "resolved": "/home/r/pipelines/data/table.csv",
+      "bytes": 120,
+      "sha256": "a1b2"
+    }
+  ],
   "outputs": [
     {
       "file": "noisy.csv",
@@ -200,6 +252,17 @@ mod tests {
       "instances": 2,
       "seconds_total": 0.5,
       "seconds_max": 0.25,
+      "params": {
+        "column": "value",
+        "noise": "laplace",
+        "epsilon": "$eps"
+      },
+      "files": {
+        "data/table.csv": "a1b2"
+      },
+      "sources": [
+        "adult.data sha256 5b00"
+      ],
       "seeds": [
         {
           "instance": "eps=0.5",

@@ -36,6 +36,7 @@ pub mod key;
 pub mod locate;
 pub mod manifest;
 pub mod plan;
+pub mod provenance;
 pub mod record;
 pub mod results;
 pub mod schema;

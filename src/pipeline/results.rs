@@ -12,7 +12,9 @@ use polars::prelude::*;
 use serde_json::json;
 use sha2::{Digest, Sha256};
 
-use super::manifest::{Manifest, OutputFile, PipelineInfo, Seed, StageEntry, WithoutSeeds};
+use super::manifest::{
+    InputFile, Manifest, OutputFile, PipelineInfo, Seed, StageEntry, WithoutSeeds,
+};
 use super::plan::{Plan, PlannedStage};
 use super::spec::AxisValue;
 use crate::kind::Artifact;
@@ -286,7 +288,11 @@ fn write_all(
                 dir,
                 &names.claim(format!("{}.parquet", stage.name))?,
                 |w| {
-                    ParquetWriter::new(w).finish(&mut df)?;
+                    ParquetWriter::new(w)
+                        .with_key_value_metadata(Some(KeyValueMetadata::from_static(
+                            parquet_metadata(plan, stage),
+                        )))
+                        .finish(&mut df)?;
                     Ok(())
                 },
             )?);
@@ -320,6 +326,11 @@ fn write_all(
             seconds_total: secs.iter().sum::<f64>(),
             seconds_max: secs.iter().copied().fold(0.0, f64::max),
             programs: stage.programs.clone(),
+            params: serde_json::to_value(&stage.with).unwrap_or_else(|_| {
+                json!(serde_yaml_ng::to_string(&stage.with).unwrap_or_default())
+            }),
+            files: stage.files.clone(),
+            sources: stage.sources.clone(),
             seeds: SeedsOf(stage),
         });
     }
@@ -345,8 +356,22 @@ fn write_all(
             )
         })
         .collect();
+    let inputs = plan
+        .files
+        .all()
+        .into_iter()
+        .map(|(rel, bytes)| InputFile {
+            path: rel.display().to_string(),
+            resolved: std::path::absolute(plan.base_dir.join(rel))
+                .map_or_else(|_| String::new(), |p| p.display().to_string()),
+            bytes: bytes.len() as u64,
+            sha256: hex(&Sha256::digest(bytes)),
+        })
+        .collect();
     let manifest = Manifest {
         dplab_version: env!("CARGO_PKG_VERSION").into(),
+        build: super::provenance::build(),
+        inputs,
         git_commit: git_commit(&plan.base_dir),
         pipeline: PipelineInfo {
             name: plan.name.clone(),
@@ -372,6 +397,33 @@ fn write_all(
         Ok(serde_json::to_writer_pretty(w, &manifest)?)
     })?;
     Ok(())
+}
+
+/// What a results Parquet file says of itself (file-level key-value metadata), so that a
+/// frame copied away from its directory still names what made it: the pipeline, the stage,
+/// the dplab version, and its instance's store key (for a frame of many instances, the sha256
+/// of their keys in plan order, as the manifest lists them).
+fn parquet_metadata(plan: &Plan, stage: &PlannedStage) -> Vec<(String, String)> {
+    let instance = match stage.instances.as_slice() {
+        [one] => ("dplab.instance_key".to_string(), one.store_key.to_string()),
+        all => {
+            let mut sha = Sha256::new();
+            for i in all {
+                sha.update(i.store_key.to_string().as_bytes());
+                sha.update(b"\n");
+            }
+            (
+                "dplab.instance_keys_sha256".to_string(),
+                hex(&sha.finalize()),
+            )
+        }
+    };
+    vec![
+        ("dplab.pipeline".into(), plan.name.clone()),
+        ("dplab.stage".into(), stage.name.clone()),
+        ("dplab.version".into(), env!("CARGO_PKG_VERSION").into()),
+        instance,
+    ]
 }
 
 /// A stage's instances (label, seed, store key) in the manifest, streamed straight from the

@@ -353,6 +353,7 @@ fn a_signal_to_dplab_ends_its_programs_and_their_children() {
 title: T
 description: d
 source: {paper: p, item: i}
+seed: 1
 axes:
   x: [1, 2]
 stages:
@@ -381,6 +382,9 @@ stages:
             let listed: Vec<i32> = s.split_whitespace().map(|p| p.parse().unwrap()).collect();
             if listed.len() == 4 {
                 break listed;
+            }
+            if let Some(status) = child.try_wait().unwrap() {
+                panic!("dplab ended before its programs started: {status:?}");
             }
             assert!(
                 started.elapsed().as_secs() < 60,

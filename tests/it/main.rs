@@ -20,6 +20,7 @@ mod layers;
 mod limits;
 mod mechanism_docs;
 mod mutate;
+mod provenance;
 mod report;
 mod resume;
 mod safety;

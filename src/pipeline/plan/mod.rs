@@ -125,6 +125,8 @@ pub struct PlannedStage {
     /// digest, [`super::files::InputFiles::tree_digest`]): the run record keeps them, so
     /// `--dry-run` names the file that changed.
     pub files: std::collections::BTreeMap<String, String>,
+    /// The external data its instances read ([`crate::kind::Stage::sources`]), distinct.
+    pub sources: Vec<String>,
     pub instances: Vec<Instance>,
 }
 

@@ -41,6 +41,7 @@ impl<'a> Planner<'a> {
             columns,
             programs,
             files,
+            sources,
         } = self.instances(&sp, env, &shape, &ups)?;
         // The caller decides consent from the kinds alone (`runs_programs`), before planning:
         // a kind that runs programs without declaring it would slip past that.
@@ -73,6 +74,7 @@ impl<'a> Planner<'a> {
             columns,
             programs,
             files,
+            sources,
             instances,
         };
         Some((stage, shape.reps_out))
@@ -477,6 +479,7 @@ impl<'a> Planner<'a> {
         let mut built: HashMap<Vec<String>, Built> = HashMap::new();
         let mut file_hash: HashMap<PathBuf, String> = HashMap::new();
         let mut programs: BTreeSet<Vec<String>> = BTreeSet::new();
+        let mut sources: BTreeSet<String> = BTreeSet::new();
         let keys = product(&shape.axes, &value_lists);
         let mut instances = Vec::with_capacity(keys.len());
         let mut last_inputs: Option<Arc<[Box<[usize]>]>> = None;
@@ -495,6 +498,7 @@ impl<'a> Planner<'a> {
                 None => {
                     let b = self.build(sp, &key, &input_cols, &mut file_hash)?;
                     programs.extend(b.programs.iter().cloned());
+                    sources.extend(b.sources.iter().cloned());
                     if declared.as_ref().is_none_or(|d| *d == b.columns) {
                         declared = Some(b.columns.clone());
                     } else {
@@ -567,6 +571,7 @@ impl<'a> Planner<'a> {
             columns,
             programs: programs.into_iter().collect(),
             files,
+            sources: sources.into_iter().collect(),
         })
     }
 
@@ -704,6 +709,7 @@ pub(super) struct Planned {
     pub(super) columns: Option<Vec<String>>,
     pub(super) programs: Vec<Vec<String>>,
     pub(super) files: std::collections::BTreeMap<String, String>,
+    pub(super) sources: Vec<String>,
 }
 
 /// What the store key needs of a parameter set: its canonical text, the sha256 of each file
