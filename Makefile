@@ -9,7 +9,7 @@ JOBS ?= 2
 MIRROR ?= $(wildcard ../shared/datasets)
 export DPLAB_DATA_MIRROR ?= $(if $(MIRROR),$(abspath $(MIRROR)),)
 
-.PHONY: build run-all report test figure-check browser-test test-slurm golden bench lint fuzz clean
+.PHONY: build run-all report test figure-check parquet-check browser-test test-slurm golden bench lint fuzz clean
 
 build:
 	$(CARGO) build --release --locked
@@ -39,6 +39,7 @@ test: build
 	$(DPLAB) run pipelines/ --profile ci --out target/ci-results --jobs $(JOBS) --skip-unavailable --store target/ci-store --allow-exec
 	$(DPLAB) compare target/ci-results tests/golden $(if $(DPLAB_DATA_MIRROR),,--allow-missing)
 	$(MAKE) figure-check
+	$(MAKE) parquet-check
 	tests/browser/run.sh target/ci-results pipelines
 
 ## Every figure of target/ci-results rendered by librsvg (rsvg-convert; installed with apt-get
@@ -47,6 +48,14 @@ test: build
 figure-check:
 	command -v rsvg-convert >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends librsvg2-bin >/dev/null; }
 	python3 tests/figure-check/check.py target/ci-results
+
+## Every Parquet frame of target/ci-results read by pyarrow and duckdb (in a Python environment
+## made here, target/pyenv, from the package registry) and held against its CSV: names, types
+## (integers stay integers), values, and the key-value metadata. See tests/parquet-check/check.py.
+parquet-check:
+	test -x target/pyenv/bin/python || python3 -m venv target/pyenv || { rm -rf target/pyenv; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends python3-venv >/dev/null && python3 -m venv target/pyenv; }
+	target/pyenv/bin/python -c 'import pyarrow, duckdb' 2>/dev/null || target/pyenv/bin/pip install -q pyarrow duckdb
+	target/pyenv/bin/python tests/parquet-check/check.py target/ci-results
 
 ## The report in a real browser: Debian's Chromium (installed with apt-get when missing, as root),
 ## headless, on target/ci-results (made by `make test`; run that first). Fails if an experiment has

@@ -14,6 +14,10 @@ use crate::text::suggest;
 #[derive(Debug, Clone, PartialEq)]
 pub enum AxisValue {
     Num(f64),
+    /// A number of an axis written in integers (`[1, 2, 5]`, `{from: 1, to: 30, step: 1}`),
+    /// and `rep`: its frame column holds integers. Its canonical text is the same as the
+    /// float's, so seeds do not depend on how it was written.
+    Int(i64),
     Text(String),
     /// A structured value (a dataset with its cleaning settings, a mechanism with its
     /// parameters) that stages read by field: `$data.drop`. Shared, since every instance's
@@ -50,6 +54,7 @@ impl AxisValue {
     pub fn canonical(&self) -> String {
         match self {
             AxisValue::Num(x) => format!("{x}"),
+            AxisValue::Int(i) => format!("{i}"),
             AxisValue::Text(s) => s.clone(),
             AxisValue::Record(r) => r.name.clone(),
         }
@@ -62,15 +67,18 @@ impl AxisValue {
                 Value::Number(serde_yaml_ng::Number::from(*x as i64))
             }
             AxisValue::Num(x) => Value::Number(serde_yaml_ng::Number::from(*x)),
+            AxisValue::Int(i) => Value::Number(serde_yaml_ng::Number::from(*i)),
             AxisValue::Text(s) => Value::String(s.clone()),
             AxisValue::Record(r) => Value::Mapping(r.fields.clone()),
         }
     }
 
-    /// What a frame's axis column holds: the number, or the text (a record's name).
+    /// The value as a number, or its text (a record's name). (An integer's frame column
+    /// holds integers: see [`AxisValue::Int`].)
     pub fn cell(&self) -> Result<f64, &str> {
         match self {
             AxisValue::Num(x) => Ok(*x),
+            AxisValue::Int(i) => Ok(*i as f64),
             AxisValue::Text(s) => Err(s),
             AxisValue::Record(r) => Err(&r.name),
         }
@@ -106,7 +114,38 @@ pub fn parse_axis(v: &Value) -> Result<Vec<AxisValue>, (String, String)> {
         out.push(x);
         Ok(())
     })?;
+    // An axis written in integers keeps them (its frame column is of integers): `rep`, counts,
+    // sizes. One float among them (`[1, 2.5]`) makes it an axis of floats.
+    if written_in_integers(v) {
+        for x in &mut out {
+            if let AxisValue::Num(f) = *x {
+                *x = AxisValue::Int(f as i64);
+            }
+        }
+    }
     Ok(out)
+}
+
+/// Whether every number of the axis `v` is written as an integer of at most 2⁵³ in magnitude
+/// (exact as a float too): a list or a single number of them, or `{from, to, step}` of them.
+fn written_in_integers(v: &Value) -> bool {
+    let int = |x: &Value| {
+        x.as_i64()
+            .is_some_and(|i| i.unsigned_abs() <= 9_007_199_254_740_992)
+    };
+    match v {
+        Value::Number(_) => int(v),
+        Value::Sequence(items) => {
+            !items.is_empty()
+                && items
+                    .iter()
+                    .all(|x| matches!(x, Value::Number(_)) && int(x))
+        }
+        Value::Mapping(m) => ["from", "to", "step"]
+            .iter()
+            .all(|k| m.get(*k).is_some_and(int)),
+        _ => false,
+    }
 }
 
 /// A count written as an integer or as a float with an integer value (`1e6`), as counts
@@ -327,7 +366,7 @@ fn walk(
                 });
             }
             let sort = |x: &AxisValue| match x {
-                AxisValue::Num(_) => "numbers",
+                AxisValue::Num(_) | AxisValue::Int(_) => "numbers",
                 AxisValue::Text(_) => "strings",
                 AxisValue::Record(_) => "records",
             };

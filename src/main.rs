@@ -36,23 +36,5 @@ fn main() -> ExitCode {
         // (exit 101) and lost its work. Logs nobody reads are dropped instead.
         .log_internal_errors(false)
         .init();
-    end_programs_on_signals();
     cli::dispatch(cli)
-}
-
-/// Ctrl-C, SIGTERM or SIGHUP: first end the programs external stages started (they run in
-/// process groups of their own, out of the terminal's reach), then die of the signal as
-/// before. What dplab had stored stays stored: the store survives a kill at any moment.
-fn end_programs_on_signals() {
-    use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
-    let Ok(mut signals) = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP]) else {
-        return;
-    };
-    std::thread::spawn(move || {
-        if let Some(signal) = signals.forever().next() {
-            dplab::stages::external::stop_programs();
-            let _ = signal_hook::low_level::emulate_default_handler(signal);
-            std::process::exit(128 + signal);
-        }
-    });
 }

@@ -362,6 +362,12 @@ pub(crate) struct Common {
     /// (seed=N). Repeatable.
     #[arg(long = "set", value_name = "KEY=VALUE")]
     pub(crate) set: Vec<String>,
+    /// Sweep a stage parameter without editing the file: STAGE.PARAM=VALUES adds an axis named
+    /// after the parameter with VALUES (a list or grid, in YAML) and the parameter reads it
+    /// (noisy.samples='[100, 1000]'). Its stage and the stages that read it get new seeds.
+    /// Repeatable; the same as --set '+STAGE.PARAM=VALUES'.
+    #[arg(long = "sweep", value_name = "STAGE.PARAM=VALUES")]
+    pub(crate) sweep: Vec<String>,
     /// Let pipelines read files under DIR too (by default a pipeline reads only inside its own directory).
     #[arg(long, value_name = "DIR")]
     pub(crate) allow_read: Vec<PathBuf>,
@@ -377,6 +383,14 @@ pub(crate) struct Common {
 }
 
 impl Common {
+    /// The `--set` arguments, then the `--sweep`s as the `--set +…` they stand for: what the
+    /// planner, the manifest and the jobs of `dplab slurm` are given.
+    pub(crate) fn set_args(&self) -> Vec<String> {
+        let mut all = self.set.clone();
+        all.extend(self.sweep.iter().map(|s| format!("+{s}")));
+        all
+    }
+
     pub(crate) fn install_limits(&self) {
         limits::set(limits::Limits {
             instances: self.max_instances,

@@ -258,7 +258,7 @@ pub(crate) fn data_cmd(action: DataAction) -> Outcome {
             common,
             ..
         } => {
-            if common.profile.is_some() || !common.set.is_empty() {
+            if common.profile.is_some() || !common.set_args().is_empty() {
                 return Err(Failure::BadInput("--profile and --set choose what pipelines read: give them with --pipelines PATH".to_string()));
             }
             if names.is_empty() && !all {

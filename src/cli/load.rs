@@ -142,7 +142,7 @@ fn plan_spec(
         file,
         &plan::Overrides {
             profile: common.profile.clone(),
-            set: common.set.clone(),
+            set: common.set_args(),
             allow_read: common.allow_read.clone(),
             prober,
         },

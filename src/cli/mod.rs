@@ -35,6 +35,7 @@ use exit::Failure;
 /// Runs the command `cli` names, and turns how it went into the exit status.
 pub(crate) fn dispatch(cli: Cli) -> ExitCode {
     raise_open_file_limit();
+    end_programs_on_signals();
     out::status_is_verdict(matches!(
         cli.command,
         Command::Run(_)
@@ -110,4 +111,21 @@ fn raise_open_file_limit() {
             libc::setrlimit(libc::RLIMIT_NOFILE, &lim);
         }
     }
+}
+
+/// Ctrl-C, SIGTERM or SIGHUP: first end the programs external stages started (they run in
+/// process groups of their own, out of the terminal's reach), then die of the signal as
+/// before. What dplab had stored stays stored: the store survives a kill at any moment.
+fn end_programs_on_signals() {
+    use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+    let Ok(mut signals) = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP]) else {
+        return;
+    };
+    std::thread::spawn(move || {
+        if let Some(signal) = signals.forever().next() {
+            dplab::stages::external::stop_programs();
+            let _ = signal_hook::low_level::emulate_default_handler(signal);
+            std::process::exit(128 + signal);
+        }
+    });
 }

@@ -147,7 +147,7 @@ pub(crate) fn run(args: &RunArgs, quiet: bool) -> Outcome {
         out_dir: out.clone(),
         terminal: !quiet && std::io::stderr().is_terminal(),
         jobs: threads,
-        set: common.set.clone(),
+        set: common.set_args(),
         store: store.store(),
         force: store.force(),
         verify: *verify,

@@ -195,7 +195,7 @@ give --dry-run to write the scripts only",
     if let Some(p) = &common.profile {
         run_args.extend(["--profile".to_string(), p.clone()]);
     }
-    for s in &common.set {
+    for s in &common.set_args() {
         run_args.extend(["--set".to_string(), s.clone()]);
     }
     for d in &common.allow_read {
@@ -246,7 +246,7 @@ give --dry-run to write the scripts only",
         cpus: args.cpus_per_task,
         run_args,
         profile: common.profile.clone(),
-        set: common.set.clone(),
+        set: common.set_args(),
         sbatch,
         dir,
         written,

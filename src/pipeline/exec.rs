@@ -1036,6 +1036,19 @@ impl<'a> Run<'a> {
                     let whole = lock(&self.stages[up].whole).clone();
                     (*whole.expect("a whole input is gathered before its readers start")).clone()
                 }
+                // An input that ran only at other values (`only:`): no rows, with the
+                // columns planning knows it has (of no type yet: stacked, they take the
+                // type of the frames that have values).
+                p if p.pieces().next().is_none() => {
+                    let up = &plan.stages[stage.inputs[k]];
+                    let cols: Vec<Column> = up
+                        .columns
+                        .iter()
+                        .flatten()
+                        .map(|c| Column::full_null(c.as_str().into(), 0, &DataType::Null))
+                        .collect();
+                    DataFrame::new(0, cols)?
+                }
                 p => {
                     let frames: Vec<DataFrame> = p
                         .pieces()
@@ -1137,9 +1150,12 @@ fn with_axis_columns(frame: DataFrame, key: &[(Arc<str>, AxisValue)]) -> Result<
     let height = frame.height();
     let mut cols: Vec<Column> = key
         .iter()
-        .map(|(axis, v)| match v.cell() {
-            Ok(x) => Column::new_scalar((&**axis).into(), Scalar::from(x), height),
-            Err(s) => {
+        .map(|(axis, v)| match (v, v.cell()) {
+            (AxisValue::Int(i), _) => {
+                Column::new_scalar((&**axis).into(), Scalar::from(*i), height)
+            }
+            (_, Ok(x)) => Column::new_scalar((&**axis).into(), Scalar::from(x), height),
+            (_, Err(s)) => {
                 Column::new_scalar((&**axis).into(), Scalar::from(PlSmallStr::from(s)), height)
             }
         })

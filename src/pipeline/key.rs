@@ -104,6 +104,10 @@ pub fn store_key(p: &KeyParts) -> Key {
     for (a, v) in p.axes {
         put("axis", a.as_bytes());
         put("value", v.canonical().as_bytes());
+        // The frame's axis column is of integers: not the entry a float value left.
+        if matches!(v, AxisValue::Int(_)) {
+            put("integer", b"");
+        }
     }
     for (k, keys) in p.upstream.iter().enumerate() {
         put("upstream", &(k as u64).to_le_bytes());

@@ -51,7 +51,9 @@ pub struct RawPipeline {
     pub name: String,
     /// A one-line title, shown in the report.
     pub title: String,
-    /// The paper and the item in it that this pipeline reproduces.
+    /// The paper and the item in it that this pipeline reproduces; none for an experiment of
+    /// one's own.
+    #[serde(default)]
     pub source: Source,
     /// What the experiment is and how we reproduce it (Markdown, shown in the report).
     pub description: String,
@@ -92,6 +94,13 @@ pub struct Source {
     pub item: String,
 }
 
+impl Source {
+    /// An experiment of one's own: no paper named.
+    pub fn is_none(&self) -> bool {
+        self.paper.is_empty() && self.item.is_empty()
+    }
+}
+
 /// One stage: a kind, its inputs and its parameters.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -115,6 +124,12 @@ pub struct RawStage {
     /// Run the stage this many times (axis `rep` = 0, 1, …).
     #[serde(default)]
     pub repeat: Option<u64>,
+    /// Run only at some values of its axes: per axis, a list of values to keep, or bounds
+    /// (`{lt: 1}`, `le`, `gt`, `ge`). The stage has no instance (and no rows) elsewhere, nor
+    /// do readers that would read nothing else.
+    #[serde(default)]
+    #[schemars(with = "Option<serde_json::Map<String, serde_json::Value>>")]
+    pub only: IndexMap<String, Value>,
 }
 
 fn over_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
@@ -372,6 +387,9 @@ pub fn parse(path: &Path, text: String) -> Result<SpecFile, SpecError> {
         ),
         hint: None,
     })?;
+    if let Some(e) = missing_keys(path, &value) {
+        return Err(e);
+    }
     let raw: RawPipeline = crate::yaml::deserialize(value).map_err(|e| {
         let dotted = e.path.join(".");
         SpecError {
@@ -390,6 +408,57 @@ pub fn parse(path: &Path, text: String) -> Result<SpecFile, SpecError> {
         text,
         raw,
         locs,
+    })
+}
+
+/// Every required top-level key the file lacks, in one error with a skeleton of them (serde
+/// would stop at the first): a newcomer's first file should need one round, not six. The
+/// required keys are the schema's (`RawPipeline`'s fields without a default).
+fn missing_keys(path: &Path, value: &Value) -> Option<SpecError> {
+    let Value::Mapping(m) = value else {
+        return None;
+    };
+    let schema = crate::kind::schema_settings()
+        .into_generator()
+        .into_root_schema_for::<RawPipeline>();
+    let missing: Vec<String> = schema
+        .get("required")?
+        .as_array()?
+        .iter()
+        .filter_map(|k| k.as_str())
+        .filter(|k| !m.contains_key(*k))
+        .map(str::to_string)
+        .collect();
+    if missing.is_empty() {
+        return None;
+    }
+    let skeleton: Vec<&str> = missing
+        .iter()
+        .map(|k| match k.as_str() {
+            "name" => "name: my-experiment            # its results directory",
+            "title" => "title: What the experiment shows",
+            "description" => "description: What it is and how it is done (Markdown).",
+            "seed" => "seed: 1                        # every instance's seed derives from it",
+            "stages" => {
+                "stages:
+  data: {kind: load.table, with: {columns: {x: [1, 2, 3]}}}"
+            }
+            other => other,
+        })
+        .collect();
+    let list: Vec<String> = missing.iter().map(|k| format!("`{k}`")).collect();
+    Some(SpecError {
+        file: path.to_path_buf(),
+        pos: Some(Pos { line: 1, col: 1 }),
+        message: format!(
+            "missing required key{} {}",
+            if missing.len() > 1 { "s" } else { "" },
+            list.join(", ")
+        ),
+        hint: Some(format!(
+            "add, for example:\n{}\n(`dplab new NAME` writes a whole pipeline that runs)",
+            skeleton.join("\n")
+        )),
     })
 }
 

@@ -13,6 +13,7 @@ mod common;
 
 mod cli;
 mod data;
+mod experiment;
 mod external;
 mod figures;
 mod golden_versions;

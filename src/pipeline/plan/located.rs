@@ -162,6 +162,7 @@ impl<'a> Planner<'a> {
             composed,
             refs,
             own,
+            ..
         } = *sp;
         let spec = self.spec;
         let sub = pe.path.join(".");

@@ -31,6 +31,7 @@ use crate::kind::{Gather, KindInfo, MissingColumn, ParamError, StageRun};
 use crate::text::hex;
 
 mod located;
+mod only;
 mod planner;
 mod refs;
 mod set;

@@ -64,6 +64,8 @@ pub(super) struct StageParams<'c> {
     /// The `$axis` references of its `with:`, and the axes they name (its own axes).
     pub(super) refs: &'c [Ref],
     pub(super) own: &'c BTreeSet<String>,
+    /// Its `only:` conditions ([`super::only`]).
+    pub(super) only: &'c [(String, super::only::Cond)],
 }
 
 /// The axes a stage varies over and how it gathers.
@@ -272,6 +274,11 @@ impl<'a> Planner<'a> {
                 Ok(SetArg::Axis(name, vals)) => {
                     self.set_axes.insert(name.clone(), s);
                     axes.insert(name, vals);
+                }
+                Ok(SetArg::Sweep(name, vals, p)) => {
+                    self.set_axes.insert(name.clone(), s);
+                    axes.insert(name, vals);
+                    params.push(p);
                 }
                 Err(msg) => self.errors.push(SpecError {
                     file: spec.path.clone(),

@@ -183,7 +183,7 @@ pub(super) fn check_field(
         return Err(format!(
             "`{reference}` reads a field, but axis `{axis}` holds {} values, not records (a record is `{{name: …, {first}: …}}`)",
             match values.first() {
-                Some(AxisValue::Num(_)) => "number",
+                Some(AxisValue::Num(_) | AxisValue::Int(_)) => "number",
                 _ => "text",
             }
         ));

@@ -1,5 +1,12 @@
-//! `--set` arguments: `seed=N`, `STAGE.PARAM[.KEY…]=VALUE` and `AXIS=VALUES`, parsed and
-//! applied.
+//! `--set` arguments: `seed=N`, `STAGE.PARAM[.KEY…]=VALUE`, `AXIS=VALUES`, and the sweeps
+//! `+STAGE.PARAM=VALUES` (`--sweep`), parsed and applied.
+//!
+//! A sweep turns a constant into an axis without editing the file: `+noisy.samples=[100, 1000]`
+//! adds the axis `samples` (the parameter's last key) with those values and sets the parameter
+//! to `$samples`. The stage and every stage that reads it then vary over it, so their
+//! instances' seeds change — an instance's seed is a function of its axis values (see
+//! `pipeline::seed`), and `samples=100` is a value the instance did not have before — even at
+//! the value the constant had. Stages that do not read it keep their seeds and stored results.
 
 use super::*;
 
@@ -9,6 +16,8 @@ pub(super) enum SetArg {
     Seed(u64),
     Param(ParamSet),
     Axis(String, Vec<AxisValue>),
+    /// A new axis, and the parameter that reads it.
+    Sweep(String, Vec<AxisValue>, ParamSet),
 }
 
 /// Parses one `--set` argument: `seed=N`, `STAGE.PARAM[.KEY…]=VALUE` (any `with:` parameter,
@@ -24,6 +33,32 @@ pub(super) fn parse_set(
         return Err("expected AXIS=VALUES (--set 'eps=[0.1, 1]'), STAGE.PARAM=VALUE (--set noisy.samples=500) or seed=N".into());
     };
     let name = name.trim();
+    if let Some(param) = name.strip_prefix('+') {
+        let Some((_, last)) = param.rsplit_once('.') else {
+            return Err(format!(
+                "`+{param}`: give the parameter to sweep as +STAGE.PARAM=VALUES (--sweep noisy.samples='[100, 1000]')"
+            ));
+        };
+        if !crate::axis::is_word(last) {
+            return Err(format!(
+                "`{last}` cannot name an axis (letters, digits, `_`)"
+            ));
+        }
+        if axes.contains_key(last) || raw.axes.contains_key(last) || last == REP {
+            return Err(format!(
+                "the sweep would add the axis `{last}`, which the pipeline has already: change that axis (--set '{last}=[…]'), or name the sweep's own with --set '+NAME=VALUES' --set '{param}=$NAME'"
+            ));
+        }
+        let SetArg::Param(mut p) = parse_set(&format!("{param}=0"), raw, registry, axes)? else {
+            unreachable!("STAGE.PARAM=VALUE parses as a parameter")
+        };
+        let vals = serde_yaml_ng::from_str::<Value>(values)
+            .map_err(|e| e.to_string())
+            .and_then(|v| parse_axis(&v).map_err(|(_, msg)| msg))?;
+        p.value = Value::String(format!("${last}"));
+        p.arg = s.to_string();
+        return Ok(SetArg::Sweep(last.to_string(), vals, p));
+    }
     if let Some((stage, path)) = name.split_once('.') {
         let Some(st) = raw.stages.get(stage) else {
             let hint = if axes.contains_key(stage) || raw.axes.contains_key(stage) {

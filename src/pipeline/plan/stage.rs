@@ -29,12 +29,23 @@ impl<'a> Planner<'a> {
         let shape = self.shape(name, st, kind, env.profile, env.axes, &own, &ups)?;
         self.count(name, &shape, env.axes)?;
         let depth = ups.iter().map(|(u, _)| u.depth + 1).max().unwrap_or(0);
+        let only = match only::parse(&st.only, &shape.axes, env.axes) {
+            Ok(o) => o,
+            Err((path, msg)) => {
+                self.err(
+                    &format!("stages.{name}.{path}"),
+                    format!("stage `{name}`: {msg}"),
+                );
+                return None;
+            }
+        };
         let sp = StageParams {
             name,
             kind,
             composed: &composed,
             refs: &refs,
             own: &own,
+            only: &only,
         };
         let Planned {
             instances,
@@ -439,7 +450,7 @@ impl<'a> Planner<'a> {
             .map(|a| {
                 if a == REP {
                     (0..shape.rep_count.unwrap_or(1))
-                        .map(|r| AxisValue::Num(r as f64))
+                        .map(|r| AxisValue::Int(r as i64))
                         .collect()
                 } else {
                     env.axes[a].clone()
@@ -484,6 +495,18 @@ impl<'a> Planner<'a> {
         let mut instances = Vec::with_capacity(keys.len());
         let mut last_inputs: Option<Arc<[Box<[usize]>]>> = None;
         for key in keys {
+            if !only::admits(sp.only, &key) {
+                continue;
+            }
+            // Above, a stage ran only at some values (`only:`): where it would read nothing at
+            // all, this one has no instance either.
+            if !wiring.is_empty()
+                && wiring.iter().all(|(kept, by_key)| {
+                    project(kept, &key).and_then(|k| by_key.get(&k)).is_none()
+                })
+            {
+                continue;
+            }
             let own_key: Vec<String> = if shared {
                 key.iter()
                     .filter(|(a, _)| own.contains(&**a))
