@@ -144,6 +144,10 @@ Exit codes: 0 written, 1 written but the results are damaged (listed on the page
         /// after one flag, or the flag repeated).
         #[arg(long, value_name = "PATH", num_args = 1..)]
         pipelines: Vec<PathBuf>,
+        /// The page's title (default: "Reproduction report" when an experiment names a paper,
+        /// "Experiment report" otherwise).
+        #[arg(long)]
+        title: Option<String>,
         #[command(flatten)]
         loc: DataLoc,
     },

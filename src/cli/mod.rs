@@ -63,10 +63,11 @@ pub(crate) fn dispatch(cli: Cli) -> ExitCode {
         Command::Report {
             results,
             pipelines,
+            title,
             loc,
         } => {
             loc.install();
-            report::report_cmd(&results, &pipelines)
+            report::report_cmd(&results, &pipelines, title.as_deref())
         }
         Command::Slurm(args) => slurm::main(args),
         Command::List { kind } => docs::list(kind.as_deref()),

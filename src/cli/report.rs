@@ -9,7 +9,7 @@ use crate::cli::exit::{Failure, Outcome};
 use crate::cli::load::pipeline_files;
 
 /// `dplab report RESULTS [--pipelines …]`.
-pub(crate) fn report_cmd(results: &Path, pipelines: &[PathBuf]) -> Outcome {
+pub(crate) fn report_cmd(results: &Path, pipelines: &[PathBuf], title: Option<&str>) -> Outcome {
     let files = if pipelines.is_empty() {
         Vec::new()
     } else {
@@ -37,7 +37,7 @@ pub(crate) fn report_cmd(results: &Path, pipelines: &[PathBuf]) -> Outcome {
             }
         }
     }
-    match dplab::report::write(results, &expected) {
+    match dplab::report::write_titled(results, &expected, title) {
         Ok(w) => {
             let s = &w.summary;
             let (n, f) = (&s.numbers, &s.findings);

@@ -421,6 +421,13 @@ fn missing_keys(path: &Path, value: &Value) -> Option<SpecError> {
     let schema = crate::kind::schema_settings()
         .into_generator()
         .into_root_schema_for::<RawPipeline>();
+    // A misspelt key (`seeed`) is better said as such, with the key it resembles.
+    let known = schema.get("properties")?.as_object()?;
+    if m.keys()
+        .any(|k| k.as_str().is_none_or(|k| !known.contains_key(k)))
+    {
+        return None;
+    }
     let missing: Vec<String> = schema
         .get("required")?
         .as_array()?

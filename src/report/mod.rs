@@ -69,11 +69,21 @@ pub(super) fn anchor(name: &str) -> String {
 /// Writes `results/index.html` and returns what it holds. Errors only when the page cannot be
 /// written (or `results` is not a directory); damage inside is in [`Written::problems`].
 pub fn write(results: &Path, expected: &[Expected]) -> Result<Written, String> {
+    write_titled(results, expected, None)
+}
+
+/// [`write`] under a title of one's own (`dplab report --title`). Without one, the page is a
+/// reproduction report when an experiment names a paper, an experiment report otherwise.
+pub fn write_titled(
+    results: &Path,
+    expected: &[Expected],
+    title: Option<&str>,
+) -> Result<Written, String> {
     let meta = std::fs::metadata(results).map_err(|e| format!("{}: {e}", results.display()))?;
     if !meta.is_dir() {
         return Err(format!("{}: not a directory", results.display()));
     }
-    let (html, summary, problems) = build(results, expected)?;
+    let (html, summary, problems) = build(results, expected, title)?;
     let path = results.join("index.html");
     place(&path, html.as_bytes())?;
     Ok(Written {
@@ -111,6 +121,7 @@ fn place(path: &Path, bytes: &[u8]) -> Result<(), String> {
 pub fn build(
     results: &Path,
     expected: &[Expected],
+    title: Option<&str>,
 ) -> Result<(String, Summary, Vec<String>), String> {
     let mut problems = Vec::new();
     let mut found = Vec::new();
@@ -244,6 +255,17 @@ pub fn build(
     let html = tmpl
         .render(minijinja::context! {
             results => results.display().to_string(),
+            heading => title.map_or_else(
+                || {
+                    if ordered.iter().any(|e| !e.paper.is_empty()) {
+                        "Reproduction report"
+                    } else {
+                        "Experiment report"
+                    }
+                    .to_string()
+                },
+                str::to_string,
+            ),
             summary => &summary,
             papers => papers,
             experiments => ordered,

@@ -626,3 +626,50 @@ fn a_table_is_a_stage_with_a_layout_whatever_its_kind() {
         "{html}"
     );
 }
+
+/// An experiment of one's own: no paper named, no printed numbers. The page is an "Experiment
+/// report" (or takes the title given), says nothing of comparisons with papers, and still shows
+/// the experiment's figure and table.
+#[test]
+fn an_experiment_without_a_paper_gets_an_experiment_report() {
+    let dir = tempfile::tempdir().unwrap();
+    results_dir(
+        dir.path(),
+        "mine",
+        &[
+            ("figure.svg", SVG),
+            ("errors.csv", "eps,l1\n0.5,2.1\n1,1.0\n"),
+            ("errors.md", "| eps | l1 |\n|---|---|\n| 0.5 | 2.1 |\n"),
+            (
+                "errors.json",
+                r#"{"title": "L1 error", "columns": [{"name": "eps", "role": "key"}, {"name": "l1", "role": "ours"}]}"#,
+            ),
+        ],
+        &[("errors", "report.table"), ("figure", "plot.lines")],
+        "",
+    );
+    // No paper: the manifest's source is empty.
+    let m = dir.path().join("mine/manifest.json");
+    let text = std::fs::read_to_string(&m).unwrap().replace(
+        r#""paper":"paper-one","item":"Table 1""#,
+        r#""paper":"","item":"""#,
+    );
+    assert!(text.contains(r#""paper":"""#), "{text}");
+    std::fs::write(&m, text).unwrap();
+    let w = write(dir.path(), &[]).unwrap();
+    assert!(w.problems.is_empty(), "{:?}", w.problems);
+    let html = page(&w.path);
+    assert!(html.contains("<h1>Experiment report</h1>"), "{html}");
+    assert!(!html.contains("id=\"tally\"") && !html.contains("id=\"differences\""));
+    assert!(!html.contains("printed numbers"), "{html}");
+    assert!(
+        html.contains("mine/figure.svg") && html.contains("L1 error"),
+        "{html}"
+    );
+    let w = write_titled(dir.path(), &[], Some("Noise on my histogram")).unwrap();
+    assert!(page(&w.path).contains("<h1>Noise on my histogram</h1>"));
+    // Beside a paper's experiment, it is a reproduction report again.
+    good(dir.path());
+    let html = page(&write(dir.path(), &[]).unwrap().path);
+    assert!(html.contains("<h1>Reproduction report</h1>") && html.contains("id=\"tally\""));
+}

@@ -184,7 +184,7 @@ impl Stage for LogLogFit {
                 }
             }
         }
-        fb = fb.keys(&self.by, keys);
+        fb = fb.keys(df, &self.by, keys);
         let names: [&str; 8] = [
             &self.x,
             &self.y,

@@ -156,7 +156,7 @@ impl Stage for Summary {
                 }
             }
         }
-        let mut fb = FrameBuilder::new().keys(&self.by, key_cols);
+        let mut fb = FrameBuilder::new().keys(df, &self.by, key_cols);
         fb = fb.str("value", value_name);
         for (i, (col, name)) in stats.into_iter().zip(self.stat_names()).enumerate() {
             fb = if i == 0 {

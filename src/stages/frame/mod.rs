@@ -103,17 +103,29 @@ impl FrameBuilder {
         self
     }
 
-    /// Group-key columns: numeric when every key parses as a number (so they can be plot
-    /// axes), text otherwise.
-    pub fn keys(mut self, names: &[String], keys: Vec<Vec<String>>) -> Self {
+    /// Group-key columns ([`group_rows`]'s keys, as text) of the type they have in `df`: an
+    /// integer key stays an integer, text stays text. A column `df` lacks, or one its text
+    /// does not cast back to, is numeric when every key parses as a number (so it can be a
+    /// plot axis), text otherwise.
+    pub fn keys(mut self, df: &DataFrame, names: &[String], keys: Vec<Vec<String>>) -> Self {
         for (name, kc) in names.iter().zip(keys) {
-            self = if kc.iter().all(|s| s.parse::<f64>().is_ok()) {
-                self.f64(
+            let text = Column::new(name.into(), kc.clone());
+            let typed = df
+                .column(name)
+                .ok()
+                .map(|c| c.dtype().clone())
+                .filter(|t| t != &DataType::String)
+                .and_then(|t| text.strict_cast(&t).ok());
+            self = match typed {
+                Some(c) => {
+                    self.cols.push(c);
+                    self
+                }
+                None if kc.iter().all(|s| s.parse::<f64>().is_ok()) => self.f64(
                     name,
                     kc.iter().map(|s| s.parse().unwrap_or(f64::NAN)).collect(),
-                )
-            } else {
-                self.str(name, kc)
+                ),
+                None => self.str(name, kc),
             };
         }
         self
