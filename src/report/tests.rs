@@ -642,7 +642,7 @@ fn an_experiment_without_a_paper_gets_an_experiment_report() {
             ("errors.md", "| eps | l1 |\n|---|---|\n| 0.5 | 2.1 |\n"),
             (
                 "errors.json",
-                r#"{"title": "L1 error", "columns": [{"name": "eps", "role": "key"}, {"name": "l1", "role": "ours"}]}"#,
+                r#"{"title": "L1 error", "columns": [{"name": "eps", "header": "ε", "role": "key"}, {"name": "l1", "header": "L1", "role": "ours"}]}"#,
             ),
         ],
         &[("errors", "report.table"), ("figure", "plot.lines")],

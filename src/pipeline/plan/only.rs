@@ -62,7 +62,10 @@ pub(super) fn parse(
         }
         let at = format!("only.{axis}");
         let cond = match v {
-            Value::Sequence(items) => {
+            Value::Sequence(items) if items.is_empty() => {
+                return Err((at, "an empty list keeps no instance".into()));
+            }
+            Value::Sequence(_) => {
                 let listed = crate::axis::parse_axis(v).map_err(|(p, m)| (format!("{at}.{p}"), m))?;
                 let known: Vec<String> = values
                     .get(axis)
@@ -79,9 +82,6 @@ pub(super) fn parse(
                             ),
                         ));
                     }
-                }
-                if items.is_empty() {
-                    return Err((at, "an empty list keeps no instance".into()));
                 }
                 Cond::In(listed.iter().map(AxisValue::canonical).collect())
             }
