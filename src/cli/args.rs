@@ -75,6 +75,19 @@ Exit codes: 0 success, 1 a run failed, 2 bad input.\n\n{WARNING}"))]
         #[command(flatten)]
         common: Common,
     },
+    /// Write NAME.yaml: a commented pipeline of one's own that runs as it is (Laplace, analytic
+    /// Gaussian and geometric noise on a histogram, their L1 and L∞ errors with 95% intervals,
+    /// a figure and a table), to edit into your experiment.
+    #[command(
+        after_help = "Example:\n  dplab new my-study && dplab run my-study.yaml && dplab report results"
+    )]
+    New {
+        /// The pipeline's name (its results directory): letters, digits, `-`, `_`, `.`.
+        name: String,
+        /// Where to write NAME.yaml.
+        #[arg(long, default_value = ".")]
+        dir: PathBuf,
+    },
     /// Print the JSON Schema of a pipeline file (every kind's parameters, their types, ranges
     /// and docs), for editors and validators.
     #[command(after_help = "Examples:\n  dplab schema > dplab.schema.json

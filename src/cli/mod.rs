@@ -8,7 +8,7 @@
 //! - `load.rs`: finding pipeline files, reading each once, planning them;
 //! - one file per command (`run.rs` runs and validates, `show.rs` shows and graphs, `docs.rs`
 //!   lists kinds and prints the schema, completions and manual, and `compare`, `data`,
-//!   `report`, `slurm`, `store`).
+//!   `report`, `slurm`, `store`, `new`).
 
 // First: the output macros are visible only in the modules declared after them.
 #[macro_use]
@@ -20,6 +20,7 @@ mod data;
 mod docs;
 mod exit;
 mod load;
+mod new;
 mod report;
 mod run;
 mod show;
@@ -71,6 +72,7 @@ pub(crate) fn dispatch(cli: Cli) -> ExitCode {
         }
         Command::Slurm(args) => slurm::main(args),
         Command::List { kind } => docs::list(kind.as_deref()),
+        Command::New { name, dir } => new::new(&name, &dir),
         Command::Schema => docs::schema(),
         Command::Completions { shell } => docs::completions(shell),
         Command::Man { dir } => docs::man(dir.as_deref()),

@@ -219,3 +219,62 @@ fn a_parameter_is_swept_from_the_command_line() {
     assert_eq!(code, Some(2), "{msg}");
     assert!(msg.contains("which the pipeline has already"), "{msg}");
 }
+
+/// `dplab new NAME` writes the shipped example under NAME, which runs as it is: a stage
+/// `errors` with `l1` and `linf` per (mechanism, ε, repetition), and their summary. It never
+/// writes over a file, and refuses a name that cannot be a results directory.
+#[test]
+fn new_writes_a_pipeline_that_runs() {
+    let d = tempfile::tempdir().unwrap();
+    let o = dplab()
+        .args(["new", "my-study", "--dir"])
+        .arg(d.path())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    let written = std::fs::read_to_string(d.path().join("my-study.yaml")).unwrap();
+    let example = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("pipelines/examples/histogram-noise.yaml"),
+    )
+    .unwrap();
+    assert_eq!(
+        written,
+        example
+            .lines()
+            .filter(|l| !l.starts_with("# yaml-language-server"))
+            .map(|l| if l == "name: histogram-noise" {
+                "name: my-study"
+            } else {
+                l
+            })
+            .map(|l| format!("{l}\n"))
+            .collect::<String>()
+    );
+    let again = dplab()
+        .args(["new", "my-study", "--dir"])
+        .arg(d.path())
+        .output()
+        .unwrap();
+    assert_eq!(again.status.code(), Some(2), "{}", text(&again));
+    assert!(text(&again).contains("not overwritten"), "{}", text(&again));
+    let bad = dplab().args(["new", "../x"]).output().unwrap();
+    assert_eq!(bad.status.code(), Some(2), "{}", text(&bad));
+
+    let out = d.path().join("out");
+    let o = dplab()
+        .args(["run", "-q", "--profile", "ci", "--out"])
+        .arg(&out)
+        .arg(d.path().join("my-study.yaml"))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    let errors = std::fs::read_to_string(out.join("my-study/errors.csv")).unwrap();
+    let header: Vec<&str> = errors.lines().next().unwrap().split(',').collect();
+    for c in ["mechanism", "eps", "rep", "l1", "linf"] {
+        assert!(header.contains(&c), "{header:?}");
+    }
+    // 3 mechanisms × 2 ε × 10 repetitions under the ci profile.
+    assert_eq!(errors.lines().count(), 1 + 3 * 2 * 10, "{errors}");
+    assert!(out.join("my-study/figure.svg").exists());
+}
