@@ -38,6 +38,8 @@ const HELPERS: &[&str] = &[
     "mod.rs",
     "trig/mod.rs",
     // numerics and statistics
+    "audit/mod.rs",    // the black-box audit: bounds on any mechanism's privacy loss
+    "audit/search.rs", // its event searches
     "fastmath.rs",
     "interval.rs",
     "quadrature.rs",
