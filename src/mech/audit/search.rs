@@ -8,9 +8,12 @@ use nalgebra::{DMatrix, DVector};
 
 use super::{epsilon_lower_bound, Releases};
 
-/// Distinct outcomes beyond which the discrete search does not apply (continuous outputs:
-/// every draw is its own outcome).
+/// Distinct outcomes beyond which the discrete search does not apply; it does not either when
+/// they are more than a tenth of the draws (continuous outputs: every draw is its own outcome).
 pub const MAX_OUTCOMES: usize = 10_000;
+
+/// Outcomes an event's description lists before it says how many more there are.
+const LISTED: usize = 12;
 
 /// Dimensions beyond which the linear score is not learnt (Newton's method is cubic in them).
 pub const MAX_LINEAR_DIM: usize = 256;
@@ -132,7 +135,15 @@ impl Event {
                         }
                     })
                     .collect();
-                format!("{what} ∈ {{{}}}", items.join(", "))
+                if items.len() > LISTED {
+                    format!(
+                        "{what} ∈ {{{}, … ({} outcomes)}}",
+                        items[..LISTED].join(", "),
+                        items.len()
+                    )
+                } else {
+                    format!("{what} ∈ {{{}}}", items.join(", "))
+                }
             }
             Event::Range { projection, lo, hi } => {
                 let what = match projection {
@@ -298,6 +309,11 @@ fn discrete(a: &Releases, b: &Releases, keep: &mut Best) {
                 e.1 += r.counts[i];
             }
         }
+    }
+    // A continuous output makes every draw its own outcome: sets of them fit the search split
+    // and hold nothing on the validation split. Only outcomes seen ten times on average count.
+    if order.len().saturating_mul(10) as u64 > keep.na + keep.nb {
+        return;
     }
     let mut items: Vec<(u64, u64, usize)> = hist.into_values().collect();
     // First-seen order breaks ties, so the result does not depend on the hash.

@@ -300,6 +300,27 @@ fn the_best_pair_is_chosen_and_threads_change_nothing() {
     );
 }
 
+/// The discrete search leaves continuous outputs alone: with 5000 draws a side, every draw its
+/// own outcome, a set of side 0's outcomes would score ln(0.9993/0.00074) ≈ 7 on the search
+/// split and hold nothing on the validation split (an external program's Laplace noise,
+/// printed to 17 digits, did exactly that before this rule).
+#[test]
+fn the_discrete_search_leaves_continuous_outputs_alone() {
+    let discrete = Searches {
+        discrete: true,
+        scalar: false,
+        linear: false,
+    };
+    let l = Laplace::new(1.0).unwrap();
+    let draws = |side: f64, r: &mut Pcg64Mcg| {
+        Releases::draws(1, (0..5000).map(|_| side + l.sample(r)).collect())
+    };
+    let mut r = Pcg64Mcg::seed_from_u64(4);
+    let (a, b) = (draws(0.0, &mut r), draws(1.0, &mut r));
+    assert!(search::best(&a, &b, discrete, 0.0, 0.95).is_none());
+    assert!(search::best(&a, &b, SCALAR, 0.0, 0.95).is_some());
+}
+
 /// A histogram of releases (a count per outcome) is audited like the draws it stands for.
 #[test]
 fn counted_releases_count_as_their_draws() {
@@ -319,6 +340,12 @@ fn counted_releases_count_as_their_draws() {
     assert_eq!(
         ge.describe(&|_| "noisy".into(), &|_, v| v.to_string()),
         "noisy ≥ 1"
+    );
+    // A long set is listed in part, with its size.
+    let many = Event::outcomes((0..20).map(|i| vec![i as f64]).collect());
+    assert_eq!(
+        many.describe(&|_| "k".into(), &|_, v| v.to_string()),
+        "k ∈ {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, … (20 outcomes)}"
     );
     // −0 and 0 are one outcome.
     assert!(Event::outcomes(vec![vec![0.0]]).contains(&[-0.0]));

@@ -100,7 +100,7 @@ struct Claim {
 }
 
 /// The event searches.
-#[derive(Deserialize, JsonSchema, Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Deserialize, serde::Serialize, JsonSchema, Clone, Copy, Debug, PartialEq, Eq)]
 #[serde(rename_all = "snake_case")]
 enum Search {
     /// sets of exact outcomes, by likelihood ratio (at most 10⁴ distinct outcomes)
