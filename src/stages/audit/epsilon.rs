@@ -438,7 +438,7 @@ impl AuditRun {
         })?;
         let sample = f64_col(frame, sample.name())?;
         let rows = frame.height();
-        if n == 0 || rows % n as usize != 0 {
+        if n == 0 || !rows.is_multiple_of(n as usize) {
             bail!(
                 "its output has {rows} rows for {n} draws: does it honour `{}`?",
                 self.audit.samples_at
