@@ -27,7 +27,7 @@ use super::neighbours::{Neighbours, Pair};
 use crate::mech::audit::search::short;
 use crate::mech::audit::{audit, Draw, Plan, Releases, Searches};
 use crate::stages::frame::{f64_col, str_col, FrameBuilder};
-use crate::stages::param::{Count, Level, Positive};
+use crate::stages::param::{Count, Fraction, Level, Positive};
 use crate::stages::{
     check_size_at, params, product, rng_from_seed, substream, Ctx, FileSource, Gather, KindInfo,
     Limit, Output, ParamError, StageRun,
@@ -95,8 +95,12 @@ struct Claim {
     /// the ε the mechanism claims
     epsilon: Positive,
     /// the δ it claims (0: pure ε-DP)
-    #[serde(default)]
-    delta: Option<Level>,
+    #[serde(default = "pure")]
+    delta: Fraction,
+}
+
+fn pure() -> Fraction {
+    Fraction::of(0.0)
 }
 
 /// The event searches.
@@ -301,7 +305,7 @@ impl Audit {
     }
 
     fn delta(&self) -> f64 {
-        self.claim.delta.map_or(0.0, |d| *d)
+        *self.claim.delta
     }
 }
 
@@ -692,6 +696,20 @@ mod tests {
         let one = on(1, 5);
         assert!(one.equals_missing(&on(3, 5)));
         assert!(!one.equals_missing(&on(3, 6)));
+    }
+
+    /// A claim of δ = 0 may be written out (pure ε-DP); δ = 1 claims nothing and is refused.
+    #[test]
+    fn delta_may_be_zero_but_not_one() {
+        let with = |delta: &str| {
+            format!(
+                "{{mechanism: {{kind: mechanism.noise, with: {{column: value, noise: laplace, epsilon: 1}}}},
+                  output: [noisy], claim: {{epsilon: 1, delta: {delta}}},
+                  neighbours: {{column: value, relation: l1, pairs: [[[0], [1]]]}}}}"
+            )
+        };
+        assert!((kind().build)(&crate::kind::testing::yaml(&with("0"))).is_ok());
+        assert!(refused(kind(), &with("1")).starts_with("claim.delta: "));
     }
 
     /// What cannot be audited is refused before anything runs, where it is written.
