@@ -83,13 +83,14 @@ golden: build
 	DPLAB_GOLDEN_UPDATE=$(abspath target/golden) $(CARGO) test --release --locked --test it golden_versions:: -- --nocapture
 
 ## Criterion benchmarks: samplers, exponential mechanism, Blahut–Arimoto sweeps, Algorithm 1 of Wu–He–Xia,
-## the trigonometric mechanism's LP and its kernel queries.
+## the trigonometric mechanism's LP and its kernel queries, and an audit of the Laplace mechanism at 10⁷ draws per side.
 bench:
 	$(CARGO) bench --bench samplers
 	$(CARGO) bench --bench rate_distortion
 	$(CARGO) bench --bench near_optimal
 	$(CARGO) bench --bench trig_lp
 	$(CARGO) bench --bench kernel_queries
+	$(CARGO) bench --bench audit
 
 ## Fuzz `dplab validate` (reading, parsing and planning a pipeline file) with cargo-fuzz on the
 ## nightly toolchain (`cargo install cargo-fuzz`). Not part of `make test`. FUZZ_TARGET=validate

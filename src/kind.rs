@@ -416,6 +416,15 @@ pub fn check_intervals(frame: &DataFrame, intervals: &[[String; 3]]) -> anyhow::
 /// each `x > 0` test a kind forgets and come out as NaN frequencies or endless loops, so
 /// they are refused here once, at their path, for every kind present and future.
 pub fn build<T: Stage>(with: &Value) -> Result<Box<dyn StageRun>, ParamError> {
+    let params: T = parse(with)?;
+    params.validate()?;
+    Ok(Box::new(Typed(params)))
+}
+
+/// The parameters of `with:` as `T`, refused as [`build`] refuses them (a non-finite number, a
+/// bad key: located at its path), for a kind whose `build` makes more of them than [`Stage`]
+/// can: an audit builds the stage it audits.
+pub fn parse<T: DeserializeOwned>(with: &Value) -> Result<T, ParamError> {
     if let Some((path, x)) = first_non_finite(with, &mut Vec::new()) {
         return Err(ParamError {
             path,
@@ -426,8 +435,7 @@ pub fn build<T: Stage>(with: &Value) -> Result<Box<dyn StageRun>, ParamError> {
         path: e.path,
         message: e.message,
     })?;
-    params.validate()?;
-    Ok(Box::new(Typed(params)))
+    Ok(params)
 }
 
 /// The path and value of the first NaN or infinite number in `v`.

@@ -35,6 +35,7 @@
 //! of helpers (numerics, statistics, and the parts of the trigonometric mechanism that carry
 //! no guarantee of their own).
 
+pub mod audit;
 pub mod exponential;
 pub mod fastmath;
 pub mod gaussian;

@@ -8,6 +8,7 @@
 //! imports the engine or the registry. This file holds only what kinds share.
 
 pub mod aggregate;
+pub mod audit;
 pub mod evaluate;
 pub mod external;
 pub mod frame;

@@ -4,8 +4,8 @@
 //! `src/stages` has no circle; the CLI hands [`all`] to the engine.
 
 use super::{
-    aggregate, evaluate, external, frame, load, mechanism, near_optimal, normalise, plot, query,
-    report,
+    aggregate, audit, evaluate, external, frame, load, mechanism, near_optimal, normalise, plot,
+    query, report,
 };
 use crate::kind::KindInfo;
 
@@ -49,8 +49,18 @@ pub fn all() -> &'static [KindInfo] {
         plot::heatmap::KIND,
         report::table::KIND,
         external::KIND,
+        audit::epsilon::kind::<Registry>(),
     ];
     KINDS
+}
+
+/// The registry as the audit sees it: it builds the stage it audits by its kind's name.
+struct Registry;
+
+impl audit::epsilon::Kinds for Registry {
+    fn find(name: &str) -> Option<&'static KindInfo> {
+        find(name)
+    }
 }
 
 /// Looks a kind up by name.

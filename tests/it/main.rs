@@ -11,6 +11,7 @@
 
 mod common;
 
+mod audit;
 mod cli;
 mod data;
 mod experiment;

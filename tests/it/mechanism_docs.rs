@@ -38,6 +38,9 @@ const HELPERS: &[&str] = &[
     "mod.rs",
     "trig/mod.rs",
     // numerics and statistics
+    "audit/mod.rs",    // the black-box audit: bounds on any mechanism's privacy loss
+    "audit/search.rs", // its event searches
+    "audit/tests.rs",  // its tests (bounds against scipy, each search's power)
     "fastmath.rs",
     "interval.rs",
     "quadrature.rs",

@@ -1,0 +1,352 @@
+use rand::SeedableRng;
+use rand_pcg::Pcg64Mcg;
+
+use super::*;
+use crate::mech::exponential::ExponentialMechanism;
+use crate::mech::laplace::Laplace;
+
+/// One-sided Clopper–Pearson bounds (n, k, α, lower, upper), computed independently with
+/// scipy 1.17.1 (`pip install scipy`), by:
+///
+/// ```text
+/// from scipy.stats import beta
+/// lo = 0.0 if k == 0 else beta.ppf(a, k, n-k+1)
+/// hi = 1.0 if k == n else beta.ppf(1-a, k+1, n-k)
+/// ```
+const SCIPY: &[(u64, u64, f64, f64, f64)] = &[
+    (10, 0, 0.025, 0.0, 0.3084971078187607),
+    (10, 1, 0.025, 0.0025285785444617848, 0.4450161170281954),
+    (10, 5, 0.025, 0.18708602844739855, 0.8129139715526015),
+    (10, 10, 0.025, 0.6915028921812392, 1.0),
+    (100, 3, 0.05, 0.008225829107652688, 0.07571079374983004),
+    (1000, 0, 0.025, 0.0, 0.003682083896865671),
+    (1000, 1000, 0.025, 0.9963179161031344, 1.0),
+    (
+        1000000,
+        500000,
+        0.025,
+        0.49901951919531184,
+        0.5009804808046882,
+    ),
+    (
+        10000000,
+        1,
+        0.0125,
+        1.2578782198948833e-09,
+        6.380923981619189e-07,
+    ),
+    (50, 49, 0.001, 0.8297984734498509, 0.9999799901935271),
+];
+
+#[test]
+fn clopper_pearson_matches_scipy() {
+    for &(n, k, a, lo, hi) in SCIPY {
+        let (l, h) = (
+            clopper_pearson_lower(k, n, a),
+            clopper_pearson_upper(k, n, a),
+        );
+        // statrs' incomplete beta is good to ~1.5e-8 relative at n = 10⁷, k = 1 (the others agree to 1e-12).
+        let close = |x: f64, y: f64| (x - y).abs() <= 1e-7 * y.abs() || x == y;
+        assert!(close(l, lo), "n {n} k {k} α {a}: lower {l}, scipy {lo}");
+        assert!(close(h, hi), "n {n} k {k} α {a}: upper {h}, scipy {hi}");
+    }
+}
+
+/// ε_LB is ln(LCB/UCB) with each bound at half the error; no evidence gives 0; δ lowers it.
+#[test]
+fn the_bound_takes_both_bounds_at_half_the_error_and_delta_off_p1() {
+    let (lo, hi) = (
+        clopper_pearson_lower(600, 1000, 0.025),
+        clopper_pearson_upper(300, 1000, 0.025),
+    );
+    assert_eq!(
+        epsilon_lower_bound(600, 1000, 300, 1000, 0.0, 0.95),
+        (lo / hi).ln()
+    );
+    assert_eq!(
+        epsilon_lower_bound(600, 1000, 300, 1000, 0.1, 0.95),
+        ((lo - 0.1) / hi).ln()
+    );
+    assert_eq!(epsilon_lower_bound(300, 1000, 300, 1000, 0.0, 0.95), 0.0);
+    assert_eq!(epsilon_lower_bound(0, 1000, 0, 1000, 0.0, 0.95), 0.0);
+}
+
+/// Chunk `d`'s generator in these tests: from the test's seed and the chunk's stream alone.
+fn rng(seed: u64, d: Draw) -> Pcg64Mcg {
+    Pcg64Mcg::seed_from_u64(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ d.stream())
+}
+
+fn plan(pairs: usize, search: u64, samples: u64, searches: Searches) -> Plan {
+    Plan {
+        pairs,
+        search_samples: search,
+        samples,
+        chunk: 1 << 14,
+        confidence: 0.95,
+        delta: 0.0,
+        searches,
+    }
+}
+
+/// An audit of the mechanism whose release on side `side` of pair `pair` is `release(pair,
+/// side, rng)` (a vector of `dim` numbers).
+fn audit_of(
+    plan: &Plan,
+    seed: u64,
+    dim: usize,
+    release: impl Fn(usize, usize, &mut Pcg64Mcg) -> Vec<f64> + Sync,
+) -> Finding {
+    let found = audit::<()>(plan, |d| {
+        let mut r = rng(seed, d);
+        let mut values = Vec::with_capacity(d.n as usize * dim);
+        for _ in 0..d.n {
+            values.extend(release(d.pair, d.side, &mut r));
+        }
+        Ok(Releases::draws(dim, values))
+    });
+    found.unwrap().expect("a search applies")
+}
+
+const SCALAR: Searches = Searches {
+    discrete: false,
+    scalar: true,
+    linear: false,
+};
+
+/// The Laplace mechanism on a counting query (Δ = 1), inputs 0 and 1, noise of `scale`.
+fn laplace(scale: f64) -> impl Fn(usize, usize, &mut Pcg64Mcg) -> Vec<f64> + Sync {
+    let l = Laplace::new(scale).unwrap();
+    move |_, side, r| vec![side as f64 + l.sample(r)]
+}
+
+/// The power check of Tumult's test suite: with 2·10⁴ search and 2·10⁵ validation draws per
+/// side, the correct Laplace mechanism is not flagged at ε ∈ {0.1, 1}, and one with 0.7× the
+/// noise scale (true ε = ε/0.7) is, at both. (At ε = 0.1 the best event, `noisy ≥ 1`, has
+/// p = ½ against ½e^(−0.143): the bounds' half-widths, ≈ 0.0025 each, leave ε_LB ≈ 0.13.)
+#[test]
+fn correct_laplace_passes_and_0_7_times_its_scale_is_flagged() {
+    for (i, eps) in [0.1, 1.0].into_iter().enumerate() {
+        let p = plan(1, 20_000, 200_000, SCALAR);
+        let good = audit_of(&p, 11 + i as u64, 1, laplace(1.0 / eps));
+        assert!(
+            good.epsilon_lb <= eps,
+            "ε {eps}: correct Laplace flagged: {good:?}"
+        );
+        assert!(good.epsilon_lb > 0.5 * eps, "ε {eps}: no power: {good:?}");
+        let bad = audit_of(&p, 21 + i as u64, 1, laplace(0.7 / eps));
+        assert!(
+            bad.epsilon_lb > eps,
+            "ε {eps}: 0.7× scale not flagged: {bad:?}"
+        );
+        assert!(
+            bad.epsilon_lb <= eps / 0.7,
+            "ε {eps}: above the truth: {bad:?}"
+        );
+    }
+}
+
+/// (b) The scalar search on its own finds Laplace with scale ε instead of Δ/ε (claimed ε =
+/// 0.5: scale 0.5, true ε = 2), and writes the event in words.
+#[test]
+fn scalar_search_flags_scale_epsilon_instead_of_delta_over_epsilon() {
+    let f = audit_of(&plan(1, 20_000, 100_000, SCALAR), 3, 1, laplace(0.5));
+    assert!(f.epsilon_lb > 1.5 && f.epsilon_lb <= 2.0, "{f:?}");
+    let text = f
+        .event
+        .describe(&|_| "noisy".into(), &|_, v| search::short(v));
+    assert!(
+        text.starts_with("noisy") || text.contains("≤ noisy <"),
+        "{text}"
+    );
+}
+
+/// (a) The discrete search on its own flags the naive exponential mechanism, Pr ∝ exp(εu/Δ),
+/// which is only 2ε-DP: at ε = 1 with 10 candidates and utilities [1, 0, …] against [0, 1, …]
+/// (StatDP's "one below, rest above" from the first pair's view) the true loss of outcome r0
+/// is ln(e·(1 + 9e)/(e + 9)) = 1.776; the correct exponential mechanism, exp(εu/2Δ), is not
+/// flagged on the same pairs.
+#[test]
+fn discrete_search_flags_the_naive_exponential_mechanism() {
+    let discrete = Searches {
+        discrete: true,
+        scalar: false,
+        linear: false,
+    };
+    let x = [1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0];
+    let x2 = [0.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0];
+    let mech = |coef: f64| {
+        let m = [
+            ExponentialMechanism::with_coefficient(&x, coef).unwrap(),
+            ExponentialMechanism::with_coefficient(&x2, coef).unwrap(),
+        ];
+        move |_: usize, side: usize, r: &mut Pcg64Mcg| vec![m[side].sample(r) as f64]
+    };
+    let p = plan(1, 50_000, 500_000, discrete);
+    let naive = audit_of(&p, 5, 1, mech(1.0));
+    assert!(
+        naive.epsilon_lb > 1.0 && naive.epsilon_lb <= 1.776,
+        "{naive:?}"
+    );
+    let text = naive
+        .event
+        .describe(&|_| "candidate".into(), &|_, v| format!("r{v}"));
+    assert!(text.starts_with("candidate ∈ {r0"), "{text}");
+    let correct = audit_of(&p, 6, 1, mech(0.5));
+    assert!(
+        correct.epsilon_lb <= 1.0 && correct.epsilon_lb > 0.5,
+        "{correct:?}"
+    );
+}
+
+/// (c) Per-coordinate events find one leaky coordinate in a vector release: 4 answers, each
+/// moved by at most 1, claimed 1-DP with Laplace noise of scale 4 (right for the four
+/// together), but coordinate 2 gets scale 0.5 (a loss of 2 on its own). The pair moves
+/// every answer (StatDP's "all above").
+#[test]
+fn per_coordinate_search_finds_a_leaky_coordinate() {
+    let (wide, narrow) = (Laplace::new(4.0).unwrap(), Laplace::new(0.5).unwrap());
+    let leaky = move |_: usize, side: usize, r: &mut Pcg64Mcg| {
+        (0..4)
+            .map(|j| {
+                side as f64
+                    + if j == 2 {
+                        narrow.sample(r)
+                    } else {
+                        wide.sample(r)
+                    }
+            })
+            .collect::<Vec<f64>>()
+    };
+    let f = audit_of(&plan(1, 20_000, 100_000, SCALAR), 8, 4, leaky);
+    assert!(f.epsilon_lb > 1.5, "{f:?}");
+    assert!(
+        matches!(
+            f.event,
+            Event::Range {
+                projection: Projection::Coordinate(2),
+                ..
+            }
+        ),
+        "{f:?}"
+    );
+}
+
+/// (c) The linear score finds a loss no single coordinate shows: 8 answers, all moved by 1,
+/// claimed 1-DP under "each answer moved by at most 1" but each with Gaussian noise of σ = 1
+/// (a per-coordinate loss that would need σ ≈ 8 for the eight together). Each coordinate on
+/// its own separates the inputs with a shift of 1σ; the sum, with a shift of √8 σ, much more:
+/// the linear search flags it, and bounds it higher than the per-coordinate search does.
+#[test]
+fn linear_score_finds_a_loss_spread_over_coordinates() {
+    use rand_distr::{Distribution, Normal};
+    let n = Normal::new(0.0, 1.0).unwrap();
+    let spread = move |_: usize, side: usize, r: &mut Pcg64Mcg| {
+        (0..8)
+            .map(|_| side as f64 + n.sample(r))
+            .collect::<Vec<f64>>()
+    };
+    let linear = Searches {
+        discrete: false,
+        scalar: false,
+        linear: true,
+    };
+    let f = audit_of(&plan(1, 20_000, 100_000, linear), 9, 8, spread);
+    assert!(f.epsilon_lb > 1.0, "{f:?}");
+    let per_coordinate = audit_of(&plan(1, 20_000, 100_000, SCALAR), 9, 8, spread);
+    assert!(
+        per_coordinate.epsilon_lb < f.epsilon_lb,
+        "{per_coordinate:?} vs {f:?}"
+    );
+    let Event::Range {
+        projection: Projection::Linear { weights, .. },
+        ..
+    } = &f.event
+    else {
+        panic!("{f:?}")
+    };
+    // The score weighs the coordinates alike (they are exchangeable).
+    let (lo, hi) = weights.iter().fold((f64::MAX, f64::MIN), |(a, b), &w| {
+        (a.min(w.abs()), b.max(w.abs()))
+    });
+    assert!(hi < 1.5 * lo, "{weights:?}");
+}
+
+/// The search keeps the best of all pairs, and the result is the same, bit for bit, on 1 and
+/// on 3 threads (each chunk has its own stream; counts are sums of integers).
+#[test]
+fn the_best_pair_is_chosen_and_threads_change_nothing() {
+    let l = Laplace::new(1.0).unwrap();
+    // Pair 0 differs by 0.1, pair 1 by 1: pair 1 separates better.
+    let shift = [0.1, 1.0];
+    let release = move |pair: usize, side: usize, r: &mut Pcg64Mcg| {
+        vec![side as f64 * shift[pair] + l.sample(r)]
+    };
+    let p = Plan {
+        chunk: 1000,
+        ..plan(2, 10_000, 50_000, Searches::ALL)
+    };
+    let on = |threads: usize| {
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .unwrap()
+            .install(|| audit_of(&p, 1, 1, release))
+    };
+    let (one, three) = (on(1), on(3));
+    assert_eq!(one.pair, 1);
+    assert_eq!(
+        (one.k1, one.k2, one.epsilon_lb.to_bits(), &one.event),
+        (three.k1, three.k2, three.epsilon_lb.to_bits(), &three.event)
+    );
+}
+
+/// The discrete search leaves continuous outputs alone: with 5000 draws a side, every draw its
+/// own outcome, a set of side 0's outcomes would score ln(0.9993/0.00074) ≈ 7 on the search
+/// split and hold nothing on the validation split (an external program's Laplace noise,
+/// printed to 17 digits, did exactly that before this rule).
+#[test]
+fn the_discrete_search_leaves_continuous_outputs_alone() {
+    let discrete = Searches {
+        discrete: true,
+        scalar: false,
+        linear: false,
+    };
+    let l = Laplace::new(1.0).unwrap();
+    let draws = |side: f64, r: &mut Pcg64Mcg| {
+        Releases::draws(1, (0..5000).map(|_| side + l.sample(r)).collect())
+    };
+    let mut r = Pcg64Mcg::seed_from_u64(4);
+    let (a, b) = (draws(0.0, &mut r), draws(1.0, &mut r));
+    assert!(search::best(&a, &b, discrete, 0.0, 0.95).is_none());
+    assert!(search::best(&a, &b, SCALAR, 0.0, 0.95).is_some());
+}
+
+/// A histogram of releases (a count per outcome) is audited like the draws it stands for.
+#[test]
+fn counted_releases_count_as_their_draws() {
+    let r = Releases {
+        dim: 1,
+        values: vec![0.0, 1.0, 2.0],
+        counts: vec![5, 7, 11],
+    };
+    assert_eq!(r.total(), 23);
+    assert_eq!(r.count_in(&Event::outcomes(vec![vec![1.0], vec![2.0]])), 18);
+    let ge = Event::Range {
+        projection: Projection::Coordinate(0),
+        lo: 1.0,
+        hi: f64::INFINITY,
+    };
+    assert_eq!(r.count_in(&ge), 18);
+    assert_eq!(
+        ge.describe(&|_| "noisy".into(), &|_, v| v.to_string()),
+        "noisy ≥ 1"
+    );
+    // A long set is listed in part, with its size.
+    let many = Event::outcomes((0..20).map(|i| vec![i as f64]).collect());
+    assert_eq!(
+        many.describe(&|_| "k".into(), &|_, v| v.to_string()),
+        "k ∈ {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, … (20 outcomes)}"
+    );
+    // −0 and 0 are one outcome.
+    assert!(Event::outcomes(vec![vec![0.0]]).contains(&[-0.0]));
+}

@@ -1,0 +1,790 @@
+//! `audit.epsilon`: an empirical lower bound on a mechanism's privacy loss, with confidence,
+//! from samples of its output on neighbouring inputs ([`crate::mech::audit`]).
+//!
+//! The audited mechanism is a stage written inline (`mechanism: {kind: mechanism.noise,
+//! with: {…}}`), built through the registry and run as the engine would run it, once per
+//! chunk of draws, on a one-frame input holding a neighbouring vector of query answers, with
+//! its `samples` parameter set to the chunk's size and a seed derived from (pair, side, split,
+//! chunk). A built-in kind and an external program (`kind: external`, whose program honours a
+//! `samples` parameter) are audited alike; the audit knows nothing of either.
+//!
+//! The output is one row: the claim, the bound, the event and pair that gave it, and whether
+//! the bound exceeds the claim (`violation`). **No violation proves nothing**: an audit can
+//! show that a mechanism is not as private as it claims, never that it is.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Mutex, OnceLock};
+
+use anyhow::{bail, Context, Result};
+use polars::prelude::{Column, DataFrame, DataType};
+use rand::Rng;
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_yaml_ng::{Mapping, Value};
+use sha2::{Digest, Sha256};
+
+use super::neighbours::{Neighbours, Pair};
+use crate::mech::audit::search::short;
+use crate::mech::audit::{audit, Draw, Plan, Releases, Searches};
+use crate::stages::frame::{f64_col, str_col, FrameBuilder};
+use crate::stages::param::{Count, Fraction, Level, Positive};
+use crate::stages::{
+    check_size_at, params, product, rng_from_seed, substream, Ctx, FileSource, Gather, KindInfo,
+    Limit, Output, ParamError, StageRun,
+};
+
+/// What the audit needs of the registry: the kinds by name. The registry hands itself in
+/// (`kind::<Registry>()`), so this file never imports it and `src/stages` keeps its imports
+/// free of circles.
+pub trait Kinds: 'static {
+    fn find(name: &str) -> Option<&'static KindInfo>;
+}
+
+/// The kind, given the registry that builds the audited mechanism.
+pub const fn kind<K: Kinds>() -> KindInfo {
+    KindInfo {
+        name: "audit.epsilon",
+        version: 1,
+        random: true,
+        // It runs what it audits: an external program's consent is asked for by the programs
+        // it names, so auditing built-in kinds needs none.
+        runs_programs: true,
+        summary: "Audits a mechanism stage (built-in or external) as a black box: samples on neighbouring inputs, an event chosen on a search split and measured on a fresh one, and an ε lower bound from Clopper–Pearson bounds at the stated confidence. Shows a mechanism broken, never private.",
+        params: params::<Audit>,
+        gather: Gather::Nothing,
+        build: build::<K>,
+    }
+}
+
+/// Draws per run of the audited mechanism: memory holds one chunk per thread, whatever the
+/// number of validation samples.
+const CHUNK: u64 = 1 << 17;
+
+/// The output's columns.
+const COLUMNS: [&str; 10] = [
+    "epsilon",
+    "delta",
+    "epsilon_lb",
+    "confidence",
+    "samples",
+    "p1",
+    "p2",
+    "pair",
+    "event",
+    "violation",
+];
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct Mechanism {
+    /// the audited stage's kind (any kind with a `samples` parameter; `external` with `samples_at: params.samples`)
+    kind: String,
+    /// its parameters, as in its own stage (without `samples`: the audit sets it)
+    #[serde(default = "empty")]
+    #[schemars(with = "serde_json::Map<String, serde_json::Value>")]
+    with: Value,
+}
+
+fn empty() -> Value {
+    Value::Mapping(Mapping::new())
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct Claim {
+    /// the ε the mechanism claims
+    epsilon: Positive,
+    /// the δ it claims (0: pure ε-DP)
+    #[serde(default = "pure")]
+    delta: Fraction,
+}
+
+fn pure() -> Fraction {
+    Fraction::of(0.0)
+}
+
+/// The event searches.
+#[derive(Deserialize, serde::Serialize, JsonSchema, Clone, Copy, Debug, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+enum Search {
+    /// sets of exact outcomes, by likelihood ratio (at most 10⁴ distinct outcomes)
+    Discrete,
+    /// thresholds and intervals at quantiles, on each number of the release
+    Scalar,
+    /// thresholds and intervals on a logistic-regression score (releases of several numbers)
+    Linear,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct Audit {
+    /// the audited mechanism, a stage written inline: {kind: mechanism.noise, with: {column: value, noise: laplace, epsilon: $eps}}
+    mechanism: Mechanism,
+    /// the mechanism's released columns: one release is their values on the rows that share a `sample` value
+    output: Vec<String>,
+    /// when the mechanism reports its draws as a histogram (mechanism.select), the column counting each row's draws
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    count: Option<String>,
+    /// the privacy the mechanism claims
+    claim: Claim,
+    /// the neighbouring inputs
+    neighbours: Neighbours,
+    /// draws per side that measure the chosen event (the validation split)
+    #[serde(default = "million")]
+    samples: Count,
+    /// draws per side and pair that choose the event (the search split)
+    #[serde(default = "hundred_thousand")]
+    search_samples: Count,
+    /// probability that both Clopper–Pearson bounds hold together
+    #[serde(default = "crate::stages::param::level_95")]
+    confidence: Level,
+    /// the event searches to run (each where it applies)
+    #[serde(default = "all_searches")]
+    searches: Vec<Search>,
+    /// where the audit writes the number of draws in the mechanism's `with:` (an external program: params.samples, which it must honour)
+    #[serde(default = "samples_key")]
+    samples_at: String,
+}
+
+fn million() -> Count {
+    Count::of(1_000_000)
+}
+fn hundred_thousand() -> Count {
+    Count::of(100_000)
+}
+fn all_searches() -> Vec<Search> {
+    vec![Search::Discrete, Search::Scalar, Search::Linear]
+}
+fn samples_key() -> String {
+    "samples".into()
+}
+
+/// The audit, its pairs, and the audited stage built once per chunk size it is run with.
+struct AuditRun {
+    audit: Audit,
+    pairs: Vec<Pair>,
+    kind: &'static str,
+    inner: BTreeMap<u64, Box<dyn StageRun>>,
+    /// One more build, for the files, trees and programs the engine asks about.
+    shown: Box<dyn StageRun>,
+}
+
+fn build<K: Kinds>(with: &Value) -> Result<Box<dyn StageRun>, ParamError> {
+    let audit: Audit = crate::kind::parse(with)?;
+    audit.validate()?;
+    let pairs = audit.neighbours.pairs()?;
+    let name = &audit.mechanism.kind;
+    let Some(kind) = K::find(name) else {
+        return Err(ParamError::at(
+            "mechanism.kind",
+            format!("no stage kind `{name}` (`dplab list` lists them)"),
+        ));
+    };
+    let key = audit.samples_at.split('.').next().unwrap_or_default();
+    if !kind.param_names().iter().any(|p| p == key) {
+        return Err(ParamError::at(
+            "mechanism.kind",
+            format!(
+                "kind `{name}` has no `{key}` parameter: the audit draws its samples by setting `{}` to the number it needs (an external program: `samples_at: params.samples`, which the program must honour)",
+                audit.samples_at
+            ),
+        ));
+    }
+    let built = |n: u64| {
+        let with = with_samples(&audit.mechanism.with, &audit.samples_at, n)?;
+        (kind.build)(&with).map_err(|e| inner_error(&e))
+    };
+    let mut inner = BTreeMap::new();
+    for n in chunk_sizes(audit.samples.get(), audit.search_samples.get()) {
+        inner.insert(n, built(n)?);
+    }
+    let shown = built(CHUNK.min(audit.samples.get()))?;
+    Ok(Box::new(AuditRun {
+        audit,
+        pairs,
+        kind: kind.name,
+        inner,
+        shown,
+    }))
+}
+
+/// The draws per run the audit asks for: full chunks and each split's last one.
+fn chunk_sizes(samples: u64, search: u64) -> Vec<u64> {
+    let mut sizes = vec![CHUNK.min(samples), CHUNK.min(search)];
+    for total in [samples, search] {
+        if total > CHUNK && total % CHUNK != 0 {
+            sizes.push(total % CHUNK);
+        }
+    }
+    sizes.sort_unstable();
+    sizes.dedup();
+    sizes
+}
+
+/// An error of the audited stage's parameters, located inside `mechanism.with`.
+fn inner_error(e: &ParamError) -> ParamError {
+    let mut path = vec!["mechanism".to_string(), "with".to_string()];
+    path.extend(e.path.iter().cloned());
+    ParamError {
+        path,
+        message: e.message.clone(),
+    }
+}
+
+/// The mechanism's `with:` with `n` at the dotted path `at`, which the user must not have set.
+fn with_samples(with: &Value, at: &str, n: u64) -> Result<Value, ParamError> {
+    let here = |m: String| ParamError::at(&format!("mechanism.with.{at}"), m);
+    let mut with = with.clone();
+    let mut node = &mut with;
+    let keys: Vec<&str> = at.split('.').collect();
+    for (i, k) in keys.iter().enumerate() {
+        let Value::Mapping(m) = node else {
+            return Err(here(format!(
+                "`{}` is not a mapping, so the audit cannot set `{at}` in it",
+                keys[..i].join(".")
+            )));
+        };
+        let k = Value::String(k.to_string());
+        if i + 1 == keys.len() {
+            if m.contains_key(&k) {
+                return Err(here(format!(
+                    "the audit sets `{at}` (to the draws it needs): remove it here"
+                )));
+            }
+            m.insert(k, Value::Number(n.into()));
+            break;
+        }
+        node = m.entry(k).or_insert_with(empty);
+    }
+    Ok(with)
+}
+
+impl Audit {
+    fn validate(&self) -> Result<(), ParamError> {
+        let (n, s) = (self.samples.get(), self.search_samples.get());
+        // Two sides; the search split once per pair.
+        let pairs = self.neighbours.pairs.len() as u64 + self.neighbours.patterns.len() as u64;
+        let draws = product(&[2, s, pairs.max(1)]).and_then(|x| x.checked_add(product(&[2, n])?));
+        check_size_at(
+            "samples",
+            Limit::Draws,
+            &format!("2 sides × (samples + pairs × search_samples) (2 × ({n} + {pairs} × {s}))"),
+            draws,
+        )?;
+        if self.output.is_empty() {
+            return Err(ParamError::at(
+                "output",
+                "name the mechanism's released column(s), e.g. [noisy]",
+            ));
+        }
+        crate::kind::distinct("output", &self.output)?;
+        if self.searches.is_empty() {
+            return Err(ParamError::at("searches", "give at least one search"));
+        }
+        crate::kind::distinct(
+            "searches",
+            &self
+                .searches
+                .iter()
+                .map(|s| format!("{s:?}"))
+                .collect::<Vec<_>>(),
+        )?;
+        if self.samples_at.split('.').any(str::is_empty) {
+            return Err(ParamError::at(
+                "samples_at",
+                format!("`{}` is not a dotted path of keys", self.samples_at),
+            ));
+        }
+        if !matches!(self.mechanism.with, Value::Mapping(_)) {
+            return Err(ParamError::at(
+                "mechanism.with",
+                "the mechanism's `with` is a mapping of its parameters",
+            ));
+        }
+        Ok(())
+    }
+
+    fn delta(&self) -> f64 {
+        *self.claim.delta
+    }
+}
+
+/// The audited stage's input on one side of a pair: the answers and the `same` columns.
+fn input(n: &Neighbours, answers: &[f64]) -> Result<DataFrame> {
+    let mut fb = FrameBuilder::new().f64(&n.column, answers.to_vec());
+    for (name, values) in &n.same {
+        fb = fb.str(name, values.clone());
+    }
+    fb.build()
+}
+
+/// A text outcome as a number: 52 bits of its sha256, exact in an f64, the same on every
+/// thread and run (so events on labels are deterministic); the label is kept to name it.
+fn code(label: &str, names: &Mutex<HashMap<u64, String>>) -> f64 {
+    let d = Sha256::digest(label.as_bytes());
+    let bits = u64::from_le_bytes(d[..8].try_into().unwrap_or_default()) >> 12;
+    if let Ok(mut m) = names.lock() {
+        m.entry(bits).or_insert_with(|| label.to_string());
+    }
+    bits as f64
+}
+
+/// What reading the mechanism's output found out about its shape.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Shape {
+    /// Rows per release (1 for a histogram).
+    rows: usize,
+    /// Whether an output column holds text.
+    text: bool,
+}
+
+impl AuditRun {
+    /// One chunk of draws of the audited stage.
+    fn draw(
+        &self,
+        ctx: &Ctx,
+        inputs: &[[DataFrame; 2]],
+        d: Draw,
+        names: &Mutex<HashMap<u64, String>>,
+        shape: &OnceLock<Shape>,
+    ) -> Result<Releases> {
+        let seed: u128 = substream(ctx.seed, d.stream()).random();
+        let inner = self.inner.get(&d.n).with_context(|| {
+            format!("no run of {} draws was prepared (a bug in the audit)", d.n)
+        })?;
+        let input_names = ["neighbour".to_string()];
+        let mut ictx = Ctx {
+            inputs: std::slice::from_ref(&inputs[d.pair][d.side]),
+            input_names: &input_names,
+            rng: rng_from_seed(seed),
+            seed,
+            files: ctx.files,
+            axis_names: &[],
+            stage: ctx.stage,
+            label: ctx.label,
+            axes: ctx.axes,
+        };
+        let where_ = || {
+            format!(
+                "the audited mechanism ({}) on {}",
+                self.kind,
+                self.pairs[d.pair].side_text(d.side)
+            )
+        };
+        let out = inner.run(&mut ictx).with_context(where_)?;
+        let (releases, found) = self.releases(&out.frame, d.n, names).with_context(where_)?;
+        let first = *shape.get_or_init(|| found);
+        if first != found {
+            bail!(
+                "{}: its releases changed shape between runs ({} rows per release, then {})",
+                where_(),
+                first.rows,
+                found.rows
+            );
+        }
+        Ok(releases)
+    }
+
+    /// The releases in one run's output frame of `n` draws.
+    fn releases(
+        &self,
+        frame: &DataFrame,
+        n: u64,
+        names: &Mutex<HashMap<u64, String>>,
+    ) -> Result<(Releases, Shape)> {
+        let mut cols = Vec::with_capacity(self.audit.output.len());
+        let mut text = false;
+        for c in &self.audit.output {
+            let col = frame.column(c).map_err(|_| crate::kind::MissingColumn {
+                name: c.clone(),
+                available: frame
+                    .get_column_names()
+                    .iter()
+                    .map(|n| n.to_string())
+                    .collect(),
+            })?;
+            cols.push(if col.dtype() == &DataType::String {
+                text = true;
+                str_col(frame, c)?.iter().map(|s| code(s, names)).collect()
+            } else {
+                f64_col(frame, c)?
+            });
+        }
+        let k = cols.len();
+        if let Some(count) = &self.audit.count {
+            let counts: Vec<f64> = f64_col(frame, count)?;
+            let mut total = 0u64;
+            let mut out = Vec::with_capacity(counts.len());
+            for c in counts {
+                if !(c >= 0.0 && c.fract() == 0.0 && c < 2f64.powi(63)) {
+                    bail!("its `{count}` column holds {c}, not a count of draws");
+                }
+                total += c as u64;
+                out.push(c as u64);
+            }
+            if total != n {
+                bail!("its `{count}` column counts {total} draws where {n} were asked for: does it honour `{}`?", self.audit.samples_at);
+            }
+            let values = (0..frame.height())
+                .flat_map(|r| cols.iter().map(move |c| c[r]))
+                .collect();
+            return Ok((
+                Releases {
+                    dim: k,
+                    values,
+                    counts: out,
+                },
+                Shape { rows: 1, text },
+            ));
+        }
+        let sample = frame.column("sample").map_err(|_| {
+            anyhow::anyhow!("its output has no `sample` column: rows of one release share a `sample` value (or, for a histogram of releases, name its count column with `count:`)")
+        })?;
+        let sample = f64_col(frame, sample.name())?;
+        let rows = frame.height();
+        if n == 0 || !rows.is_multiple_of(n as usize) {
+            bail!(
+                "its output has {rows} rows for {n} draws: does it honour `{}`?",
+                self.audit.samples_at
+            );
+        }
+        let per = rows / n as usize;
+        let dim = per * k;
+        let mut values = vec![0.0; rows * k];
+        let mut filled = vec![0usize; n as usize];
+        for (r, &s) in sample.iter().enumerate() {
+            if !(s >= 0.0 && s < n as f64 && s.fract() == 0.0) {
+                bail!(
+                    "its `sample` column holds {s}: {n} draws are numbered 0 to {}",
+                    n - 1
+                );
+            }
+            let s = s as usize;
+            if filled[s] == per {
+                bail!("draw {s} has more than {per} rows ({rows} rows for {n} draws): each draw must have as many");
+            }
+            for (c, col) in cols.iter().enumerate() {
+                values[s * dim + filled[s] * k + c] = col[r];
+            }
+            filled[s] += 1;
+        }
+        Ok((Releases::draws(dim, values), Shape { rows: per, text }))
+    }
+
+    /// Names of the numbers of a release, and their values in words.
+    fn coordinate_name(&self, shape: Shape, j: usize) -> String {
+        let k = self.audit.output.len();
+        let col = &self.audit.output[j % k];
+        if shape.rows > 1 {
+            format!("{col}[{}]", j / k)
+        } else {
+            col.clone()
+        }
+    }
+}
+
+impl StageRun for AuditRun {
+    fn run(&self, ctx: &mut Ctx) -> Result<Output> {
+        let a = &self.audit;
+        let inputs = self
+            .pairs
+            .iter()
+            .map(|p| Ok([input(&a.neighbours, &p.x)?, input(&a.neighbours, &p.x2)?]))
+            .collect::<Result<Vec<_>>>()?;
+        let names = Mutex::new(HashMap::new());
+        let shape = OnceLock::new();
+        let wanted = |s: Search| a.searches.contains(&s);
+        let mut searches = Searches {
+            discrete: wanted(Search::Discrete),
+            scalar: wanted(Search::Scalar),
+            linear: wanted(Search::Linear),
+        };
+        let plan = |searches| Plan {
+            pairs: self.pairs.len(),
+            search_samples: a.search_samples.get(),
+            samples: a.samples.get(),
+            chunk: CHUNK,
+            confidence: *a.confidence,
+            delta: a.delta(),
+            searches,
+        };
+        let ctx: &Ctx = ctx;
+        // Text outcomes have no order: only sets of them are events. Whether the release is
+        // text is known after the first draw, which the search split's first chunk makes.
+        let probe = self.draw(
+            ctx,
+            &inputs,
+            Draw {
+                pair: 0,
+                side: 0,
+                split: crate::mech::audit::Split::Search,
+                chunk: 0,
+                n: CHUNK.min(a.search_samples.get()),
+            },
+            &names,
+            &shape,
+        )?;
+        drop(probe);
+        let sh = shape.get().copied().unwrap_or(Shape {
+            rows: 1,
+            text: false,
+        });
+        if sh.text {
+            searches.scalar = false;
+            searches.linear = false;
+            if !searches.discrete {
+                bail!("the released column(s) hold text, which only the `discrete` search can audit: add it to `searches`");
+            }
+        }
+        let found = audit(&plan(searches), |d| {
+            self.draw(ctx, &inputs, d, &names, &shape)
+        })?;
+        let eps = *a.claim.epsilon;
+        let names = names.into_inner().unwrap_or_default();
+        let (lb, p1, p2, pair, event) = match &found {
+            Some(f) => (
+                f.epsilon_lb,
+                Some(f.p1()),
+                Some(f.p2()),
+                self.pairs[f.pair].text(f.forward),
+                f.event.describe(&|j| self.coordinate_name(sh, j), &|_, v| {
+                    if sh.text {
+                        names.get(&(v as u64)).cloned().unwrap_or_else(|| short(v))
+                    } else {
+                        short(v)
+                    }
+                }),
+            ),
+            None => (
+                0.0,
+                None,
+                None,
+                String::new(),
+                "no event separated the inputs on the search split".to_string(),
+            ),
+        };
+        let frame = FrameBuilder::new()
+            .f64("epsilon", vec![eps])
+            .f64("delta", vec![a.delta()])
+            .f64("epsilon_lb", vec![lb])
+            .f64("confidence", vec![*a.confidence])
+            .i64("samples", vec![a.samples.get() as i64])
+            .opt_f64("p1", vec![p1])
+            .opt_f64("p2", vec![p2])
+            .str("pair", vec![pair])
+            .str("event", vec![event])
+            .build()?;
+        let mut frame = frame;
+        frame.with_column(Column::new("violation".into(), vec![lb > eps]))?;
+        Ok(frame.into())
+    }
+
+    fn files(&self) -> Vec<(&'static str, &std::path::Path)> {
+        // Located at `mechanism`: a key is a static name, and the inner stage's are its own.
+        self.inner_any()
+            .files()
+            .into_iter()
+            .map(|(_, p)| ("mechanism", p))
+            .collect()
+    }
+    fn check_files(&self, files: &dyn FileSource) -> Result<(), ParamError> {
+        self.inner_any()
+            .check_files(files)
+            .map_err(|e| inner_error(&e))
+    }
+    fn sources(&self) -> Vec<String> {
+        self.inner_any().sources()
+    }
+    fn trees(&self) -> Vec<(&'static str, &std::path::Path)> {
+        self.inner_any()
+            .trees()
+            .into_iter()
+            .map(|(_, p)| ("mechanism", p))
+            .collect()
+    }
+    fn programs(&self) -> Vec<Vec<String>> {
+        self.inner_any().programs()
+    }
+    fn columns_read(&self) -> Vec<(String, String)> {
+        Vec::new()
+    }
+    fn columns_out(&self, _: &[Option<Vec<String>>]) -> Option<Vec<String>> {
+        Some(COLUMNS.iter().map(|c| c.to_string()).collect())
+    }
+}
+
+impl AuditRun {
+    /// The audited stage as the engine sees it (every chunk size's build names the same
+    /// files and programs).
+    fn inner_any(&self) -> &dyn StageRun {
+        self.shown.as_ref()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::kind::testing::{floats, refused, run, strings};
+    use crate::kind::KindInfo;
+
+    fn kind() -> &'static KindInfo {
+        crate::stages::registry::find("audit.epsilon").unwrap()
+    }
+
+    /// An audit of `mechanism.noise` (Laplace, Δ = 1) run at `run_eps` and claiming `claim`,
+    /// on the pair 0 vs 1 (one above), with 2·10⁴ search and 2·10⁵ validation draws per side.
+    fn laplace(run_eps: f64, claim: f64, seed: u128) -> polars::prelude::DataFrame {
+        let with = format!(
+            "{{mechanism: {{kind: mechanism.noise, with: {{column: value, noise: laplace, epsilon: {run_eps}}}}},
+              output: [noisy], claim: {{epsilon: {claim}}},
+              neighbours: {{column: value, relation: l1, base: [0], patterns: [one_above]}},
+              samples: 200000, search_samples: 20000}}"
+        );
+        run(kind(), &with, &[], seed).unwrap().frame
+    }
+
+    /// Through the stage: the correct Laplace mechanism is not flagged at ε ∈ {0.1, 1}; run
+    /// at ε/0.7 (0.7× the noise scale) while claiming ε, it is, at both (the power check of
+    /// the mechanism layer's test, now through `mechanism.noise`'s own `run`).
+    #[test]
+    fn mechanism_noise_is_audited_through_its_own_run() {
+        for eps in [0.1, 1.0] {
+            let good = laplace(eps, eps, 1);
+            assert_eq!(strings(&good, "violation"), ["false"], "{good}");
+            let lb = floats(&good, "epsilon_lb")[0];
+            assert!(lb > 0.5 * eps && lb <= eps, "{good}");
+            let bad = laplace(eps / 0.7, eps, 2);
+            assert_eq!(strings(&bad, "violation"), ["true"], "{bad}");
+            let event = &strings(&bad, "event")[0];
+            assert!(event.contains("noisy"), "{event}");
+            assert!(strings(&bad, "pair")[0].starts_with("one_above: "), "{bad}");
+            assert_eq!(floats(&bad, "samples"), [200000.0]);
+        }
+    }
+
+    /// `mechanism.select` reports a histogram (`count`): the naive exponential mechanism,
+    /// claimed ε = 1 but only 2ε-DP, is flagged with an outcome set of candidate names, on
+    /// StatDP's "one below, rest above" from [1, 0, …, 0] (10 candidates).
+    #[test]
+    fn a_histogram_of_text_outcomes_is_audited_by_the_discrete_search() {
+        let with =
+            "{mechanism: {kind: mechanism.select, with: {method: naive_exponential, epsilon: 1}},
+            output: [candidate], count: count, claim: {epsilon: 1},
+            neighbours: {column: utility, relation: linf, base: [1, 0, 0, 0, 0, 0, 0, 0, 0, 0],
+                         patterns: [one_below_rest_above],
+                         same: {candidate: [r0, r1, r2, r3, r4, r5, r6, r7, r8, r9]}},
+            samples: 500000, search_samples: 50000}";
+        let out = run(kind(), with, &[], 3).unwrap().frame;
+        assert_eq!(strings(&out, "violation"), ["true"], "{out}");
+        let lb = floats(&out, "epsilon_lb")[0];
+        assert!(lb > 1.0 && lb <= 1.776, "{out}");
+        assert!(
+            strings(&out, "event")[0].starts_with("candidate ∈ {r0"),
+            "{out}"
+        );
+    }
+
+    /// The same seed gives the same row on 1 and on 3 threads; another seed other draws.
+    #[test]
+    fn threads_change_nothing() {
+        let on = |threads: usize, seed: u128| {
+            rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .unwrap()
+                .install(|| laplace(1.0, 1.0, seed))
+        };
+        let one = on(1, 5);
+        assert!(one.equals_missing(&on(3, 5)));
+        assert!(!one.equals_missing(&on(3, 6)));
+    }
+
+    /// A claim of δ = 0 may be written out (pure ε-DP); δ = 1 claims nothing and is refused.
+    #[test]
+    fn delta_may_be_zero_but_not_one() {
+        let with = |delta: &str| {
+            format!(
+                "{{mechanism: {{kind: mechanism.noise, with: {{column: value, noise: laplace, epsilon: 1}}}},
+                  output: [noisy], claim: {{epsilon: 1, delta: {delta}}},
+                  neighbours: {{column: value, relation: l1, pairs: [[[0], [1]]]}}}}"
+            )
+        };
+        assert!((kind().build)(&crate::kind::testing::yaml(&with("0"))).is_ok());
+        assert!(refused(kind(), &with("1")).starts_with("claim.delta: "));
+    }
+
+    /// What cannot be audited is refused before anything runs, where it is written.
+    #[test]
+    fn what_cannot_be_audited_is_refused_where_it_is_written() {
+        let audit = |mechanism: &str, extra: &str| {
+            format!(
+                "{{mechanism: {mechanism}, output: [noisy], claim: {{epsilon: 1}},
+                  neighbours: {{column: value, relation: l1, pairs: [[[0], [1]]]}}{extra}}}"
+            )
+        };
+        assert_eq!(
+            refused(kind(), &audit("{kind: normalise, with: {}}", "")),
+            "mechanism.kind: kind `normalise` has no `samples` parameter: the audit draws its samples by setting `samples` to the number it needs (an external program: `samples_at: params.samples`, which the program must honour)"
+        );
+        assert!(refused(
+            kind(),
+            &audit("{kind: external, with: {command: [sh, p.sh]}}", "")
+        )
+        .starts_with("mechanism.kind: kind `external` has no `samples` parameter"));
+        assert_eq!(
+            refused(kind(), &audit("{kind: mechanism.nosie}", "")),
+            "mechanism.kind: no stage kind `mechanism.nosie` (`dplab list` lists them)"
+        );
+        assert_eq!(
+            refused(
+                kind(),
+                &audit(
+                    "{kind: mechanism.noise, with: {column: value, noise: laplace, epsilon: 1, samples: 5}}",
+                    ""
+                )
+            ),
+            "mechanism.with.samples: the audit sets `samples` (to the draws it needs): remove it here"
+        );
+        assert!(refused(
+            kind(),
+            &audit(
+                "{kind: mechanism.noise, with: {column: value, noise: laplace, epsilon: -1}}",
+                ""
+            )
+        )
+        .starts_with("mechanism.with.epsilon: "));
+        assert_eq!(
+            refused(
+                kind(),
+                "{mechanism: {kind: mechanism.noise, with: {column: value, noise: laplace, epsilon: 1}},
+                  output: [noisy], claim: {epsilon: 1},
+                  neighbours: {column: value, relation: l1, pairs: [[[0], [.nan]]]}}"
+            ),
+            "neighbours.pairs.0.1.0: NaN is not allowed: stage parameters are finite numbers"
+        );
+        assert!(refused(
+            kind(),
+            &audit(
+                "{kind: mechanism.noise, with: {column: value, noise: laplace, epsilon: 1}}",
+                ", confidence: 1"
+            )
+        )
+        .starts_with("confidence: "));
+    }
+
+    /// A mechanism that does not honour `samples` is caught by its output's shape, not
+    /// audited on the wrong number of draws: `mechanism.select` without `count:` has no
+    /// `sample` column.
+    #[test]
+    fn an_output_of_the_wrong_shape_fails_with_what_was_expected() {
+        let with = "{mechanism: {kind: mechanism.select, with: {method: exponential, epsilon: 1}},
+            output: [candidate], claim: {epsilon: 1},
+            neighbours: {column: utility, relation: linf, pairs: [[[0, 1], [1, 0]]], same: {candidate: [a, b]}},
+            samples: 1000, search_samples: 1000}";
+        let e = crate::kind::testing::fails(kind(), with, &[], 1);
+        assert!(
+            e.contains("the audited mechanism (mechanism.select) on x = [0, 1] (pair 1)"),
+            "{e}"
+        );
+        assert!(e.contains("no `sample` column"), "{e}");
+    }
+}

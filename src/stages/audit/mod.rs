@@ -1,0 +1,4 @@
+//! `audit.*`: kinds that audit a mechanism stage as a black box ([`crate::mech::audit`]).
+
+pub mod epsilon;
+mod neighbours;

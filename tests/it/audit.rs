@@ -1,0 +1,122 @@
+//! `audit.epsilon` through the command line: auditing a built-in mechanism needs no consent,
+//! auditing a researcher's program does (consent follows the programs named, not the kind), an
+//! external program that honours `samples` is audited like a built-in one, and the results are
+//! the same bytes for any `--jobs`.
+
+use crate::common::{dplab, text, write};
+
+const HEADER: &str = r#"name: au
+title: T
+source: {paper: p, item: i}
+description: d
+seed: 27
+"#;
+
+/// An audit of the Laplace mechanism of `mechanism.noise`, correct, at ε ∈ {0.5, 1}.
+const BUILT_IN: &str = r#"axes:
+  eps: [0.5, 1]
+stages:
+  audit:
+    kind: audit.epsilon
+    with:
+      mechanism: {kind: mechanism.noise, with: {column: value, noise: laplace, epsilon: $eps}}
+      output: [noisy]
+      claim: {epsilon: $eps}
+      neighbours: {column: value, relation: l1, pairs: [[[0], [1]]]}
+      samples: 40000
+      search_samples: 10000
+"#;
+
+/// A researcher's Laplace mechanism with the classic bug, noise of scale ε instead of Δ/ε
+/// (claimed ε = 0.5: scale 0.5, a true ε of 2), which honours `samples` in its parameters:
+/// `samples` releases of every input row, numbered by `sample`.
+const PROGRAM: &str = r#"#!/bin/sh
+set -eu
+v() { sed -n "s/^ *\"$1\": *\"\{0,1\}\([^\",]*\)\"\{0,1\},\{0,1\}\$/\1/p" "$DPLAB_JSON" | head -n 1; }
+awk -F, -v eps="$(v epsilon)" -v n="$(v samples)" -v seed="$(v lo)" '
+    BEGIN { srand(substr(seed, length(seed) > 9 ? length(seed) - 8 : 1) + 0); b = eps }
+    NR == 1 { for (i = 1; i <= NF; i++) if ($i == "value") c = i; print "row,sample,noisy"; next }
+    {
+        for (s = 0; s < n; s++) {
+            u = rand() - 0.5; g = u < 0 ? -1 : 1
+            printf "%d,%d,%.17g\n", NR - 2, s, $c - b * g * log(1 - 2 * g * u)
+        }
+    }
+' "$(v csv)" > output/out.csv
+"#;
+
+const EXTERNAL: &str = r#"stages:
+  audit:
+    kind: audit.epsilon
+    with:
+      mechanism:
+        kind: external
+        with: {command: [sh, code/laplace.sh], code: [code], params: {epsilon: 0.5}}
+      samples_at: params.samples
+      output: [noisy]
+      claim: {epsilon: 0.5}
+      neighbours: {column: value, relation: l1, pairs: [[[0], [1]]]}
+      samples: 20000
+      search_samples: 5000
+"#;
+
+fn run(p: &std::path::Path, out: &std::path::Path, extra: &[&str]) -> std::process::Output {
+    dplab()
+        .arg("run")
+        .arg(p)
+        .arg("--out")
+        .arg(out)
+        .args(extra)
+        .env_remove("DPLAB_ALLOW_EXEC")
+        .output()
+        .unwrap()
+}
+
+/// The built-in audit runs without --allow-exec (its kind may run programs, but it names
+/// none), flags nothing, and writes the same bytes with 1 and 2 worker threads.
+#[test]
+fn auditing_a_built_in_mechanism_needs_no_consent_and_ignores_jobs() {
+    let d = tempfile::tempdir().unwrap();
+    let p = write(d.path(), "au.yaml", &format!("{HEADER}{BUILT_IN}"));
+    let mut frames = Vec::new();
+    for jobs in ["1", "2"] {
+        let out = d.path().join(format!("out{jobs}"));
+        let o = run(&p, &out, &["--jobs", jobs]);
+        assert!(o.status.success(), "{}", text(&o));
+        frames.push(std::fs::read_to_string(out.join("au/audit.csv")).unwrap());
+    }
+    assert_eq!(frames[0], frames[1]);
+    let mut lines = frames[0].lines();
+    assert_eq!(
+        lines.next(),
+        Some("eps,epsilon,delta,epsilon_lb,confidence,samples,p1,p2,pair,event,violation")
+    );
+    let rows: Vec<&str> = lines.collect();
+    assert_eq!(rows.len(), 2, "{}", frames[0]);
+    assert!(rows.iter().all(|r| r.ends_with(",false")), "{}", frames[0]);
+}
+
+/// The external program is audited without any change to the audit: refused without consent
+/// (the refusal names its command), run with it, and flagged.
+#[test]
+fn an_external_program_is_audited_with_consent_and_its_bug_is_flagged() {
+    let d = tempfile::tempdir().unwrap();
+    write(d.path(), "code/laplace.sh", PROGRAM);
+    let p = write(d.path(), "au.yaml", &format!("{HEADER}{EXTERNAL}"));
+    let out = d.path().join("out");
+    let o = run(&p, &out, &[]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        text(&o).contains("sh code/laplace.sh") && text(&o).contains("--allow-exec"),
+        "{}",
+        text(&o)
+    );
+    assert!(!out.exists());
+    let o = run(&p, &out, &["--allow-exec"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let frame = std::fs::read_to_string(out.join("au/audit.csv")).unwrap();
+    let row = frame.lines().nth(1).unwrap();
+    assert!(row.ends_with(",true"), "{frame}");
+    let lb: f64 = row.split(',').nth(2).unwrap().parse().unwrap();
+    assert!(lb > 1.0 && lb <= 2.0, "{frame}");
+}
