@@ -605,6 +605,9 @@ impl StageRun for AuditRun {
     fn programs(&self) -> Vec<Vec<String>> {
         self.inner_any().programs()
     }
+    fn probes(&self) -> Vec<crate::kind::Probe> {
+        self.inner_any().probes()
+    }
     fn columns_read(&self) -> Vec<(String, String)> {
         Vec::new()
     }
