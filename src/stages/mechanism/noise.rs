@@ -20,10 +20,10 @@ use crate::stages::{
     ParamError, Stage,
 };
 
+// Version 2: the output keeps every input column, integer noise on an integer column is an
+// integer column, and non-integer values under integer noise are refused.
 pub const KIND: KindInfo = KindInfo {
     name: "mechanism.noise",
-    // 2: the output keeps every input column, integer noise on an integer column is an
-    // integer column, and non-integer values under integer noise are refused.
     version: 2,
     random: true,
     runs_programs: false,
