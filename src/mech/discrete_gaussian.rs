@@ -242,7 +242,7 @@ fn uniform_below<R: Rng + ?Sized>(m: u128, rng: &mut R) -> u128 {
 fn uniform_below_big<R: Rng + ?Sized>(m: &BigUint, rng: &mut R) -> BigUint {
     let bits = (m - 1u32).bits();
     let words = bits.div_ceil(32).max(1) as usize;
-    let top_mask = if bits % 32 == 0 {
+    let top_mask = if bits.is_multiple_of(32) {
         u32::MAX
     } else {
         (1u32 << (bits % 32)) - 1
@@ -352,7 +352,7 @@ mod tests {
         assert_eq!(b as f64 * 2f64.powi(q), 0.1);
         assert_eq!(
             &g.num * 2u32 * b,
-            BigUint::from(9u32) * &g.den << q.unsigned_abs()
+            (BigUint::from(9u32) * &g.den) << q.unsigned_abs()
         );
         let e = DiscreteGaussian::for_zcdp(1e-30, 1.0).unwrap_err();
         assert_eq!(e.name, "rho");
