@@ -3,8 +3,11 @@
 //!
 //! Find a mechanism by its paper name:
 //! - [`laplace::Laplace`] — the Laplace mechanism (Dwork & Roth Def. 3.3)
-//! - [`gaussian::Gaussian`] — the Gaussian mechanism (Dwork & Roth Thm 3.22)
+//! - [`gaussian::Gaussian`] — the Gaussian mechanism, calibrated classically (Dwork & Roth
+//!   Thm 3.22), analytically (Balle & Wang 2018, Algorithm 1) or for ρ-zCDP (Bun & Steinke 2016)
 //! - [`geometric::Geometric`] — the geometric / discrete Laplace mechanism
+//! - [`discrete_gaussian::DiscreteGaussian`] — the discrete Gaussian mechanism (Canonne,
+//!   Kamath & Steinke 2020, Algorithms 1–3 and Theorem 4), an exact sampler
 //! - [`exponential::ExponentialMechanism`] — the exponential mechanism (Def. 3.4, Thm 3.10–3.11)
 //! - [`noisy_max::ReportNoisyMax`] — Report Noisy Max with Laplace noise, Report One-Sided
 //!   Noisy Arg-Max with exponential noise, and Gumbel-max (Thm 3.13)
@@ -36,6 +39,7 @@
 //! no guarantee of their own).
 
 pub mod audit;
+pub mod discrete_gaussian;
 pub mod exponential;
 pub mod fastmath;
 pub mod gaussian;

@@ -19,6 +19,7 @@ const HEADINGS: [&str; 4] = [
 /// the trigonometric mechanism, and private subspace iteration (the thesis's Algorithms 6
 /// and 7, which carry their own guarantee, Theorem 2.10).
 const MECHANISMS: &[&str] = &[
+    "discrete_gaussian.rs",
     "exponential.rs",
     "gaussian.rs",
     "geometric.rs",
