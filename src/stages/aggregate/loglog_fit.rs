@@ -12,7 +12,7 @@ use crate::stages::{build, distinct, params, Ctx, Gather, KindInfo, Output, Para
 
 pub const KIND: KindInfo = KindInfo {
     name: "aggregate.loglog_fit",
-    version: 1,
+    version: 2, // 2: `by:` keys keep their column's type
     random: false,
     runs_programs: false,
     summary: "Least-squares slope of log y on log x per group (a convergence rate), with a t-interval, beside a predicted slope. `output: slopes` gives one row per group; `lines` gives every input row with the fitted and the predicted line (anchored at the fit's centre) for plotting.",

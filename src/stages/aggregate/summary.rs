@@ -16,7 +16,7 @@ use crate::stages::{
 
 pub const KIND: KindInfo = KindInfo {
     name: "aggregate.summary",
-    version: 1,
+    version: 2, // 2: `by:` keys keep their column's type
     random: false,
     runs_programs: false,
     summary: "Per group and value column: n, mean, std, standard error, confidence interval of the mean (Student t), min, max and quantiles. One row per (group, value), long format.",

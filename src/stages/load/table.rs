@@ -15,7 +15,7 @@ use crate::stages::{
 
 pub const KIND: KindInfo = KindInfo {
     name: "load.table",
-    version: 1,
+    version: 2, // 2: an inline column written in integers is of integers
     random: false,
     runs_programs: false,
     summary: "A table written inline (`columns`) or read from a CSV file (`path`).",
@@ -110,6 +110,7 @@ impl Stage for LoadTable {
         let mut fb = FrameBuilder::new();
         for (name, vals) in self.columns.as_ref().into_iter().flatten() {
             fb = match column_values(name, vals).map_err(|e| anyhow::anyhow!(e.message))? {
+                Values::Int(v) => fb.i64(name, v),
                 Values::Num(v) => fb.f64(name, v),
                 Values::Text(v) => fb.str(name, v),
             };
@@ -119,13 +120,21 @@ impl Stage for LoadTable {
 }
 
 enum Values {
+    /// Every value written as an integer: the column holds integers (counts stay counts).
+    Int(Vec<i64>),
     Num(Vec<f64>),
     Text(Vec<String>),
 }
 
 /// An inline column's values, all numbers or all strings (`validate` checks it, `run` builds).
 fn column_values(name: &str, vals: &[Value]) -> Result<Values, ParamError> {
-    if vals.iter().all(|v| v.is_number()) {
+    if let Some(ints) = vals
+        .iter()
+        .map(|v| v.as_i64())
+        .collect::<Option<Vec<i64>>>()
+    {
+        Ok(Values::Int(ints))
+    } else if vals.iter().all(|v| v.is_number()) {
         Ok(Values::Num(
             vals.iter()
                 .map(|v| v.as_f64().unwrap_or(f64::NAN))
