@@ -34,6 +34,7 @@ pub fn all() -> &'static [KindInfo] {
         mechanism::trigonometric::KIND,
         load::sample::KIND,
         query::smooth::KIND,
+        evaluate::error::KIND,
         evaluate::smooth_queries::KIND,
         report::verdict::KIND,
         evaluate::selection::KIND,
