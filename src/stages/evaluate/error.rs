@@ -7,8 +7,8 @@
 //! - `rmse` = √(Σeᵢ²/n), `mean_abs` = Σ|eᵢ|/n, `max_abs` = maxᵢ|eᵢ| (= `linf`, under the name
 //!   tables use);
 //! - `mean_rel` = Σ rᵢ/n and `max_rel` = maxᵢ rᵢ with rᵢ = |eᵢ| / max(|truthᵢ|, floor): the
-//!   stated `floor` keeps a true value of 0 (an empty histogram bin) from dividing by zero,
-//!   as Qardaji et al. and Hay et al. bound the denominator of a relative error.
+//!   stated `floor` keeps a true value of 0 (an empty histogram bin) from dividing by zero:
+//!   the "sanity bound" of Xiao, Wang & Gehrke's relative error (Privelet, 2010).
 //!
 //! The true value is a column of the same frame, or of a second input (the true frame) matched
 //! row by row on the `on:` keys: each estimate row must find exactly one true row. No
