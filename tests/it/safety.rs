@@ -296,7 +296,7 @@ stages:
         "{csv}"
     );
     assert!(
-        csv.contains("1.0,paper,,") && csv.contains("2.0,paper,,"),
+        csv.contains("1,paper,,") && csv.contains("2,paper,,"),
         "{csv}"
     );
 }
