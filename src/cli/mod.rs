@@ -128,6 +128,11 @@ fn end_programs_on_signals() {
         if let Some(signal) = signals.forever().next() {
             dplab::stages::external::stop_programs();
             let _ = signal_hook::low_level::emulate_default_handler(signal);
+            // Only if dying of the signal did not happen: the shell's convention for it.
+            #[expect(
+                clippy::exit,
+                reason = "a signal ends the process from its own thread: no outcome to return"
+            )]
             std::process::exit(128 + signal);
         }
     });

@@ -36,10 +36,6 @@ pub fn choose(plan: &Plan, offset: &[usize], n: usize) -> Vec<bool> {
     let k = n.min(candidates.len());
     // Not the run's seed: which instances are checked changes nothing that is computed, and a
     // fixed choice would check the same few instances every time.
-    #[expect(
-        clippy::disallowed_methods,
-        reason = "the choice of instances to check is meant to differ from run to run"
-    )]
     let mut rng = rand::rng();
     for i in rand::seq::index::sample(&mut rng, candidates.len(), k) {
         chosen[candidates[i]] = true;

@@ -329,10 +329,7 @@ stages:
         .unwrap();
     assert!(o.status.success(), "{}", text(&o));
     let csv = fs::read_to_string(out.join("widths/raw.csv")).unwrap();
-    assert_eq!(
-        csv, "data,x,y,z\nA,1.0,3.5,\nA,2.0,4.0,\nB,5.0,,b\n",
-        "{csv}"
-    );
+    assert_eq!(csv, "data,x,y,z\nA,1,3.5,\nA,2,4.0,\nB,5,,b\n", "{csv}");
     assert!(out.join("widths/figure.svg").exists());
 }
 

@@ -58,7 +58,8 @@ def kind_of(t):
 def check(parquet, problems):
     name = f"{parquet.parent.name}/{parquet.name}"
     table = pq.read_table(parquet)
-    meta = {k.decode(): v.decode() for k, v in (table.schema.metadata or {}).items()}
+    # The file's key-value metadata (pyarrow keeps it apart from the Arrow schema's).
+    meta = {k.decode(): v.decode() for k, v in (pq.read_metadata(parquet).metadata or {}).items()}
     if meta.get("dplab.pipeline") != parquet.parent.name or meta.get("dplab.stage") != parquet.stem:
         problems.append(f"{name}: key-value metadata names {meta.get('dplab.pipeline')}/{meta.get('dplab.stage')}")
     if not any(k in meta for k in ("dplab.instance_key", "dplab.instance_keys_sha256")):

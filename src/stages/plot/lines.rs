@@ -343,7 +343,11 @@ impl Stage for Lines {
 
     fn run(&self, ctx: &mut Ctx) -> Result<Output> {
         let df = ctx.input()?;
-        let label = |s: &str| self.labels.get(s).cloned().unwrap_or_else(|| s.to_string());
+        let label = |s: &str| {
+            by_value(&self.labels, s)
+                .cloned()
+                .unwrap_or_else(|| s.to_string())
+        };
         let rows = self.kept_rows(df)?;
         let xs = f64_col(df, &self.x)?;
         let ys = self.y.list();
@@ -512,7 +516,9 @@ impl Stage for Lines {
                 title,
                 series,
                 hlines: self.hlines.iter().map(|h| (h.label.clone(), h.y)).collect(),
-                y_label: self.y_labels.get(fvalue).cloned().unwrap_or_default(),
+                y_label: by_value(&self.y_labels, fvalue)
+                    .cloned()
+                    .unwrap_or_default(),
                 log_y: Some(panel_log_y),
             });
         }
@@ -823,6 +829,19 @@ impl Lines {
     }
 }
 
+/// The entry of a map keyed by values (`labels`, `y_labels`) for the value `v` as the frame
+/// prints it: its text, or else the key that is the same number (`"6.0"` names 6, and `"6"`
+/// names 6.0): an axis written `[2, 6]` holds integers, one written `[2.0, 6.0]` floats, and a
+/// label keyed by the other's text must not silently stop naming its series.
+fn by_value<'m>(map: &'m IndexMap<String, String>, v: &str) -> Option<&'m String> {
+    map.get(v).or_else(|| {
+        let x = v.trim().parse::<f64>().ok()?;
+        map.iter()
+            .find(|(k, _)| k.trim().parse::<f64>().ok() == Some(x))
+            .map(|(_, l)| l)
+    })
+}
+
 /// A panel's title in `plot.lines`: `σ = 2` when the facet column has a label (`labels:
 /// {sigma: σ}`) or the value is a number (which needs its name); else the value alone, since a
 /// bare column name (`value = worst absolute error`, `panel = CRM · …`) is not for readers.
@@ -943,5 +962,23 @@ mod kind_tests {
         };
         assert_eq!(of("low"), [(1.0, 3.0), (2.0, 4.0)]);
         assert_eq!(of("high"), [(1.0, 5.0), (2.0, 6.0)]);
+    }
+}
+
+#[cfg(test)]
+mod by_value_tests {
+    use super::*;
+
+    /// A label keyed by a float's text names the same integer, and the other way round.
+    #[test]
+    fn labels_name_a_value_by_its_number() {
+        let map: IndexMap<String, String> = [("6.0", "σ = 6"), ("2", "σ = 2"), ("a", "A")]
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        assert_eq!(by_value(&map, "6").map(String::as_str), Some("σ = 6"));
+        assert_eq!(by_value(&map, "2.0").map(String::as_str), Some("σ = 2"));
+        assert_eq!(by_value(&map, "a").map(String::as_str), Some("A"));
+        assert_eq!(by_value(&map, "7"), None);
     }
 }
