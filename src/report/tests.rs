@@ -662,6 +662,9 @@ fn an_experiment_without_a_paper_gets_an_experiment_report() {
     assert!(html.contains("<h1>Experiment report</h1>"), "{html}");
     assert!(!html.contains("id=\"tally\"") && !html.contains("id=\"differences\""));
     assert!(!html.contains("printed numbers"), "{html}");
+    // Nor a verdict line or an empty paper line in its section.
+    assert!(!html.contains("Compared with the paper"), "{html}");
+    assert!(!html.contains(r#"<p class="meta"></p>"#), "{html}");
     assert!(
         html.contains("mine/figure.svg") && html.contains("L1 error"),
         "{html}"
