@@ -474,7 +474,10 @@ fn markdown(df: &DataFrame, layout: &Layout, stage: &str) -> Result<String> {
         .iter()
         .map(|c| -> Result<Vec<String>> {
             let col = column(df, &c.name)?;
-            if col.dtype().is_float() || col.dtype().is_integer() {
+            // A key names its row: written as the frame holds it (`0.1`, not `0.1000`), as the
+            // HTML report shows it.
+            let numeric = col.dtype().is_float() || col.dtype().is_integer();
+            if numeric && c.role != Role::Key {
                 let v = col.cast(&DataType::Float64)?;
                 let v: Vec<Option<f64>> = v.f64()?.iter().collect();
                 let mut out = if c.role == Role::Ours {
@@ -581,7 +584,11 @@ mod kind_tests {
         let diff = floats(f, "diff_mean");
         assert!((diff[1] + 0.05).abs() < 1e-12, "{f}");
         let md = out.artifacts.iter().find(|a| a.ext == "md").unwrap();
-        assert!(String::from_utf8_lossy(&md.bytes).contains("T"));
+        let md = String::from_utf8_lossy(&md.bytes);
+        assert!(md.contains("## T"), "{md}");
+        // Keys as the frame holds them, not padded to the table's digits (`0.5000`).
+        assert!(md.contains("| 0.5 | 0.1234 |"), "{md}");
+        assert!(md.contains("| 2.0 | 0.3100 |"), "{md}");
         let with = "{title: T, paper: p.csv, join: [eps], compare: {mean: value}, explain: [{where: {eps: 2}, text: fewer runs}]}";
         let f = Instance::new(&KIND, with)
             .inputs(&[&ours])
