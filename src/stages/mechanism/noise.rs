@@ -28,7 +28,7 @@ pub const KIND: KindInfo = KindInfo {
     version: 2,
     random: true,
     runs_programs: false,
-    summary: "Adds Laplace, Gaussian (classic, analytic or zCDP calibration), geometric or discrete Gaussian noise to a numeric column, `samples` times per row, keeping the row's other columns.",
+    summary: "Adds Laplace, Gaussian (classic, analytic or zCDP calibration), geometric, discrete Gaussian or optimal staircase noise to a numeric column, `samples` times per row, keeping the row's other columns.",
     params: params::<AddNoise>,
     gather: Gather::Nothing,
     build: build::<AddNoise>,
