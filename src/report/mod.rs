@@ -22,6 +22,7 @@
 //! Here the page itself: the results read, the experiments in order, the template rendered;
 //! [`model`] holds what the template shows.
 
+mod audits;
 mod counts;
 mod markdown;
 mod model;
@@ -34,6 +35,7 @@ use std::path::{Path, PathBuf};
 use crate::verdict::Finding;
 use read::{Manifest, Outputs};
 
+pub use audits::AuditRow;
 pub use counts::{class, judgements, Judged, Tally};
 pub use model::{Disagreement, Expected, FindingRow, Summary, Written};
 use model::{Experiment, Figure, Paper};
@@ -127,6 +129,7 @@ pub fn build(
     let mut found = Vec::new();
     let mut experiments: BTreeMap<String, Experiment> = BTreeMap::new();
     let mut entries: Vec<(String, PathBuf)> = Vec::new();
+    let mut audit_rows: Vec<AuditRow> = Vec::new();
     let dir = std::fs::read_dir(results).map_err(|e| format!("{}: {e}", results.display()))?;
     for e in dir {
         let e = e.map_err(|e| format!("{}: {e}", results.display()))?;
@@ -165,7 +168,15 @@ pub fn build(
                 problems.push(msg.clone());
                 damaged(&name, msg)
             }
-            Ok(m) => experiment(&name, &path, &m, &mut problems, &mut found),
+            Ok(m) => {
+                audit_rows.extend(audits::rows(
+                    &name,
+                    &Outputs::new(&path, &m),
+                    &m,
+                    &mut problems,
+                ));
+                experiment(&name, &path, &m, &mut problems, &mut found)
+            }
             Err(msg) => {
                 problems.push(msg.clone());
                 damaged(&name, msg)
@@ -245,6 +256,20 @@ pub fn build(
             .extend(found.iter().filter(|x| x.experiment == ex.id).cloned());
         summary.finding_list.extend(ex.findings.iter().cloned());
     }
+    // Flagged mechanisms first; otherwise in page order (experiments by name here, then
+    // stage and row order), which the stable sort keeps.
+    let order: Vec<&str> = ordered.iter().map(|e| e.id.as_str()).collect();
+    audit_rows.sort_by_key(|a| {
+        (
+            !a.violation,
+            order
+                .iter()
+                .position(|e| *e == a.experiment)
+                .unwrap_or(usize::MAX),
+        )
+    });
+    summary.flagged = audit_rows.iter().filter(|a| a.violation).count();
+    summary.audits = audit_rows;
     let mut env = minijinja::Environment::new();
     env.set_auto_escape_callback(|_| minijinja::AutoEscape::Html);
     env.add_template("report.html", TEMPLATE)

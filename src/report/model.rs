@@ -44,6 +44,10 @@ pub struct Summary {
     pub disagreements: Vec<Disagreement>,
     /// Every finding, in page order.
     pub finding_list: Vec<FindingRow>,
+    /// Every audit row of the run, flagged ones first.
+    pub audits: Vec<super::AuditRow>,
+    /// How many of them are flagged (`violation`).
+    pub flagged: usize,
 }
 
 #[derive(Serialize, Debug, Clone)]

@@ -10,10 +10,15 @@
 //     side, no paper value → not compared; any other word fails), and from the manifests'
 //     `findings` — or the page colours, lists or counts a different number of cells of any
 //     verdict than the frames hold;
+//   - the Audits section differs from the audit frames: every row of every `<stage>.csv` of a
+//     stage of kind audit.epsilon (as the manifests record) must be a row of its table, with
+//     its epsilon_lb and violation, flagged rows first, the section linked from the side menu
+//     and saying that no violation proves nothing;
 //   - the layout hides what it shows: the summary is followed by the experiments and only then
 //     by the list of differences; no table sticks out of the page's column; no verdict cell of
 //     a table lies beyond what its scroll box shows; every figure links to itself at full size.
-// Screenshots: SCREENSHOT (the summary, first screen) and SCREENSHOT with `-full` (whole page).
+// Screenshots: SCREENSHOT (the summary, first screen), SCREENSHOT with `-full` (whole page) and
+// with `-audits` (the Audits section).
 //
 // Usage: node check-report.mjs RESULTS PIPELINES SCREENSHOT   (CHROMIUM: the browser binary)
 import { readFileSync, readdirSync, statSync, existsSync } from 'node:fs';
@@ -56,6 +61,7 @@ const count = (t, w) => {
 };
 const frames = tally();
 const findings = tally();
+const auditRows = [];
 for (const d of expected) {
   const dir = join(results, d);
   if (!existsSync(dir)) continue;
@@ -72,6 +78,14 @@ for (const d of expected) {
     }
   }
   const manifest = JSON.parse(readFileSync(join(dir, 'manifest.json'), 'utf8'));
+  for (const st of manifest.stages ?? []) {
+    if (st.kind !== 'audit.epsilon' || !existsSync(join(dir, `${st.name}.csv`))) continue;
+    const rows = parse(readFileSync(join(dir, `${st.name}.csv`)), { columns: true, skip_empty_lines: true });
+    for (const r of rows) {
+      if (!('epsilon_lb' in r) || !('violation' in r)) { fail(`${d}/${st.name}.csv: an audit frame without epsilon_lb or violation`); break; }
+      auditRows.push(`${d}|${st.name}|${r.epsilon_lb}|${r.violation}`);
+    }
+  }
   for (const x of manifest.pipeline?.findings ?? []) {
     if (x.verdict in WORDS) count(findings, x.verdict);
     else fail(`${d}: finding with verdict ${x.verdict}`);
@@ -103,6 +117,26 @@ const shown = new Set(sections.map((s) => s.id));
 for (const id of expected) if (!shown.has(id)) fail(`no section for experiment ${id}`);
 for (const s of sections) {
   if (s.status === 'damaged') fail(`experiment ${s.id} is shown as damaged`);
+}
+
+const audits = await page.$$eval('#audits-table tbody tr.audit', (rows) => rows.map((r) =>
+  `${r.dataset.pipeline}|${r.dataset.stage}|${r.dataset.epsilonLb}|${r.dataset.violation}`));
+{
+  const want = [...auditRows].sort();
+  const got = [...audits].sort();
+  if (got.length !== want.length) fail(`the Audits table has ${got.length} rows, the audit frames ${want.length}`);
+  else if (got.some((g, i) => g !== want[i])) {
+    const missing = want.filter((w) => !got.includes(w));
+    fail(`the Audits table's rows differ from the audit frames: ${missing.slice(0, 3).join('; ')} not shown`);
+  }
+  const flags = audits.map((a) => a.endsWith('|true'));
+  if (flags.some((f, i) => f && i > 0 && !flags[i - 1])) fail('a flagged audit is listed after one not flagged');
+  if (want.length > 0) {
+    const link = await page.$('nav a[href="#audits"]');
+    if (!link) fail('the side menu has no link to the Audits section');
+    const said = await page.$eval('#audits', (s) => s.textContent).catch(() => '');
+    if (!said.includes('No violation proves nothing')) fail('the Audits section does not say that no violation proves nothing');
+  }
 }
 
 const images = await page.$$eval('img', (imgs) => imgs.map((i) => ({
@@ -189,13 +223,16 @@ for (const p of layout.problems) fail(p);
 
 await page.screenshot({ path: screenshot });
 await page.screenshot({ path: screenshot.replace(/\.png$/, '-full.png'), fullPage: true });
+const auditSection = await page.$('#audits');
+if (auditSection) await auditSection.screenshot({ path: screenshot.replace(/\.png$/, '-audits.png') });
 await browser.close();
 
 console.log(`report: ${sections.length} sections (${expected.size} expected), ${images.length} figures loaded, ` +
   `${summary.compared} printed numbers compared: ${summary.agree} agree, ${summary.differ} differ ` +
   `(${summary.explained} explained, ${summary.unexplained} unexplained; frames: ` +
   `${frames.compared}/${frames.agree}/${frames.differ}/${frames.explained}/${frames.unexplained}); ` +
-  `${summary.findings} findings (manifests: ${findings.compared}); screenshot ${screenshot}`);
+  `${summary.findings} findings (manifests: ${findings.compared}); ${audits.length} audit rows ` +
+  `(frames: ${auditRows.length}, ${audits.filter((a) => a.endsWith('|true')).length} flagged); screenshot ${screenshot}`);
 if (failures.length) {
   for (const f of failures) console.error(`FAIL: ${f}`);
   process.exit(1);

@@ -120,3 +120,117 @@ fn an_external_program_is_audited_with_consent_and_its_bug_is_flagged() {
     let lb: f64 = row.split(',').nth(2).unwrap().parse().unwrap();
     assert!(lb > 1.0 && lb <= 2.0, "{frame}");
 }
+
+/// Audits of three kinds of release (a number, a histogram of records under add/remove, a
+/// selection's histogram) over three ε, stacked.
+const SEVERAL: &str = r#"axes:
+  eps: [0.5, 1, 2]
+stages:
+  laplace:
+    kind: audit.epsilon
+    with:
+      mechanism: {kind: mechanism.noise, with: {column: value, noise: laplace, epsilon: $eps}}
+      output: [noisy]
+      claim: {epsilon: $eps}
+      neighbours: {column: value, relation: l1, base: [0], patterns: [one_above, one_below]}
+      samples: 30000
+      search_samples: 5000
+  histogram:
+    kind: audit.epsilon
+    with:
+      mechanism: {kind: mechanism.noise, with: {column: count, noise: geometric, epsilon: $eps}}
+      output: [noisy]
+      claim: {epsilon: $eps}
+      neighbours: {column: count, relation: add_remove, bins: [a, b], dataset: [a]}
+      samples: 30000
+      search_samples: 5000
+  noisy_max:
+    kind: audit.epsilon
+    with:
+      mechanism: {kind: mechanism.select, with: {method: report_noisy_max, epsilon: $eps}}
+      output: [candidate]
+      count: count
+      claim: {epsilon: $eps}
+      neighbours:
+        column: utility
+        relation: replace
+        bins: [r0, r1, r2]
+        key: candidate
+        dataset: [r0, r0, r1]
+      samples: 30000
+      search_samples: 5000
+  all:
+    kind: frame.stack
+    input: [laplace, histogram, noisy_max]
+"#;
+
+/// The results of a run: every CSV frame under `out`, by name.
+fn frames(out: &std::path::Path) -> Vec<(String, String)> {
+    let mut v: Vec<(String, String)> = std::fs::read_dir(out.join("au"))
+        .unwrap()
+        .flatten()
+        .filter(|e| e.path().extension().is_some_and(|x| x == "csv"))
+        .map(|e| {
+            (
+                e.file_name().to_string_lossy().into_owned(),
+                std::fs::read_to_string(e.path()).unwrap(),
+            )
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+/// Audit results are the same bytes on 1 and 2 worker threads and when the run is split into 3
+/// shards sharing a store (each shard a separate process, run one after the other) and merged.
+#[test]
+fn audits_are_bit_identical_for_any_jobs_and_shards() {
+    let d = tempfile::tempdir().unwrap();
+    let p = write(d.path(), "au.yaml", &format!("{HEADER}{SEVERAL}"));
+    let mut results = Vec::new();
+    for jobs in ["1", "2"] {
+        let out = d.path().join(format!("jobs{jobs}"));
+        let o = run(&p, &out, &["--jobs", jobs]);
+        assert!(o.status.success(), "{}", text(&o));
+        results.push(frames(&out));
+    }
+    let store = d.path().join("store");
+    for i in 0..3 {
+        let o = run(
+            &p,
+            &d.path().join("unused"),
+            &[
+                "--jobs",
+                "1",
+                "--shard",
+                &format!("{i}/3"),
+                "--store",
+                store.to_str().unwrap(),
+            ],
+        );
+        assert!(o.status.success(), "shard {i}/3: {}", text(&o));
+    }
+    let merged = d.path().join("merged");
+    let o = run(
+        &p,
+        &merged,
+        &["--jobs", "2", "--store", store.to_str().unwrap()],
+    );
+    assert!(o.status.success(), "merge: {}", text(&o));
+    let m = std::fs::read_to_string(merged.join("au/manifest.json")).unwrap();
+    let m: serde_json::Value = serde_json::from_str(&m).unwrap();
+    let computed: u64 = m["stages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["kind"] == "audit.epsilon")
+        .map(|s| s["instances_run"].as_u64().unwrap())
+        .sum();
+    assert_eq!(computed, 0, "the merge computed audits again: {m}");
+    results.push(frames(&merged));
+    assert_eq!(results[0].len(), 4, "{:?}", results[0]);
+    assert_eq!(results[0], results[1], "--jobs 1 vs 2");
+    assert_eq!(results[0], results[2], "--jobs 1 vs 3 shards merged");
+    let all = &results[0].iter().find(|(n, _)| n == "all.csv").unwrap().1;
+    assert_eq!(all.lines().count(), 1 + 9, "{all}");
+}

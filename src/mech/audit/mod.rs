@@ -273,7 +273,14 @@ pub fn audit<E: Send>(
     for pair in 0..plan.pairs {
         let a = draw_all(plan, pair, 0, &draw)?;
         let b = draw_all(plan, pair, 1, &draw)?;
-        let found = search::best(&a, &b, plan.searches, plan.delta, plan.confidence);
+        let found = search::best_for(
+            &a,
+            &b,
+            plan.searches,
+            plan.delta,
+            plan.confidence,
+            plan.samples,
+        );
         if let Some(c) = found {
             if best.as_ref().is_none_or(|(_, b)| c.score > b.score) {
                 best = Some((pair, c));

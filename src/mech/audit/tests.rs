@@ -350,3 +350,39 @@ fn counted_releases_count_as_their_draws() {
     // −0 and 0 are one outcome.
     assert!(Event::outcomes(vec![vec![0.0]]).contains(&[-0.0]));
 }
+
+/// An event too rare for a small validation split is not chosen for it: side 0 has 30 of 10⁴
+/// search draws on outcome 1 where side 1 has none (a bound of ~1.7 on the search split), and
+/// 6000 against 3970 on outcome 2. With 10⁵ validation draws the rare outcome alone is the
+/// event; with 10³ (where it would be seen about 3 times and give a bound of 0) the set of
+/// both is, whose bound at 10³ draws is above 0.
+#[test]
+fn an_event_too_rare_for_the_validation_split_is_not_chosen() {
+    let discrete = Searches {
+        discrete: true,
+        scalar: false,
+        linear: false,
+    };
+    let a = Releases {
+        dim: 1,
+        values: vec![1.0, 2.0, 3.0],
+        counts: vec![30, 6000, 3970],
+    };
+    let b = Releases {
+        dim: 1,
+        values: vec![1.0, 2.0, 3.0],
+        counts: vec![0, 3970, 6030],
+    };
+    let outcomes = |v: u64| match search::best_for(&a, &b, discrete, 0.0, 0.95, v)
+        .unwrap()
+        .event
+    {
+        search::Event::Outcomes { outcomes, .. } => outcomes,
+        e => panic!("{e:?}"),
+    };
+    assert_eq!(outcomes(100_000), [vec![1.0]]);
+    assert_eq!(outcomes(1000), [vec![1.0], vec![2.0]]);
+    // What the rare outcome would give at 10³ validation draws: 3 against 0.
+    assert_eq!(super::epsilon_lower_bound(3, 1000, 0, 1000, 0.0, 0.95), 0.0);
+    assert!(super::epsilon_lower_bound(603, 1000, 397, 1000, 0.0, 0.95) > 0.2);
+}

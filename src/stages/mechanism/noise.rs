@@ -1,6 +1,6 @@
 //! `mechanism.noise`: additive noise mechanisms on a numeric column (Laplace, Gaussian with a
-//! choice of calibration, geometric, discrete Gaussian), `samples` noisy releases per row, each
-//! with every column of its input row.
+//! choice of calibration, geometric, discrete Gaussian, the optimal staircase), `samples` noisy
+//! releases per row, each with every column of its input row.
 
 use anyhow::Result;
 use polars::prelude::{Column, DataFrame, DataType, IdxCa, IdxSize};
@@ -12,6 +12,7 @@ use crate::mech::discrete_gaussian::DiscreteGaussian;
 use crate::mech::gaussian::Gaussian;
 use crate::mech::geometric::Geometric;
 use crate::mech::laplace::Laplace;
+use crate::mech::staircase::Staircase;
 use crate::mech::ParamRangeError;
 use crate::stages::frame::{column, f64_col};
 use crate::stages::param::{Count, Level, Positive};
@@ -27,7 +28,7 @@ pub const KIND: KindInfo = KindInfo {
     version: 2,
     random: true,
     runs_programs: false,
-    summary: "Adds Laplace, Gaussian (classic, analytic or zCDP calibration), geometric or discrete Gaussian noise to a numeric column, `samples` times per row, keeping the row's other columns.",
+    summary: "Adds Laplace, Gaussian (classic, analytic or zCDP calibration), geometric, discrete Gaussian or optimal staircase noise to a numeric column, `samples` times per row, keeping the row's other columns.",
     params: params::<AddNoise>,
     gather: Gather::Nothing,
     build: build::<AddNoise>,
@@ -50,6 +51,8 @@ enum NoiseKind {
     Geometric,
     /// ρ-zCDP on integers, σ² = Δ²/(2ρ), exact sampler (Canonne, Kamath & Steinke 2020)
     DiscreteGaussian,
+    /// ε-DP, the staircase of Geng & Viswanath with the E|X|-optimal step γ* = 1/(1 + e^(ε/2))
+    Staircase,
 }
 
 impl NoiseKind {
@@ -59,6 +62,7 @@ impl NoiseKind {
             NoiseKind::Gaussian => "gaussian",
             NoiseKind::Geometric => "geometric",
             NoiseKind::DiscreteGaussian => "discrete_gaussian",
+            NoiseKind::Staircase => "staircase",
         }
     }
 
@@ -130,6 +134,7 @@ enum Sampler {
     Gaussian(Gaussian),
     Geometric(Geometric),
     DiscreteGaussian(DiscreteGaussian),
+    Staircase(Staircase),
 }
 
 /// The perturbed column's values: integers stay integers under integer noise.
@@ -240,6 +245,9 @@ impl AddNoise {
             }
             (NoiseKind::Geometric, _) => {
                 Sampler::Geometric(Geometric::for_privacy(epsilon(), sensitivity)?)
+            }
+            (NoiseKind::Staircase, _) => {
+                Sampler::Staircase(Staircase::optimal(epsilon(), sensitivity)?)
             }
             (NoiseKind::DiscreteGaussian, _) => {
                 Sampler::DiscreteGaussian(DiscreteGaussian::for_zcdp(rho(), sensitivity)?)
@@ -384,10 +392,14 @@ impl Stage for AddNoise {
         let per_row = samples as usize;
         let n = input.height() * per_row;
         let noisy = match (&sampler, values) {
-            (Sampler::Laplace(_) | Sampler::Gaussian(_), Values::Float(v)) => {
+            (
+                Sampler::Laplace(_) | Sampler::Gaussian(_) | Sampler::Staircase(_),
+                Values::Float(v),
+            ) => {
                 let noise = draws(ctx, n, 0.0, |rng, chunk| match &sampler {
                     Sampler::Laplace(l) => l.fill(rng, chunk),
                     Sampler::Gaussian(g) => g.fill(rng, chunk),
+                    Sampler::Staircase(s) => chunk.iter_mut().for_each(|x| *x = s.sample(rng)),
                     _ => unreachable!("continuous noise"),
                 });
                 Column::new(
@@ -472,6 +484,25 @@ mod tests {
     use crate::kind::testing::{fails, floats, names, refused, run, strings};
     use crate::mech::gaussian::Gaussian;
     use polars::prelude::DataType;
+
+    /// Staircase noise through the stage: its mean |noise| is the optimal staircase's
+    /// E|X| = Δe^(ε/2)/(e^ε − 1) (0.876 at ε = 1, Δ = 2; 4·10⁴ draws, standard error ~0.005),
+    /// below the Laplace mechanism's Δ/ε = 2; the noise has no point mass at 0.
+    #[test]
+    fn staircase_noise_has_the_optimal_mean_error() {
+        let input = polars::df!("u" => [5.0]).unwrap();
+        let with = "{column: u, noise: staircase, epsilon: 1, sensitivity: 2, samples: 40000}";
+        let out = run(&KIND, with, &[&input], 3).unwrap().frame;
+        let noisy = floats(&out, "noisy");
+        let mean_abs = noisy.iter().map(|v| (v - 5.0).abs()).sum::<f64>() / 40000.0;
+        let want = 2.0 * 0.5f64.exp() / (1f64.exp() - 1.0);
+        assert!((mean_abs - want).abs() < 0.03, "{mean_abs} vs {want}");
+        assert!(refused(
+            &KIND,
+            "{column: u, noise: staircase, epsilon: 1, delta: 0.1}"
+        )
+        .starts_with("delta: "));
+    }
 
     /// Each row gets `samples` releases centred on its value (Laplace of scale Δ/ε = 1: the
     /// mean of 4000 draws is within 0.2 of it, ~9 standard errors); one seed gives one output,

@@ -1,0 +1,120 @@
+//! The page's "Audits" section: every row of every audit frame of the run (a stage of kind
+//! `audit.epsilon`, as its manifest records), flagged mechanisms first. The rows are read from
+//! the frames as they are, checked against the manifest like every file the page shows.
+
+use serde::Serialize;
+
+use super::anchor;
+use super::read::{self, Csv, Manifest, Outputs};
+use crate::stages::audit::epsilon::{COLUMNS, KIND_NAME};
+
+/// One audited instance as the page shows it.
+#[derive(Serialize, Debug, Clone)]
+pub struct AuditRow {
+    pub experiment: String,
+    pub anchor: String,
+    pub stage: String,
+    /// The instance's axis values in words (`eps = 0.5`), empty when it has none.
+    pub instance: String,
+    /// The claim in words: `0.5`, or `0.5 (δ = 1e-5)`.
+    pub claim: String,
+    pub epsilon: String,
+    pub delta: String,
+    pub epsilon_lb: String,
+    /// epsilon_lb as the frame holds it (full precision), for checks.
+    pub epsilon_lb_exact: String,
+    pub confidence: String,
+    pub samples: String,
+    pub pair: String,
+    pub event: String,
+    pub violation: bool,
+}
+
+/// A number of the frame at 4 significant decimals; text as it is.
+fn shown(s: &str) -> String {
+    match s.parse::<f64>() {
+        Ok(v) if v.fract() != 0.0 => {
+            let t = format!("{v:.4}");
+            t.trim_end_matches('0').trim_end_matches('.').to_string()
+        }
+        _ => s.to_string(),
+    }
+}
+
+/// The audit rows of one experiment, in stage and row order; a frame that cannot be read is a
+/// problem, not a row.
+pub(super) fn rows(
+    exp: &str,
+    outputs: &Outputs,
+    m: &Manifest,
+    problems: &mut Vec<String>,
+) -> Vec<AuditRow> {
+    let mut out = Vec::new();
+    for st in m.stages.iter().filter(|s| s.kind == KIND_NAME) {
+        let csv_name = format!("{}.csv", st.name);
+        if !outputs.has(&csv_name) {
+            continue;
+        }
+        let frame = outputs
+            .check(&csv_name, read::MAX_CSV, true)
+            .and_then(|b| Csv::parse(&b).map_err(|e| format!("{exp}/{csv_name}: {e}")));
+        let frame = match frame {
+            Ok(f) => f,
+            Err(e) => {
+                problems.push(e);
+                continue;
+            }
+        };
+        let mut at = Vec::new();
+        for c in COLUMNS {
+            match frame.col(c) {
+                Some(i) => at.push(i),
+                None => {
+                    problems.push(format!(
+                        "{exp}/{csv_name}: an audit frame without its `{c}` column"
+                    ));
+                    break;
+                }
+            }
+        }
+        if at.len() != COLUMNS.len() {
+            continue;
+        }
+        let axes: Vec<usize> = (0..frame.names.len()).filter(|i| !at.contains(i)).collect();
+        for r in &frame.rows {
+            let get = |c: &str| {
+                let i = at[COLUMNS.iter().position(|x| *x == c).unwrap_or(0)];
+                r[i].clone()
+            };
+            let delta = get("delta");
+            let epsilon = get("epsilon");
+            let claim = match delta.parse::<f64>() {
+                Ok(d) if d > 0.0 => format!("{} (δ = {delta})", shown(&epsilon)),
+                _ => shown(&epsilon),
+            };
+            let instance = axes
+                .iter()
+                .filter(|&&i| !r[i].is_empty())
+                .map(|&i| format!("{} = {}", frame.names[i], r[i]))
+                .collect::<Vec<_>>()
+                .join(", ");
+            out.push(AuditRow {
+                experiment: exp.to_string(),
+                anchor: anchor(exp),
+                stage: st.name.clone(),
+                instance,
+                claim,
+                epsilon,
+                delta,
+                epsilon_lb: shown(&get("epsilon_lb")),
+                epsilon_lb_exact: get("epsilon_lb"),
+                confidence: get("confidence"),
+                samples: get("samples"),
+                pair: get("pair"),
+                event: get("event"),
+                violation: get("violation") == "true",
+            });
+        }
+    }
+    out
+}
