@@ -178,7 +178,7 @@ impl AxisGrid {
     }
 
     /// How many combinations of values there are (the first axis varies slowest).
-    pub fn len(&self) -> u64 {
+    pub fn combinations(&self) -> u64 {
         self.values.iter().map(|v| v.len() as u64).product()
     }
 

@@ -492,9 +492,9 @@ impl<'a> Planner<'a> {
         let mut programs: BTreeSet<Vec<String>> = BTreeSet::new();
         let mut sources: BTreeSet<String> = BTreeSet::new();
         let grid = Arc::new(AxisGrid::new(&shape.axes, value_lists));
-        let mut instances = Vec::with_capacity(usize::try_from(grid.len()).unwrap_or(0));
+        let mut instances = Vec::with_capacity(usize::try_from(grid.combinations()).unwrap_or(0));
         let mut last_inputs: Option<Arc<[Box<[usize]>]>> = None;
-        for at in 0..grid.len() {
+        for at in 0..grid.combinations() {
             let key = grid.key(at);
             if !only::admits(sp.only, &key) {
                 continue;
