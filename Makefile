@@ -9,7 +9,7 @@ JOBS ?= 2
 MIRROR ?= $(wildcard ../shared/datasets)
 export DPLAB_DATA_MIRROR ?= $(if $(MIRROR),$(abspath $(MIRROR)),)
 
-.PHONY: build run-all report test figure-check parquet-check browser-test test-slurm golden bench lint fuzz clean
+.PHONY: build run-all report test figure-check parquet-check browser-test test-slurm golden bench bench-engine lint fuzz clean
 
 build:
 	$(CARGO) build --release --locked
@@ -91,6 +91,26 @@ bench:
 	$(CARGO) bench --bench trig_lp
 	$(CARGO) bench --bench kernel_queries
 	$(CARGO) bench --bench audit
+	$(MAKE) bench-engine
+
+## The engine at scale (issue #28): benches/pipelines/engine-1e6.yaml, two axes of 1 000 values
+## (10⁶ instances of mechanism.noise on a 3-row table, then one aggregate.summary over all of
+## them), at 10⁵ instances (`--set` narrows an axis to 100 values) and at 10⁶, each on a fresh
+## store with --jobs 2. Prints wall time and peak memory (GNU time's maximum resident set size)
+## of each and the ratio of the times: the engine's cost should grow linearly. About 2 minutes.
+ENGINE_BENCH := benches/pipelines/engine-1e6.yaml
+bench-engine: build
+	command -v /usr/bin/time >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends time >/dev/null; }
+	rm -rf target/bench-engine && mkdir -p target/bench-engine
+	for n in 100 1000; do \
+	  /usr/bin/time -f "%e %M" -o target/bench-engine/time-$$n $(DPLAB) run $(ENGINE_BENCH) --quiet --jobs 2 \
+	    --set "b={linspace: {from: 0.5, to: 5.0, num: $$n}}" \
+	    --store target/bench-engine/store-$$n --out target/bench-engine/out-$$n || exit 1; \
+	  read secs kb < target/bench-engine/time-$$n; \
+	  echo "engine-1e6 at $$((n * 1000)) instances: $$secs s wall, peak memory $$((kb / 1024)) MiB"; \
+	done; \
+	awk '{t[NR] = $$1} END {printf "time ratio 10^6 / 10^5: %.1f (linear: 10)\n", t[2] / t[1]}' \
+	  target/bench-engine/time-100 target/bench-engine/time-1000
 
 ## Fuzz `dplab validate` (reading, parsing and planning a pipeline file) with cargo-fuzz on the
 ## nightly toolchain (`cargo install cargo-fuzz`). Not part of `make test`. FUZZ_TARGET=validate

@@ -1070,6 +1070,7 @@ impl<'a> Run<'a> {
             inputs.push(frame);
         }
         let st = &self.stages[si];
+        let key = inst.key();
         let mut ctx = Ctx {
             inputs: &inputs,
             axis_names: &st.axis_names,
@@ -1079,10 +1080,10 @@ impl<'a> Run<'a> {
             files: &plan.files,
             stage: &stage.name,
             label: &inst.label(),
-            axes: &inst.key,
+            axes: &key,
         };
         let out = stage.build(inst)?.run(&mut ctx)?;
-        let frame = with_axis_columns(out.frame, &inst.key)?;
+        let frame = with_axis_columns(out.frame, &key)?;
         // Planning checked later stages against the columns the kind declares: an output that
         // does not bear them out is a bug in the kind, caught at its first run.
         if let Some(cols) = &stage.columns {

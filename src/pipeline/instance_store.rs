@@ -72,7 +72,62 @@ pub const PACK_WAIT: Duration = Duration::from_secs(2);
 
 /// Where a stored key is: in a pack (pack, offset, length), or `None`: in its own file.
 type Location = Option<(Arc<Pack>, u64, u64)>;
-type PackIndex = HashMap<[u8; 32], Location>;
+
+/// Every stored key's [`Location`], compactly: a store of 10⁶ entries is a table of 2²¹
+/// slots, and each byte of a slot is 2 MB (an `Arc` and two `u64`s per key took 120 MB).
+/// Entries in packs are small ([`SMALL`]) and packs a few times [`PACK_BYTES`], so an offset
+/// and a length fit in 32 bits; a pack entry that does not is left out (a miss: its instance
+/// runs again).
+#[derive(Default)]
+struct PackIndex {
+    packs: Vec<Arc<Pack>>,
+    slots: HashMap<[u8; 32], Slot>,
+}
+
+/// A key's place: in `packs[pack]` at (`off`, `len`), or in its own file ([`OWN_FILE`]).
+#[derive(Clone, Copy)]
+struct Slot {
+    pack: u32,
+    off: u32,
+    len: u32,
+}
+
+const OWN_FILE: Slot = Slot {
+    pack: u32::MAX,
+    off: 0,
+    len: 0,
+};
+
+impl PackIndex {
+    fn get(&self, key: &[u8; 32]) -> Option<Location> {
+        let s = self.slots.get(key)?;
+        Some(
+            self.packs
+                .get(s.pack as usize)
+                .map(|p| (p.clone(), u64::from(s.off), u64::from(s.len))),
+        )
+    }
+
+    fn own_file(&mut self, key: [u8; 32]) {
+        self.slots.insert(key, OWN_FILE);
+    }
+
+    /// Adds a pack and its entries (those whose place fits a [`Slot`]).
+    fn pack(&mut self, pack: Arc<Pack>, entries: impl IntoIterator<Item = PackRecord>) {
+        let Some(at) = u32::try_from(self.packs.len())
+            .ok()
+            .filter(|&p| p != OWN_FILE.pack)
+        else {
+            return;
+        };
+        self.packs.push(pack);
+        for (k, off, len) in entries {
+            if let (Ok(off), Ok(len)) = (u32::try_from(off), u32::try_from(len)) {
+                self.slots.insert(k, Slot { pack: at, off, len });
+            }
+        }
+    }
+}
 
 /// A pack, opened at its first read and kept open (a warm run of 10⁶ instances opened its
 /// packs 10⁶ times).
@@ -161,26 +216,23 @@ impl InstanceStore {
         {
             let r = self.packed.read().unwrap_or_else(|e| e.into_inner());
             if let Some(map) = r.as_ref() {
-                return map.get(key).cloned();
+                return map.get(key);
             }
         }
         let mut w = self.packed.write().unwrap_or_else(|e| e.into_inner());
         let map = w.get_or_insert_with(|| {
-            let mut map = PackIndex::new();
+            let mut map = PackIndex::default();
             for e in self.entries().into_iter().filter(|e| !e.packed) {
                 if let Some(k) = Key::parse(&e.key) {
-                    map.insert(k.0, None);
+                    map.own_file(k.0);
                 }
             }
             for (pack, entries) in read_packs(&self.root) {
-                let pack = Pack::new(pack);
-                for (k, off, len) in entries {
-                    map.insert(k, Some((pack.clone(), off, len)));
-                }
+                map.pack(Pack::new(pack), entries);
             }
             map
         });
-        map.get(key).cloned()
+        map.get(key)
     }
 
     /// The bytes of `key`'s entry, from a pack or its own file.
@@ -213,7 +265,7 @@ impl InstanceStore {
     #[expect(clippy::disallowed_methods)]
     pub fn get_fresh(&self, key: &Key) -> Option<InstanceResult> {
         let found = decode(&fs::read(self.entry(key)).ok()?)?;
-        self.remember([(key.0, None)]);
+        self.remember(|m| m.own_file(key.0));
         Some(found)
     }
 }
@@ -322,22 +374,20 @@ impl InstanceStore {
         let final_path = self.entry(key);
         self.place(&entry, &final_path)
             .with_context(|| format!("storing {}", final_path.display()))?;
-        self.remember([(key.0, None)]);
+        self.remember(|m| m.own_file(key.0));
         Ok(())
     }
 
     /// Adds what this process stored to the index, once the index has been read (before,
     /// reading it finds them on disk).
-    fn remember(&self, located: impl IntoIterator<Item = ([u8; 32], Location)>) {
+    fn remember(&self, add: impl FnOnce(&mut PackIndex)) {
         if let Some(map) = self
             .packed
             .write()
             .unwrap_or_else(|e| e.into_inner())
             .as_mut()
         {
-            for (k, at) in located {
-                map.insert(k, at);
-            }
+            add(map);
         }
     }
 
@@ -372,12 +422,7 @@ impl InstanceStore {
         let pack = dir.join(format!("{name}.pack"));
         self.place(bytes, &pack)
             .with_context(|| format!("storing {}", pack.display()))?;
-        let pack = Pack::new(pack);
-        self.remember(
-            index
-                .iter()
-                .map(|(k, off, len)| (*k, Some((pack.clone(), *off, *len)))),
-        );
+        self.remember(|m| m.pack(Pack::new(pack), index.iter().copied()));
         let mut idx = Vec::with_capacity(4 + index.len() * 48);
         idx.extend_from_slice(IDX_MAGIC);
         for (k, off, len) in index {

@@ -306,7 +306,7 @@ fn write_all(
                 let name = if stage.instances.len() == 1 {
                     format!("{}.{}", stage.name, a.ext)
                 } else {
-                    instance_file(&stage.name, &inst.key, &a.ext)
+                    instance_file(&stage.name, &inst.key(), &a.ext)
                 };
                 outputs.push(put(dir, &names.claim(name)?, &a.bytes)?);
             }

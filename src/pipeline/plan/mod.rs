@@ -134,7 +134,7 @@ pub struct PlannedStage {
 impl PlannedStage {
     /// An instance's parameters: `with:` with its axis values put in.
     pub fn params(&self, inst: &Instance) -> Value {
-        substitute(&self.with, &inst.key)
+        substitute(&self.with, &inst.key())
     }
 
     /// An instance's parameters in canonical form (see [`canonical`]): what its store key
@@ -160,12 +160,53 @@ impl PlannedStage {
 /// instance (a string per instance and axis was a tenth of a 10⁶-instance plan).
 pub type AxisKey = Vec<(Arc<str>, AxisValue)>;
 
+/// The values of a stage's axes (`rep` as 0, 1, …), shared by its instances: each instance
+/// keeps only its position in their product ([`Instance::key`]), one number instead of a
+/// vector of (axis, value) pairs (those were 100 bytes an instance, a tenth of a
+/// 10⁶-instance run).
+pub struct AxisGrid {
+    names: Vec<Arc<str>>,
+    values: Vec<Vec<AxisValue>>,
+}
+
+impl AxisGrid {
+    pub fn new(names: &[String], values: Vec<Vec<AxisValue>>) -> Self {
+        AxisGrid {
+            names: names.iter().map(|n| Arc::from(n.as_str())).collect(),
+            values,
+        }
+    }
+
+    /// How many combinations of values there are (the first axis varies slowest).
+    pub fn combinations(&self) -> u64 {
+        self.values.iter().map(|v| v.len() as u64).product()
+    }
+
+    /// The combination at position `at` of the product.
+    pub fn key(&self, mut at: u64) -> AxisKey {
+        let mut idx = vec![0usize; self.values.len()];
+        for (i, vals) in self.values.iter().enumerate().rev() {
+            let n = vals.len() as u64;
+            idx[i] = (at % n) as usize;
+            at /= n;
+        }
+        self.names
+            .iter()
+            .zip(&self.values)
+            .zip(idx)
+            .map(|((a, vals), i)| (a.clone(), vals[i].clone()))
+            .collect()
+    }
+}
+
 /// One instance of a stage: only what differs from its stage's other instances. Its
 /// parameters, runner and label are worked out from these when needed
 /// ([`PlannedStage::params`], [`PlannedStage::build`], [`Instance::label`]): a plan of 10⁶
 /// instances that kept them took 0.6 GB.
 pub struct Instance {
-    pub key: AxisKey,
+    /// Its stage's axis values, and its position in their product (see [`Instance::key`]).
+    pub grid: Arc<AxisGrid>,
+    pub at: u64,
     /// Its key in the instance store (see [`store_key`]).
     pub store_key: Key,
     pub seed: u128,
@@ -189,9 +230,14 @@ impl Plan {
 }
 
 impl Instance {
+    /// Its axis values, in the stage's axis order.
+    pub fn key(&self) -> AxisKey {
+        self.grid.key(self.at)
+    }
+
     /// `eps=0.5, rep=3`, or empty for a stage without axes.
     pub fn label(&self) -> String {
-        label(&self.key)
+        label(&self.key())
     }
 }
 

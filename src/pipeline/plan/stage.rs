@@ -472,7 +472,7 @@ impl<'a> Planner<'a> {
                     .collect();
                 let mut by_key: HashMap<Vec<String>, Vec<usize>> = HashMap::new();
                 for (j, u) in up.instances.iter().enumerate() {
-                    if let Some(k) = project(&kept, &u.key) {
+                    if let Some(k) = project(&kept, &u.key()) {
                         by_key.entry(k).or_default().push(j);
                     }
                 }
@@ -491,10 +491,11 @@ impl<'a> Planner<'a> {
         let mut file_hash: HashMap<PathBuf, String> = HashMap::new();
         let mut programs: BTreeSet<Vec<String>> = BTreeSet::new();
         let mut sources: BTreeSet<String> = BTreeSet::new();
-        let keys = product(&shape.axes, &value_lists);
-        let mut instances = Vec::with_capacity(keys.len());
+        let grid = Arc::new(AxisGrid::new(&shape.axes, value_lists));
+        let mut instances = Vec::with_capacity(usize::try_from(grid.combinations()).unwrap_or(0));
         let mut last_inputs: Option<Arc<[Box<[usize]>]>> = None;
-        for key in keys {
+        for at in 0..grid.combinations() {
+            let key = grid.key(at);
             if !only::admits(sp.only, &key) {
                 continue;
             }
@@ -574,7 +575,8 @@ impl<'a> Planner<'a> {
                 sources: &set.sources,
             });
             instances.push(Instance {
-                key,
+                grid: grid.clone(),
+                at,
                 store_key,
                 seed,
                 inputs: reads,
@@ -759,24 +761,4 @@ pub(super) fn project(kept: &[&str], key: &[(Arc<str>, AxisValue)]) -> Option<Ve
                 .map(|(_, v)| v.canonical())
         })
         .collect()
-}
-
-/// The cartesian product of the axes' values, first axis varying slowest.
-pub(super) fn product(names: &[String], values: &[Vec<AxisValue>]) -> Vec<AxisKey> {
-    let mut out = vec![Vec::new()];
-    for (i, (name, vals)) in names.iter().zip(values).enumerate() {
-        let name: Arc<str> = name.as_str().into();
-        let mut next = Vec::with_capacity(out.len() * vals.len());
-        for prefix in &out {
-            for v in vals {
-                let mut k = Vec::with_capacity(names.len());
-                k.extend(prefix.iter().cloned());
-                let _ = i;
-                k.push((name.clone(), v.clone()));
-                next.push(k);
-            }
-        }
-        out = next;
-    }
-    out
 }

@@ -106,16 +106,22 @@ impl Stage for Summary {
             &format!("groups × values × columns ({ng} × {nv} × {width})"),
             product(&[ng, nv, width]),
         )?;
-        let mut key_cols: Vec<Vec<String>> = vec![Vec::new(); self.by.len()];
-        let mut value_name = Vec::new();
-        let mut stats: Vec<Vec<f64>> = vec![Vec::new(); 8 + self.quantiles.len()];
+        // Sized once: 10⁶ groups grown by doubling held up to twice their rows.
+        let rows_out = groups.len() * self.values.len();
+        let mut key_cols: Vec<Vec<String>> = (0..self.by.len())
+            .map(|_| Vec::with_capacity(rows_out))
+            .collect();
+        let mut value_name = Vec::with_capacity(rows_out);
+        let mut stats: Vec<Vec<f64>> = (0..8 + self.quantiles.len())
+            .map(|_| Vec::with_capacity(rows_out))
+            .collect();
         let columns: Vec<Vec<f64>> = self
             .values
             .iter()
             .map(|v| f64_col(df, v))
             .collect::<Result<_>>()?;
-        for (key, rows) in &groups {
-            for (name, col) in self.values.iter().zip(&columns) {
+        for (mut key, rows) in groups {
+            for (vi, (name, col)) in self.values.iter().zip(&columns).enumerate() {
                 let xs: Vec<f64> = rows.iter().map(|&r| col[r]).collect();
                 let mut s = summarise(&xs, *self.level);
                 if let Some(&Interval { lo, hi }) = self.bounds.get(name) {
@@ -141,8 +147,10 @@ impl Stage for Summary {
                 }
                 let mut sorted = xs.clone();
                 sorted.sort_by(f64::total_cmp);
-                for (k, kc) in key.iter().zip(&mut key_cols) {
-                    kc.push(k.clone());
+                // The group's key moves into the last of its rows.
+                let last = vi + 1 == self.values.len();
+                for (k, kc) in key.iter_mut().zip(&mut key_cols) {
+                    kc.push(if last { std::mem::take(k) } else { k.clone() });
                 }
                 value_name.push(name.clone());
                 let row = [
