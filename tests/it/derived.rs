@@ -152,7 +152,7 @@ fn validate_finds_a_misspelt_column_in_an_expression() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(
         err.contains(&format!(
-            "derived.yaml:{line}:{col}: `columns.abs_err`: no column `truht` in its input"
+            "derived.yaml:{line}:{col}: stage `errs` (frame.derive): `columns.abs_err`: no column `truht` in its input"
         )) && err.contains("did you mean `truth`?"),
         "{err}"
     );
@@ -160,17 +160,18 @@ fn validate_finds_a_misspelt_column_in_an_expression() {
     let p = write(dir.path(), "derived.yaml", &bad);
     let o = dplab().arg("validate").arg(&p).output().unwrap();
     assert_eq!(o.status.code(), Some(2), "{}", common::text(&o));
-    let (line, col) = position(&bad, "\"maxx(abs_err)\"");
+    // At the aggregate's name, and at the character inside its expression.
+    let (line, col) = position(&bad, "worst: \"maxx(abs_err)\"");
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(
         err.contains(&format!(
-            "derived.yaml:{line}:{col}: `aggregates.worst`: at character 1: no function `maxx`; did you mean `max`?"
+            "derived.yaml:{line}:{col}: stage `by_mech` (frame.group): at character 1: no function `maxx`; did you mean `max`?"
         )),
         "{err}"
     );
 }
 
-/// A hostile expression — parentheses nested 200 deep, CASE nested 30 deep, 10 000 nested
+/// A hostile expression — parentheses nested 200 deep, CASE nested 45 deep, 10 000 nested
 /// parentheses — is refused by `validate` and by `run` with its limit and exit code 2, not a
 /// stack overflow.
 #[test]
@@ -205,8 +206,11 @@ fn a_deeply_nested_expression_is_refused() {
             let o = dplab().args(&args).arg(&p).output().unwrap();
             assert_eq!(o.status.code(), Some(2), "{args:?}: {}", common::text(&o));
             let err = String::from_utf8_lossy(&o.stderr);
+            let (line, col) = position(&bad, "sq: ");
             assert!(
-                err.contains("`columns.sq`: ") && err.contains(why),
+                err.contains(&format!(
+                    "derived.yaml:{line}:{col}: stage `errs` (frame.derive): "
+                )) && err.contains(why),
                 "{args:?}: {}",
                 &err[..err.len().min(2000)]
             );

@@ -19,7 +19,7 @@
 use anyhow::{bail, Result};
 use polars::prelude::{Column, DataFrame, IdxCa, IdxSize, NewChunkedArray};
 use schemars::JsonSchema;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use crate::stages::frame::column;
 use crate::stages::frame::expr::{load, KeyCell, Vals};
@@ -39,11 +39,10 @@ pub const KIND: KindInfo = KindInfo {
     build: build::<Join>,
 };
 
-#[derive(Deserialize, JsonSchema, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Deserialize, Serialize, JsonSchema, Clone, Copy, PartialEq, Eq)]
 #[serde(rename_all = "snake_case")]
 enum How {
     /// rows of the first input with a match in the second, once per match
-    #[default]
     Inner,
     /// every row of the first input; where nothing matches, the second's columns are missing
     Left,
@@ -55,12 +54,16 @@ struct Join {
     /// the key columns, which both inputs have
     on: Vec<String>,
     /// which rows of the first input are kept
-    #[serde(default)]
+    #[serde(default = "inner")]
     how: How,
     /// appended to the name of a column of the second input that the first has too (not a
     /// key); without it such a column is an error
     #[serde(default)]
     suffix: Option<String>,
+}
+
+fn inner() -> How {
+    How::Inner
 }
 
 impl Stage for Join {
