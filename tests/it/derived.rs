@@ -186,8 +186,8 @@ fn a_deeply_nested_expression_is_refused() {
         (
             format!(
                 "{}1{}",
-                "CASE WHEN noisy > 0 THEN ".repeat(30),
-                " END".repeat(30)
+                "CASE WHEN noisy > 0 THEN ".repeat(45),
+                " END".repeat(45)
             ),
             depth,
         ),
