@@ -14,6 +14,7 @@ mod common;
 mod audit;
 mod cli;
 mod data;
+mod derived;
 mod error_metrics;
 mod experiment;
 mod external;

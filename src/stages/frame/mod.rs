@@ -1,5 +1,9 @@
 //! Small helpers so stage kinds read and build polars frames in one line each.
 
+pub mod derive;
+pub mod expr;
+pub mod group;
+pub mod join;
 pub mod shape;
 pub mod stack;
 
