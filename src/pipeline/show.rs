@@ -59,6 +59,10 @@ pub fn composed(plan: &Plan) -> String {
                 Value::Sequence(s.gathered.iter().map(|a| key(a)).collect()),
             );
         }
+        if !s.only.is_empty() {
+            let only: Mapping = s.only.iter().map(|(a, v)| (key(a), v.clone())).collect();
+            st.insert(key("only"), Value::Mapping(only));
+        }
         if let Some(n) = s.repeat {
             st.insert(key("repeat"), Value::Number(n.into()));
         }

@@ -111,6 +111,8 @@ pub struct PlannedStage {
     pub with: Value,
     /// Its own `repeat:` (after the profile), if any.
     pub repeat: Option<u64>,
+    /// Its `only:` as written (checked against its axes): `dplab show` writes it back.
+    pub only: IndexMap<String, Value>,
     /// The keys of `with:` the profile in use set, and those `--set` set (with the argument):
     /// an error about one points there, not at the file's `with:`.
     pub from_profile: Vec<String>,

@@ -76,6 +76,7 @@ impl<'a> Planner<'a> {
             depth,
             with: composed.with,
             repeat: shape.repeat,
+            only: st.only.clone(),
             from_profile: composed.from_profile,
             from_set: composed
                 .from_set

@@ -159,7 +159,9 @@ impl Stage for Group {
             group_rows(&keys)
         };
         // The key columns keep their type: each group's first row of the input's column.
-        let first: Vec<usize> = groups.iter().map(|g| g[0]).collect();
+        // (Only a group without keys can be empty — `by: []` on an input of no rows — and then no
+        // key column is taken.)
+        let first: Vec<usize> = groups.iter().filter_map(|g| g.first().copied()).collect();
         let mut out = polars::prelude::DataFrame::new(
             groups.len(),
             self.by
@@ -248,6 +250,32 @@ mod tests {
         .frame;
         assert_eq!(floats(&out, "n"), [5.0]);
         assert_eq!(floats(&out, "s"), [18.0]);
+    }
+
+    /// An input of no rows: without keys, one row as SQL gives (count 0, the other aggregates
+    /// missing), not a panic; with keys, no rows.
+    #[test]
+    fn an_empty_input_is_no_group_or_one_empty_one() {
+        let empty = input().head(Some(0));
+        let all = r#"n: "count(*)", c: count(err), s: sum(count), m: mean(err), md: median(err), q: "quantile(err, 0.9)", lo: min(err), hi: max(err), sd: std(err), v: var(err)"#;
+        let out = run(&KIND, &format!("{{aggregates: {{{all}}}}}"), &[&empty], 0)
+            .unwrap()
+            .frame;
+        assert_eq!(out.height(), 1, "{out}");
+        assert_eq!(floats(&out, "n"), [0.0]);
+        assert_eq!(floats(&out, "c"), [0.0]);
+        for c in ["s", "m", "md", "q", "lo", "hi", "sd", "v"] {
+            assert_eq!(out.column(c).unwrap().null_count(), 1, "{c}: {out}");
+        }
+        let out = run(
+            &KIND,
+            &format!("{{by: [mechanism], aggregates: {{{all}}}}}"),
+            &[&empty],
+            0,
+        )
+        .unwrap()
+        .frame;
+        assert_eq!(out.height(), 0, "{out}");
     }
 
     #[test]
