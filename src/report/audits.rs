@@ -5,7 +5,7 @@
 use serde::Serialize;
 
 use super::anchor;
-use super::read::{self, Csv, Manifest, Outputs};
+use super::read::{Manifest, Outputs};
 use crate::stages::audit::epsilon::{COLUMNS, KIND_NAME};
 
 /// One audited instance as the page shows it.
@@ -55,9 +55,7 @@ pub(super) fn rows(
         if !outputs.has(&csv_name) {
             continue;
         }
-        let frame = outputs
-            .check(&csv_name, read::MAX_CSV, true)
-            .and_then(|b| Csv::parse(&b).map_err(|e| format!("{exp}/{csv_name}: {e}")));
+        let frame = outputs.frame(exp, &csv_name);
         let frame = match frame {
             Ok(f) => f,
             Err(e) => {

@@ -111,6 +111,13 @@ impl<'m> Outputs<'m> {
         self.listed.contains_key(name)
     }
 
+    /// A listed CSV frame of experiment `exp`, checked ([`Outputs::check`]) and parsed; the
+    /// error names the file.
+    pub fn frame(&self, exp: &str, name: &str) -> Result<Csv, String> {
+        self.check(name, MAX_CSV, true)
+            .and_then(|b| Csv::parse(&b).map_err(|e| format!("{exp}/{name}: {e}")))
+    }
+
     /// Checks a listed file (plain name, regular file, size and sha256 as recorded) and
     /// returns its bytes when `keep` is true (at most `max`), else nothing.
     pub fn check(&self, name: &str, max: u64, keep: bool) -> Result<Vec<u8>, String> {

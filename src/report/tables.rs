@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use super::counts::{class, judgements, Judged, Tally};
 use super::markdown;
 use super::model::{Cell, Disagreement, Pivot, PivotCell, TableView};
-use super::read::{self, Csv, Outputs};
+use super::read::{Csv, Outputs};
 use super::{anchor, url_segment};
 use crate::stages::report::layout::{Grid, Layout, Role, Show};
 use crate::stages::report::{format_column, format_ours};
@@ -45,9 +45,7 @@ pub(super) fn table(
         numbers: Tally::default(),
         problem: String::new(),
     };
-    let frame = outputs
-        .check(&csv_name, read::MAX_CSV, true)
-        .and_then(|b| Csv::parse(&b).map_err(|e| format!("{exp}/{csv_name}: {e}")));
+    let frame = outputs.frame(exp, &csv_name);
     let frame = match frame {
         Ok(f) => f,
         Err(e) => {

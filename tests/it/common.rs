@@ -40,6 +40,18 @@ pub fn write(dir: &std::path::Path, name: &str, text: &str) -> std::path::PathBu
     p
 }
 
+/// `dplab run -q --out OUT FILE`, which must succeed (its output is the assertion's message).
+pub fn run_ok(out: &std::path::Path, file: &std::path::Path) -> std::process::Output {
+    let o = dplab()
+        .args(["run", "-q", "--out"])
+        .arg(out)
+        .arg(file)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    o
+}
+
 /// A command's stdout and stderr, for assertion messages.
 pub fn text(o: &std::process::Output) -> String {
     format!(

@@ -75,13 +75,7 @@ fn errors_derived_grouped_and_joined_in_yaml() {
     let dir = TempDir::new().unwrap();
     let p = write(dir.path(), "derived.yaml", PIPELINE);
     let out = dir.path().join("out");
-    let o = dplab()
-        .args(["run", "-q", "--out"])
-        .arg(&out)
-        .arg(&p)
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", common::text(&o));
+    common::run_ok(&out, &p);
     let res = out.join("derived");
     let (h, rows) = csv(&res, "noisy");
     let (m, e, c, n) = (
