@@ -24,6 +24,7 @@ pub fn all() -> &'static [KindInfo] {
         mechanism::select::KIND,
         mechanism::rate_distortion::KIND,
         mechanism::symmetric_channel::KIND,
+        mechanism::channel::KIND,
         near_optimal::rate::KIND,
         near_optimal::convergence::KIND,
         near_optimal::density::KIND,

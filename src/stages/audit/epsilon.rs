@@ -6,7 +6,10 @@
 //! chunk of draws, on a one-frame input holding a neighbouring vector of query answers, with
 //! its `samples` parameter set to the chunk's size and a seed derived from (pair, side, split,
 //! chunk). A built-in kind and an external program (`kind: external`, whose program honours a
-//! `samples` parameter) are audited alike; the audit knows nothing of either.
+//! `samples` parameter) are audited alike; the audit knows nothing of either. The audit
+//! stage's own inputs follow the neighbouring one (a channel's source distribution). The claim
+//! is written (`claim: {epsilon: 1}`) or, for a mechanism that computes its ε (a channel of
+//! Wu et al., Algorithm 3), read from its output (`claim: {epsilon: {column: epsilon}}`).
 //!
 //! The output is one row: the claim, the bound, the event and pair that gave it, and whether
 //! the bound exceeds the claim (`violation`). **No violation proves nothing**: an audit can
@@ -96,11 +99,26 @@ fn empty() -> Value {
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct Claim {
-    /// the ε the mechanism claims
-    epsilon: Positive,
+    /// the ε the mechanism claims: a number, or {column: c}, the value of the mechanism's output column c on every row (a mechanism that computes its ε, as Wu et al.'s Algorithm 3 for a channel)
+    epsilon: Claimed,
     /// the δ it claims (0: pure ε-DP)
     #[serde(default = "pure")]
     delta: Fraction,
+}
+
+/// The claimed ε: written, or reported by the mechanism itself.
+#[derive(Deserialize, JsonSchema)]
+#[serde(untagged)]
+enum Claimed {
+    Value(Positive),
+    Column(ClaimColumn),
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct ClaimColumn {
+    /// the mechanism's output column holding the ε it claims (the same on every row and run)
+    column: String,
 }
 
 fn pure() -> Fraction {
@@ -339,6 +357,28 @@ fn code(label: &str, names: &Mutex<HashMap<u64, String>>) -> f64 {
     bits as f64
 }
 
+/// The ε a mechanism's output claims in its column `name`: one finite value > 0 on every row.
+fn claimed_in(frame: &DataFrame, name: &str) -> Result<f64> {
+    let values = f64_col(frame, name).map_err(|_| crate::kind::MissingColumn {
+        name: name.to_string(),
+        available: frame
+            .get_column_names()
+            .iter()
+            .map(|n| n.to_string())
+            .collect(),
+    })?;
+    let Some(&first) = values.first() else {
+        bail!("its output has no rows, so no claimed ε in column `{name}`");
+    };
+    if let Some(v) = values.iter().find(|v| v.to_bits() != first.to_bits()) {
+        bail!("its column `{name}` (the claimed ε) holds {first} and {v}: one claim per run");
+    }
+    if !(first.is_finite() && first > 0.0) {
+        bail!("its column `{name}` claims ε = {first}: an audit needs a finite claim > 0 (an infinite ε promises nothing to audit)");
+    }
+    Ok(first)
+}
+
 /// What reading the mechanism's output found out about its shape.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Shape {
@@ -357,14 +397,21 @@ impl AuditRun {
         d: Draw,
         names: &Mutex<HashMap<u64, String>>,
         shape: &OnceLock<Shape>,
+        claimed: &OnceLock<f64>,
     ) -> Result<Releases> {
         let seed: u128 = substream(ctx.seed, d.stream()).random();
         let inner = self.inner.get(&d.n).with_context(|| {
             format!("no run of {} draws was prepared (a bug in the audit)", d.n)
         })?;
-        let input_names = ["neighbour".to_string()];
+        // The neighbouring input first, then the audit stage's own inputs (a channel's source
+        // distribution, a program's side data): the mechanism gets them as its later inputs.
+        let mut frames = Vec::with_capacity(1 + ctx.inputs.len());
+        frames.push(inputs[d.pair][d.side].clone());
+        frames.extend(ctx.inputs.iter().cloned());
+        let mut input_names = vec!["neighbour".to_string()];
+        input_names.extend(ctx.input_names.iter().cloned());
         let mut ictx = Ctx {
-            inputs: std::slice::from_ref(&inputs[d.pair][d.side]),
+            inputs: &frames,
             input_names: &input_names,
             rng: rng_from_seed(seed),
             seed,
@@ -382,6 +429,17 @@ impl AuditRun {
             )
         };
         let out = inner.run(&mut ictx).with_context(where_)?;
+        if let Claimed::Column(c) = &self.audit.claim.epsilon {
+            let eps = claimed_in(&out.frame, &c.column).with_context(where_)?;
+            let first = *claimed.get_or_init(|| eps);
+            if first.to_bits() != eps.to_bits() {
+                bail!(
+                    "{}: its claimed ε (column `{}`) changed between runs ({first}, then {eps})",
+                    where_(),
+                    c.column
+                );
+            }
+        }
         let (releases, found) = self.releases(&out.frame, d.n, names).with_context(where_)?;
         let first = *shape.get_or_init(|| found);
         if first != found {
@@ -503,6 +561,7 @@ impl StageRun for AuditRun {
             .collect::<Result<Vec<_>>>()?;
         let names = Mutex::new(HashMap::new());
         let shape = OnceLock::new();
+        let claimed = OnceLock::new();
         let wanted = |s: Search| a.searches.contains(&s);
         let mut searches = Searches {
             discrete: wanted(Search::Discrete),
@@ -533,6 +592,7 @@ impl StageRun for AuditRun {
             },
             &names,
             &shape,
+            &claimed,
         )?;
         drop(probe);
         let sh = shape.get().copied().unwrap_or(Shape {
@@ -547,9 +607,18 @@ impl StageRun for AuditRun {
             }
         }
         let found = audit(&plan(searches), |d| {
-            self.draw(ctx, &inputs, d, &names, &shape)
+            self.draw(ctx, &inputs, d, &names, &shape, &claimed)
         })?;
-        let eps = *a.claim.epsilon;
+        let eps = match &a.claim.epsilon {
+            Claimed::Value(v) => **v,
+            // The probe above ran the mechanism, so its claim is known.
+            Claimed::Column(c) => *claimed.get().with_context(|| {
+                format!(
+                    "the mechanism reported no claimed ε in column `{}`",
+                    c.column
+                )
+            })?,
+        };
         let names = names.into_inner().unwrap_or_default();
         let (lb, p1, p2, pair, event) = match &found {
             Some(f) => (
@@ -636,7 +705,7 @@ impl AuditRun {
 
 #[cfg(test)]
 mod tests {
-    use crate::kind::testing::{floats, refused, run, strings};
+    use crate::kind::testing::{fails, floats, refused, run, strings};
     use crate::kind::KindInfo;
 
     fn kind() -> &'static KindInfo {
@@ -672,6 +741,47 @@ mod tests {
             assert!(strings(&bad, "pair")[0].starts_with("one_above: "), "{bad}");
             assert_eq!(floats(&bad, "samples"), [200000.0]);
         }
+    }
+
+    /// A mechanism that computes its own ε (a channel of Wu et al., Algorithm 3) is held to
+    /// it through `claim: {epsilon: {column: epsilon}}`, and gets the audit stage's own input
+    /// (the source distribution) after the neighbouring one: the symmetric channel at
+    /// ε = 1 is not flagged and its bound comes near 1; claimed at 0.6 (a mechanism that
+    /// under-reports its ε) it is flagged.
+    #[test]
+    fn a_channel_is_held_to_the_epsilon_it_reports() {
+        let dist = crate::stages::frame::FrameBuilder::new()
+            .str("label", vec!["a".into(), "b".into(), "c".into()])
+            .f64("probability", vec![0.5, 0.3, 0.2])
+            .build()
+            .unwrap();
+        let with = |claim: &str| {
+            format!(
+                "{{mechanism: {{kind: mechanism.channel, with: {{column: bin, count: count, channel: {{symmetric: {{at: epsilon, value: 1}}}}}}}},
+                  output: [released], claim: {{epsilon: {claim}}},
+                  neighbours: {{column: count, relation: replace, bins: [a, b, c], dataset: [a]}},
+                  samples: 200000, search_samples: 20000}}"
+            )
+        };
+        let own = run(kind(), &with("{column: epsilon}"), &[&dist], 4)
+            .unwrap()
+            .frame;
+        assert_eq!(strings(&own, "violation"), ["false"], "{own}");
+        let claimed = floats(&own, "epsilon")[0];
+        assert!((claimed - 1.0).abs() < 1e-12, "{own}");
+        let lb = floats(&own, "epsilon_lb")[0];
+        assert!(lb > 0.9 && lb <= claimed, "{own}");
+        assert!(
+            strings(&own, "event")[0].starts_with("released ∈ {"),
+            "{own}"
+        );
+        let under = run(kind(), &with("0.6"), &[&dist], 4).unwrap().frame;
+        assert_eq!(strings(&under, "violation"), ["true"], "{under}");
+        let missing = fails(kind(), &with("{column: eps}"), &[&dist], 4);
+        assert!(
+            missing.contains("eps") && missing.contains("epsilon"),
+            "{missing}"
+        );
     }
 
     /// `mechanism.select` reports a histogram (`count`): the naive exponential mechanism,

@@ -1,5 +1,6 @@
 //! `mechanism.*`: the kinds that apply a privacy mechanism of [`crate::mech`] to a frame.
 
+pub mod channel;
 pub mod noise;
 pub mod rate_distortion;
 pub mod select;

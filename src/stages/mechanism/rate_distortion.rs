@@ -86,7 +86,7 @@ fn threshold_default() -> Positive {
 
 impl RateDistortion {
     /// Checks what the type of `distortion` does not: the name, a square matrix, its entries.
-    fn check_distortion(&self) -> Result<(), String> {
+    pub(crate) fn check_distortion(&self) -> Result<(), String> {
         match &self.distortion {
             DistortionSpec::Named(n) if n == "hamming" => Ok(()),
             DistortionSpec::Named(n) => Err(format!(
@@ -115,7 +115,7 @@ impl RateDistortion {
     }
 
     /// The distortion, as checked by [`Self::check_distortion`].
-    fn distortion(&self) -> Distortion {
+    pub(crate) fn distortion(&self) -> Distortion {
         match &self.distortion {
             DistortionSpec::Named(_) => Distortion::Hamming,
             DistortionSpec::Matrix(rows) => Distortion::Matrix(rows.concat()),

@@ -53,7 +53,7 @@ pub(crate) struct Symmetric {
 }
 
 impl Symmetric {
-    fn channel_at(&self, p: &[f64], v: f64) -> Result<(f64, f64, f64)> {
+    pub(crate) fn channel_at(&self, p: &[f64], v: f64) -> Result<(f64, f64, f64)> {
         let m = p.len();
         let d = match self.at {
             At::Distortion => v,
