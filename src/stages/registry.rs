@@ -29,6 +29,7 @@ pub fn all() -> &'static [KindInfo] {
         near_optimal::convergence::KIND,
         near_optimal::density::KIND,
         near_optimal::sample_mean::KIND,
+        near_optimal::noise::KIND,
         near_optimal::privacy::KIND,
         near_optimal::best_delta::KIND,
         near_optimal::trend::KIND,

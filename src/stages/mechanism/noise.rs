@@ -298,30 +298,6 @@ impl AddNoise {
         }
         Ok(Values::Float(values))
     }
-
-    /// The added columns must not replace input columns: the noisy column's name is the
-    /// user's (`output:`), `row` and `sample` are the stage's.
-    fn check_added_names(&self, input: &DataFrame) -> Result<(), ParamError> {
-        let has = |c: &str| input.column(c).is_ok();
-        if has(&self.output) {
-            return Err(ParamError::at(
-                "output",
-                format!(
-                    "the input already has a column `{}`: give the noisy column another name",
-                    self.output
-                ),
-            ));
-        }
-        if let Some(c) = ["row", "sample"].into_iter().find(|c| has(c)) {
-            return Err(ParamError {
-                path: Vec::new(),
-                message: format!(
-                    "the input already has a column `{c}`, which this stage adds (the input row and the release of each noisy value): rename it upstream"
-                ),
-            });
-        }
-        Ok(())
-    }
 }
 
 impl Stage for AddNoise {
@@ -374,7 +350,7 @@ impl Stage for AddNoise {
         let sampler = self.sampler()?;
         let input = ctx.input()?;
         let values = self.values(input)?;
-        self.check_added_names(input)?;
+        check_added_names(input, &self.output)?;
         let (rows, samples) = (input.height() as u64, self.samples.get());
         let width = input.width() as u64 + ADDED_COLUMNS;
         check_size_run(
@@ -444,27 +420,58 @@ impl Stage for AddNoise {
                 }
             }
         };
-        let idx: Vec<IdxSize> = (0..n).map(|i| (i / per_row) as IdxSize).collect();
-        let repeated = input.take(&IdxCa::from_vec("idx".into(), idx))?;
-        let mut cols = vec![
-            Column::new(
-                "row".into(),
-                (0..n).map(|i| (i / per_row) as i64).collect::<Vec<_>>(),
-            ),
-            Column::new(
-                "sample".into(),
-                (0..n).map(|i| (i % per_row) as i64).collect::<Vec<_>>(),
-            ),
-        ];
-        cols.extend(repeated.columns().iter().cloned());
-        cols.push(noisy);
-        Ok(DataFrame::new_infer_height(cols)?.into())
+        Ok(releases(input, per_row, noisy)?.into())
     }
+}
+
+/// The added columns must not replace input columns: the noisy column's name is the
+/// user's (`output:`), `row` and `sample` are the stage's.
+pub(crate) fn check_added_names(input: &DataFrame, output: &str) -> Result<(), ParamError> {
+    let has = |c: &str| input.column(c).is_ok();
+    if has(&output) {
+        return Err(ParamError::at(
+            "output",
+            format!(
+                "the input already has a column `{}`: give the noisy column another name",
+                output
+            ),
+        ));
+    }
+    if let Some(c) = ["row", "sample"].into_iter().find(|c| has(c)) {
+        return Err(ParamError {
+            path: Vec::new(),
+            message: format!(
+                "the input already has a column `{c}`, which this stage adds (the input row and the release of each noisy value): rename it upstream"
+            ),
+        });
+    }
+    Ok(())
+}
+
+/// The output of an additive-noise kind: `row` and `sample`, the input's columns, then the
+/// noisy column, whose value `i` is release `i % per_row` of input row `i / per_row`.
+pub(crate) fn releases(input: &DataFrame, per_row: usize, noisy: Column) -> Result<DataFrame> {
+    let n = input.height() * per_row;
+    let idx: Vec<IdxSize> = (0..n).map(|i| (i / per_row) as IdxSize).collect();
+    let repeated = input.take(&IdxCa::from_vec("idx".into(), idx))?;
+    let mut cols = vec![
+        Column::new(
+            "row".into(),
+            (0..n).map(|i| (i / per_row) as i64).collect::<Vec<_>>(),
+        ),
+        Column::new(
+            "sample".into(),
+            (0..n).map(|i| (i % per_row) as i64).collect::<Vec<_>>(),
+        ),
+    ];
+    cols.extend(repeated.columns().iter().cloned());
+    cols.push(noisy);
+    Ok(DataFrame::new_infer_height(cols)?)
 }
 
 /// `n` draws in fixed chunks with one sub-stream each: identical output for any number of
 /// threads.
-fn draws<T: Copy + Send + Sync>(
+pub(crate) fn draws<T: Copy + Send + Sync>(
     ctx: &Ctx,
     n: usize,
     zero: T,

@@ -9,6 +9,7 @@
 pub mod best_delta;
 pub mod convergence;
 pub mod density;
+pub mod noise;
 pub mod privacy;
 pub mod rate;
 pub mod sample_mean;
