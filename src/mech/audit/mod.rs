@@ -27,7 +27,11 @@
 //!   ratio, every prefix a candidate set;
 //! - scalar outputs: thresholds and intervals at quantiles of the pooled draws;
 //! - vector outputs: the scalar search on every coordinate, and on a linear score learnt by a
-//!   logistic regression that tells the two inputs apart (as DP-Sniper's classifier).
+//!   logistic regression that tells the two inputs apart (as DP-Sniper's classifier);
+//! - outputs with too many distinct values for the histogram: the *support*, outcomes one side
+//!   draws and the other never does, bit for bit — the flaw of floating-point samplers whose
+//!   outputs are a sparse set that moves with the input (Mironov, CCS'12), cross-fitted on
+//!   halves of the search split so that it is chosen only where it measures something.
 //!
 //! # What it cannot show
 //! A bound below the claimed ε proves nothing: another event, pair or sample size may still

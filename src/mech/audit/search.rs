@@ -48,6 +48,10 @@ pub struct Searches {
     pub scalar: bool,
     /// Thresholds and intervals on a learnt linear score (releases of two or more numbers).
     pub linear: bool,
+    /// Sets of exact outcomes one side hits and the other never does, where the discrete
+    /// search does not apply (too many distinct outcomes): a support that moves with the
+    /// input, as a floating-point sampler's.
+    pub support: bool,
 }
 
 impl Searches {
@@ -55,6 +59,7 @@ impl Searches {
         discrete: true,
         scalar: true,
         linear: true,
+        support: true,
     };
 }
 
@@ -321,6 +326,9 @@ pub fn best_for(
             ranges(p, a, b, &mut keep);
         }
     }
+    if searches.support && !discrete_applies(a, b) {
+        support(a, b, &mut keep);
+    }
     best
 }
 
@@ -370,6 +378,87 @@ fn discrete(a: &Releases, b: &Releases, keep: &mut Best) {
             keep.offer(ka, kb, set);
         }
     }
+}
+
+/// Whether the discrete search applies: at most [`MAX_OUTCOMES`] distinct outcomes, seen ten
+/// times each on average (the rule [`discrete`] keeps).
+fn discrete_applies(a: &Releases, b: &Releases) -> bool {
+    let mut seen: HashSet<Vec<u64>> = HashSet::new();
+    for r in [a, b] {
+        for i in 0..r.len() {
+            seen.insert(key(r.row(i)));
+            if seen.len() > MAX_OUTCOMES {
+                return false;
+            }
+        }
+    }
+    seen.len().saturating_mul(10) as u64 <= a.total() + b.total()
+}
+
+/// (d) The support: outcomes seen on one side and never on the other, bit for bit. A sampler
+/// whose outputs form a sparse set that moves with the input (a floating-point Laplace drawn
+/// from a coarse uniform; Mironov, CCS'12) has outputs under x that x' never produces: their
+/// probability ratio is infinite, and no threshold or interval sees it.
+///
+/// Every draw of a continuous output is its own outcome, so a set taken from the search split
+/// and scored on it would look perfect and measure nothing. The score is therefore
+/// cross-fitted: the set is taken from the first half of each side's search draws and scored
+/// on the second halves (an honest estimate, since the halves are independent). The event
+/// then measured on the validation split is the set from the whole search split.
+fn support(a: &Releases, b: &Releases, keep: &mut Best) {
+    let halves = |r: &Releases| {
+        let mid = r.len() / 2;
+        let first: HashSet<Vec<u64>> = (0..mid).map(|i| key(r.row(i))).collect();
+        (first, mid..r.len())
+    };
+    let ((a1, a2), (b1, b2)) = (halves(a), halves(b));
+    let count = |r: &Releases,
+                 rows: &std::ops::Range<usize>,
+                 only: &HashSet<Vec<u64>>,
+                 not: &HashSet<Vec<u64>>| {
+        rows.clone()
+            .filter(|&i| {
+                let k = key(r.row(i));
+                only.contains(&k) && !not.contains(&k)
+            })
+            .map(|i| r.counts[i])
+            .sum::<u64>()
+    };
+    let n2 = |r: &Releases, rows: &std::ops::Range<usize>| {
+        rows.clone().map(|i| r.counts[i]).sum::<u64>()
+    };
+    let mut half = Best {
+        delta: keep.delta,
+        confidence: keep.confidence,
+        na: n2(a, &a2),
+        nb: n2(b, &b2),
+        validation: keep.validation,
+        best: keep.best,
+    };
+    if half.na == 0 || half.nb == 0 {
+        return;
+    }
+    // The set on the whole search split of side `of`, without what the other side drew.
+    let whole = |of: &Releases, other: &Releases| {
+        let theirs: HashSet<Vec<u64>> = (0..other.len()).map(|i| key(other.row(i))).collect();
+        let mut seen = HashSet::new();
+        let outcomes = (0..of.len())
+            .map(|i| of.row(i))
+            .filter(|row| {
+                let k = key(row);
+                !theirs.contains(&k) && seen.insert(k)
+            })
+            .map(<[f64]>::to_vec)
+            .collect();
+        Event::outcomes(outcomes)
+    };
+    // Side 0's outcomes: forward (p₁ on x); side 1's: backward, which `offer` also scores.
+    half.offer(count(a, &a2, &a1, &b1), count(b, &b2, &a1, &b1), || {
+        whole(a, b)
+    });
+    half.offer(count(a, &a2, &b1, &a1), count(b, &b2, &b1, &a1), || {
+        whole(b, a)
+    });
 }
 
 /// (b) Thresholds and intervals on a projection, at quantiles of the pooled draws.

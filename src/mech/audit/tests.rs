@@ -1,4 +1,4 @@
-use rand::SeedableRng;
+use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64Mcg;
 
 use super::*;
@@ -111,6 +111,7 @@ const SCALAR: Searches = Searches {
     discrete: false,
     scalar: true,
     linear: false,
+    support: false,
 };
 
 /// The Laplace mechanism on a counting query (Δ = 1), inputs 0 and 1, noise of `scale`.
@@ -171,6 +172,7 @@ fn discrete_search_flags_the_naive_exponential_mechanism() {
         discrete: true,
         scalar: false,
         linear: false,
+        support: false,
     };
     let x = [1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0];
     let x2 = [0.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0];
@@ -249,6 +251,7 @@ fn linear_score_finds_a_loss_spread_over_coordinates() {
         discrete: false,
         scalar: false,
         linear: true,
+        support: false,
     };
     let f = audit_of(&plan(1, 20_000, 100_000, linear), 9, 8, spread);
     assert!(f.epsilon_lb > 1.0, "{f:?}");
@@ -310,6 +313,7 @@ fn the_discrete_search_leaves_continuous_outputs_alone() {
         discrete: true,
         scalar: false,
         linear: false,
+        support: false,
     };
     let l = Laplace::new(1.0).unwrap();
     let draws = |side: f64, r: &mut Pcg64Mcg| {
@@ -362,6 +366,7 @@ fn an_event_too_rare_for_the_validation_split_is_not_chosen() {
         discrete: true,
         scalar: false,
         linear: false,
+        support: false,
     };
     let a = Releases {
         dim: 1,
@@ -385,4 +390,54 @@ fn an_event_too_rare_for_the_validation_split_is_not_chosen() {
     // What the rare outcome would give at 10³ validation draws: 3 against 0.
     assert_eq!(super::epsilon_lower_bound(3, 1000, 0, 1000, 0.0, 0.95), 0.0);
     assert!(super::epsilon_lower_bound(603, 1000, 397, 1000, 0.0, 0.95) > 0.2);
+}
+
+/// (d) The support search on its own flags the textbook Laplace sampler fed a 24-bit uniform
+/// (a single-precision one, as numpy's `random(dtype=float32)`): its outputs on 0 and on 1 are
+/// two sparse sets that (almost) never meet, so an output set drawn under 0 measures p₂ = 0
+/// under 1 and the bound is far above ε = 1. The same sampler with a 53-bit uniform is not
+/// flagged: its outcomes never repeat, and the cross-fitted score finds nothing to choose.
+#[test]
+fn support_search_flags_a_single_precision_laplace_sampler() {
+    let support = Searches {
+        discrete: false,
+        scalar: false,
+        linear: false,
+        support: true,
+    };
+    let textbook = |bits: u32| {
+        move |_: usize, side: usize, r: &mut Pcg64Mcg| {
+            let mut u = 0.0f64;
+            while u == 0.0 {
+                u = (r.random::<u64>() >> (64 - bits)) as f64 * 2f64.powi(-(bits as i32));
+            }
+            let v = u - 0.5;
+            vec![side as f64 - v.signum() * (1.0 - 2.0 * v.abs()).ln()]
+        }
+    };
+    let p = plan(1, 60_000, 200_000, support);
+    let single = audit_of(&p, 5, 1, textbook(24));
+    assert!(single.epsilon_lb > 3.0, "{single:?}");
+    assert_eq!(single.k2, 0, "{single:?}");
+    let found = audit::<()>(&p, |d| {
+        let mut r = rng(6, d);
+        let f = textbook(53);
+        let values = (0..d.n).flat_map(|_| f(d.pair, d.side, &mut r)).collect();
+        Ok(Releases::draws(1, values))
+    })
+    .unwrap();
+    assert!(
+        found.as_ref().is_none_or(|f| f.epsilon_lb == 0.0),
+        "{found:?}"
+    );
+    // Where the discrete search applies (few outcomes), the support search stands aside.
+    let geometric = audit::<()>(&p, |d| {
+        let mut r = rng(7, d);
+        let values = (0..d.n)
+            .map(|_| d.side as f64 + (r.random::<u64>() % 5) as f64)
+            .collect();
+        Ok(Releases::draws(1, values))
+    })
+    .unwrap();
+    assert!(geometric.is_none(), "{geometric:?}");
 }

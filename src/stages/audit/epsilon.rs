@@ -135,6 +135,8 @@ enum Search {
     Scalar,
     /// thresholds and intervals on a logistic-regression score (releases of several numbers)
     Linear,
+    /// outcomes one side draws and the other never does, bit for bit, where `discrete` does not apply (a floating-point sampler's sparse support)
+    Support,
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -175,7 +177,12 @@ fn hundred_thousand() -> Count {
     Count::of(100_000)
 }
 fn all_searches() -> Vec<Search> {
-    vec![Search::Discrete, Search::Scalar, Search::Linear]
+    vec![
+        Search::Discrete,
+        Search::Scalar,
+        Search::Linear,
+        Search::Support,
+    ]
 }
 fn samples_key() -> String {
     "samples".into()
@@ -567,6 +574,7 @@ impl StageRun for AuditRun {
             discrete: wanted(Search::Discrete),
             scalar: wanted(Search::Scalar),
             linear: wanted(Search::Linear),
+            support: wanted(Search::Support),
         };
         let plan = |searches| Plan {
             pairs: self.pairs.len(),
@@ -602,8 +610,8 @@ impl StageRun for AuditRun {
         if sh.text {
             searches.scalar = false;
             searches.linear = false;
-            if !searches.discrete {
-                bail!("the released column(s) hold text, which only the `discrete` search can audit: add it to `searches`");
+            if !searches.discrete && !searches.support {
+                bail!("the released column(s) hold text, which only the `discrete` and `support` searches can audit: add one to `searches`");
             }
         }
         let found = audit(&plan(searches), |d| {
