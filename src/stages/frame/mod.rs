@@ -23,7 +23,20 @@ pub fn f64_col(df: &DataFrame, name: &str) -> Result<Vec<f64>> {
     let ca = cast.f64()?;
     ca.iter()
         .enumerate()
-        .map(|(i, v)| v.ok_or_else(|| anyhow!("column `{name}` has a missing value at row {i}")))
+        .map(|(i, v)| {
+            v.ok_or_else(|| {
+                // A text that is not a number casts to a missing value: name it as it is.
+                match col.get(i) {
+                    Ok(AnyValue::String(t)) => {
+                        anyhow!("column `{name}` holds `{t}` at row {i}, not a number")
+                    }
+                    Ok(AnyValue::StringOwned(t)) => {
+                        anyhow!("column `{name}` holds `{t}` at row {i}, not a number")
+                    }
+                    _ => anyhow!("column `{name}` has a missing value at row {i}"),
+                }
+            })
+        })
         .collect()
 }
 
