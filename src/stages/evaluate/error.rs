@@ -508,6 +508,6 @@ mod tests {
         assert!(e.contains("column `a` is NaN at row 2"), "{e}");
         let input = polars::df!("a" => ["x"], "b" => [1.0]).unwrap();
         let e = fails(&KIND, "{estimate: a, truth: b}", &[&input], 0);
-        assert!(e.contains("column `a` has a missing value at row 0"), "{e}");
+        assert!(e.contains("column `a` holds `x` at row 0, not a number"), "{e}");
     }
 }
