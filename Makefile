@@ -9,7 +9,7 @@ JOBS ?= 2
 MIRROR ?= $(wildcard ../shared/datasets)
 export DPLAB_DATA_MIRROR ?= $(if $(MIRROR),$(abspath $(MIRROR)),)
 
-.PHONY: build run-all report test figure-check parquet-check browser-test test-slurm golden bench bench-engine lint fuzz clean
+.PHONY: build run-all report test figure-check parquet-check browser-test test-slurm golden bench bench-engine bench-audit lint fuzz clean
 
 build:
 	$(CARGO) build --release --locked
@@ -92,6 +92,7 @@ bench:
 	$(CARGO) bench --bench kernel_queries
 	$(CARGO) bench --bench audit
 	$(MAKE) bench-engine
+	$(MAKE) bench-audit
 
 ## The engine at scale (issue #28): benches/pipelines/engine-1e6.yaml, two axes of 1 000 values
 ## (10⁶ instances of mechanism.noise on a 3-row table, then one aggregate.summary over all of
@@ -111,6 +112,21 @@ bench-engine: build
 	done; \
 	awk '{t[NR] = $$1} END {printf "time ratio 10^6 / 10^5: %.1f (linear: 10)\n", t[2] / t[1]}' \
 	  target/bench-engine/time-100 target/bench-engine/time-1000
+
+## The audit at scale (issue #27): benches/pipelines/audit-scale.yaml, the Laplace mechanism and
+## Report Noisy Max audited at 10.7 M validation draws per side (DP-Sniper's count) and at 10⁸,
+## sampling included. Prints wall time and peak memory of each: the memory must not grow with
+## the validation split (it is counted chunk by chunk). About a minute.
+AUDIT_BENCH := benches/pipelines/audit-scale.yaml
+bench-audit: build
+	command -v /usr/bin/time >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends time >/dev/null; }
+	rm -rf target/bench-audit && mkdir -p target/bench-audit
+	for n in 10700000 100000000; do \
+	  /usr/bin/time -f "%e %M" -o target/bench-audit/time-$$n $(DPLAB) run $(AUDIT_BENCH) --quiet --jobs 2 \
+	    --set "n=[$$n]" --no-store --out target/bench-audit/out-$$n || exit 1; \
+	  read secs kb < target/bench-audit/time-$$n; \
+	  echo "audit-scale at $$n draws per side (Laplace and Report Noisy Max): $$secs s wall, peak memory $$((kb / 1024)) MiB"; \
+	done
 
 ## Fuzz `dplab validate` (reading, parsing and planning a pipeline file) with cargo-fuzz on the
 ## nightly toolchain (`cargo install cargo-fuzz`). Not part of `make test`. FUZZ_TARGET=validate

@@ -294,22 +294,33 @@ pub fn audit<E: Send>(
     let Some((pair, chosen)) = best else {
         return Ok(None);
     };
+    // The validation split is counted in waves of a few chunks per thread: a mechanism that
+    // is parallel inside (rayon) lets a waiting thread steal further chunks, and without a
+    // bound every chunk of the split could be drawn and held at once (1.3 GB at 10⁸ draws).
+    let wave = 4 * rayon::current_num_threads().max(1) as u64;
     let count = |side: usize| -> Result<u64, E> {
         let chunks = plan.samples.div_ceil(plan.chunk);
-        (0..chunks)
-            .into_par_iter()
-            .map(|chunk| {
-                let n = plan.chunk.min(plan.samples - chunk * plan.chunk);
-                let r = draw(Draw {
-                    pair,
-                    side,
-                    split: Split::Validation,
-                    chunk,
-                    n,
-                })?;
-                Ok(r.count_in(&chosen.event))
-            })
-            .try_reduce(|| 0, |x, y| Ok(x + y))
+        let mut total = 0;
+        let mut start = 0;
+        while start < chunks {
+            let end = (start + wave).min(chunks);
+            total += (start..end)
+                .into_par_iter()
+                .map(|chunk| {
+                    let n = plan.chunk.min(plan.samples - chunk * plan.chunk);
+                    let r = draw(Draw {
+                        pair,
+                        side,
+                        split: Split::Validation,
+                        chunk,
+                        n,
+                    })?;
+                    Ok(r.count_in(&chosen.event))
+                })
+                .try_reduce(|| 0, |x, y| Ok(x + y))?;
+            start = end;
+        }
+        Ok(total)
     };
     let (on_x, on_x2) = (count(0)?, count(1)?);
     let (k1, k2) = if chosen.forward {
