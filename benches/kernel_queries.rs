@@ -6,8 +6,17 @@
 //! the thesis's five (σ = 2, 4, 6, 8, 10, sharing the distances). Throughput counts kernel
 //! values (points × centres × bandwidths); the peer's per-σ time for 10⁴ queries is ten times
 //! its time for 10³.
+//!
+//! The floor (group `kernel_floor`, same sitting): the machine's peak rate of vector multiplies
+//! and adds without fused multiply-adds (12 independent 4-lane chains of x·m + k, in flop/s)
+//! and the rate of the exponential the kernel takes ([`exp_normal_slice`] on an array that stays
+//! in L1, in values/s; each round refills the array first, and `refill_only` times that part
+//! alone, to subtract). The work of a shape cannot take less than
+//! 2·n·m·d / peak (the squared distances are a matrix product of 2d flops per pair)
+//! + n·m·#σ / exp rate (one exponential per kernel value), m = 10⁴ centres here.
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use dplab::mech::fastmath::exp_normal_slice;
 use dplab::mech::trig::kernel::{mean_answers, KernelMixtures};
 use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64Mcg;
@@ -41,5 +50,72 @@ fn kernel_queries(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, kernel_queries);
+/// Chains of x ← x·m + k, CHAINS × 4 lanes of them, ITERS steps: 2 flops per lane and step.
+const CHAINS: usize = 12;
+const ITERS: usize = 1_000_000;
+
+#[inline(always)]
+fn multiply_add_chains(m: f64, k: f64) -> f64 {
+    let mut x = [[1.0f64; 4]; CHAINS];
+    for _ in 0..ITERS {
+        for chain in x.iter_mut() {
+            for lane in chain.iter_mut() {
+                *lane = *lane * m + k;
+            }
+        }
+    }
+    x.iter().flatten().sum()
+}
+
+/// The same loop compiled for AVX2 (4-lane vectors, as the kernel's AVX2 copy).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn multiply_add_chains_avx2(m: f64, k: f64) -> f64 {
+    multiply_add_chains(m, k)
+}
+
+fn peak(m: f64, k: f64) -> f64 {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") {
+        // SAFETY: the CPU supports AVX2 (checked just above).
+        return unsafe { multiply_add_chains_avx2(m, k) };
+    }
+    multiply_add_chains(m, k)
+}
+
+fn kernel_floor(c: &mut Criterion) {
+    let mut g = c.benchmark_group("kernel_floor");
+    g.sample_size(10);
+    g.throughput(Throughput::Elements((CHAINS * 4 * 2 * ITERS) as u64));
+    g.bench_function("peak_mul_add_flops", |b| {
+        b.iter(|| peak(black_box(0.999_999), black_box(1e-7)))
+    });
+    // The kernel's arguments: −‖x − c‖²/(2σ²), here spread over [−20, 0].
+    let xs: Vec<f64> = (0..2048).map(|i| -(i as f64) / 102.4).collect();
+    let mut buf = xs.clone();
+    let rounds = 500;
+    g.throughput(Throughput::Elements((xs.len() * rounds) as u64));
+    g.bench_function("exp_normal_values", |b| {
+        b.iter(|| {
+            for _ in 0..rounds {
+                buf.copy_from_slice(black_box(&xs));
+                exp_normal_slice(&mut buf);
+            }
+            black_box(buf[0])
+        })
+    });
+    // The refill alone, to take out of the line above.
+    g.bench_function("refill_only", |b| {
+        b.iter(|| {
+            for _ in 0..rounds {
+                buf.copy_from_slice(black_box(&xs));
+                black_box(&mut buf);
+            }
+            black_box(buf[0])
+        })
+    });
+    g.finish();
+}
+
+criterion_group!(benches, kernel_floor, kernel_queries);
 criterion_main!(benches);
