@@ -6,8 +6,16 @@
 //! the thesis's five (σ = 2, 4, 6, 8, 10, sharing the distances). Throughput counts kernel
 //! values (points × centres × bandwidths); the peer's per-σ time for 10⁴ queries is ten times
 //! its time for 10³.
+//!
+//! The floor (group `kernel_floor`, same sitting): the machine's peak rate of vector multiplies
+//! and adds without fused multiply-adds (12 independent 4-lane chains of x·m + k, in flop/s)
+//! and the rate of the exponential the kernel takes ([`exp_normal_slice`] on an array that stays
+//! in L1, in values/s, one multiply per value included as in the kernel). The work of a shape cannot take less than
+//! 2·n·m·d / peak (the squared distances are a matrix product of 2d flops per pair)
+//! + n·m·#σ / exp rate (one exponential per kernel value), m = 10⁴ centres here.
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use dplab::mech::fastmath::exp_normal_slice;
 use dplab::mech::trig::kernel::{mean_answers, KernelMixtures};
 use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64Mcg;
@@ -41,5 +49,62 @@ fn kernel_queries(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, kernel_queries);
+/// CHAINS independent 4-lane chains of x ← x·m + k, ITERS steps: 2 flops per lane and step.
+/// AVX2 intrinsics, so that the loop is what it says (vector multiplies and adds, no fused
+/// multiply-add, enough chains to cover their latency) whatever the compiler would make of
+/// scalar code.
+const CHAINS: usize = 12;
+const ITERS: usize = 1_000_000;
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn multiply_add_chains_avx2(m: f64, k: f64) -> f64 {
+    use std::arch::x86_64::*;
+    let (m, k) = (_mm256_set1_pd(m), _mm256_set1_pd(k));
+    let mut x = [_mm256_set1_pd(1.0); CHAINS];
+    for _ in 0..ITERS {
+        for v in x.iter_mut() {
+            *v = _mm256_add_pd(_mm256_mul_pd(*v, m), k);
+        }
+    }
+    let mut lanes = [0.0; 4];
+    let mut total = 0.0;
+    for v in x {
+        // SAFETY: lanes holds the 4 values a 256-bit store writes.
+        unsafe { _mm256_storeu_pd(lanes.as_mut_ptr(), v) };
+        total += lanes.iter().sum::<f64>();
+    }
+    total
+}
+
+fn kernel_floor(c: &mut Criterion) {
+    let mut g = c.benchmark_group("kernel_floor");
+    g.sample_size(10);
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") {
+        g.throughput(Throughput::Elements((CHAINS * 4 * 2 * ITERS) as u64));
+        g.bench_function("peak_mul_add_flops", |b| {
+            // SAFETY: the CPU supports AVX2 (checked just above).
+            b.iter(|| unsafe { multiply_add_chains_avx2(black_box(0.999_999), black_box(1e-7)) })
+        });
+    }
+    // The kernel's arguments, −‖x − c‖²/(2σ²), spread over [−20, 0]; each round maps its
+    // results (in (0, 1]) back to [−20, 0) by one multiply per value, as the kernel scales its
+    // distances by −1/(2σ²) (no copy: a refill's memory traffic is not the kernel's).
+    let mut buf: Vec<f64> = (0..2048).map(|i| -(i as f64) / 102.4).collect();
+    let rounds = 500;
+    g.throughput(Throughput::Elements((buf.len() * rounds) as u64));
+    g.bench_function("exp_normal_values", |b| {
+        b.iter(|| {
+            for _ in 0..rounds {
+                exp_normal_slice(black_box(&mut buf));
+                buf.iter_mut().for_each(|v| *v *= -20.0);
+            }
+            black_box(buf[0])
+        })
+    });
+    g.finish();
+}
+
+criterion_group!(benches, kernel_floor, kernel_queries);
 criterion_main!(benches);

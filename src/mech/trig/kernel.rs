@@ -19,9 +19,11 @@
 //!   multiply-adds its bits do not depend on the CPU;
 //! - computes each block of distances once and reuses it for every σ of the sweep: the
 //!   distances do not depend on σ, the exponentials do;
-//! - takes the exponential with [`exp_normal`], a branch-free polynomial that vectorises, and
-//!   compiles the whole inner loop twice, for AVX2 (chosen at run time) and for the baseline
-//!   instruction set. Neither uses fused multiply-adds, so both give the same bits.
+//! - takes the exponential with [`exp_normal`](fastmath::exp_normal), a branch-free polynomial that vectorises,
+//!   sixteen values side by side ([`exp_normal_lanes`]: independent chains the CPU overlaps,
+//!   where one value at a time leaves it waiting on each chain's latency), and compiles the
+//!   whole inner loop twice, for AVX2 (chosen at run time) and for the baseline instruction
+//!   set. Neither uses fused multiply-adds, so both give the same bits.
 //!
 //! Distances from the expanded form carry an absolute rounding error of a few ulp of
 //! ‖x‖² + ‖c‖² (≤ 2d), so kernel values have a relative error of about 2d·ε/(2σ²)·few,
@@ -36,7 +38,9 @@
 //! thread count), and also with or without AVX2. Memory per block is about
 //! (d + 2·#σ + 4)·256 values besides the inputs.
 
+#[cfg(test)]
 use crate::mech::fastmath::exp_normal;
+use crate::mech::fastmath::{self, exp_normal_lanes};
 use rand::Rng;
 use rand_distr::{Distribution, Exp1};
 use rayon::prelude::*;
@@ -293,6 +297,8 @@ const TARGET_CENTRES: usize = 256;
 /// Columns of the distance micro-kernel (two AVX2 vectors) and rows (points) per strip.
 const LANES: usize = 8;
 const ROWS: usize = 4;
+/// Exponentials taken side by side (a multiple of LANES; see [`exp_normal_lanes`]).
+const EXP_LANES: usize = fastmath::EXP_LANES;
 /// Points per partial sum; partial sums are then added in order, so the rounding error grows
 /// with POINT_BLOCK + n/POINT_BLOCK instead of n. A multiple of ROWS.
 const POINT_BLOCK: usize = 256;
@@ -331,7 +337,7 @@ fn block_answers_portable(ctx: &Context, first: usize, last: usize) -> Vec<f64> 
     let (dim, per_query) = (mix.dim, mix.per_query);
     let centres = &mix.centres[first * per_query * dim..last * per_query * dim];
     let m = centres.len() / dim;
-    let width = m.div_ceil(LANES) * LANES;
+    let width = m.div_ceil(EXP_LANES) * EXP_LANES;
     let sigmas = ctx.scales.len();
 
     // Panels of LANES centres, each dim × LANES, holding 2c (exact) so the product gives 2x·c;
@@ -366,10 +372,11 @@ fn block_answers_portable(ctx: &Context, first: usize, last: usize) -> Vec<f64> 
         distances(&strip, &panels, &norms, &centre_norms, &mut dist);
 
         for (r, d_row) in dist.chunks_exact(width).take(rows).enumerate() {
-            let w = ctx.weights.map_or(1.0, |u| u[start + r]);
+            let w = ctx.weights.map(|u| u[start + r]);
             for (acc, &scale) in partial.chunks_exact_mut(width).zip(&ctx.scales) {
-                for (a, &d) in acc.iter_mut().zip(d_row) {
-                    *a += w * exp_normal(d * scale);
+                match w {
+                    Some(w) => add_exps::<true>(acc, d_row, scale, w),
+                    None => add_exps::<false>(acc, d_row, scale, 1.0),
                 }
             }
         }
@@ -393,6 +400,23 @@ fn block_answers_portable(ctx: &Context, first: usize, last: usize) -> Vec<f64> 
         }
     }
     answers
+}
+
+/// acc[j] += w·exp(scale·d[j]) for every j, EXP_LANES exponentials side by side; unweighted
+/// sums skip the product (the weight is then 1, and 1·e = e exactly, so the bits are those of
+/// the weighted form). `acc.len()` is a multiple of EXP_LANES.
+#[inline(always)]
+fn add_exps<const WEIGHTED: bool>(acc: &mut [f64], d: &[f64], scale: f64, w: f64) {
+    for (a, d) in acc
+        .chunks_exact_mut(EXP_LANES)
+        .zip(d.chunks_exact(EXP_LANES))
+    {
+        let x: [f64; EXP_LANES] = std::array::from_fn(|i| d[i] * scale);
+        let e = exp_normal_lanes(&x);
+        for (a, e) in a.iter_mut().zip(e) {
+            *a += if WEIGHTED { w * e } else { e };
+        }
+    }
 }
 
 /// Squared distances of ROWS points (`strip`, dim × ROWS) to every centre (`panels`), written
