@@ -508,6 +508,9 @@ mod tests {
         assert!(e.contains("column `a` is NaN at row 2"), "{e}");
         let input = polars::df!("a" => ["x"], "b" => [1.0]).unwrap();
         let e = fails(&KIND, "{estimate: a, truth: b}", &[&input], 0);
-        assert!(e.contains("column `a` holds `x` at row 0, not a number"), "{e}");
+        assert!(
+            e.contains("column `a` holds `x` at row 0, not a number"),
+            "{e}"
+        );
     }
 }

@@ -428,7 +428,7 @@ impl Stage for AddNoise {
 /// user's (`output:`), `row` and `sample` are the stage's.
 pub(crate) fn check_added_names(input: &DataFrame, output: &str) -> Result<(), ParamError> {
     let has = |c: &str| input.column(c).is_ok();
-    if has(&output) {
+    if has(output) {
         return Err(ParamError::at(
             "output",
             format!(
