@@ -364,16 +364,25 @@ fn code(label: &str, names: &Mutex<HashMap<u64, String>>) -> f64 {
     bits as f64
 }
 
+/// A column of the audited mechanism's output, or the error naming the columns it has.
+fn output_column<'a>(frame: &'a DataFrame, name: &str) -> Result<&'a Column> {
+    frame.column(name).map_err(|_| {
+        crate::kind::MissingColumn {
+            name: name.to_string(),
+            available: frame
+                .get_column_names()
+                .iter()
+                .map(|n| n.to_string())
+                .collect(),
+        }
+        .into()
+    })
+}
+
 /// The ε a mechanism's output claims in its column `name`: one finite value > 0 on every row.
 fn claimed_in(frame: &DataFrame, name: &str) -> Result<f64> {
-    let values = f64_col(frame, name).map_err(|_| crate::kind::MissingColumn {
-        name: name.to_string(),
-        available: frame
-            .get_column_names()
-            .iter()
-            .map(|n| n.to_string())
-            .collect(),
-    })?;
+    output_column(frame, name)?;
+    let values = f64_col(frame, name)?;
     let Some(&first) = values.first() else {
         bail!("its output has no rows, so no claimed ε in column `{name}`");
     };
@@ -470,14 +479,7 @@ impl AuditRun {
         let mut cols = Vec::with_capacity(self.audit.output.len());
         let mut text = false;
         for c in &self.audit.output {
-            let col = frame.column(c).map_err(|_| crate::kind::MissingColumn {
-                name: c.clone(),
-                available: frame
-                    .get_column_names()
-                    .iter()
-                    .map(|n| n.to_string())
-                    .collect(),
-            })?;
+            let col = output_column(frame, c)?;
             cols.push(if col.dtype() == &DataType::String {
                 text = true;
                 str_col(frame, c)?.iter().map(|s| code(s, names)).collect()

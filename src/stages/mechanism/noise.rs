@@ -312,15 +312,7 @@ impl Stage for AddNoise {
             &format!("samples × {least} output columns ({samples} × {least})"),
             product(&[samples, least]),
         )?;
-        if ["row", "sample", self.column.as_str()].contains(&self.output.as_str()) {
-            return Err(ParamError::at(
-                "output",
-                format!(
-                    "`output: {}` would replace a column of the output (`row`, `sample` and the input's columns, among them `{}`)",
-                    self.output, self.column
-                ),
-            ));
-        }
+        check_output_name(&self.output, &self.column)?;
         self.check_parameters()?;
         self.sampler().map(|_| ()).map_err(|e| {
             let classic = self.noise == NoiseKind::Gaussian
@@ -340,10 +332,7 @@ impl Stage for AddNoise {
     }
 
     fn columns_out(&self, inputs: &[Option<Vec<String>>]) -> Option<Vec<String>> {
-        let mut out = vec!["row".to_string(), "sample".to_string()];
-        out.extend(inputs.first()?.clone()?);
-        out.push(self.output.clone());
-        Some(out)
+        release_columns(inputs, &self.output)
     }
 
     fn run(&self, ctx: &mut Ctx) -> Result<Output> {
@@ -422,6 +411,27 @@ impl Stage for AddNoise {
         };
         Ok(releases(input, per_row, noisy)?.into())
     }
+}
+
+/// `output:` must not name a column the additive-noise output already has.
+pub(crate) fn check_output_name(output: &str, column: &str) -> Result<(), ParamError> {
+    if ["row", "sample", column].contains(&output) {
+        return Err(ParamError::at(
+            "output",
+            format!(
+                "`output: {output}` would replace a column of the output (`row`, `sample` and the input's columns, among them `{column}`)"
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// The columns of an additive-noise output ([`releases`]), from the input's.
+pub(crate) fn release_columns(inputs: &[Option<Vec<String>>], output: &str) -> Option<Vec<String>> {
+    let mut out = vec!["row".to_string(), "sample".to_string()];
+    out.extend(inputs.first()?.clone()?);
+    out.push(output.to_string());
+    Some(out)
 }
 
 /// The added columns must not replace input columns: the noisy column's name is the

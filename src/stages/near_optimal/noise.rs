@@ -18,7 +18,9 @@ use serde::Deserialize;
 use super::{check_decimals, options, Set};
 use crate::mech::near_optimal::{construct, GeometricSupport, MAX_STEPS};
 use crate::stages::frame::f64_col;
-use crate::stages::mechanism::noise::{check_added_names, draws, releases};
+use crate::stages::mechanism::noise::{
+    check_added_names, check_output_name, draws, release_columns, releases,
+};
 use crate::stages::param::{Count, NonNegative, Positive};
 use crate::stages::{
     build, check_size_at, check_size_run, params, product, Ctx, Gather, KindInfo, Limit, Output,
@@ -67,15 +69,7 @@ impl Stage for NearOptimalNoise {
         self.neighbour_set.check()?;
         check_decimals("delta", *self.delta)?;
         check_size_at("samples", Limit::Draws, "samples", Some(self.samples.get()))?;
-        if ["row", "sample", self.column.as_str()].contains(&self.output.as_str()) {
-            return Err(ParamError::at(
-                "output",
-                format!(
-                    "`output: {}` would replace a column of the output (`row`, `sample` and the input's columns, among them `{}`)",
-                    self.output, self.column
-                ),
-            ));
-        }
+        check_output_name(&self.output, &self.column)?;
         // The density must exist (Definition 2's convergence, a tail of one interval).
         construct(&self.neighbour_set, *self.delta, options(MAX_STEPS, true))
             .and_then(|levels| levels.mechanism(*self.epsilon).map(|_| ()))
@@ -87,10 +81,7 @@ impl Stage for NearOptimalNoise {
     }
 
     fn columns_out(&self, inputs: &[Option<Vec<String>>]) -> Option<Vec<String>> {
-        let mut out = vec!["row".to_string(), "sample".to_string()];
-        out.extend(inputs.first()?.clone()?);
-        out.push(self.output.clone());
-        Some(out)
+        release_columns(inputs, &self.output)
     }
 
     fn run(&self, ctx: &mut Ctx) -> Result<Output> {
