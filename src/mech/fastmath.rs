@@ -5,8 +5,38 @@
 /// without its special-case branches (zero, negative, subnormal, ∞ and NaN are the caller's to
 /// exclude). The mantissa is scaled into [√2/2, √2) by integer operations on the bits, then
 /// ln(1 + f) = 2 atanh(f/(2 + f)) by fdlibm's minimax polynomial.
+///
+/// It is [`ln_normal_reduce`] followed by [`ln_normal_finish`]: a loop over many values can run
+/// the two halves as two loops (see `rate_distortion::hamming_terms`) and get the same bits.
 #[inline(always)]
 pub fn ln_normal(x: f64) -> f64 {
+    let (f, s) = ln_normal_reduce(x);
+    ln_normal_finish(x, f, s)
+}
+
+/// fdlibm's high word of x, offset so that its exponent field holds k + 0x3ff where
+/// x = 2ᵏ·m, m ∈ [√2/2, √2). Unsigned arithmetic only: for positive x the high word stays
+/// positive, and SSE2/AVX2 have logical but no arithmetic 64-bit shifts.
+#[inline(always)]
+fn ln_high_word(x: f64) -> u64 {
+    (x.to_bits() >> 32) + (0x3ff0_0000 - 0x3fe6_a09e)
+}
+
+/// The first half of [`ln_normal`]: f = m − 1 and s = f/(2 + f), where x = 2ᵏ·m with
+/// m ∈ [√2/2, √2) (f is exact; s is the one division of the logarithm).
+#[inline(always)]
+pub fn ln_normal_reduce(x: f64) -> (f64, f64) {
+    let u = x.to_bits();
+    let hx = ln_high_word(x);
+    let m = f64::from_bits((((hx & 0x000f_ffff) + 0x3fe6_a09e) << 32) | (u & 0xffff_ffff));
+    let f = m - 1.0;
+    (f, f / (2.0 + f))
+}
+
+/// The second half of [`ln_normal`]: k·ln 2 + ln(1 + f) from x (for k, re-read from its bits)
+/// and [`ln_normal_reduce`]'s (f, s): multiplies and adds only.
+#[inline(always)]
+pub fn ln_normal_finish(x: f64, f: f64, s: f64) -> f64 {
     const LN2_HI: f64 = 6.931_471_803_691_238e-1;
     const LN2_LO: f64 = 1.908_214_929_270_587_7e-10;
     const LG1: f64 = 6.666_666_666_666_735e-1;
@@ -16,17 +46,10 @@ pub fn ln_normal(x: f64) -> f64 {
     const LG5: f64 = 1.818_357_216_161_805e-1;
     const LG6: f64 = 1.531_383_769_920_937_3e-1;
     const LG7: f64 = 1.479_819_860_511_658_6e-1;
-    // Unsigned arithmetic only: for positive x the high word stays positive, and SSE2/AVX2
-    // have logical but no arithmetic 64-bit shifts.
-    let u = x.to_bits();
-    let hx = (u >> 32) + (0x3ff0_0000 - 0x3fe6_a09e);
-    let kb = hx >> 20; // k + 0x3ff
-    let m = f64::from_bits((((hx & 0x000f_ffff) + 0x3fe6_a09e) << 32) | (u & 0xffff_ffff));
-    // k as f64 through the exponent bits (SSE2 has no packed integer → f64 conversion).
+    let kb = ln_high_word(x) >> 20; // k + 0x3ff
+                                    // k as f64 through the exponent bits (SSE2 has no packed integer → f64 conversion).
     let kf = f64::from_bits(0x4330_0000_0000_0000 | kb) - (4_503_599_627_370_496.0 + 1023.0);
-    let f = m - 1.0;
     let hfsq = 0.5 * f * f;
-    let s = f / (2.0 + f);
     let z = s * s;
     let w = z * z;
     let t1 = w * (LG2 + w * (LG4 + w * LG6));
@@ -216,6 +239,55 @@ mod tests {
                 (a - b).abs() <= ulp(b).max(f64::MIN_POSITIVE),
                 "ln({x}) = {a}, libm {b}"
             );
+        }
+    }
+
+    /// ln_normal as it was written before its split into two halves (one function, the same
+    /// operations): the split must not change a bit.
+    fn ln_normal_unsplit(x: f64) -> f64 {
+        const LN2_HI: f64 = 6.931_471_803_691_238e-1;
+        const LN2_LO: f64 = 1.908_214_929_270_587_7e-10;
+        const LG: [f64; 7] = [
+            6.666_666_666_666_735e-1,
+            3.999_999_999_940_942e-1,
+            2.857_142_874_366_239e-1,
+            2.222_219_843_214_978_4e-1,
+            1.818_357_216_161_805e-1,
+            1.531_383_769_920_937_3e-1,
+            1.479_819_860_511_658_6e-1,
+        ];
+        let u = x.to_bits();
+        let hx = (u >> 32) + (0x3ff0_0000 - 0x3fe6_a09e);
+        let kb = hx >> 20;
+        let m = f64::from_bits((((hx & 0x000f_ffff) + 0x3fe6_a09e) << 32) | (u & 0xffff_ffff));
+        let kf = f64::from_bits(0x4330_0000_0000_0000 | kb) - (4_503_599_627_370_496.0 + 1023.0);
+        let f = m - 1.0;
+        let hfsq = 0.5 * f * f;
+        let s = f / (2.0 + f);
+        let z = s * s;
+        let w = z * z;
+        let t1 = w * (LG[1] + w * (LG[3] + w * LG[5]));
+        let t2 = z * (LG[0] + w * (LG[2] + w * (LG[4] + w * LG[6])));
+        let r = t2 + t1;
+        kf * LN2_HI - ((hfsq - (s * (hfsq + r) + kf * LN2_LO)) - f)
+    }
+
+    /// The two halves give ln_normal's bits, which are the unsplit function's, over the normal
+    /// range and over Z ∈ (0, 1] (where Blahut–Arimoto uses it), powers of two included.
+    #[test]
+    fn ln_halves_equal_the_unsplit_ln_bitwise() {
+        let mut rng = rand_pcg::Pcg64Mcg::seed_from_u64(28);
+        let mut xs: Vec<f64> = (0..100_000)
+            .map(|_| 10f64.powf(rng.random_range(-307.0..308.0)))
+            .collect();
+        xs.extend((0..100_000).map(|_| rng.random_range(f64::MIN_POSITIVE..=1.0)));
+        xs.extend((-1022..1024).map(|e| 2f64.powi(e)));
+        xs.extend([1.0 - 1e-16, 1.0 + 1e-15, f64::MAX, std::f64::consts::SQRT_2]);
+        for x in xs {
+            let (f, s) = ln_normal_reduce(x);
+            let split = ln_normal_finish(x, f, s);
+            assert_eq!(split.to_bits(), ln_normal_unsplit(x).to_bits(), "ln({x})");
+            assert_eq!(ln_normal(x).to_bits(), split.to_bits(), "ln({x})");
         }
     }
 
