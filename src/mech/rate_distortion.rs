@@ -443,7 +443,7 @@ pub fn blahut_arimoto(
 /// all multiplies and adds. In one loop each element's chain of dependent operations (two
 /// divisions' latency, then a Horner polynomial) is longer than the CPU can overlap across
 /// iterations, and the loop ran at about half the rate its multiplies allow; split, each loop's
-/// iterations overlap: 1.27× on this function alone at M = 1000 (CPU time, AMD EPYC Zen 3, AVX2),
+/// iterations overlap: 1.27× on this function alone at M = 1000 (CPU time, this AMD EPYC with AVX2),
 /// 1.2× on the one-core sweep of benches/rate_distortion.rs. The operations and their order are
 /// those of the single loop, so the bits are the same
 /// (`hamming_terms_equal_the_single_loop_bitwise`). Writing −λ·d_x to `ti` between the loops,
