@@ -10,9 +10,13 @@
 //! The floor (group `kernel_floor`, same sitting): the machine's peak rate of vector multiplies
 //! and adds without fused multiply-adds (12 independent 4-lane chains of x·m + k, in flop/s)
 //! and the rate of the exponential the kernel takes ([`exp_normal_slice`] on an array that stays
-//! in L1, in values/s, one multiply per value included as in the kernel). The work of a shape cannot take less than
-//! 2·n·m·d / peak (the squared distances are a matrix product of 2d flops per pair)
-//! + n·m·#σ / exp rate (one exponential per kernel value), m = 10⁴ centres here.
+//! in L1, in values/s, one multiply per value included as in the kernel). The work of a shape
+//! cannot take less than 2·n·m·d / peak (the squared distances are a matrix product of 2d flops
+//! per pair) plus n·m·#exp / exp rate plus n·m·#mul / (peak / 2), m = 10⁴ centres here, where
+//! #exp is the number of bandwidths that take an exponential and #mul the multiplies of the
+//! others' powers (src/mech/trig/kernel.rs, "Several bandwidths at once"): for σ = 2, 4, 6, 8,
+//! 10, #exp = 3 (σ = 6, 8, 10) and #mul = 4 (σ = 4 is the 4th power of σ = 8's values, σ = 2 of
+//! σ = 4's); for one σ, #exp = 1 and #mul = 0.
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use dplab::mech::fastmath::exp_normal_slice;

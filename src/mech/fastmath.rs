@@ -122,8 +122,16 @@ pub fn exp_normal(x: f64) -> f64 {
 /// [`exp_normal`] of N values at once, each statement a loop over the N lanes: the N
 /// evaluations are independent chains that the compiler lays side by side (N/4 AVX2 vectors per
 /// step), so the CPU overlaps their latencies instead of waiting on one chain (a loop of single
-/// `exp_normal` calls keeps only a few iterations in flight). Every lane goes through exactly the
-/// operations of [`exp_normal`] in the same order, so each result has the same bits.
+/// `exp_normal` calls keeps only a few iterations in flight). The polynomial too is written
+/// stage by stage over all lanes (r², r⁴, then each pair of Estrin terms): written value by
+/// value, the instructions of one value's chain come one after another in program order and
+/// fill the CPU's floating-point scheduler with operations that wait on each other (measured
+/// in isolation on this project's loaded 2-core EPYC, CPU time: 0.57·10⁹ values/s with the
+/// polynomial value by value, 0.67·10⁹ stage by stage; in the kernel queries about 5 %).
+/// Sixteen lanes is the best count measured (8: 3× slower, 24 and 32: 10–30 % slower: the
+/// compiler's register allocation decides).
+/// Every lane goes through exactly the operations of [`exp_normal`] in the same order, so each
+/// result has the same bits.
 #[inline(always)]
 pub fn exp_normal_lanes<const N: usize>(x: &[f64; N]) -> [f64; N] {
     const LOG2_E: f64 = std::f64::consts::LOG2_E;
@@ -131,36 +139,47 @@ pub fn exp_normal_lanes<const N: usize>(x: &[f64; N]) -> [f64; N] {
     const LN2_LO: f64 = 1.908_214_929_270_587_7e-10;
     const SHIFT: f64 = 6_755_399_441_055_744.0;
     const LOWEST: f64 = -708.0;
-    let mut xc = [0.0; N];
+    const C: [f64; 12] = EXP_C;
     let mut t = [0.0; N];
     let mut r = [0.0; N];
     for i in 0..N {
-        xc[i] = if x[i] < LOWEST { LOWEST } else { x[i] };
-        t[i] = xc[i] * LOG2_E + SHIFT;
+        let xc = if x[i] < LOWEST { LOWEST } else { x[i] };
+        t[i] = xc * LOG2_E + SHIFT;
         let n = t[i] - SHIFT;
-        r[i] = (xc[i] - n * LN2_HI) - n * LN2_LO;
+        r[i] = (xc - n * LN2_HI) - n * LN2_LO;
+    }
+    let mut r2 = [0.0; N];
+    let mut r4 = [0.0; N];
+    for i in 0..N {
+        r2[i] = r[i] * r[i];
+    }
+    for i in 0..N {
+        r4[i] = r2[i] * r2[i];
+    }
+    // (b0 + b1 r²), (b2 + b3 r²), (b4 + b5 r²) of exp_normal, one stage at a time.
+    let mut e01 = [0.0; N];
+    let mut e23 = [0.0; N];
+    let mut e45 = [0.0; N];
+    for i in 0..N {
+        e01[i] = (C[0] + C[1] * r[i]) + (C[2] + C[3] * r[i]) * r2[i];
+    }
+    for i in 0..N {
+        e23[i] = (C[4] + C[5] * r[i]) + (C[6] + C[7] * r[i]) * r2[i];
+    }
+    for i in 0..N {
+        e45[i] = (C[8] + C[9] * r[i]) + (C[10] + C[11] * r[i]) * r2[i];
     }
     let mut out = [0.0; N];
     for i in 0..N {
-        let r = r[i];
-        let r2 = r * r;
-        let r4 = r2 * r2;
-        let r8 = r4 * r4;
-        let b0 = EXP_C[0] + EXP_C[1] * r;
-        let b1 = EXP_C[2] + EXP_C[3] * r;
-        let b2 = EXP_C[4] + EXP_C[5] * r;
-        let b3 = EXP_C[6] + EXP_C[7] * r;
-        let b4 = EXP_C[8] + EXP_C[9] * r;
-        let b5 = EXP_C[10] + EXP_C[11] * r;
-        let p = (b0 + b1 * r2) + (b2 + b3 * r2) * r4 + (b4 + b5 * r2) * r8;
-        let er = 1.0 + (r + r2 * p);
+        let p = e01[i] + e23[i] * r4[i] + e45[i] * (r4[i] * r4[i]);
+        let er = 1.0 + (r[i] + r2[i] * p);
         let scale = f64::from_bits(t[i].to_bits().wrapping_add(1023) << 52);
         out[i] = if x[i] < LOWEST { 0.0 } else { er * scale };
     }
     out
 }
 
-/// Values taken side by side by [`exp_normal_slice`] (four AVX2 vectors).
+/// Values taken side by side by [`exp_normal_slice`] (eight AVX2 vectors).
 pub const EXP_LANES: usize = 16;
 
 /// Replaces every value by [`exp_normal`] of it (same range conditions), [`EXP_LANES`] at a

@@ -19,11 +19,34 @@
 //!   multiply-adds its bits do not depend on the CPU;
 //! - computes each block of distances once and reuses it for every σ of the sweep: the
 //!   distances do not depend on σ, the exponentials do;
+//! - takes an exponential only for bandwidths that are no power of another (see "Several
+//!   bandwidths at once" below): for σ ∈ {2, 4, 6, 8, 10}, 3 exponentials and 4 multiplies
+//!   per kernel value instead of 5 exponentials;
 //! - takes the exponential with [`exp_normal`](fastmath::exp_normal), a branch-free polynomial that vectorises,
 //!   sixteen values side by side ([`exp_normal_lanes`]: independent chains the CPU overlaps,
 //!   where one value at a time leaves it waiting on each chain's latency), and compiles the
 //!   whole inner loop twice, for AVX2 (chosen at run time) and for the baseline instruction
 //!   set. Neither uses fused multiply-adds, so both give the same bits.
+//!
+//! # Several bandwidths at once
+//! With s = −1/(2σ²), e^{k·s·d} = (e^{s·d})^k. `plan_steps` orders the bandwidths from the
+//! widest (smallest |s|) and gives a bandwidth whose scale is exactly k times the scale of an
+//! earlier one (k an integer, k·s_b == s_a in floating point, so the argument is the same as
+//! the direct one's up to its own rounding) the k-th power of that one's values, by repeated
+//! squaring (`pow_lanes`), as long as the power relative to the underlying exponential stays
+//! ≤ [`MAX_POWER`] = 16; all other bandwidths take an exponential. The rule depends on the
+//! scales only (the same plan for every block, thread and CPU). For σ ∈ {2, 4, 6, 8, 10}:
+//! σ = 4 from σ = 8 (k = 4, two squarings), σ = 2 from σ = 4 (two more,
+//! 16 in all relative to σ = 8's exponential); 6 and 10 take exponentials.
+//!
+//! Error bound: the exponential is within 1 ulp (2⁻⁵² relative); its k-th power by
+//! multiplies is within k ulp of the exact power of the exponential's argument, plus k − 1
+//! roundings of 2⁻⁵³ each: ≤ 1.5·k·2⁻⁵² ≤ 24·2⁻⁵² ≈ 5.3·10⁻¹⁵ relative at k = 16, beyond the
+//! rounding of the argument s·d itself (|s·d|·2⁻⁵³ relative, which the direct exponential has as
+//! well). Results below 2⁻¹⁰²² (arguments below −708) are 0 from the exponential and may be
+//! subnormal or 0 from a power: an absolute difference under 2.3·10⁻³⁰⁸. The tests check the
+//! bound value by value against f64::exp (k = 1 … 16), and whole answers against
+//! single-bandwidth calls (within 10⁻¹⁴) and the naive double loop.
 //!
 //! Distances from the expanded form carry an absolute rounding error of a few ulp of
 //! ‖x‖² + ‖c‖² (≤ 2d), so kernel values have a relative error of about 2d·ε/(2σ²)·few,
@@ -35,8 +58,10 @@
 //! coordinates in order, each centre's kernel sum over the points in order, in fixed blocks of
 //! points whose partial sums are added in order. No sum crosses a block, so answers are
 //! bit-identical for any number of threads and any block size (which therefore may follow the
-//! thread count), and also with or without AVX2. Memory per block is about
-//! (d + 2·#σ + 4)·256 values besides the inputs.
+//! thread count), and also with or without AVX2. A bandwidth's values depend on which other
+//! bandwidths are asked for in the same call (an exponential alone, possibly a power with a
+//! wider one), by at most the bound above. Memory per block is about
+//! (d + 3·#σ + 4)·256 values besides the inputs.
 
 #[cfg(test)]
 use crate::mech::fastmath::exp_normal;
@@ -261,7 +286,7 @@ pub fn mean_answers(
         points,
         point_norms: &point_norms,
         weights,
-        scales: sigmas.iter().map(|s| -0.5 / (s * s)).collect(),
+        plan: plan_steps(&sigmas.iter().map(|s| -0.5 / (s * s)).collect::<Vec<_>>()),
         // Uniform weights are applied once at the end: plain sums of f, then one product.
         final_factor: if weights.is_some() {
             1.0
@@ -308,9 +333,121 @@ struct Context<'a> {
     points: &'a [f64],
     point_norms: &'a [f64],
     weights: Option<&'a [f64]>,
-    /// −1/(2σ²) per bandwidth.
-    scales: Vec<f64>,
+    /// How each bandwidth's kernel values are obtained, in evaluation order.
+    plan: Vec<Step>,
     final_factor: f64,
+}
+
+/// The largest power a bandwidth's kernel values are taken to from another's (see "Several
+/// bandwidths at once": the relative error grows about linearly with it).
+pub const MAX_POWER: u32 = 16;
+
+/// One step of a [`Plan`](plan_steps): the kernel values of bandwidth `target` (its index in
+/// the caller's list), either by the exponential or as an integer power of an earlier step's
+/// values.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Source {
+    /// exp(scale·d), scale = −1/(2σ²).
+    Exp(f64),
+    /// (values of step `from`)^k, k ≥ 1, by repeated squaring.
+    Power { from: usize, k: u32 },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Step {
+    target: usize,
+    source: Source,
+    /// The power of an exponential these values are (1 for an exponential): the error bound.
+    total: u32,
+    /// Whether a later step takes a power of these values (they are then kept for the row).
+    kept: bool,
+}
+
+/// Multiplies that [`pow_lanes`] takes for x^k.
+fn power_cost(k: u32) -> u32 {
+    (31 - k.leading_zeros()) + k.count_ones() - 1
+}
+
+/// The order in which to obtain the kernel values of every bandwidth: widest first (smallest
+/// |scale|); a bandwidth whose scale is an exact integer multiple k·s of an earlier step's scale
+/// s takes that step's values to the power k, e^{k s d} = (e^{s d})^k, if the power relative to
+/// the underlying exponential stays ≤ [`MAX_POWER`]; among several such steps the one with the
+/// fewest multiplies (then the lowest power) is taken. Otherwise an exponential. Depends only
+/// on the scales, so every block and thread follows the same plan.
+fn plan_steps(scales: &[f64]) -> Vec<Step> {
+    let mut order: Vec<usize> = (0..scales.len()).collect();
+    // Stable: equal scales keep the caller's order.
+    order.sort_by(|&a, &b| scales[a].abs().total_cmp(&scales[b].abs()));
+    let mut steps: Vec<Step> = Vec::with_capacity(scales.len());
+    for target in order {
+        let s = scales[target];
+        let mut best: Option<(u32, u32, usize, u32)> = None; // (multiplies, total, from, k)
+        for (from, step) in steps.iter().enumerate() {
+            let base = scales[step.target];
+            let ratio = (s / base).round();
+            if !(1.0..=f64::from(MAX_POWER)).contains(&ratio) {
+                continue;
+            }
+            let k = ratio as u32;
+            let total = k * step.total;
+            if total > MAX_POWER || f64::from(k) * base != s {
+                continue;
+            }
+            let candidate = (power_cost(k), total, from, k);
+            if best.is_none_or(|b| (candidate.0, candidate.1) < (b.0, b.1)) {
+                best = Some(candidate);
+            }
+        }
+        let step = match best {
+            Some((_, total, from, k)) => {
+                steps[from].kept = true;
+                Step {
+                    target,
+                    source: Source::Power { from, k },
+                    total,
+                    kept: false,
+                }
+            }
+            None => Step {
+                target,
+                source: Source::Exp(s),
+                total: 1,
+                kept: false,
+            },
+        };
+        steps.push(step);
+    }
+    steps
+}
+
+/// x^k for every lane by binary exponentiation (squarings from the lowest bit up, the set
+/// bits' squares multiplied in order), k ≥ 1: the same operations in the same order for every
+/// lane, block and CPU.
+#[inline(always)]
+fn pow_lanes<const N: usize>(x: &[f64; N], k: u32) -> [f64; N] {
+    let mut base = *x;
+    let mut k = k;
+    // The lowest set bit starts the product (no multiply by 1).
+    while k & 1 == 0 {
+        for b in base.iter_mut() {
+            *b *= *b;
+        }
+        k >>= 1;
+    }
+    let mut out = base;
+    k >>= 1;
+    while k != 0 {
+        for b in base.iter_mut() {
+            *b *= *b;
+        }
+        if k & 1 == 1 {
+            for (o, b) in out.iter_mut().zip(&base) {
+                *o *= b;
+            }
+        }
+        k >>= 1;
+    }
+    out
 }
 
 /// Answers of queries `first..last` for every σ, laid out [σ][query].
@@ -338,7 +475,7 @@ fn block_answers_portable(ctx: &Context, first: usize, last: usize) -> Vec<f64> 
     let centres = &mix.centres[first * per_query * dim..last * per_query * dim];
     let m = centres.len() / dim;
     let width = m.div_ceil(EXP_LANES) * EXP_LANES;
-    let sigmas = ctx.scales.len();
+    let sigmas = ctx.plan.len();
 
     // Panels of LANES centres, each dim × LANES, holding 2c (exact) so the product gives 2x·c;
     // padding centres are zero and their sums are never read.
@@ -356,6 +493,7 @@ fn block_answers_portable(ctx: &Context, first: usize, last: usize) -> Vec<f64> 
     let mut partial = vec![0.0; sigmas * width];
     let mut dist = vec![0.0; ROWS * width];
     let mut strip = vec![0.0; dim * ROWS];
+    let mut values = vec![0.0; sigmas * width];
     let n = ctx.point_norms.len();
     for start in (0..n).step_by(ROWS) {
         let rows = ROWS.min(n - start);
@@ -372,12 +510,9 @@ fn block_answers_portable(ctx: &Context, first: usize, last: usize) -> Vec<f64> 
         distances(&strip, &panels, &norms, &centre_norms, &mut dist);
 
         for (r, d_row) in dist.chunks_exact(width).take(rows).enumerate() {
-            let w = ctx.weights.map(|u| u[start + r]);
-            for (acc, &scale) in partial.chunks_exact_mut(width).zip(&ctx.scales) {
-                match w {
-                    Some(w) => add_exps::<true>(acc, d_row, scale, w),
-                    None => add_exps::<false>(acc, d_row, scale, 1.0),
-                }
+            match ctx.weights.map(|u| u[start + r]) {
+                Some(w) => add_kernels::<true>(&mut partial, d_row, &ctx.plan, &mut values, w),
+                None => add_kernels::<false>(&mut partial, d_row, &ctx.plan, &mut values, 1.0),
             }
         }
         if (start + ROWS).is_multiple_of(POINT_BLOCK) || start + ROWS >= n {
@@ -402,17 +537,71 @@ fn block_answers_portable(ctx: &Context, first: usize, last: usize) -> Vec<f64> 
     answers
 }
 
-/// acc[j] += w·exp(scale·d[j]) for every j, EXP_LANES exponentials side by side; unweighted
-/// sums skip the product (the weight is then 1, and 1·e = e exactly, so the bits are those of
-/// the weighted form). `acc.len()` is a multiple of EXP_LANES.
+/// partial[σ][j] += w·k_σ(d[j]) for every bandwidth σ and every j, where k_σ(d) =
+/// exp(scale_σ·d), step by step of the plan, each step a pass over the row: an exponential
+/// (EXP_LANES side by side) or a power of an earlier step's values. `values` keeps each step's
+/// values of the row (steps × d.len()). Unweighted sums skip the product (the weight is then 1,
+/// and 1·e = e exactly, so the bits are those of the weighted form). `d.len()` is a multiple
+/// of EXP_LANES; `partial` holds one row of d.len() sums per bandwidth.
 #[inline(always)]
-fn add_exps<const WEIGHTED: bool>(acc: &mut [f64], d: &[f64], scale: f64, w: f64) {
-    for (a, d) in acc
+fn add_kernels<const WEIGHTED: bool>(
+    partial: &mut [f64],
+    d: &[f64],
+    plan: &[Step],
+    values: &mut [f64],
+    w: f64,
+) {
+    let width = d.len();
+    for (i, step) in plan.iter().enumerate() {
+        let (done, rest) = values.split_at_mut(i * width);
+        let out = &mut rest[..width];
+        let acc = &mut partial[step.target * width..][..width];
+        match step.source {
+            Source::Exp(scale) => {
+                exps_into::<WEIGHTED>(acc, out, d, scale, w, step.kept);
+            }
+            Source::Power { from, k } => {
+                let base = &done[from * width..][..width];
+                for ((a, o), b) in acc
+                    .chunks_exact_mut(EXP_LANES)
+                    .zip(out.chunks_exact_mut(EXP_LANES))
+                    .zip(base.chunks_exact(EXP_LANES))
+                {
+                    let b: &[f64; EXP_LANES] = b.try_into().expect("a chunk of EXP_LANES");
+                    let e = pow_lanes(b, k);
+                    if step.kept {
+                        o.copy_from_slice(&e);
+                    }
+                    for (a, e) in a.iter_mut().zip(e) {
+                        *a += if WEIGHTED { w * e } else { e };
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// acc[j] += w·exp(scale·d[j]) (and out[j] = exp(scale·d[j]) if `keep`), EXP_LANES
+/// exponentials side by side.
+#[inline(always)]
+fn exps_into<const WEIGHTED: bool>(
+    acc: &mut [f64],
+    out: &mut [f64],
+    d: &[f64],
+    scale: f64,
+    w: f64,
+    keep: bool,
+) {
+    for ((a, o), d) in acc
         .chunks_exact_mut(EXP_LANES)
+        .zip(out.chunks_exact_mut(EXP_LANES))
         .zip(d.chunks_exact(EXP_LANES))
     {
-        let x: [f64; EXP_LANES] = std::array::from_fn(|i| d[i] * scale);
+        let x: [f64; EXP_LANES] = std::array::from_fn(|l| d[l] * scale);
         let e = exp_normal_lanes(&x);
+        if keep {
+            o.copy_from_slice(&e);
+        }
         for (a, e) in a.iter_mut().zip(e) {
             *a += if WEIGHTED { w * e } else { e };
         }
@@ -524,6 +713,129 @@ mod tests {
     }
 
     #[test]
+    fn plans_powers_from_exact_integer_ratios() {
+        let scales =
+            |sigmas: &[f64]| -> Vec<f64> { sigmas.iter().map(|s| -0.5 / (s * s)).collect() };
+        let describe = |sigmas: &[f64]| -> Vec<(usize, Source, u32)> {
+            plan_steps(&scales(sigmas))
+                .iter()
+                .map(|s| (s.target, s.source, s.total))
+                .collect()
+        };
+        // The thesis's bandwidths: σ = 4 from σ = 8 (k = 4), σ = 2 from σ = 4 (k = 4, 16 in
+        // all); 6 and 10 have no integer ratio to anything wider.
+        let s = scales(&[2.0, 4.0, 6.0, 8.0, 10.0]);
+        assert_eq!(
+            describe(&[2.0, 4.0, 6.0, 8.0, 10.0]),
+            vec![
+                (4, Source::Exp(s[4]), 1),
+                (3, Source::Exp(s[3]), 1),
+                (2, Source::Exp(s[2]), 1),
+                (1, Source::Power { from: 1, k: 4 }, 4),
+                (0, Source::Power { from: 3, k: 4 }, 16),
+            ]
+        );
+        // σ = 1 would be the 64th power of σ = 8: over MAX_POWER, so an exponential. A
+        // repeated σ is the first power (a copy) of its twin.
+        let s = scales(&[8.0, 1.0, 2.0, 2.0]);
+        assert_eq!(
+            describe(&[8.0, 1.0, 2.0, 2.0]),
+            vec![
+                (0, Source::Exp(s[0]), 1),
+                (2, Source::Power { from: 0, k: 16 }, 16),
+                (3, Source::Power { from: 1, k: 1 }, 16),
+                (1, Source::Exp(s[1]), 1),
+            ]
+        );
+        // Ratios that are not exact integers, or not integers at all, take exponentials.
+        let plan = plan_steps(&scales(&[1.0, 1.5, 1.3, 0.7]));
+        assert!(plan.iter().all(|s| matches!(s.source, Source::Exp(_))));
+        assert_eq!(power_cost(1), 0);
+        assert_eq!(power_cost(4), 2);
+        assert_eq!(power_cost(9), 4);
+        assert_eq!(power_cost(16), 4);
+        assert_eq!(power_cost(15), 6);
+    }
+
+    /// Every step's kernel values against f64::exp of the argument computed directly: the
+    /// relative difference stays within (1.5·k + 2 + |x|)·2⁻⁵² for a k-th power of an
+    /// exponential (k ulp from the exponential's own error raised to the k-th power, k − 1
+    /// roundings, 1 ulp each for exp_normal and libm, |x|·2⁻⁵² for the arguments' roundings),
+    /// on every power 1 ..= MAX_POWER and the thesis's bandwidths.
+    #[test]
+    fn powers_stay_within_their_error_bound() {
+        let mut rng = Pcg64Mcg::seed_from_u64(21);
+        let mut sigmas: Vec<f64> = vec![2.0, 4.0, 6.0, 8.0, 10.0];
+        // Every k from 1 to 16 relative to σ = 12: σ² = 144/k.
+        sigmas.extend((1..=MAX_POWER).map(|k| 12.0 / f64::from(k).sqrt()));
+        sigmas.push(12.0);
+        let scales: Vec<f64> = sigmas.iter().map(|s| -0.5 / (s * s)).collect();
+        let plan = plan_steps(&scales);
+        assert!(plan.iter().all(|s| s.total <= MAX_POWER));
+        assert!(plan.iter().filter(|s| s.total > 1).count() >= 8);
+        let width = 4 * EXP_LANES;
+        // Distances of points of [−1, 1]^d for d up to 101, and a few beyond.
+        let d: Vec<f64> = (0..width)
+            .map(|_| rng.random_range(0.0..=404.0_f64))
+            .collect();
+        let mut partial = vec![0.0; plan.len() * width];
+        let mut values = vec![0.0; plan.len() * width];
+        add_kernels::<false>(&mut partial, &d, &plan, &mut values, 1.0);
+        let mut worst = 0.0f64;
+        for step in &plan {
+            let got = &partial[step.target * width..][..width];
+            for (&g, &d) in got.iter().zip(&d) {
+                let x = scales[step.target] * d;
+                let want = x.exp();
+                if want < 1e-300 {
+                    continue;
+                }
+                let rel = ((g - want) / want).abs() / f64::EPSILON;
+                let bound = 1.5 * f64::from(step.total) + 2.0 + x.abs();
+                assert!(
+                    rel <= bound,
+                    "σ = {}, k = {}, d = {d}: {rel} ulp > {bound}",
+                    sigmas[step.target],
+                    step.total
+                );
+                if step.total > 1 {
+                    worst = worst.max(rel / bound);
+                }
+            }
+        }
+        assert!(worst > 0.0);
+    }
+
+    /// A multi-bandwidth call against single-bandwidth calls (each an exponential) and the
+    /// naive double loop, over random shapes (d = 1, 8, 19, 101; n not a multiple of the
+    /// strip or the point block): powers change the answers by no more than their bound.
+    #[test]
+    fn several_bandwidths_at_once_match_one_at_a_time() {
+        let mut rng = Pcg64Mcg::seed_from_u64(31);
+        let sigmas = [2.0, 4.0, 6.0, 8.0, 10.0, 1.0, 0.5];
+        for &(queries, per_query, dim, n) in &[
+            (5, 10, 1, 3),
+            (9, 10, 8, 261),
+            (4, 7, 19, 98),
+            (6, 10, 101, 517),
+        ] {
+            let mix = KernelMixtures::random(queries, per_query, dim, &mut rng);
+            let points = uniform_points(n, dim, &mut rng);
+            let all = mean_answers(&mix, &points, None, &sigmas).unwrap();
+            for (s, &sigma) in sigmas.iter().enumerate() {
+                let one = mean_answers(&mix, &points, None, &[sigma]).unwrap();
+                let slow = naive(&mix, &points, None, sigma);
+                for q in 0..queries {
+                    let (a, b, c) = (all[s][q], one[0][q], slow[q]);
+                    // k ≤ 16: (1.5·16 + 2)·2⁻⁵² plus summation roundings, well under 1e-14.
+                    assert!((a - b).abs() <= 1e-14 * b, "d={dim} σ={sigma}: {a} vs {b}");
+                    assert!((a - c).abs() <= 1e-12 * c, "d={dim} σ={sigma}: {a} vs {c}");
+                }
+            }
+        }
+    }
+
+    #[test]
     fn identical_on_one_and_two_threads() {
         let mut rng = Pcg64Mcg::seed_from_u64(5);
         // 2000 points make 8 point blocks; 120 queries make 5 or more query blocks, 30
@@ -560,7 +872,8 @@ mod tests {
             points: &points,
             point_norms: &point_norms,
             weights: Some(&weights),
-            scales: vec![-0.125, -0.005],
+            // An exponential, a power of it (k = 4) and an unrelated exponential.
+            plan: plan_steps(&[-0.125, -0.005, -0.03125]),
             final_factor: 1.0,
         };
         // Inlined here, the portable body is compiled for the baseline (SSE2 on x86-64);
