@@ -410,7 +410,7 @@ pub fn blahut_arimoto(
         let i = ba.step(&p, &r, nz, &mut z, &mut w);
         let done = (i0 - i).abs() < threshold;
         if done || iterations >= MAX_ITERATIONS {
-            let dist = ba.distortion(&p, &r, nz);
+            let dist = ba.distortion(&p, &r, &z, nz);
             let ln_z: Vec<f64> = z.iter().map(|v| v.ln()).collect();
             let epsilon = match d {
                 Distortion::Hamming => log_ratio_max(&ln_z, lambda, &[], true),
@@ -485,15 +485,16 @@ fn hamming_terms(
     }
 }
 
-/// E[d(X, X̂)] of the channel a Hamming step builds from r: Σ_x p_x (1 − s_x/Z_x), with the
-/// operations of the step itself. Only the returned channel needs it, so the iterations do not
-/// compute it.
-fn hamming_distortion(c: f64, total: f64, p: &[f64], s: &[f64]) -> f64 {
+/// E[d(X, X̂)] of the channel a Hamming step builds from r: Σ_x p_x (1 − s_x/Z_x), from the
+/// step's own Z (so with the operations of the step itself). Only the returned channel needs
+/// it, so the iterations do not compute it.
+fn hamming_distortion(p: &[f64], s: &[f64], z: &[f64]) -> f64 {
     let td: Vec<f64> = p
         .iter()
         .zip(s)
-        .map(|(px, sx)| {
-            let inv = 1.0 / (c * total + (1.0 - c) * sx);
+        .zip(z)
+        .map(|((px, sx), zx)| {
+            let inv = 1.0 / zx;
             px * (1.0 - sx * inv)
         })
         .collect();
@@ -616,8 +617,7 @@ struct Kernel {
     ti: Vec<f64>,
     f: Vec<f64>,
     sq: Vec<f64>,
-    /// Of the last step: Σ r (Hamming), or E[d] (Matrix, which computes it along the way).
-    total: f64,
+    /// E[d] of the last step (Matrix, which computes it along the way).
     dist: f64,
 }
 
@@ -638,7 +638,6 @@ impl Kernel {
             ti: vec![0.0; m],
             f: vec![0.0; m],
             sq: vec![0.0; m],
-            total: 0.0,
             dist: 0.0,
         }
     }
@@ -656,7 +655,7 @@ impl Kernel {
                 // vectorise. The stopping rule needs only the MI: the distortion is computed
                 // for the returned channel alone.
                 let c = self.c;
-                self.total = sum4(r);
+                let total = sum4(r);
                 let s: &[f64] = if nz == 1 {
                     r
                 } else {
@@ -666,7 +665,7 @@ impl Kernel {
                     &self.s
                 };
                 let (ti, f, sq) = (&mut self.ti, &mut self.f, &mut self.sq);
-                hamming_terms_dispatch(c, self.total, lambda, p, s, z, w, ti, f, sq);
+                hamming_terms_dispatch(c, total, lambda, p, s, z, w, ti, f, sq);
                 sum4(&self.ti)
             }
             Some((k, d)) => {
@@ -695,9 +694,9 @@ impl Kernel {
     }
 
     /// E[d(X, X̂)] of the channel the last [`Kernel::step`] built from r (the same r).
-    fn distortion(&self, p: &[f64], r: &[f64], nz: usize) -> f64 {
+    fn distortion(&self, p: &[f64], r: &[f64], z: &[f64], nz: usize) -> f64 {
         match &self.k {
-            None => hamming_distortion(self.c, self.total, p, if nz == 1 { r } else { &self.s }),
+            None => hamming_distortion(p, if nz == 1 { r } else { &self.s }, z),
             Some(_) => self.dist,
         }
     }
@@ -965,7 +964,7 @@ mod tests {
                     assert_eq!(bits(ti), bits(&ti0), "MI terms, {what}");
                 }
                 assert_eq!(
-                    hamming_distortion(c, total, &p, &r).to_bits(),
+                    hamming_distortion(&p, &r, &z0).to_bits(),
                     sum4(&td0).to_bits()
                 );
             }
