@@ -81,6 +81,35 @@ unsafe fn multiply_add_chains_avx2(m: f64, k: f64) -> f64 {
     total
 }
 
+/// What `evaluate.smooth_queries` does per synthetic database: the experiments' 10⁴ queries
+/// (J = 10) at one σ on a small weighted point set (the trigonometric mechanism's support is
+/// 5–12 points in h14-table3.2), d = 8 (CSN) and d = 101 (CRM). Here the cost is per centre
+/// (laying the centres out for the product, their norms), not per kernel value.
+fn kernel_small_sets(c: &mut Criterion) {
+    let (queries, per_query, n) = (10_000, 10, 10);
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(1)
+        .build()
+        .expect("a one-thread pool");
+    let mut g = c.benchmark_group("kernel_small_sets_1e4");
+    g.sample_size(10);
+    for dim in [8usize, 101] {
+        let mut rng = Pcg64Mcg::seed_from_u64(1);
+        let mix = KernelMixtures::random(queries, per_query, dim, &mut rng);
+        let points: Vec<f64> = (0..n * dim).map(|_| rng.random_range(-1.0..=1.0)).collect();
+        let weights = vec![1.0 / n as f64; n];
+        g.throughput(Throughput::Elements((queries * per_query) as u64));
+        let id = BenchmarkId::new("1_sigma", format!("n{n}_d{dim}"));
+        g.bench_with_input(id, &points, |b, points| {
+            b.iter(|| {
+                pool.install(|| mean_answers(&mix, black_box(points), Some(&weights), &[4.0]))
+                    .expect("valid input")
+            })
+        });
+    }
+    g.finish();
+}
+
 fn kernel_floor(c: &mut Criterion) {
     let mut g = c.benchmark_group("kernel_floor");
     g.sample_size(10);
@@ -110,5 +139,5 @@ fn kernel_floor(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, kernel_floor, kernel_queries);
+criterion_group!(benches, kernel_floor, kernel_queries, kernel_small_sets);
 criterion_main!(benches);

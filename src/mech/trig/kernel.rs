@@ -104,6 +104,15 @@ pub struct KernelMixtures {
     centres: Vec<f64>,
     /// queries × J, row-major.
     weights: Vec<f64>,
+    /// The centres as the distance micro-kernel reads them: panels of LANES consecutive centres
+    /// (the last zero-padded), each dim × LANES (coordinate k of the LANES centres side by
+    /// side), doubled (exact, so the product gives 2x·c). Laid out once with the family: done
+    /// per call, the copy cost more than scoring a small synthetic database on it (10⁶ centre
+    /// coordinates against ten points in `evaluate.smooth_queries`).
+    panels: Vec<f64>,
+    /// ‖x_j‖² of every centre, computed once with the family (a dependent chain of d adds per
+    /// centre, too much again to repeat per call for a small database).
+    centre_norms: Vec<f64>,
 }
 
 impl KernelMixtures {
@@ -120,11 +129,32 @@ impl KernelMixtures {
             let total: f64 = row.iter().sum();
             weights.extend(row.iter().map(|e| e / total));
         }
+        let centre_norms = centres.chunks_exact(dim.max(1)).map(squared_norm).collect();
+        Self::laid_out(dim, per_query, centres, weights, centre_norms)
+    }
+
+    fn laid_out(
+        dim: usize,
+        per_query: usize,
+        centres: Vec<f64>,
+        weights: Vec<f64>,
+        centre_norms: Vec<f64>,
+    ) -> Self {
+        let m = centres.len() / dim.max(1);
+        let mut panels = vec![0.0; m.div_ceil(LANES) * LANES * dim];
+        for (j, c) in centres.chunks_exact(dim.max(1)).enumerate() {
+            let panel = &mut panels[(j / LANES) * LANES * dim..][..LANES * dim];
+            for (k, &v) in c.iter().enumerate() {
+                panel[k * LANES + j % LANES] = 2.0 * v;
+            }
+        }
         Self {
             dim,
             per_query,
             centres,
             weights,
+            panels,
+            centre_norms,
         }
     }
 
@@ -155,19 +185,26 @@ impl KernelMixtures {
                 expected: weights.len() * dim,
             });
         }
-        check_rows("centre", &centres, dim)?;
+        let centre_norms = check_rows("centre", &centres, dim)?;
         if let Some(index) = weights.iter().position(|w| !w.is_finite()) {
             return Err(KernelError::NonFinite {
                 what: "weight",
                 index,
             });
         }
-        Ok(Self {
+        Ok(Self::laid_out(
             dim,
             per_query,
             centres,
             weights,
-        })
+            centre_norms,
+        ))
+    }
+
+    /// The memory the family holds: its centres twice (as given and laid out), weights, norms.
+    pub fn bytes(&self) -> usize {
+        (self.centres.len() + self.panels.len() + self.weights.len() + self.centre_norms.len())
+            * std::mem::size_of::<f64>()
     }
 
     pub fn queries(&self) -> usize {
@@ -296,9 +333,12 @@ pub fn mean_answers(
     };
     // Small query sets still get several blocks per thread; see "Determinism" for why the
     // block size may depend on the thread count.
+    // Blocks start on a panel: their centres, a multiple of LANES.
+    let whole_panels = LANES / gcd(LANES, mix.per_query);
     let per_block = (TARGET_CENTRES / mix.per_query)
         .min(queries.div_ceil(4 * rayon::current_num_threads()))
-        .max(1);
+        .max(1)
+        .next_multiple_of(whole_panels);
     let blocks: Vec<Vec<f64>> = (0..queries.div_ceil(per_block))
         .into_par_iter()
         .map(|b| {
@@ -314,6 +354,14 @@ pub fn mean_answers(
         }
     }
     Ok(answers)
+}
+
+fn gcd(a: usize, b: usize) -> usize {
+    if b == 0 {
+        a
+    } else {
+        gcd(b, a % b)
+    }
 }
 
 /// Centres per block, about: enough to amortise packing, few enough that the distances of four
@@ -477,17 +525,12 @@ fn block_answers_portable(ctx: &Context, first: usize, last: usize) -> Vec<f64> 
     let width = m.div_ceil(EXP_LANES) * EXP_LANES;
     let sigmas = ctx.plan.len();
 
-    // Panels of LANES centres, each dim × LANES, holding 2c (exact) so the product gives 2x·c;
-    // padding centres are zero and their sums are never read.
-    let mut panels = vec![0.0; width * dim];
+    debug_assert!((first * per_query).is_multiple_of(LANES));
+    // The block's panels (it starts on one: see `per_block`); distances past the last centre
+    // are those of zero padding or stay 0, finite values whose sums are never read.
+    let panels = &mix.panels[first * per_query * dim..][..m.div_ceil(LANES) * LANES * dim];
     let mut centre_norms = vec![0.0; width];
-    for (j, c) in centres.chunks_exact(dim).enumerate() {
-        let panel = &mut panels[(j / LANES) * LANES * dim..][..LANES * dim];
-        for (k, &v) in c.iter().enumerate() {
-            panel[k * LANES + j % LANES] = 2.0 * v;
-        }
-        centre_norms[j] = squared_norm(c);
-    }
+    centre_norms[..m].copy_from_slice(&mix.centre_norms[first * per_query..last * per_query]);
 
     let mut totals = vec![0.0; sigmas * width];
     let mut partial = vec![0.0; sigmas * width];
@@ -507,7 +550,7 @@ fn block_answers_portable(ctx: &Context, first: usize, last: usize) -> Vec<f64> 
         }
         let mut norms = [0.0; ROWS];
         norms[..rows].copy_from_slice(&ctx.point_norms[start..start + rows]);
-        distances(&strip, &panels, &norms, &centre_norms, &mut dist);
+        distances(&strip, panels, &norms, &centre_norms, &mut dist);
 
         for (r, d_row) in dist.chunks_exact(width).take(rows).enumerate() {
             match ctx.weights.map(|u| u[start + r]) {
@@ -878,8 +921,9 @@ mod tests {
         };
         // Inlined here, the portable body is compiled for the baseline (SSE2 on x86-64);
         // block_answers picks the AVX2 copy where the CPU has it.
-        let baseline = block_answers_portable(&ctx, 3, 40);
-        let dispatched = block_answers(&ctx, 3, 40);
+        // (A block starts on a panel of LANES centres: 4 queries of 10.)
+        let baseline = block_answers_portable(&ctx, 4, 39);
+        let dispatched = block_answers(&ctx, 4, 39);
         let bits = |v: &[f64]| -> Vec<u64> { v.iter().map(|x| x.to_bits()).collect() };
         assert_eq!(bits(&baseline), bits(&dispatched));
     }

@@ -4,6 +4,16 @@
 //! The queries are regenerated from their own `seed` wherever they are needed, so the stage
 //! answering them on the original data (once, for every σ of the sweep) and the stage scoring
 //! each synthetic database see the same queries without passing 10^5 centres through frames.
+//!
+//! Regenerated once per process, not once per instance: [`QuerySpec::generate`] keeps the
+//! families it made (the most recently used first, up to [`FAMILY_CACHE_BYTES`]), since a sweep
+//! scores thousands of synthetic databases against one family (h14-table3.2: 2 525 instances on
+//! five families) and drawing a family costs more than scoring a small database on it (10^7
+//! uniform draws at d = 101, against ~10^6 kernel values for a support of ten points). The
+//! family is a function of (count, J, seed, dimension) alone, so a kept one has the bits a new
+//! draw would have.
+
+use std::sync::{Arc, Mutex};
 
 use anyhow::Result;
 use rand::SeedableRng;
@@ -68,8 +78,9 @@ impl QuerySpec {
         self.count.get() as usize
     }
 
-    /// The family in `dim` dimensions (its size, known only now, checked first).
-    pub fn generate(&self, dim: usize) -> Result<KernelMixtures> {
+    /// The family in `dim` dimensions (its size, known only now, checked first); a family this
+    /// process made before is handed out again (see the module doc).
+    pub fn generate(&self, dim: usize) -> Result<Arc<KernelMixtures>> {
         check_size_run(
             Limit::Cells,
             &format!(
@@ -78,13 +89,71 @@ impl QuerySpec {
             ),
             product(&[self.count.get(), self.per_query.get(), dim as u64]),
         )?;
+        let key = (self.count(), self.per_query.get(), self.seed.get(), dim);
+        if let Some(kept) = FAMILIES
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take(&key)
+        {
+            return Ok(kept);
+        }
+        // Drawn without the lock, so other instances go on meanwhile; two instances that miss
+        // the same family at once both draw it (the same bits) and one copy is kept.
         let mut rng = Pcg64Mcg::seed_from_u64(self.seed.get());
-        Ok(KernelMixtures::random(
+        let family = Arc::new(KernelMixtures::random(
             self.count(),
             self.per_query.get() as usize,
             dim,
             &mut rng,
-        ))
+        ));
+        FAMILIES.lock().unwrap_or_else(|e| e.into_inner()).keep(
+            key,
+            Arc::clone(&family),
+            FAMILY_CACHE_BYTES,
+        );
+        Ok(family)
+    }
+}
+
+/// The most memory the kept query families may hold: the five of h14-table3.2 take 300 MB
+/// (10^5 centres of d = 8 … 101 coordinates, each held twice: as drawn and laid out for the
+/// kernel); a family larger than this is not kept.
+pub const FAMILY_CACHE_BYTES: usize = 512 << 20;
+
+/// (count, J, seed, dimension): what fixes a family.
+type FamilyKey = (usize, u64, u64, usize);
+
+/// Families made by this process, the most recently used last.
+static FAMILIES: Mutex<Families> = Mutex::new(Families(Vec::new()));
+
+struct Families(Vec<(FamilyKey, Arc<KernelMixtures>)>);
+
+impl Families {
+    fn bytes(family: &KernelMixtures) -> usize {
+        family.bytes()
+    }
+
+    /// The kept family for `key`, now the most recently used.
+    fn take(&mut self, key: &FamilyKey) -> Option<Arc<KernelMixtures>> {
+        let at = self.0.iter().position(|(k, _)| k == key)?;
+        let entry = self.0.remove(at);
+        let family = Arc::clone(&entry.1);
+        self.0.push(entry);
+        Some(family)
+    }
+
+    /// Keeps `family`, dropping the least recently used ones beyond `cap` bytes.
+    fn keep(&mut self, key: FamilyKey, family: Arc<KernelMixtures>, cap: usize) {
+        let size = Self::bytes(&family);
+        if size > cap || self.0.iter().any(|(k, _)| *k == key) {
+            return;
+        }
+        let mut held: usize = self.0.iter().map(|(_, f)| Self::bytes(f)).sum();
+        while held + size > cap {
+            let (_, dropped) = self.0.remove(0);
+            held -= Self::bytes(&dropped);
+        }
+        self.0.push((key, family));
     }
 }
 
@@ -148,8 +217,54 @@ impl Stage for Answers {
 
 #[cfg(test)]
 mod tests {
-    use super::KIND;
+    use super::{Families, KernelMixtures, QuerySpec, KIND};
     use crate::kind::testing::{floats, refused, run, Instance};
+    use rand::SeedableRng;
+    use std::sync::Arc;
+
+    /// A kept family is the one a fresh draw gives, bit for bit, and is handed out again;
+    /// another dimension or seed is another family.
+    #[test]
+    fn kept_families_are_fresh_draws() {
+        let spec: QuerySpec =
+            serde_yaml_ng::from_str("{count: 7, per_query: 3, seed: 4242}").unwrap();
+        let a = spec.generate(5).unwrap();
+        let b = spec.generate(5).unwrap();
+        assert!(Arc::ptr_eq(&a, &b));
+        let mut rng = rand_pcg::Pcg64Mcg::seed_from_u64(4242);
+        let fresh = KernelMixtures::random(7, 3, 5, &mut rng);
+        assert_eq!(a.centres(), fresh.centres());
+        assert_eq!(a.weights(), fresh.weights());
+        let other = spec.generate(6).unwrap();
+        assert_eq!(other.dim(), 6);
+        assert!(
+            !Arc::ptr_eq(&a, &spec.generate(6).unwrap())
+                && Arc::ptr_eq(&other, &spec.generate(6).unwrap())
+        );
+    }
+
+    /// Beyond the cap the least recently used family goes; one larger than the cap is not kept.
+    #[test]
+    fn the_least_recently_used_family_goes_first() {
+        let family = |dim| {
+            let mut rng = rand_pcg::Pcg64Mcg::seed_from_u64(1);
+            Arc::new(KernelMixtures::random(10, 1, dim, &mut rng))
+        };
+        let size = |dim| family(dim).bytes();
+        let (small, both) = (size(1) + size(2), size(3) + size(1));
+        assert!(size(3) < small && size(9) > both);
+        let mut kept = Families(Vec::new());
+        kept.keep((10, 1, 1, 1), family(1), small);
+        kept.keep((10, 1, 1, 2), family(2), small);
+        assert!(kept.take(&(10, 1, 1, 1)).is_some()); // now the most recently used
+        kept.keep((10, 1, 1, 3), family(3), small); // fits only alone: both others go
+        assert_eq!(kept.0.len(), 1);
+        kept.keep((10, 1, 1, 1), family(1), both);
+        assert!(kept.take(&(10, 1, 1, 3)).is_some() && kept.take(&(10, 1, 1, 1)).is_some());
+        kept.keep((10, 1, 1, 9), family(9), both); // larger than the cap
+        assert!(kept.take(&(10, 1, 1, 9)).is_none());
+        assert_eq!(kept.0.len(), 2);
+    }
 
     /// The answers are means over the point set, whose `weight`s are a distribution: a point
     /// of weight 3/4 counts as three of four copies, an axis column is not a coordinate, and one
