@@ -16,7 +16,10 @@
 //!   centres are one small matrix product (2d flops per pair instead of 3d).
 //!   The product is a small register-blocked kernel (4 points × 8 centres) rather than a BLAS
 //!   call: for d ≤ ~100 it keeps the multiply and add units busy, and without fused
-//!   multiply-adds its bits do not depend on the CPU;
+//!   multiply-adds its bits do not depend on the CPU. The centres it reads are laid out for
+//!   it once, with the family ([`KernelMixtures`] keeps them as panels of 8, doubled, with
+//!   their norms), not per call: scoring a synthetic database of ten points is otherwise
+//!   mostly that copy (blocks of queries therefore start on a panel);
 //! - computes each block of distances once and reuses it for every σ of the sweep: the
 //!   distances do not depend on σ, the exponentials do;
 //! - takes an exponential only for bandwidths that are no power of another (see "Several
@@ -60,8 +63,8 @@
 //! bit-identical for any number of threads and any block size (which therefore may follow the
 //! thread count), and also with or without AVX2. A bandwidth's values depend on which other
 //! bandwidths are asked for in the same call (an exponential alone, possibly a power with a
-//! wider one), by at most the bound above. Memory per block is about
-//! (d + 3·#σ + 4)·256 values besides the inputs.
+//! wider one), by at most the bound above. Memory per block is about (3·#σ + 5)·256 + 4d
+//! values besides the inputs; a family holds its centres twice (as drawn, and laid out).
 
 #[cfg(test)]
 use crate::mech::fastmath::exp_normal;
