@@ -64,7 +64,7 @@
 //! thread count), and also with or without AVX2. A bandwidth's values depend on which other
 //! bandwidths are asked for in the same call (an exponential alone, possibly a power with a
 //! wider one), by at most the bound above. Memory per block is about (3·#σ + 5)·256 + 4d
-//! values besides the inputs; a family holds its centres twice (as drawn, and laid out).
+//! values besides the inputs; a family holds its centres once, laid out for the kernel.
 
 #[cfg(test)]
 use crate::mech::fastmath::exp_normal;
@@ -103,13 +103,12 @@ pub enum KernelError {
 pub struct KernelMixtures {
     dim: usize,
     per_query: usize,
-    /// (queries·J) × dim, row-major; query q owns rows q·J .. (q+1)·J.
-    centres: Vec<f64>,
     /// queries × J, row-major.
     weights: Vec<f64>,
-    /// The centres as the distance micro-kernel reads them: panels of LANES consecutive centres
-    /// (the last zero-padded), each dim × LANES (coordinate k of the LANES centres side by
-    /// side), doubled (exact, so the product gives 2x·c). Laid out once with the family: done
+    /// The centres (query q owns centres q·J .. (q+1)·J) as the distance micro-kernel reads
+    /// them: panels of LANES consecutive centres (the last zero-padded), each dim × LANES
+    /// (coordinate k of the LANES centres side by side), doubled (exact, so the product gives
+    /// 2x·c); the only copy kept ([`KernelMixtures::centres`] derives the rows from it). Laid out once with the family: done
     /// per call, the copy cost more than scoring a small synthetic database on it (10⁶ centre
     /// coordinates against ten points in `evaluate.smooth_queries`).
     panels: Vec<f64>,
@@ -154,7 +153,6 @@ impl KernelMixtures {
         Self {
             dim,
             per_query,
-            centres,
             weights,
             panels,
             centre_norms,
@@ -204,9 +202,9 @@ impl KernelMixtures {
         ))
     }
 
-    /// The memory the family holds: its centres twice (as given and laid out), weights, norms.
+    /// The memory the family holds: its centres (laid out), weights and centre norms.
     pub fn bytes(&self) -> usize {
-        (self.centres.len() + self.panels.len() + self.weights.len() + self.centre_norms.len())
+        (self.panels.len() + self.weights.len() + self.centre_norms.len())
             * std::mem::size_of::<f64>()
     }
 
@@ -223,9 +221,18 @@ impl KernelMixtures {
         self.per_query
     }
 
-    /// Centre x_j of query q is row q·J + j of this (queries·J) × dim row-major matrix.
-    pub fn centres(&self) -> &[f64] {
-        &self.centres
+    /// Centre x_j of query q is row q·J + j of this (queries·J) × dim row-major matrix, as
+    /// drawn or given (read back from the kernel's layout: halving the doubled values is exact).
+    pub fn centres(&self) -> Vec<f64> {
+        let (dim, m) = (self.dim, self.weights.len());
+        let mut rows = vec![0.0; m * dim];
+        for (j, row) in rows.chunks_exact_mut(dim.max(1)).enumerate() {
+            let panel = &self.panels[(j / LANES) * LANES * dim..][..LANES * dim];
+            for (k, v) in row.iter_mut().enumerate() {
+                *v = panel[k * LANES + j % LANES] / 2.0;
+            }
+        }
+        rows
     }
 
     /// α_j of query q is entry (q, j) of this queries × J row-major matrix.
@@ -523,8 +530,7 @@ unsafe fn block_answers_avx2(ctx: &Context, first: usize, last: usize) -> Vec<f6
 fn block_answers_portable(ctx: &Context, first: usize, last: usize) -> Vec<f64> {
     let mix = ctx.mix;
     let (dim, per_query) = (mix.dim, mix.per_query);
-    let centres = &mix.centres[first * per_query * dim..last * per_query * dim];
-    let m = centres.len() / dim;
+    let m = (last - first) * per_query;
     let width = m.div_ceil(EXP_LANES) * EXP_LANES;
     let sigmas = ctx.plan.len();
 
@@ -705,13 +711,14 @@ mod tests {
     ) -> Vec<f64> {
         let (dim, per_query) = (mix.dim(), mix.per_query());
         let n = points.len() / dim;
+        let centres = mix.centres();
         (0..mix.queries())
             .map(|q| {
                 let mut total = 0.0;
                 for (i, x) in points.chunks_exact(dim).enumerate() {
                     let mut f = 0.0;
                     for j in 0..per_query {
-                        let c = &mix.centres()[(q * per_query + j) * dim..][..dim];
+                        let c = &centres[(q * per_query + j) * dim..][..dim];
                         let d2: f64 = x.iter().zip(c).map(|(a, b)| (a - b) * (a - b)).sum();
                         f += mix.weights()[q * per_query + j] * (-d2 / (2.0 * sigma * sigma)).exp();
                     }
@@ -929,6 +936,25 @@ mod tests {
         let dispatched = block_answers(&ctx, 4, 39);
         let bits = |v: &[f64]| -> Vec<u64> { v.iter().map(|x| x.to_bits()).collect() };
         assert_eq!(bits(&baseline), bits(&dispatched));
+    }
+
+    /// The family keeps its centres only in the kernel's layout: reading them back gives what
+    /// was given, bit for bit (a count that is no multiple of a panel, tiny and subnormal
+    /// values, large ones).
+    #[test]
+    fn centres_read_back_as_given() {
+        let given: Vec<f64> = (0..7 * 3)
+            .map(|i| match i % 5 {
+                0 => 5e-324 * i as f64,
+                1 => -1e150 / i as f64,
+                2 => 0.1 * i as f64,
+                3 => -0.0,
+                _ => 1.0 / 3.0,
+            })
+            .collect();
+        let mix = KernelMixtures::new(3, 7, given.clone(), vec![1.0 / 7.0; 7]).unwrap();
+        let bits = |v: &[f64]| -> Vec<u64> { v.iter().map(|x| x.to_bits()).collect() };
+        assert_eq!(bits(&mix.centres()), bits(&given));
     }
 
     #[test]

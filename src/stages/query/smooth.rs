@@ -115,10 +115,9 @@ impl QuerySpec {
     }
 }
 
-/// The most memory the kept query families may hold: the five of h14-table3.2 take 300 MB
-/// (10^5 centres of d = 8 … 101 coordinates, each held twice: as drawn and laid out for the
-/// kernel); a family larger than this is not kept.
-pub const FAMILY_CACHE_BYTES: usize = 512 << 20;
+/// The most memory the kept query families may hold: the five of h14-table3.2 take 158 MB
+/// (10^5 centres of d = 8 … 101 coordinates); a family larger than this is not kept.
+pub const FAMILY_CACHE_BYTES: usize = 256 << 20;
 
 /// (count, J, seed, dimension): what fixes a family.
 type FamilyKey = (usize, u64, u64, usize);
