@@ -108,9 +108,10 @@ pub struct KernelMixtures {
     /// The centres (query q owns centres q·J .. (q+1)·J) as the distance micro-kernel reads
     /// them: panels of LANES consecutive centres (the last zero-padded), each dim × LANES
     /// (coordinate k of the LANES centres side by side), doubled (exact, so the product gives
-    /// 2x·c); the only copy kept ([`KernelMixtures::centres`] derives the rows from it). Laid out once with the family: done
-    /// per call, the copy cost more than scoring a small synthetic database on it (10⁶ centre
-    /// coordinates against ten points in `evaluate.smooth_queries`).
+    /// 2x·c); the only copy kept ([`KernelMixtures::centres`] derives the rows from it). Laid
+    /// out once with the family: done per call, the copy cost more than scoring a small
+    /// synthetic database on it (10⁶ centre coordinates against ten points in
+    /// `evaluate.smooth_queries`).
     panels: Vec<f64>,
     /// ‖x_j‖² of every centre, computed once with the family (a dependent chain of d adds per
     /// centre, too much again to repeat per call for a small database).
