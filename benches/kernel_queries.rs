@@ -25,13 +25,18 @@ use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64Mcg;
 use std::hint::black_box;
 
+/// The benches measure one core, as the peer scripts do (OPENBLAS_NUM_THREADS=1).
+fn one_thread_pool() -> rayon::ThreadPool {
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(1)
+        .build()
+        .expect("a one-thread pool")
+}
+
 fn kernel_queries(c: &mut Criterion) {
     let queries = 1_000;
     let per_query = 10;
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(1)
-        .build()
-        .expect("a one-thread pool");
+    let pool = one_thread_pool();
     let mut g = c.benchmark_group("kernel_queries_1e3");
     g.sample_size(10);
     for (n, dim) in [(100_000usize, 8usize), (1993, 101), (5875, 19)] {
@@ -87,10 +92,7 @@ unsafe fn multiply_add_chains_avx2(m: f64, k: f64) -> f64 {
 /// (laying the centres out for the product, their norms), not per kernel value.
 fn kernel_small_sets(c: &mut Criterion) {
     let (queries, per_query, n) = (10_000, 10, 10);
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(1)
-        .build()
-        .expect("a one-thread pool");
+    let pool = one_thread_pool();
     let mut g = c.benchmark_group("kernel_small_sets_1e4");
     g.sample_size(10);
     for dim in [8usize, 101] {

@@ -179,7 +179,7 @@ pub fn exp_normal_lanes<const N: usize>(x: &[f64; N]) -> [f64; N] {
     out
 }
 
-/// Values taken side by side by [`exp_normal_slice`] (eight AVX2 vectors).
+/// Values taken side by side by [`exp_normal_slice`] (four AVX2 vectors).
 pub const EXP_LANES: usize = 16;
 
 /// Replaces every value by [`exp_normal`] of it (same range conditions), [`EXP_LANES`] at a

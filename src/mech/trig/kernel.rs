@@ -63,8 +63,9 @@
 //! bit-identical for any number of threads and any block size (which therefore may follow the
 //! thread count), and also with or without AVX2. A bandwidth's values depend on which other
 //! bandwidths are asked for in the same call (an exponential alone, possibly a power with a
-//! wider one), by at most the bound above. Memory per block is about (3·#σ + 5)·256 + 4d
-//! values besides the inputs; a family holds its centres once, laid out for the kernel.
+//! wider one), by at most the bound above. Memory per block is about (3·#σ + 4)·256 values
+//! besides the inputs, the points laid out in strips once per call, and the family, which holds
+//! its centres once, laid out for the kernel.
 
 #[cfg(test)]
 use crate::mech::fastmath::exp_normal;
@@ -114,7 +115,8 @@ pub struct KernelMixtures {
     /// `evaluate.smooth_queries`).
     panels: Vec<f64>,
     /// ‖x_j‖² of every centre, computed once with the family (a dependent chain of d adds per
-    /// centre, too much again to repeat per call for a small database).
+    /// centre, too much again to repeat per call for a small database), zero-padded like the
+    /// panels so that a block reads its panels' norms in place.
     centre_norms: Vec<f64>,
 }
 
@@ -141,10 +143,11 @@ impl KernelMixtures {
         per_query: usize,
         centres: Vec<f64>,
         weights: Vec<f64>,
-        centre_norms: Vec<f64>,
+        mut centre_norms: Vec<f64>,
     ) -> Self {
         let m = centres.len() / dim.max(1);
         let mut panels = vec![0.0; m.div_ceil(LANES) * LANES * dim];
+        centre_norms.resize(m.div_ceil(LANES) * LANES, 0.0);
         for (j, c) in centres.chunks_exact(dim.max(1)).enumerate() {
             let panel = &mut panels[(j / LANES) * LANES * dim..][..LANES * dim];
             for (k, &v) in c.iter().enumerate() {
@@ -331,7 +334,7 @@ pub fn mean_answers(
     }
     let ctx = Context {
         mix,
-        points,
+        strips: point_strips(points, dim),
         point_norms: &point_norms,
         weights,
         plan: plan_steps(&sigmas.iter().map(|s| -0.5 / (s * s)).collect::<Vec<_>>()),
@@ -375,8 +378,24 @@ fn gcd(a: usize, b: usize) -> usize {
     }
 }
 
-/// Centres per block, about: enough to amortise packing, few enough that the distances of four
-/// points and the partial sums for five σ stay in L1 (≈ 256·8 B per row).
+/// The points in strips of ROWS, each dim × ROWS (coordinate k of the strip's points side by
+/// side; the last strip zero-padded): what the distance micro-kernel reads, laid out once per
+/// call rather than again in every block of queries.
+fn point_strips(points: &[f64], dim: usize) -> Vec<f64> {
+    let n = points.len() / dim;
+    let mut strips = vec![0.0; n.div_ceil(ROWS) * ROWS * dim];
+    for (i, x) in points.chunks_exact(dim).enumerate() {
+        let strip = &mut strips[(i / ROWS) * ROWS * dim..][..ROWS * dim];
+        for (k, &v) in x.iter().enumerate() {
+            strip[k * ROWS + i % ROWS] = v;
+        }
+    }
+    strips
+}
+
+/// Centres per block, about: enough to amortise a block's buffers and parallel task, few
+/// enough that the distances of four points and the partial sums for five σ stay in L1
+/// (≈ 256·8 B per row).
 const TARGET_CENTRES: usize = 256;
 /// Columns of the distance micro-kernel (two AVX2 vectors) and rows (points) per strip.
 const LANES: usize = 8;
@@ -389,7 +408,8 @@ const POINT_BLOCK: usize = 256;
 
 struct Context<'a> {
     mix: &'a KernelMixtures,
-    points: &'a [f64],
+    /// The points in strips of ROWS ([`point_strips`]), laid out once for every block.
+    strips: Vec<f64>,
     point_norms: &'a [f64],
     weights: Option<&'a [f64]>,
     /// How each bandwidth's kernel values are obtained, in evaluation order.
@@ -538,29 +558,23 @@ fn block_answers_portable(ctx: &Context, first: usize, last: usize) -> Vec<f64> 
     debug_assert!((first * per_query).is_multiple_of(LANES));
     // The block's panels (it starts on one: see `per_block`); distances past the last centre
     // are those of zero padding or stay 0, finite values whose sums are never read.
-    let panels = &mix.panels[first * per_query * dim..][..m.div_ceil(LANES) * LANES * dim];
-    let mut centre_norms = vec![0.0; width];
-    centre_norms[..m].copy_from_slice(&mix.centre_norms[first * per_query..last * per_query]);
+    let laid_out = m.div_ceil(LANES) * LANES;
+    let panels = &mix.panels[first * per_query * dim..][..laid_out * dim];
+    let centre_norms = &mix.centre_norms[first * per_query..][..laid_out];
 
     let mut totals = vec![0.0; sigmas * width];
     let mut partial = vec![0.0; sigmas * width];
     let mut dist = vec![0.0; ROWS * width];
-    let mut strip = vec![0.0; dim * ROWS];
     let mut values = vec![0.0; sigmas * width];
     let n = ctx.point_norms.len();
-    for start in (0..n).step_by(ROWS) {
+    for (start, strip) in (0..n)
+        .step_by(ROWS)
+        .zip(ctx.strips.chunks_exact(dim * ROWS))
+    {
         let rows = ROWS.min(n - start);
-        // The strip's points transposed (dim × ROWS), zero-padded past the last point.
-        strip.fill(0.0);
-        for r in 0..rows {
-            let x = &ctx.points[(start + r) * dim..][..dim];
-            for (k, &v) in x.iter().enumerate() {
-                strip[k * ROWS + r] = v;
-            }
-        }
         let mut norms = [0.0; ROWS];
         norms[..rows].copy_from_slice(&ctx.point_norms[start..start + rows]);
-        distances(&strip, panels, &norms, &centre_norms, &mut dist);
+        distances(strip, panels, &norms, centre_norms, &mut dist);
 
         for (r, d_row) in dist.chunks_exact(width).take(rows).enumerate() {
             match ctx.weights.map(|u| u[start + r]) {
@@ -621,13 +635,7 @@ fn add_kernels<const WEIGHTED: bool>(
                     .zip(base.chunks_exact(EXP_LANES))
                 {
                     let b: &[f64; EXP_LANES] = b.try_into().expect("a chunk of EXP_LANES");
-                    let e = pow_lanes(b, k);
-                    if step.kept {
-                        o.copy_from_slice(&e);
-                    }
-                    for (a, e) in a.iter_mut().zip(e) {
-                        *a += if WEIGHTED { w * e } else { e };
-                    }
+                    accumulate::<WEIGHTED>(a, o, &pow_lanes(b, k), w, step.kept);
                 }
             }
         }
@@ -651,19 +659,31 @@ fn exps_into<const WEIGHTED: bool>(
         .zip(d.chunks_exact(EXP_LANES))
     {
         let x: [f64; EXP_LANES] = std::array::from_fn(|l| d[l] * scale);
-        let e = exp_normal_lanes(&x);
-        if keep {
-            o.copy_from_slice(&e);
-        }
-        for (a, e) in a.iter_mut().zip(e) {
-            *a += if WEIGHTED { w * e } else { e };
-        }
+        accumulate::<WEIGHTED>(a, o, &exp_normal_lanes(&x), w, keep);
     }
 }
 
-/// Squared distances of ROWS points (`strip`, dim × ROWS) to every centre (`panels`), written
-/// row by row into `dist` (ROWS × width): ‖x‖² + ‖c‖² − 2x·c, clamped at 0. Register-blocked
-/// ROWS × LANES so that each loaded panel value serves ROWS points.
+/// acc[l] += w·e[l] (e[l] unweighted: 1·e = e exactly), and out = e if `keep`.
+#[inline(always)]
+fn accumulate<const WEIGHTED: bool>(
+    acc: &mut [f64],
+    out: &mut [f64],
+    e: &[f64; EXP_LANES],
+    w: f64,
+    keep: bool,
+) {
+    if keep {
+        out.copy_from_slice(e);
+    }
+    for (a, e) in acc.iter_mut().zip(e) {
+        *a += if WEIGHTED { w * e } else { *e };
+    }
+}
+
+/// Squared distances of ROWS points (`strip`, dim × ROWS) to every centre of `panels` (with
+/// their `centre_norms`), written row by row into `dist` (ROWS × width, width ≥ the panels'
+/// centres; columns past them are left as they are): ‖x‖² + ‖c‖² − 2x·c, clamped at 0.
+/// Register-blocked ROWS × LANES so that each loaded panel value serves ROWS points.
 #[inline(always)]
 fn distances(
     strip: &[f64],
@@ -672,7 +692,7 @@ fn distances(
     centre_norms: &[f64],
     dist: &mut [f64],
 ) {
-    let width = centre_norms.len();
+    let width = dist.len() / ROWS;
     let dim = strip.len() / ROWS;
     for (p, panel) in panels.chunks_exact(dim * LANES).enumerate() {
         let mut acc = [[0.0f64; LANES]; ROWS];
@@ -923,7 +943,7 @@ mod tests {
         let point_norms = check_rows("point", &points, 19).unwrap();
         let ctx = Context {
             mix: &mix,
-            points: &points,
+            strips: point_strips(&points, 19),
             point_norms: &point_norms,
             weights: Some(&weights),
             // An exponential, a power of it (k = 4) and an unrelated exponential.

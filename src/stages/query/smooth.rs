@@ -128,10 +128,6 @@ static FAMILIES: Mutex<Families> = Mutex::new(Families(Vec::new()));
 struct Families(Vec<(FamilyKey, Arc<KernelMixtures>)>);
 
 impl Families {
-    fn bytes(family: &KernelMixtures) -> usize {
-        family.bytes()
-    }
-
     /// The kept family for `key`, now the most recently used.
     fn take(&mut self, key: &FamilyKey) -> Option<Arc<KernelMixtures>> {
         let at = self.0.iter().position(|(k, _)| k == key)?;
@@ -143,14 +139,14 @@ impl Families {
 
     /// Keeps `family`, dropping the least recently used ones beyond `cap` bytes.
     fn keep(&mut self, key: FamilyKey, family: Arc<KernelMixtures>, cap: usize) {
-        let size = Self::bytes(&family);
+        let size = family.bytes();
         if size > cap || self.0.iter().any(|(k, _)| *k == key) {
             return;
         }
-        let mut held: usize = self.0.iter().map(|(_, f)| Self::bytes(f)).sum();
+        let mut held: usize = self.0.iter().map(|(_, f)| f.bytes()).sum();
         while held + size > cap {
             let (_, dropped) = self.0.remove(0);
-            held -= Self::bytes(&dropped);
+            held -= dropped.bytes();
         }
         self.0.push((key, family));
     }
