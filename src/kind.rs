@@ -266,7 +266,7 @@ pub trait StageRun: Send + Sync {
     /// See [`Stage::trees`].
     fn trees(&self) -> Vec<(&'static str, &Path)>;
     /// See [`Stage::programs`].
-    fn programs(&self) -> Vec<Vec<String>>;
+    fn programs(&self) -> Vec<(String, Vec<String>)>;
     /// See [`Stage::probes`].
     fn probes(&self) -> Vec<Probe>;
     /// See [`Stage::columns_read`].
@@ -310,9 +310,12 @@ pub trait Stage: DeserializeOwned + Send + Sync + 'static {
     fn trees(&self) -> Vec<(&'static str, &Path)> {
         Vec::new()
     }
-    /// The programs it runs, each as its argv. A pipeline is code once a stage runs a program:
-    /// the engine lists them, and the caller runs the plan only with the user's consent.
-    fn programs(&self) -> Vec<Vec<String>> {
+    /// The programs it runs, each as its argv, with the parameter that gives it (a dotted
+    /// path in `with:`). A pipeline is code once a stage runs a program: the engine lists
+    /// them, and the caller runs the plan only with the user's consent. The listed command is
+    /// the command that runs: the engine refuses an `$axis` reference inside that parameter
+    /// (values reach a program through its files, never its command line).
+    fn programs(&self) -> Vec<(String, Vec<String>)> {
         Vec::new()
     }
     /// Commands the engine runs once while it plans (each distinct one once per process),
@@ -364,7 +367,7 @@ impl<T: Stage> StageRun for Typed<T> {
     fn trees(&self) -> Vec<(&'static str, &Path)> {
         self.0.trees()
     }
-    fn programs(&self) -> Vec<Vec<String>> {
+    fn programs(&self) -> Vec<(String, Vec<String>)> {
         self.0.programs()
     }
     fn probes(&self) -> Vec<Probe> {

@@ -29,8 +29,12 @@ pub(crate) fn validate(paths: &[PathBuf], common: &Common) -> Outcome {
                     p.stages.len(),
                     p.instance_count()
                 );
-                for l in programs(&p) {
+                let listed = programs(&p);
+                for l in &listed {
                     out!("  runs (with --allow-exec): {l}");
+                }
+                if !listed.is_empty() {
+                    out!("  {}", containment_line());
                 }
             }
             Err(errs) => {
@@ -103,8 +107,12 @@ pub(crate) fn run(args: &RunArgs, quiet: bool) -> Outcome {
                         "{}",
                         dplab::pipeline::dryrun::explain(&p, st.as_ref(), &force)
                     );
-                    for l in programs(&p) {
+                    let listed = programs(&p);
+                    for l in &listed {
                         out!("  runs (with --allow-exec): {l}");
+                    }
+                    if !listed.is_empty() {
+                        out!("  {}", containment_line());
                     }
                 }
                 Err(errs) => {
@@ -135,14 +143,27 @@ pub(crate) fn run(args: &RunArgs, quiet: bool) -> Outcome {
             return Err(Failure::BadInput(e.to_string()));
         }
     }
-    let pool = match rayon::ThreadPoolBuilder::new().num_threads(threads).build() {
-        Ok(p) => p,
-        Err(e) => {
+    // The engine runs `threads` instances at once on threads of its own; what a kind does in
+    // parallel inside one instance runs on rayon's global pool, `threads` wide too (see the
+    // module doc of `pipeline::exec`: instances are never jobs of that pool).
+    if let Err(e) = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build_global()
+    {
+        if rayon::current_num_threads() != threads {
             return Err(Failure::Failed(format!(
                 "cannot start {threads} worker threads: {e}"
             )));
         }
-    };
+    }
+    if pipelines.iter().any(|p| p.runs_programs()) {
+        match dplab::stages::external::contain::containment() {
+            dplab::stages::external::contain::Containment::Group => {
+                dplab::stages::external::contain::warn_if_weak()
+            }
+            _ => tracing::debug!("{}", containment_line()),
+        }
+    }
     let opts = exec::RunOptions {
         out_dir: out.clone(),
         terminal: !quiet && std::io::stderr().is_terminal(),
@@ -170,15 +191,14 @@ pub(crate) fn run(args: &RunArgs, quiet: bool) -> Outcome {
                     Some(sh) => {
                         let (owners, next) = dplab::pipeline::shard::owners(&p, sh.count, dealt);
                         dealt = next;
-                        pool.install(|| exec::execute_shard(&p, &opts, sh, &owners)).map(|r| {
+                        exec::execute_shard(&p, &opts, sh, &owners).map(|r| {
                             format!(
                                 "shard {sh}: owns {} instances ({} already stored); computed {} ({} of them shared with other shards) in {:.2} s of compute, loaded {} from the store",
                                 r.owned, r.owned_stored, r.computed, r.shared_computed, r.compute_seconds, r.loaded
                             )
                         })
                     }
-                    None => pool
-                        .install(|| exec::execute(&p, &opts))
+                    None => exec::execute(&p, &opts)
                         .map(|dir| format!("{} instances → {}", p.instance_count(), dir.display())),
                 };
                 match done {
@@ -244,12 +264,32 @@ pub(crate) fn without_consent(listed: &[String], verb: &str) -> String {
     format!("{verb} them only if you trust them: give --allow-exec (or DPLAB_ALLOW_EXEC=1)")
 }
 
-/// The programs a plan's stages run, one line each: `pipeline: stage `pf`: python3 pf.py`.
+/// The programs a plan's stages run, one line each, with what the first word runs:
+/// `pipeline: stage `pf`: python3 pf.py  [python3 is /usr/bin/python3]`.
 pub(crate) fn programs(plan: &dplab::pipeline::plan::Plan) -> Vec<String> {
     plan.programs()
         .into_iter()
-        .map(|(stage, argv)| format!("{}: stage `{stage}`: {}", plan.name, shown(argv)))
+        .map(|(stage, argv)| {
+            let program = argv.first().map_or("", String::as_str);
+            let what = if program.contains('/') {
+                format!("{program} is the pipeline's file, copied from `code:` as hashed")
+            } else {
+                match dplab::stages::external::process::which(program) {
+                    Some(p) => format!("{program} is {}", p.display()),
+                    None => format!("{program} is not on PATH"),
+                }
+            };
+            format!("{}: stage `{stage}`: {}  [{what}]", plan.name, shown(argv))
+        })
         .collect()
+}
+
+/// The line that says how programs are contained here (see `stages::external::contain`).
+pub(crate) fn containment_line() -> String {
+    format!(
+        "programs are contained: {}",
+        dplab::stages::external::contain::containment().describe()
+    )
 }
 
 /// An argv as a person would type it into a POSIX shell: plain words as they are, anything

@@ -1,12 +1,22 @@
-//! Execution: runs a plan's instances in parallel (rayon) as their inputs become ready, then
-//! writes the results atomically. Instances never share a generator and results are
-//! assembled in plan order, so the output does not depend on `--jobs` or on scheduling.
+//! Execution: runs a plan's instances in parallel as their inputs become ready, then writes
+//! the results atomically. Instances never share a generator and results are assembled in
+//! plan order, so the output does not depend on `--jobs` or on scheduling.
+//!
+//! The scheduler is explicit: `--jobs` worker threads of its own, each taking the first ready
+//! instance (plan order), running it to its end on its own stack, storing and reporting it,
+//! then taking the next. Instances are never jobs of a work-stealing pool: a rayon worker that
+//! waits (a nested `par_iter`, polars' pool, a child process) runs other jobs of its pool on
+//! its stack meanwhile, so an instance that had finished was neither stored nor reported until
+//! the one it had taken up ended — a quick instance beside a 20 s one sat unstored for seconds
+//! and was lost to a Ctrl-C, and its recorded time was the slow one's. A kind's own data
+//! parallelism still runs on rayon's global pool (sized by the caller), which holds no
+//! instance: whatever its workers take up while they wait is that kind's own work.
 
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
@@ -276,19 +286,16 @@ struct Run<'a> {
     stages: Vec<StageState>,
     errors: Mutex<Vec<(usize, RunError)>>,
     skipped: AtomicUsize,
-    /// Instances whose inputs are all done, first in plan order first (so stages are
-    /// gathered with few frames waiting for an earlier one).
-    ready: Mutex<BinaryHeap<Reverse<(usize, usize)>>>,
+    /// Instances whose inputs are all done, and how many are running (see [`Ready`]).
+    ready: Mutex<Ready>,
+    /// Wakes a worker when an instance becomes ready or the run ends.
+    wake: Condvar,
     /// The instance first in line (see [`Run::rank`]): 0, or in a shard an offset that
     /// differs from shard to shard.
     shift: usize,
     /// In a shard: the instances other shards need too, and how many of them it computed.
     shared: Option<Vec<bool>>,
     shared_computed: AtomicUsize,
-    /// Instances handed to the pool and not finished: at most [`Run::in_flight`], so a stage
-    /// of 10⁶ ready instances is 10⁶ numbers in `ready`, not 10⁶ queued jobs.
-    active: AtomicUsize,
-    in_flight: usize,
     /// In a shard: the instances taken from the store without their inputs (see [`Need`]).
     load_only: Option<Vec<bool>>,
     /// The first failure to store an entry.
@@ -296,6 +303,19 @@ struct Run<'a> {
     /// Instances to compute a second time and compare ([`super::verify`]), and how many were.
     verify: Vec<bool>,
     verified: AtomicUsize,
+    /// Stages a `--verify` found not deterministic.
+    distrusted: Mutex<Vec<usize>>,
+}
+
+/// The instances ready to run, first in plan order first (so stages are gathered with few
+/// frames waiting for an earlier one), and how many instances workers are running: when none
+/// is ready and none runs, nothing can become ready any more and the workers stop.
+#[derive(Default)]
+struct Ready {
+    heap: BinaryHeap<Reverse<(usize, usize)>>,
+    running: usize,
+    /// A worker panicked (a bug): the others stop taking instances.
+    panicked: bool,
 }
 
 /// Runs every instance and writes `out_dir/<pipeline>/`. Returns the results directory.
@@ -465,34 +485,37 @@ fn drive<'a>(
 ) -> Result<Run<'a>, RunError> {
     let run = Run::new(plan, opts, need);
     std::thread::scope(|threads| {
-        // Small store entries wait in memory for a pack; this writes them out when the
-        // oldest has waited long enough, even while no instance finishes.
+        // A shard's claims stay fresh while it runs (see `claim`), even while no instance
+        // finishes.
         let (stop, stopped) = std::sync::mpsc::channel::<()>();
         if let Some(store) = &opts.store {
-            let run = &run;
             threads.spawn(move || {
                 while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) =
                     stopped.recv_timeout(Duration::from_millis(250))
                 {
-                    if let Err(e) = store.flush_old() {
-                        run.not_stored(store, e);
-                    }
                     store.claims().heartbeat();
                 }
             });
         }
-        rayon::scope_fifo(|scope| {
-            {
-                let mut ready = lock(&run.ready);
-                for (g, w) in run.waiting.iter().enumerate() {
-                    if w.load(Ordering::Relaxed) == 0 {
-                        ready.push(Reverse((run.rank(g), g)));
-                    }
+        {
+            let mut ready = lock(&run.ready);
+            for (g, w) in run.waiting.iter().enumerate() {
+                if w.load(Ordering::Relaxed) == 0 {
+                    ready.heap.push(Reverse((run.rank(g), g)));
                 }
             }
-            run.pump(scope);
-        });
+        }
+        let workers: Vec<_> = (0..opts.jobs.max(1))
+            .map(|_| {
+                let run = &run;
+                threads.spawn(move || run.worker())
+            })
+            .collect();
+        let panicked = workers.into_iter().find_map(|w| w.join().err());
         drop(stop);
+        if let Some(panic) = panicked {
+            std::panic::resume_unwind(panic);
+        }
     });
     run.progress.finish();
     let unfinished: usize = run
@@ -514,6 +537,7 @@ fn drive<'a>(
             run.not_stored(s, e);
         }
     }
+    run.forget_distrusted();
     // A shard's only output is what it stores: work it could not store is a failure.
     if let Some(first) = lock(&run.store_error)
         .take()
@@ -673,14 +697,14 @@ impl<'a> Run<'a> {
             stages,
             errors: Mutex::new(Vec::new()),
             skipped: AtomicUsize::new(0),
-            ready: Mutex::new(BinaryHeap::new()),
-            active: AtomicUsize::new(0),
-            in_flight: 2 * rayon::current_num_threads().max(1),
+            ready: Mutex::new(Ready::default()),
+            wake: Condvar::new(),
             shift: need.as_ref().map_or(0, |x| x.shift),
             shared_computed: AtomicUsize::new(0),
             shared: need.as_ref().map(|x| x.shared.clone()),
             verify,
             verified: AtomicUsize::new(0),
+            distrusted: Mutex::new(Vec::new()),
             load_only: need.map(|n| n.load),
             store_error: Mutex::new(None),
         }
@@ -704,7 +728,7 @@ impl<'a> Run<'a> {
 
     /// Runs (or takes from the store) instance `g`, whose inputs are all done, then hands its
     /// frame to its readers and starts those that have nothing left to wait for.
-    fn instance<'s>(&'s self, scope: &rayon::ScopeFifo<'s>, g: usize) {
+    fn instance(&self, g: usize) {
         let (si, ii) = self.locate(g);
         let stage = &self.plan.stages[si];
         let inst = &stage.instances[ii];
@@ -786,8 +810,11 @@ impl<'a> Run<'a> {
                             res.frame.height()
                         );
                         // Stored as soon as it exists: a run that fails or is killed later
-                        // keeps it.
-                        if let Some(s) = &self.opts.store {
+                        // keeps it. One to compute again (`--verify`) is stored once the two
+                        // agree: a program that is not deterministic leaves nothing a later
+                        // run would take.
+                        let verifying = self.verify.get(g) == Some(&true);
+                        if let Some(s) = self.opts.store.as_ref().filter(|_| !verifying) {
                             let put = if claim.is_some() {
                                 s.put_now(&inst.store_key, stage.kind.name, &res)
                             } else {
@@ -873,11 +900,11 @@ impl<'a> Run<'a> {
                 if broken {
                     self.poisoned[r].store(true, Ordering::Release);
                 }
-                self.arrived(scope, r);
+                self.arrived(r);
             }
         }
         for &r in &self.readers[self.reader_at[g]..self.reader_at[g + 1]] {
-            self.arrived(scope, r);
+            self.arrived(r);
         }
     }
 
@@ -887,12 +914,69 @@ impl<'a> Run<'a> {
     fn defer(&self, g: usize) {
         let n = self.waiting.len();
         let mut ready = lock(&self.ready);
-        if ready.peek().is_none_or(|Reverse((rank, _))| *rank >= n) {
+        if ready
+            .heap
+            .peek()
+            .is_none_or(|Reverse((rank, _))| *rank >= n)
+        {
             drop(ready);
             std::thread::sleep(CLAIM_POLL);
             ready = lock(&self.ready);
         }
-        ready.push(Reverse((n + self.rank(g), g)));
+        ready.heap.push(Reverse((n + self.rank(g), g)));
+    }
+
+    /// A `--verify` found a stage's program not deterministic given its seed: every stored
+    /// result of the stage is one draw of many, and so is everything computed from them. All
+    /// of them leave the store, so that no later run takes them (the next run computes them
+    /// again, and `--verify` can check again).
+    fn forget_distrusted(&self) {
+        let mut stages = std::mem::take(&mut *lock(&self.distrusted));
+        let Some(store) = self.opts.store.as_ref().filter(|_| !stages.is_empty()) else {
+            return;
+        };
+        // Stages come in plan order, inputs first: one pass finds everything downstream.
+        let mut bad = vec![false; self.plan.stages.len()];
+        for &si in &stages {
+            bad[si] = true;
+        }
+        for (si, s) in self.plan.stages.iter().enumerate() {
+            if s.inputs.iter().any(|&u| bad[u]) {
+                bad[si] = true;
+            }
+        }
+        stages.sort_unstable();
+        stages.dedup();
+        let keys: Vec<_> = self
+            .plan
+            .stages
+            .iter()
+            .zip(&bad)
+            .filter(|(_, b)| **b)
+            .flat_map(|(s, _)| s.instances.iter().map(|i| i.store_key))
+            .collect();
+        let names: Vec<&str> = stages
+            .iter()
+            .map(|&si| self.plan.stages[si].name.as_str())
+            .collect();
+        match store.forget(&keys) {
+            Ok(n) => tracing::warn!(
+                "{}: --verify found stage(s) {} not deterministic: their {n} stored result(s), and those computed from them, were removed from the store",
+                self.plan.name,
+                names.join(", ")
+            ),
+            Err(e) => lock(&self.errors).push((
+                usize::MAX,
+                RunError::of_pipeline(
+                    self.plan,
+                    format!(
+                        "--verify found stage(s) {} not deterministic, and their stored results could not be removed ({e:#}): remove the store {} before the next run",
+                        names.join(", "),
+                        store.root().display()
+                    ),
+                ),
+            )),
+        }
     }
 
     /// Writing to the store failed: a warning (the results are still written), remembered
@@ -925,36 +1009,48 @@ impl<'a> Run<'a> {
     }
 
     /// One input of reader `r` is done; it is ready once none is left.
-    fn arrived<'s>(&'s self, scope: &rayon::ScopeFifo<'s>, r: usize) {
+    fn arrived(&self, r: usize) {
         if self.waiting[r].fetch_sub(1, Ordering::AcqRel) == 1 {
-            lock(&self.ready).push(Reverse((self.rank(r), r)));
-            self.pump(scope);
+            lock(&self.ready).heap.push(Reverse((self.rank(r), r)));
+            self.wake.notify_one();
         }
     }
 
-    /// Hands ready instances to the pool while fewer than `in_flight` are there. Called when
-    /// an instance becomes ready and when one finishes, so none is left waiting: whichever of
-    /// the two comes second sees both the free slot and the ready instance.
-    fn pump<'s>(&'s self, scope: &rayon::ScopeFifo<'s>) {
+    /// One worker: takes the first ready instance and runs it to its end — stored, reported
+    /// and its readers made ready before it takes another — until no instance is ready and
+    /// none is running (then none can become ready).
+    fn worker(&self) {
+        /// Ends the run for every worker if this one unwinds (a bug in a kind), instead of
+        /// leaving them waiting for an instance that will never finish.
+        struct OnPanic<'r, 'a>(&'r Run<'a>);
+        impl Drop for OnPanic<'_, '_> {
+            fn drop(&mut self) {
+                if std::thread::panicking() {
+                    lock(&self.0.ready).panicked = true;
+                    self.0.wake.notify_all();
+                }
+            }
+        }
+        let _guard = OnPanic(self);
+        let mut ready = lock(&self.ready);
         loop {
-            if self.active.fetch_add(1, Ordering::AcqRel) >= self.in_flight {
-                self.active.fetch_sub(1, Ordering::AcqRel);
+            if ready.panicked {
                 return;
             }
-            let Some(Reverse((_, g))) = lock(&self.ready).pop() else {
-                self.active.fetch_sub(1, Ordering::AcqRel);
-                // An instance made ready while this held a slot may have found no slot free:
-                // look again now that it is free.
-                if lock(&self.ready).is_empty() {
-                    return;
-                }
+            if let Some(Reverse((_, g))) = ready.heap.pop() {
+                ready.running += 1;
+                drop(ready);
+                self.instance(g);
+                ready = lock(&self.ready);
+                ready.running -= 1;
                 continue;
-            };
-            scope.spawn_fifo(move |s| {
-                self.instance(s, g);
-                self.active.fetch_sub(1, Ordering::AcqRel);
-                self.pump(s);
-            });
+            }
+            if ready.running == 0 {
+                // Nothing ready and nothing running: wake the others so they see it too.
+                self.wake.notify_all();
+                return;
+            }
+            ready = self.wake.wait(ready).unwrap_or_else(|e| e.into_inner());
         }
     }
 
@@ -996,6 +1092,11 @@ impl<'a> Run<'a> {
             Ok(again) => match super::verify::first_difference(&res, &again) {
                 None => {
                     self.verified.fetch_add(1, Ordering::Relaxed);
+                    if let Some(s) = self.opts.store.as_ref().filter(|_| !hit) {
+                        if let Err(e) = s.put(&inst.store_key, stage.kind.name, &res) {
+                            self.not_stored(s, e);
+                        }
+                    }
                     tracing::debug!(
                         "{} {} {{{}}}: computed again (--verify): the same bytes",
                         self.plan.name,
@@ -1010,6 +1111,8 @@ impl<'a> Run<'a> {
             },
             Err(e) => format!("--verify: computing it again failed: {e:#}"),
         };
+        // What is stored of its stage is one draw of many: see `forget_distrusted`.
+        lock(&self.distrusted).push(si);
         lock(&self.errors).push((
             g,
             RunError {

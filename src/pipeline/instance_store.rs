@@ -5,16 +5,18 @@
 //! rest), then the frame ([`crate::frames::encode`], or Parquet) and the artifacts' bytes.
 //! Under the store root:
 //! - `objects/<k0k1>/<key>`: one file per entry of at least [`SMALL`] bytes;
-//! - `packs/<name>.pack` + `<name>.idx`: smaller entries, many per file. A file per tiny
+//! - `packs/<name>.pack` (+ `<name>.idx`): smaller entries, many per file. A file per tiny
 //!   entry cost 0.1 ms of kernel time (create, write, rename): a sweep of 10⁶ trivial
-//!   instances spent minutes there. A process gathers small entries and writes a pack when
-//!   it holds [`PACK_BYTES`] or [`PACK_ENTRIES`] of them, when its oldest has waited
-//!   [`PACK_WAIT`], and at the end of the run; a kill loses at most that much finished work.
-//!   The index lists (key, offset, length) and is renamed into place after its pack, so a
-//!   pack without an index is invisible (and removed by `dplab store gc`).
+//!   instances spent minutes there. A process appends each small entry to its open pack as
+//!   the instance finishes, in one `write`, preceded by a header (a magic, the key, the
+//!   length); when the pack holds [`PACK_BYTES`] or [`PACK_ENTRIES`], and at the end of the
+//!   run, it writes the pack's index (key, offset, length) beside it. A pack without an index
+//!   (its writer still running, or killed) is read by its headers, so an entry is in the
+//!   store the moment its `write` returns: a kill, even `kill -9`, loses no finished instance.
+//!   An entry a kill cut short fails its header's length or its sha256 and is a miss.
 //!
-//! Everything is written under a unique name in `tmp/` and renamed into place, so a reader
-//! sees a whole file or none; a killed writer leaves only a file in `tmp/`; two processes
+//! Every other file is written under a unique name in `tmp/` and renamed into place, so a
+//! reader sees a whole file or none; a killed writer leaves only a file in `tmp/`; two processes
 //! storing one key at once (also over NFS, where rename is atomic too) leave two complete
 //! copies at worst, and since the key fixes the output their bytes are the same. Nothing is
 //! fsynced (a cache): a reader checks each entry's sha256, so an entry a crash left short or
@@ -24,7 +26,6 @@ use std::collections::HashMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, RwLock};
-use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use polars::prelude::*;
@@ -42,12 +43,12 @@ pub struct InstanceResult {
     pub seconds: f64,
 }
 
-/// A store directory. Clones share the pack being gathered.
+/// A store directory. Clones share the pack being appended to.
 #[derive(Clone)]
 pub struct InstanceStore {
     root: PathBuf,
-    /// Small entries not yet written.
-    pending: Arc<Mutex<Pending>>,
+    /// The pack small entries are appended to, once one is.
+    open: Arc<Mutex<Option<OpenPack>>>,
     /// Every entry's location: the packs' indexes and the names of the entry files, read at
     /// the first lookup (so a miss costs no system call: a cold run of 10⁶ instances spent 3 s
     /// failing to open files) and extended by what this process writes (so the next pipeline
@@ -58,17 +59,16 @@ pub struct InstanceStore {
     claims: Arc<super::claim::Claims>,
 }
 
-/// Entries smaller than this, of instances computed faster than [`SLOW`], go into packs.
+/// Entries smaller than this go into packs.
 pub const SMALL: usize = 64 * 1024;
-/// An instance that took this long is written at once, in a file of its own: a kill never
-/// loses more than [`PACK_WAIT`] of quick instances' work.
-pub const SLOW: f64 = 0.1;
-/// A pack is written when it holds this many bytes…
+/// A pack is closed (and indexed) when it holds this many bytes…
 pub const PACK_BYTES: usize = 16 << 20;
-/// …or this many entries…
+/// …or this many entries.
 pub const PACK_ENTRIES: usize = 16384;
-/// …or when its oldest entry has waited this long.
-pub const PACK_WAIT: Duration = Duration::from_secs(2);
+/// What precedes each entry in a pack: this magic, the key (32 bytes), the entry's length
+/// (8 bytes, little-endian).
+const ENTRY_MAGIC: &[u8; 4] = b"DPE1";
+const ENTRY_HEADER: usize = 4 + 32 + 8;
 
 /// Where a stored key is: in a pack (pack, offset, length), or `None`: in its own file.
 type Location = Option<(Arc<Pack>, u64, u64)>;
@@ -112,6 +112,30 @@ impl PackIndex {
         self.slots.insert(key, OWN_FILE);
     }
 
+    /// Adds one entry of `pack` (the pack being appended to), and the pack if it is new.
+    fn pack_entry(&mut self, pack: &Arc<Pack>, entry: PackRecord) {
+        if !self.packs.iter().rev().any(|p| Arc::ptr_eq(p, pack)) {
+            self.pack(pack.clone(), [entry]);
+            return;
+        }
+        let at = self.packs.iter().rposition(|p| Arc::ptr_eq(p, pack));
+        let (k, off, len) = entry;
+        if let (Some(at), Ok(off), Ok(len)) = (at, u32::try_from(off), u32::try_from(len)) {
+            self.slots.insert(
+                k,
+                Slot {
+                    pack: at as u32,
+                    off,
+                    len,
+                },
+            );
+        }
+    }
+
+    fn forget(&mut self, key: &[u8; 32]) {
+        self.slots.remove(key);
+    }
+
     /// Adds a pack and its entries (those whose place fits a [`Slot`]).
     fn pack(&mut self, pack: Arc<Pack>, entries: impl IntoIterator<Item = PackRecord>) {
         let Some(at) = u32::try_from(self.packs.len())
@@ -145,20 +169,13 @@ impl Pack {
     }
 }
 
-#[derive(Default)]
-struct Pending {
-    bytes: Vec<u8>,
+/// The pack this process appends small entries to.
+struct OpenPack {
+    file: fs::File,
+    pack: Arc<Pack>,
+    /// Its length so far.
+    len: u64,
     index: Vec<PackRecord>,
-    since: Option<Instant>,
-}
-
-impl Pending {
-    /// Whether these entries should be written as a pack now.
-    fn due(&self) -> bool {
-        self.bytes.len() >= PACK_BYTES
-            || self.index.len() >= PACK_ENTRIES
-            || self.since.is_some_and(|t| t.elapsed() >= PACK_WAIT)
-    }
 }
 
 #[derive(Serialize, Deserialize)]
@@ -187,7 +204,7 @@ impl InstanceStore {
         InstanceStore {
             claims: Arc::new(super::claim::Claims::new(&root)),
             root,
-            pending: Arc::default(),
+            open: Arc::default(),
             packed: Arc::default(),
         }
     }
@@ -309,15 +326,14 @@ fn decode(bytes: &[u8]) -> Option<InstanceResult> {
 }
 
 impl InstanceStore {
-    /// Stores `result` under `key` (tmp + rename). Small entries of quick instances wait for
-    /// a pack; [`Self::put_now`] writes at once.
+    /// Stores `result` under `key`: a small entry appended to this process's pack, a larger
+    /// one in a file of its own (tmp + rename). Either is in the store when this returns.
     pub fn put(&self, key: &Key, kind: &str, result: &InstanceResult) -> Result<()> {
         self.put_entry(key, kind, result, true)
     }
 
-    /// [`Self::put`] in a file of its own, at once, whatever its size: what other processes
-    /// wait for (a claimed instance) must be where [`Self::get_fresh`] looks when the claim
-    /// ends.
+    /// [`Self::put`] in a file of its own, whatever its size: what other processes wait for
+    /// (a claimed instance) must be where [`Self::get_fresh`] looks when the claim ends.
     pub fn put_now(&self, key: &Key, kind: &str, result: &InstanceResult) -> Result<()> {
         self.put_entry(key, kind, result, false)
     }
@@ -333,9 +349,8 @@ impl InstanceStore {
                 let mut frame = result.frame.clone();
                 // One chunk per column: a gathered frame can hold one chunk per instance.
                 frame.rechunk_mut();
-                // Not parallel: this runs on a worker of dplab's pool, and waiting for polars'
-                // pool there lets the worker take up more instances, each waiting in turn, until
-                // the stack overflows (seen at 10⁵ instances).
+                // Not parallel: an entry is one instance's frame, and the engine runs as many
+                // instances at once as it has threads.
                 ParquetWriter::new(&mut body)
                     .set_parallel(false)
                     .finish(&mut frame)?;
@@ -361,15 +376,8 @@ impl InstanceStore {
         let mut entry = serde_json::to_vec(&meta)?;
         entry.push(b'\n');
         entry.extend_from_slice(&body);
-        if pack && entry.len() < SMALL && result.seconds < SLOW {
-            {
-                let mut p = self.pending.lock().unwrap_or_else(|e| e.into_inner());
-                let off = p.bytes.len() as u64;
-                p.bytes.extend_from_slice(&entry);
-                p.index.push((key.0, off, entry.len() as u64));
-                p.since.get_or_insert_with(Instant::now);
-            }
-            return self.flush_if(Pending::due);
+        if pack && entry.len() < SMALL {
+            return self.append(key, &entry);
         }
         let final_path = self.entry(key);
         self.place(&entry, &final_path)
@@ -391,29 +399,148 @@ impl InstanceStore {
         }
     }
 
-    /// Writes the small entries gathered so far as a pack. A run calls this at its end
-    /// (whether it succeeded or not), and every so often while it runs ([`Self::flush_old`]).
-    pub fn flush(&self) -> Result<()> {
-        self.flush_if(|_| true)
-    }
-
-    /// [`Self::flush`] when the entries waiting are due for a pack ([`Pending::due`]).
-    pub fn flush_old(&self) -> Result<()> {
-        self.flush_if(Pending::due)
-    }
-
-    fn flush_if(&self, when: impl Fn(&Pending) -> bool) -> Result<()> {
-        let full = {
-            let mut p = self.pending.lock().unwrap_or_else(|e| e.into_inner());
-            if !when(&p) {
-                return Ok(());
-            }
-            std::mem::take(&mut *p)
-        };
-        if full.index.is_empty() {
-            return Ok(());
+    /// Appends a small entry to this process's open pack (opening one if none is), in one
+    /// `write` of header and entry: in the store once it returns (see the module doc).
+    fn append(&self, key: &Key, entry: &[u8]) -> Result<()> {
+        let mut record = Vec::with_capacity(ENTRY_HEADER + entry.len());
+        record.extend_from_slice(ENTRY_MAGIC);
+        record.extend_from_slice(&key.0);
+        record.extend_from_slice(&(entry.len() as u64).to_le_bytes());
+        record.extend_from_slice(entry);
+        let mut open = self.open.lock().unwrap_or_else(|e| e.into_inner());
+        if open.is_none() {
+            *open = Some(self.open_pack()?);
         }
-        self.write_pack(&full.bytes, &full.index)
+        let p = open.as_mut().expect("opened above");
+        {
+            use std::io::Write;
+            if let Err(e) = p.file.write_all(&record) {
+                // A part of it may be there: the pack ends here (its scan stops at it).
+                let path = p.pack.path.clone();
+                *open = None;
+                return Err(e).with_context(|| format!("storing in {}", path.display()));
+            }
+        }
+        let at = (key.0, p.len + ENTRY_HEADER as u64, entry.len() as u64);
+        p.len += record.len() as u64;
+        p.index.push(at);
+        let pack = p.pack.clone();
+        self.remember(|m| m.pack_entry(&pack, at));
+        if p.len as usize >= PACK_BYTES || p.index.len() >= PACK_ENTRIES {
+            let full = open.take().expect("open");
+            drop(open);
+            return self.seal(full);
+        }
+        Ok(())
+    }
+
+    // A pack of the instance store: dplab creates it under the store root.
+    #[expect(clippy::disallowed_methods)]
+    fn open_pack(&self) -> Result<OpenPack> {
+        let dir = self.root.join("packs");
+        let path = dir.join(format!("{}-{}.pack", std::process::id(), unique_suffix()));
+        let create = || {
+            fs::OpenOptions::new()
+                .append(true)
+                .create_new(true)
+                .open(&path)
+        };
+        let file = create()
+            .or_else(|e| {
+                if e.kind() != std::io::ErrorKind::NotFound {
+                    return Err(e);
+                }
+                fs::create_dir_all(&dir)?;
+                create()
+            })
+            .with_context(|| format!("creating {}", path.display()))?;
+        Ok(OpenPack {
+            file,
+            pack: Pack::new(path),
+            len: 0,
+            index: Vec::new(),
+        })
+    }
+
+    /// Writes the index of a pack no more is appended to.
+    fn seal(&self, full: OpenPack) -> Result<()> {
+        let idx_path = full.pack.path.with_extension("idx");
+        self.place(&index_bytes(&full.index), &idx_path)
+            .with_context(|| format!("storing {}", idx_path.display()))
+    }
+
+    /// Ends this process's open pack, writing its index. A run calls this at its end
+    /// (whether it succeeded or not); what was appended is in the store before, too.
+    pub fn flush(&self) -> Result<()> {
+        let full = self.open.lock().unwrap_or_else(|e| e.into_inner()).take();
+        match full {
+            Some(p) => self.seal(p),
+            None => Ok(()),
+        }
+    }
+
+    /// Takes the entries of `keys` out of the store (a `--verify` found their stage not
+    /// deterministic): their files, and their parts of packs (each pack rewritten once,
+    /// without them). How many entries were removed.
+    pub fn forget(&self, keys: &[Key]) -> Result<usize> {
+        self.flush()?;
+        let set: std::collections::HashSet<[u8; 32]> = keys.iter().map(|k| k.0).collect();
+        let mut n = 0;
+        for key in keys {
+            match fs::remove_file(self.entry(key)) {
+                Ok(()) => n += 1,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(e).context("removing a store entry"),
+            }
+        }
+        for (pack, entries) in read_packs(&self.root) {
+            let gone = entries.iter().filter(|(k, _, _)| set.contains(k)).count();
+            if gone > 0 {
+                self.rewrite_pack(&pack, &entries, |k| !set.contains(k))?;
+                n += gone;
+            }
+        }
+        self.remember(|m| set.iter().for_each(|k| m.forget(k)));
+        Ok(n)
+    }
+
+    /// Replaces `pack` (holding `entries`) by a pack of the entries `keep` keeps, or by
+    /// nothing. Whether the old pack is gone.
+    // A pack of the instance store: dplab wrote it under the store root.
+    #[expect(clippy::disallowed_methods)]
+    fn rewrite_pack(
+        &self,
+        pack: &Path,
+        entries: &[PackRecord],
+        keep: impl Fn(&[u8; 32]) -> bool,
+    ) -> Result<bool> {
+        let kept: Vec<&PackRecord> = entries.iter().filter(|(k, _, _)| keep(k)).collect();
+        if !kept.is_empty() {
+            let all = fs::read(pack)?;
+            let mut bytes_out = Vec::new();
+            let mut index = Vec::new();
+            for (k, off, len) in kept {
+                let (off, len) = (*off as usize, *len as usize);
+                let Some(bytes) = all.get(off..off + len) else {
+                    continue;
+                };
+                bytes_out.extend_from_slice(ENTRY_MAGIC);
+                bytes_out.extend_from_slice(k);
+                bytes_out.extend_from_slice(&(len as u64).to_le_bytes());
+                index.push((*k, bytes_out.len() as u64, len as u64));
+                bytes_out.extend_from_slice(bytes);
+            }
+            self.write_pack(&bytes_out, &index)?;
+        }
+        // The index first: a pack without one is read by its headers, and an old-format one
+        // (entries without headers) is then invisible.
+        match fs::remove_file(pack.with_extension("idx")) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(e.into()),
+        }
+        fs::remove_file(pack)?;
+        Ok(true)
     }
 
     fn write_pack(&self, bytes: &[u8], index: &[PackRecord]) -> Result<()> {
@@ -423,15 +550,8 @@ impl InstanceStore {
         self.place(bytes, &pack)
             .with_context(|| format!("storing {}", pack.display()))?;
         self.remember(|m| m.pack(Pack::new(pack), index.iter().copied()));
-        let mut idx = Vec::with_capacity(4 + index.len() * 48);
-        idx.extend_from_slice(IDX_MAGIC);
-        for (k, off, len) in index {
-            idx.extend_from_slice(k);
-            idx.extend_from_slice(&off.to_le_bytes());
-            idx.extend_from_slice(&len.to_le_bytes());
-        }
         let idx_path = dir.join(format!("{name}.idx"));
-        self.place(&idx, &idx_path)
+        self.place(&index_bytes(index), &idx_path)
             .with_context(|| format!("storing {}", idx_path.display()))
     }
 
@@ -478,6 +598,44 @@ fn unique_suffix() -> String {
 
 const IDX_MAGIC: &[u8; 4] = b"DPI1";
 
+/// A pack's index file: the magic, then (key, offset, length) per entry.
+fn index_bytes(index: &[PackRecord]) -> Vec<u8> {
+    let mut idx = Vec::with_capacity(4 + index.len() * 48);
+    idx.extend_from_slice(IDX_MAGIC);
+    for (k, off, len) in index {
+        idx.extend_from_slice(k);
+        idx.extend_from_slice(&off.to_le_bytes());
+        idx.extend_from_slice(&len.to_le_bytes());
+    }
+    idx
+}
+
+/// The entries of a pack read by their headers (a pack without an index: being written, or
+/// its writer was killed), up to the first header that does not check out or whose entry
+/// does not fit in the file.
+fn scan_pack(bytes: &[u8]) -> Vec<PackRecord> {
+    let mut out = Vec::new();
+    let mut at = 0usize;
+    while let Some(h) = bytes.get(at..at + ENTRY_HEADER) {
+        if &h[..4] != ENTRY_MAGIC {
+            break;
+        }
+        let key: [u8; 32] = h[4..36].try_into().expect("32 bytes");
+        let len = u64::from_le_bytes(h[36..44].try_into().expect("8 bytes"));
+        let start = at + ENTRY_HEADER;
+        let Some(end) = usize::try_from(len)
+            .ok()
+            .and_then(|l| start.checked_add(l))
+            .filter(|&e| e <= bytes.len())
+        else {
+            break;
+        };
+        out.push((key, start as u64, len));
+        at = end;
+    }
+    out
+}
+
 /// One entry of a pack's index: key, offset in the pack, length.
 type PackRecord = ([u8; 32], u64, u64);
 
@@ -489,14 +647,23 @@ fn read_packs(root: &Path) -> Vec<(PathBuf, Vec<PackRecord>)> {
     let Ok(dir) = fs::read_dir(root.join("packs")) else {
         return out;
     };
-    let mut idx_files: Vec<PathBuf> = dir
+    let mut packs: Vec<PathBuf> = dir
         .flatten()
         .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|x| x == "idx"))
+        .filter(|p| p.extension().is_some_and(|x| x == "pack"))
         .collect();
-    idx_files.sort();
-    for idx in idx_files {
-        let pack = idx.with_extension("pack");
+    packs.sort();
+    for pack in packs {
+        let idx = pack.with_extension("idx");
+        if !idx.exists() {
+            if let Ok(bytes) = fs::read(&pack) {
+                let entries = scan_pack(&bytes);
+                if !entries.is_empty() {
+                    out.push((pack, entries));
+                }
+            }
+            continue;
+        }
         let (Ok(bytes), Ok(meta)) = (fs::read(&idx), fs::metadata(&pack)) else {
             continue;
         };
@@ -580,8 +747,8 @@ impl InstanceStore {
 
     /// Removes every entry whose key is not in `keep`: its file, or its part of a pack (a
     /// pack with nothing left is removed, one with some entries left is rewritten with only
-    /// those); packs without an index, files killed writers left in `tmp/` and claims killed
-    /// shards left in `claims/`, more than an hour old, go too. Returns (entries removed, bytes freed).
+    /// those); packs holding no whole entry, files killed writers left in `tmp/` and claims
+    /// killed shards left in `claims/`, more than an hour old, go too. Returns (entries removed, bytes freed).
     // Packs of the instance store being rewritten: dplab wrote them under the store root.
     #[expect(clippy::disallowed_methods)]
     pub fn gc(&self, keep: &std::collections::HashSet<String>) -> (usize, u64) {
@@ -593,28 +760,17 @@ impl InstanceStore {
             }
         }
         for (pack, entries) in read_packs(&self.root) {
-            let (kept, gone): (Vec<_>, Vec<_>) = entries
+            let gone: Vec<&PackRecord> = entries
                 .iter()
-                .partition(|(k, _, _)| keep.contains(&crate::text::hex(k)));
+                .filter(|(k, _, _)| !keep.contains(&crate::text::hex(k)))
+                .collect();
             if gone.is_empty() {
                 continue;
             }
-            if !kept.is_empty() {
-                let Ok(all) = fs::read(&pack) else { continue };
-                let mut bytes_out = Vec::new();
-                let mut index = Vec::new();
-                for (k, off, len) in &kept {
-                    let (off, len) = (*off as usize, *len as usize);
-                    index.push((*k, bytes_out.len() as u64, len as u64));
-                    bytes_out.extend_from_slice(&all[off..off + len]);
-                }
-                if self.write_pack(&bytes_out, &index).is_err() {
-                    continue;
-                }
-            }
-            // The index first: a pack without one is invisible.
-            if fs::remove_file(pack.with_extension("idx")).is_ok() {
-                let _ = fs::remove_file(&pack);
+            if self
+                .rewrite_pack(&pack, &entries, |k| keep.contains(&crate::text::hex(k)))
+                .unwrap_or(false)
+            {
                 n += gone.len();
                 bytes += gone.iter().map(|(_, _, l)| l).sum::<u64>();
             }
@@ -629,9 +785,12 @@ impl InstanceStore {
         if let Ok(packs) = fs::read_dir(self.root.join("packs")) {
             for f in packs.flatten() {
                 let p = f.path();
+                // A pack without an index whose headers hold nothing (an old format's, or
+                // one its writer was killed before the first entry was whole).
                 if p.extension().is_some_and(|x| x == "pack")
                     && !p.with_extension("idx").exists()
                     && hour_old(&p)
+                    && fs::read(&p).is_ok_and(|b| scan_pack(&b).is_empty())
                 {
                     let _ = fs::remove_file(&p);
                 }

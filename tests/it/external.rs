@@ -342,7 +342,7 @@ fn a_signal_to_dplab_ends_its_programs_and_their_children() {
             d.path(),
             "code/hang.sh",
             &format!(
-                "#!/bin/sh\nsleep 300 &\necho $$ $! >> {}\nwait\n",
+                "#!/bin/sh\nread -r me _ < /proc/self/stat\n(read -r p _ < /proc/self/stat; echo $me $p >> {}; exec sleep 300) &\nwait\n",
                 pids.display()
             ),
         );

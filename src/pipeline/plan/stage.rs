@@ -629,6 +629,29 @@ impl<'a> Planner<'a> {
                 return None;
             }
         };
+        // What a stage runs is listed for consent as it is written: an axis value in it would
+        // run as code what the sweep says (`[sh, -c, $v]`). Values reach a program through
+        // its files.
+        for (param, _) in r.programs() {
+            let inside = |path: &str| {
+                path == param
+                    || path
+                        .strip_prefix(param.as_str())
+                        .is_some_and(|rest| rest.starts_with('.'))
+            };
+            if let Some(rf) = sp.refs.iter().find(|rf| inside(&rf.path)) {
+                let pe = ParamError::at(
+                    &rf.path,
+                    format!(
+                        "`${}` in `{param}`: an axis value may not reach a command line, where it would run as code; pass it in `params:` (the program reads it from dplab.json)",
+                        rf.axis
+                    ),
+                );
+                let e = self.param_error(sp, key, pe);
+                self.errors.push(e);
+                return None;
+            }
+        }
         let mut failed = false;
         let named = r.files().into_iter().map(|(p, rel)| (p, rel, false));
         let trees = r.trees().into_iter().map(|(p, rel)| (p, rel, true));
@@ -723,7 +746,7 @@ impl<'a> Planner<'a> {
             params,
             files,
             sources: r.sources(),
-            programs: r.programs(),
+            programs: r.programs().into_iter().map(|(_, argv)| argv).collect(),
             columns,
         })
     }

@@ -691,8 +691,12 @@ impl StageRun for AuditRun {
             .map(|(_, p)| ("mechanism", p))
             .collect()
     }
-    fn programs(&self) -> Vec<Vec<String>> {
-        self.inner_any().programs()
+    fn programs(&self) -> Vec<(String, Vec<String>)> {
+        self.inner_any()
+            .programs()
+            .into_iter()
+            .map(|(param, argv)| (format!("mechanism.with.{param}"), argv))
+            .collect()
     }
     fn probes(&self) -> Vec<crate::kind::Probe> {
         self.inner_any().probes()

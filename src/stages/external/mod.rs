@@ -33,6 +33,7 @@ use crate::kind::Probe;
 use crate::stages::param::{Between, Positive};
 use crate::stages::{build, params, Artifact, Ctx, Gather, KindInfo, Output, ParamError, Stage};
 
+pub mod contain;
 mod dir;
 mod error;
 pub mod process;
@@ -91,6 +92,11 @@ struct External {
     columns: Option<Vec<String>>,
 }
 
+/// Whether two relative paths name the same file (`.` components ignored).
+fn code_path_eq(a: &Path, b: &Path) -> bool {
+    code_path(&a.to_string_lossy()) == b
+}
+
 fn one_thread() -> Between<1, 1024> {
     Between::of(1)
 }
@@ -125,11 +131,79 @@ fn check_argv(param: &str, argv: &[String]) -> Result<(), ParamError> {
     Ok(())
 }
 
+/// `command[0]`: a bare name (found on `PATH` when the pipeline is planned) or a path inside
+/// one of the `code:` entries, relative to the pipeline file like them, without `..` — what
+/// runs is then the copy of that file in the instance's directory, hashed with the rest. A
+/// path anywhere else (absolute, `../x.sh`, `./x.sh` outside `code:`) would run a file that
+/// nothing checked, and a relative one would be resolved in the instance's directory, whose
+/// parent is the shared temporary directory.
+fn check_program(command: &[String], code: &[PathBuf]) -> Result<(), ParamError> {
+    use std::path::Component;
+    let program = &command[0];
+    let refuse = |why: &str| {
+        Err(ParamError::at(
+            "command.0",
+            format!("{program}: {why}: give a program's bare name, found on PATH (python3), or a file inside `code:`, relative to the pipeline file (code/run.sh)"),
+        ))
+    };
+    if program == "." || program == ".." {
+        return refuse("not a program");
+    }
+    if !program.contains('/') {
+        return Ok(());
+    }
+    let p = Path::new(program);
+    if !p
+        .components()
+        .all(|c| matches!(c, Component::Normal(_) | Component::CurDir))
+    {
+        return refuse(if p.is_absolute() {
+            "an absolute path"
+        } else {
+            "a path that leaves the pipeline's directory"
+        });
+    }
+    if !code.iter().any(|c| in_tree(p, c)) {
+        return refuse("not inside `code:`");
+    }
+    Ok(())
+}
+
+/// Whether `path` is `tree` or inside it (both relative, `.` components ignored).
+fn in_tree(path: &Path, tree: &Path) -> bool {
+    use std::path::Component;
+    let normal = |p: &Path| -> Vec<std::ffi::OsString> {
+        p.components()
+            .filter(|c| !matches!(c, Component::CurDir))
+            .map(|c| c.as_os_str().to_owned())
+            .collect()
+    };
+    normal(path).starts_with(&normal(tree))
+}
+
+/// The path of a `code:` program inside the instance's directory (`./code/x.sh` →
+/// `code/x.sh`), as `code:` files are written there.
+fn code_path(program: &str) -> PathBuf {
+    Path::new(program)
+        .components()
+        .filter(|c| !matches!(c, std::path::Component::CurDir))
+        .collect()
+}
+
 impl Stage for External {
     fn validate(&self) -> Result<(), ParamError> {
         check_argv("command", &self.command)?;
         if let Some(probe) = &self.probe {
             check_argv("probe", probe)?;
+            if probe[0].contains('/') {
+                return Err(ParamError::at(
+                    "probe.0",
+                    format!(
+                        "{}: a probe runs in an empty directory, before any code is copied: give a program's bare name, found on PATH (python3)",
+                        probe[0]
+                    ),
+                ));
+            }
         }
         for (i, c) in self.code.iter().enumerate() {
             use std::path::Component;
@@ -164,6 +238,38 @@ impl Stage for External {
         if let Some(cols) = &self.columns {
             crate::kind::distinct("columns", cols)?;
         }
+        check_program(&self.command, &self.code)
+    }
+
+    /// The program is checked where it will be looked for: a `code:` file among those read,
+    /// a bare name on `PATH` (as the probe's).
+    fn check_files(&self, files: &dyn crate::kind::FileSource) -> Result<(), ParamError> {
+        let probe = self.probe.as_ref().map(|p| &p[0]);
+        for (at, name) in [("command.0", Some(&self.command[0])), ("probe.0", probe)] {
+            let Some(name) = name else { continue };
+            if name.contains('/') {
+                let want = code_path(name);
+                let found = self.code.iter().any(|c| {
+                    files
+                        .tree(c)
+                        .is_some_and(|t| t.iter().any(|(p, _)| code_path_eq(p, &want)))
+                });
+                if !found {
+                    return Err(ParamError::at(
+                        at,
+                        format!("{name}: no such file among the `code:` files"),
+                    ));
+                }
+            } else if process::which(name).is_none() {
+                return Err(ParamError::at(
+                    at,
+                    format!(
+                        "{name}: no such program on PATH ({}; relative entries are not searched)",
+                        std::env::var("PATH").unwrap_or_default()
+                    ),
+                ));
+            }
+        }
         Ok(())
     }
 
@@ -171,9 +277,9 @@ impl Stage for External {
         self.code.iter().map(|c| ("code", c.as_path())).collect()
     }
 
-    fn programs(&self) -> Vec<Vec<String>> {
-        let mut all = vec![self.command.clone()];
-        all.extend(self.probe.clone());
+    fn programs(&self) -> Vec<(String, Vec<String>)> {
+        let mut all = vec![("command".to_string(), self.command.clone())];
+        all.extend(self.probe.clone().map(|p| ("probe".to_string(), p)));
         all
     }
 

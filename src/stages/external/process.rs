@@ -1,19 +1,17 @@
 //! Running one program: an argv (never a shell), in its working directory, with a minimal
 //! environment, stdin from `/dev/null`, stdout and stderr captured together into a bounded
-//! log, in a process group of its own, under a timeout; and nothing left behind.
+//! log, contained ([`super::contain`]: a PID namespace of its own where the system allows
+//! it), under a timeout; and nothing left behind.
 //!
-//! The process group is the unit dplab kills: the program's children and their children
-//! stay in it unless they leave on purpose (`setsid`), so one `kill(-pgid)` ends them all.
-//! It is killed with SIGKILL after the program exits (children that outlive it), with
-//! SIGTERM and then SIGKILL when the timeout passes, and with SIGKILL when dplab unwinds
-//! while it runs ([`Running`]'s `Drop`) or is told to stop ([`kill_running`]). The group is
-//! always signalled while its leader is still unreaped, so its id cannot have been reused by
-//! an unrelated group. dplab makes itself a child subreaper (Linux) so that the orphans of a
-//! killed group become its children and are reaped here, even where PID 1 reaps nothing (a
-//! container's init); the direct child gets `PR_SET_PDEATHSIG` so that a `kill -9` of dplab
-//! ends it too. What escapes the group (`setsid`, a daemon) cannot be found again: a program
-//! that does so on purpose cannot be contained by a process group, like one that writes
-//! outside its directory.
+//! The process dplab starts leads a process group of its own, which dplab signals: with
+//! SIGKILL after the program exits, with SIGTERM and then SIGKILL when the timeout passes,
+//! and with SIGKILL when dplab unwinds while it runs ([`Running`]'s `Drop`) or is told to
+//! stop ([`kill_running`]). The group is always signalled while its leader is still unreaped,
+//! so its id cannot have been reused by an unrelated group. What leaves the group (`setsid`,
+//! a daemon) is ended by the containment: with the program's PID namespace, or, in the
+//! fallback, when it is orphaned into dplab, a child subreaper (Linux), which also reaps
+//! orphans where PID 1 reaps nothing (a container's init). The leader gets
+//! `PR_SET_PDEATHSIG`, so a `kill -9` of dplab ends it, and with it the namespace.
 
 use std::collections::VecDeque;
 use std::ffi::{OsStr, OsString};
@@ -180,9 +178,24 @@ pub(crate) fn environment(
     env
 }
 
-/// The program file `argv[0]` names, found as `execvp` would find it (in the program's
-/// `PATH`, relative entries and paths against its working directory), so that "not found"
-/// and "not executable" are told apart and said clearly instead of as an errno.
+/// The program a bare name runs: the first executable regular file of that name in an
+/// absolute directory of dplab's `PATH` (which the program's environment keeps).
+pub fn which(name: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .filter(|d| d.is_absolute())
+        .map(|d| d.join(name))
+        .find(|p| {
+            std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+                && access_x(p)
+        })
+}
+
+/// The program file `argv[0]` names, found as `execvp` would find it but in the absolute
+/// entries of the program's `PATH` only (a relative entry — empty, `.`, `..` — would be
+/// searched in the instance's directory or the shared temporary directory above it); a
+/// path (a `code:` file) against the working directory, where its copy is. So that "not
+/// found" and "not executable" are told apart and said clearly instead of as an errno.
 fn resolve(program: &str, path_var: Option<&OsStr>, cwd: &Path) -> Result<PathBuf, ExternalError> {
     let not_executable = |p: &Path, reason: &str| ExternalError::NotExecutable {
         program: program.into(),
@@ -216,8 +229,8 @@ fn resolve(program: &str, path_var: Option<&OsStr>, cwd: &Path) -> Result<PathBu
     }
     let path_var = path_var.unwrap_or_default();
     let mut first_error = None;
-    for dir in std::env::split_paths(path_var) {
-        let p = cwd.join(dir).join(program);
+    for dir in std::env::split_paths(path_var).filter(|d| d.is_absolute()) {
+        let p = dir.join(program);
         if std::fs::symlink_metadata(&p).is_err() {
             continue;
         }
@@ -257,14 +270,19 @@ static LIVE: Mutex<Vec<i32>> = Mutex::new(Vec::new());
 static STOPPING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 /// dplab is stopping (Ctrl-C, SIGTERM, SIGHUP): no program starts from now on, and every
-/// running one is killed with its group. The programs run in process groups of their own,
-/// which a terminal's Ctrl-C does not reach, and `PR_SET_PDEATHSIG` ends only the direct
-/// child when dplab dies: without this, a program's children would outlive the run.
+/// running one is killed with its group (and so its namespace, see [`super::contain`]), and
+/// every working directory is removed. The programs run in process groups of their own,
+/// which a terminal's Ctrl-C does not reach: without this they would outlive the run, and
+/// their directories stay behind.
 pub fn stop_programs() {
     let live = LIVE.lock().unwrap_or_else(|e| e.into_inner());
     STOPPING.store(true, std::sync::atomic::Ordering::SeqCst);
     drop(live);
     kill_running();
+    if super::contain::containment() == super::contain::Containment::Group {
+        super::contain::kill_escaped(&[]);
+    }
+    super::protocol::remove_live();
 }
 
 /// Kills (SIGKILL) the process group of every program this process is running. For the
@@ -311,20 +329,21 @@ impl Running {
     fn spawn(cmd: &mut Command) -> io::Result<Running> {
         subreaper();
         let parent = std::process::id() as libc::pid_t;
-        // SAFETY: only async-signal-safe calls (prctl, getppid) between fork and exec.
+        let prepared = super::contain::Prepared::new(super::contain::containment());
+        // SAFETY: only async-signal-safe calls (prctl, getppid, and those of
+        // `contain::child`) between fork and exec.
         #[cfg(target_os = "linux")]
         unsafe {
             cmd.pre_exec(move || {
-                // A `kill -9` of dplab ends the program too (its group's other members are
-                // then orphans of a dead parent: they end when the program's pipes close or
-                // when the subreaper above them, if any, acts).
+                // A `kill -9` of dplab ends the process it started, and with it the program's
+                // namespace (see `contain`).
                 if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) != 0 {
                     return Err(io::Error::last_os_error());
                 }
                 if libc::getppid() != parent {
                     return Err(io::Error::from_raw_os_error(libc::ESRCH));
                 }
-                Ok(())
+                super::contain::child(&prepared)
             });
         }
         // Registered under the lock so that `kill_running` never misses a started program.
@@ -378,6 +397,10 @@ impl Running {
         let status = self.child.wait();
         self.reaped = true;
         reap_group(self.pgid);
+        if super::contain::containment() == super::contain::Containment::Group {
+            let live = LIVE.lock().unwrap_or_else(|e| e.into_inner());
+            super::contain::kill_escaped(&live);
+        }
         status
     }
 }
@@ -639,7 +662,8 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let (main, child) = (dir.join("main"), dir.join("child"));
         let script = format!(
-            "echo $$ > '{}'; sleep 1000 & echo $! > '{}'; wait",
+            "{}hostpid > '{}'; (hostpid > '{}'; exec sleep 1000) & wait",
+            super::super::tests::HOST_PID,
             main.display(),
             child.display()
         );

@@ -93,26 +93,42 @@ pub(crate) struct WorkDir {
 }
 
 impl WorkDir {
-    /// Creates `dplab-external-<pid>-<n>-<time>` (mode 0700) in the system's temporary
-    /// directory, with its `inputs`, `output` and `artifacts`. Creating a directory is atomic
-    /// and fails if the name exists, so no other process can have prepared it.
+    /// Creates `dplab-external-<pid>-s<start>-<n>-<time>` (mode 0700) in the system's
+    /// temporary directory, with its `inputs`, `output` and `artifacts`. Creating a directory
+    /// is atomic and fails if the name exists, so no other process can have prepared it. The
+    /// process's id and start time in the name let a later run tell that its creator is gone
+    /// ([`sweep_stale`]). It is registered until it is removed, so that a signal that stops
+    /// dplab removes it too ([`remove_live`]).
     pub(crate) fn create() -> std::io::Result<WorkDir> {
         use std::sync::atomic::{AtomicU64, Ordering};
         static N: AtomicU64 = AtomicU64::new(0);
+        static SWEPT: std::sync::Once = std::sync::Once::new();
         let base = std::path::absolute(std::env::temp_dir())?;
+        SWEPT.call_once(|| sweep_stale(&base));
         let mut attempt = 0;
         let path = loop {
             let nanos = std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
                 .map_or(0, |d| d.subsec_nanos());
             let name = format!(
-                "dplab-external-{}-{}-{nanos:08x}",
+                "dplab-external-{}-s{}-{}-{nanos:08x}",
                 std::process::id(),
+                start_time(std::process::id()).unwrap_or(0),
                 N.fetch_add(1, Ordering::Relaxed)
             );
             let path = base.join(name);
+            let mut live = lock_live();
+            if STOPPED.load(Ordering::SeqCst) {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::Interrupted,
+                    "dplab is stopping",
+                ));
+            }
             match std::fs::DirBuilder::new().mode(0o700).create(&path) {
-                Ok(()) => break path,
+                Ok(()) => {
+                    live.push(path.clone());
+                    break path;
+                }
                 Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && attempt < 100 => {
                     attempt += 1
                 }
@@ -123,6 +139,7 @@ impl WorkDir {
             Ok(d) => d,
             Err(e) => {
                 let _ = std::fs::remove_dir(&path);
+                lock_live().retain(|p| *p != path);
                 return Err(e);
             }
         };
@@ -142,16 +159,100 @@ impl WorkDir {
 
 impl Drop for WorkDir {
     fn drop(&mut self) {
-        // `remove_dir_all` removes a symbolic link planted in the tree, never its target.
-        if std::fs::remove_dir_all(&self.path).is_err() {
-            // A program may have taken its own permissions away (`chmod 000 output`).
-            unlock(&self.path);
-            if let Err(e) = std::fs::remove_dir_all(&self.path) {
+        remove_work_dir(&self.path);
+        lock_live().retain(|p| *p != self.path);
+    }
+}
+
+/// The working directories that exist now (see [`remove_live`]).
+static LIVE: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
+/// Set by [`remove_live`]: no working directory is created after it.
+static STOPPED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+fn lock_live() -> std::sync::MutexGuard<'static, Vec<PathBuf>> {
+    LIVE.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// dplab is stopping (Ctrl-C, SIGTERM, SIGHUP; its programs were killed just before): removes
+/// every working directory that exists now, and lets no new one be created.
+pub(crate) fn remove_live() {
+    let live = std::mem::take(&mut *lock_live());
+    STOPPED.store(true, std::sync::atomic::Ordering::SeqCst);
+    for p in live {
+        // A killed program's last writes may land while the tree is removed: a few tries.
+        for _ in 0..20 {
+            remove_work_dir(&p);
+            if std::fs::symlink_metadata(&p).is_err() {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(25));
+        }
+    }
+}
+
+// `remove_dir_all` removes a symbolic link planted in the tree, never its target.
+fn remove_work_dir(path: &Path) {
+    if std::fs::remove_dir_all(path).is_err() {
+        // A program may have taken its own permissions away (`chmod 000 output`).
+        unlock(path);
+        if let Err(e) = std::fs::remove_dir_all(path) {
+            if e.kind() != std::io::ErrorKind::NotFound {
                 tracing::warn!(
                     "could not remove an external program's working directory {}: {e}",
-                    self.path.display()
+                    path.display()
                 );
             }
+        }
+    }
+}
+
+/// When a process started, in clock ticks since boot (`/proc/<pid>/stat`, field 22): with
+/// its id, it names the process across id reuse.
+// The kernel's process table, not a path a user named.
+#[expect(clippy::disallowed_methods)]
+fn start_time(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // After `(comm)`, which may hold spaces and `)`: state is field 3, start time field 22.
+    let (_, rest) = stat.rsplit_once(')')?;
+    rest.split_whitespace().nth(19)?.parse().ok()
+}
+
+/// Removes the working directories in `base` that a dplab killed with `kill -9` left: those
+/// named by a process that no longer runs (its id is gone, or now names a process that
+/// started at another time). Only real directories of this user are touched, never a link.
+fn sweep_stale(base: &Path) {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(entries) = std::fs::read_dir(base) else {
+        return;
+    };
+    // SAFETY: geteuid cannot fail.
+    let me = unsafe { libc::geteuid() };
+    for e in entries.flatten() {
+        let name = e.file_name();
+        let Some(rest) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix("dplab-external-"))
+        else {
+            continue;
+        };
+        let mut parts = rest.split('-');
+        let (Some(Ok(pid)), Some(start)) = (parts.next().map(str::parse::<u32>), parts.next())
+        else {
+            continue;
+        };
+        let Some(start) = start.strip_prefix('s').and_then(|t| t.parse::<u64>().ok()) else {
+            continue;
+        };
+        if start_time(pid) == Some(start) {
+            continue;
+        }
+        let path = e.path();
+        if std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_dir() && m.uid() == me) {
+            tracing::debug!(
+                "removing {}: left by a dplab that was killed",
+                path.display()
+            );
+            remove_work_dir(&path);
         }
     }
 }

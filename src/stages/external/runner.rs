@@ -14,9 +14,10 @@ use crate::kind::{Ctx, Probe, Prober};
 /// The program of a stage, as its parameters give it.
 #[derive(Clone, Debug)]
 pub struct Program {
-    /// The argv, run without a shell. `command[0]` is looked up in `PATH` unless it holds a
-    /// `/`; relative paths (in `command[0]` and wherever the program reads them) are
-    /// relative to the working directory, so the kind passes absolute ones.
+    /// The argv, run without a shell. `command[0]` is looked up in the absolute entries of
+    /// `PATH` unless it holds a `/`: then it is a file of the instance's `code:`, found in the
+    /// working directory (the kind allows no other path). Other relative paths are relative
+    /// to the working directory too.
     pub command: Vec<String>,
     /// Environment variables passed through from dplab's environment
     /// ([`process::check_pass_env`] says which names are allowed).
@@ -103,6 +104,24 @@ pub fn run(
         },
     )?;
     write_code(work.path(), instance.code)?;
+    // A `code:` file named as the program runs as one: its copy is made executable (the
+    // kind checked that it is among the code files).
+    if let Some(program) = program.command.first().filter(|p| {
+        p.contains('/')
+            && std::path::Path::new(p).components().all(|c| {
+                matches!(
+                    c,
+                    std::path::Component::Normal(_) | std::path::Component::CurDir
+                )
+            })
+    }) {
+        use std::os::unix::fs::PermissionsExt;
+        let copy = work.path().join(program);
+        if copy.is_file() {
+            std::fs::set_permissions(&copy, std::fs::Permissions::from_mode(0o700))
+                .map_err(|e| ExternalError::Setup(format!("{}: {e}", copy.display())))?;
+        }
+    }
     let env = process::environment(
         work.path(),
         &json,

@@ -17,6 +17,13 @@ static SERIAL: RwLock<()> = RwLock::new(());
 
 const SEED: u128 = 0x0123_4567_89ab_cdef_fedc_ba98_7654_3210;
 
+/// Shell functions for a program that records process ids this test can look up: a program
+/// runs in a PID namespace of its own (see `contain`), where `$$` and `$!` are its own
+/// numbers. `/proc` is the system's, so `/proc/self/stat` read by the shell itself (a
+/// builtin `read`, no fork) starts with its id as this test sees it. `hostpid` prints the
+/// shell's; `( hostpid > f; exec cmd ) &` records a child's.
+pub(super) const HOST_PID: &str = "hostpid() { read -r p _ < /proc/self/stat; echo \"$p\"; }\n";
+
 /// A test's own directory for its scripts and the files they leave as evidence.
 struct T {
     dir: PathBuf,
@@ -32,13 +39,13 @@ impl T {
     }
 
     /// An executable sh script `name` whose body runs after a prelude that records the
-    /// program's working directory and process id.
+    /// program's working directory and process id (as this test sees it: see [`HOST_PID`]).
     fn script(&self, name: &str, body: &str) -> String {
         let path = self.dir.join(name);
         let t = self.dir.display();
         std::fs::write(
             &path,
-            format!("#!/bin/sh\npwd > '{t}/cwd'\necho $$ > '{t}/pid'\n{body}\n"),
+            format!("#!/bin/sh\n{HOST_PID}pwd > '{t}/cwd'\nhostpid > '{t}/pid'\n{body}\n"),
         )
         .unwrap();
         chmod(&path, 0o755);
@@ -280,7 +287,7 @@ fn the_python_helper_makes_a_five_line_stage() {
     std::fs::write(
         &script,
         format!(
-            "open('{}/pid', 'w').write(str(__import__('os').getpid()))\n\
+            "open('{}/pid', 'w').write(open('/proc/self/stat').read().split()[0])\n\
              open('{}/cwd', 'w').write(__import__('os').getcwd())\n\
              from dplab_external import load\n\
              job = load()\n\
@@ -542,7 +549,7 @@ fn a_program_that_never_ends_is_killed_with_its_group() {
         let script = t.script(
             "forever.sh",
             &format!(
-                "{trap}\nsleep 1000 & echo $! > '{0}/child'\n(sleep 1000; :) & echo $! > '{0}/child2'\necho started\nwhile :; do sleep 1; done",
+                "{trap}\n(hostpid > '{0}/child'; exec sleep 1000) &\n(hostpid > '{0}/child2'; sleep 1000; :) &\necho started\nwhile :; do sleep 1; done",
                 t.dir.display()
             ),
         );
@@ -570,7 +577,7 @@ fn children_that_outlive_the_program_are_killed() {
     let script = t.script(
         "fork.sh",
         &format!(
-            "sleep 1000 & echo $! > '{0}/child'\n(trap '' TERM HUP; exec sleep 1000) & echo $! > '{0}/child2'\nprintf 'a\\n1\\n' > output/out.csv",
+            "(hostpid > '{0}/child'; exec sleep 1000) &\n(hostpid > '{0}/child2'; trap '' TERM HUP; exec sleep 1000) &\nwhile [ ! -s '{0}/child' ] || [ ! -s '{0}/child2' ]; do sleep 0.01; done\nprintf 'a\\n1\\n' > output/out.csv",
             t.dir.display()
         ),
     );
@@ -732,7 +739,10 @@ fn kill_running_ends_every_program() {
     let t = T::new("interrupt");
     let script = t.script(
         "long.sh",
-        &format!("sleep 1000 & echo $! > '{}/child'\nwait", t.dir.display()),
+        &format!(
+            "(hostpid > '{}/child'; exec sleep 1000) &\nwait",
+            t.dir.display()
+        ),
     );
     let p = program(&["sh", &script]);
     let names: Vec<String> = vec![];
@@ -821,7 +831,7 @@ fn the_python_helper_writes_exact_floats() {
     std::fs::write(
         &script,
         format!(
-            "open('{0}/pid', 'w').write(str(__import__('os').getpid()))\n\
+            "open('{0}/pid', 'w').write(open('/proc/self/stat').read().split()[0])\n\
              open('{0}/cwd', 'w').write(__import__('os').getcwd())\n\
              from dplab_external import load\n\
              job = load()\n\
