@@ -960,7 +960,8 @@ impl<'a> Run<'a> {
             .map(|&si| self.plan.stages[si].name.as_str())
             .collect();
         match store.forget(&keys) {
-            Ok(n) => tracing::warn!(
+            // An error, not a warning: `--quiet` shows it, and the run fails anyway.
+            Ok(n) => tracing::error!(
                 "{}: --verify found stage(s) {} not deterministic: their {n} stored result(s), and those computed from them, were removed from the store",
                 self.plan.name,
                 names.join(", ")

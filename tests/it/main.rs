@@ -13,6 +13,7 @@ mod common;
 
 mod audit;
 mod cli;
+mod contain;
 mod data;
 mod derived;
 mod error_metrics;

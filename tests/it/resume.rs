@@ -235,8 +235,8 @@ fn files(dir: &Path) -> Files {
 /// `<name>.idx` (`DPI1`, then per entry 32 key bytes, offset and length as u64 LE). Files and
 /// packs are written under other names and renamed into place, so a new copy of a key means
 /// its instance was computed and stored again. Anything else under `objects/` would be a
-/// half-written file where a run looks for entries; a pack without an index (a kill between
-/// its two renames) is invisible to runs and ignored here.
+/// half-written file where a run looks for entries; a pack without an index (its writer was
+/// killed before it closed it) is read by its entry headers, as runs read it.
 type Stored = BTreeMap<String, BTreeSet<(u64, u64)>>;
 
 fn stored(store: &Path) -> Stored {
@@ -246,6 +246,26 @@ fn stored(store: &Path) -> Stored {
             let p = f.unwrap().path();
             let ext = p.extension().and_then(|x| x.to_str()).unwrap_or("");
             assert!(ext == "pack" || ext == "idx", "not a pack: {}", p.display());
+            if ext == "pack" && !p.with_extension("idx").exists() {
+                // Its writer was killed: runs read it by its entry headers (magic, key,
+                // length), and so does this.
+                let bytes = fs::read(&p).unwrap();
+                let ino = fs::metadata(&p).unwrap().ino();
+                let mut at = 0;
+                while let Some(h) = bytes.get(at..at + 44) {
+                    if &h[..4] != b"DPE1" {
+                        break;
+                    }
+                    let len = u64::from_le_bytes(h[36..44].try_into().unwrap()) as usize;
+                    if at + 44 + len > bytes.len() {
+                        break;
+                    }
+                    let key: String = h[4..36].iter().map(|b| format!("{b:02x}")).collect();
+                    keys.entry(key).or_default().insert((ino, (at + 44) as u64));
+                    at += 44 + len;
+                }
+                continue;
+            }
             if ext != "idx" {
                 continue;
             }
