@@ -8,7 +8,10 @@
 //! cannot see that, so it offers a check: `--verify N` picks N instances of such stages at
 //! random and computes each again where the run reaches it (stored or just computed); the
 //! two results must be the same bytes, frame and artifacts, or the instance fails with the
-//! first difference, and the run exits 1 (the store keeps what it had). Which instances are
+//! first difference, and the run exits 1. An instance checked is stored only once its two
+//! results agree, and a stage found not deterministic loses every stored result, with the
+//! stages computed from it (`exec`'s `forget_distrusted`): a later run must not take one draw
+//! of many for the instance's result. Which instances are
 //! checked is random on purpose (repeated checks cover more of the sweep); what is computed
 //! never depends on it.
 
