@@ -632,6 +632,41 @@ fn a_frame_over_the_limit_is_refused() {
     t.nothing_left();
 }
 
+/// A Parquet frame of too many columns is refused from the first bytes of its footer, before
+/// the rest is decoded: this footer says 10⁶ + 1 schema elements and holds nothing else a
+/// reader could decode.
+#[test]
+fn a_parquet_frame_of_too_many_columns_is_refused_from_its_footer() {
+    let t = T::new("wide");
+    // Field 1 (version = 1), then field 2: a list of 1 000 001 structs, and no more.
+    let mut footer = vec![0x15, 0x02, 0x19, 0xfc];
+    let mut n = 1_000_001u32;
+    while n >= 0x80 {
+        footer.push((n as u8 & 0x7f) | 0x80);
+        n >>= 7;
+    }
+    footer.push(n as u8);
+    let mut file = b"PAR1".to_vec();
+    file.extend(&footer);
+    file.extend((footer.len() as u32).to_le_bytes());
+    file.extend(b"PAR1");
+    std::fs::write(t.dir.join("wide.parquet"), &file).unwrap();
+    let script = t.script(
+        "wide.sh",
+        &format!("cp '{}' output/out.parquet", t.path("wide.parquet")),
+    );
+    let (e, m) = fails(&program(&["sh", &script]), &bounds());
+    assert!(matches!(e, ExternalError::TooLarge(_)), "{m}");
+    let max = crate::limits::max_columns();
+    assert!(
+        m.contains(&format!(
+            "the program's frame output/out.parquet: 1000000 columns, more than the limit of {max}"
+        )) && m.contains("--max-cells"),
+        "{m}"
+    );
+    t.nothing_left();
+}
+
 /// Links the program planted are refused, never followed: an artifact or a frame that is a
 /// symbolic link to /etc/passwd, an output directory replaced by a link to a directory
 /// holding a valid frame, a hard link; and a subdirectory, a bad name, too many artifacts.
