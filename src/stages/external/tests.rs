@@ -632,6 +632,32 @@ fn a_frame_over_the_limit_is_refused() {
     t.nothing_left();
 }
 
+/// Control characters a program prints or puts in a name reach the message escaped (a
+/// carriage return would overwrite the line before it on a terminal, an escape sequence
+/// would be obeyed), newlines and tabs as they are.
+#[test]
+fn control_characters_from_a_program_are_escaped_in_messages() {
+    let t = T::new("control");
+    let print = "printf 'abc\\rXYZ\\033[31m\\tend\\n' >&2";
+    let escaped = "abc\\u{d}XYZ\\u{1b}[31m\tend";
+    for (body, expect) in [
+        (format!("{print}\nexit 1"), "exited with status 1"),
+        (format!("{print}\nsleep 10"), "timed out after 1 s"),
+        (
+            format!("{print}\n: > \"$(printf 'output/x\\ry')\""),
+            "that directory holds: x\\u{d}y",
+        ),
+    ] {
+        let script = t.script("ctl.sh", &body);
+        let mut p = program(&["sh", &script]);
+        p.timeout = Duration::from_secs(1);
+        let (_, m) = fails(&p, &bounds());
+        assert!(m.contains(expect) && m.contains(escaped), "{body}: {m}");
+        assert!(!m.contains(['\r', '\x1b']), "{body}: {m:?}");
+        t.nothing_left();
+    }
+}
+
 /// A Parquet frame of too many columns is refused from the first bytes of its footer, before
 /// the rest is decoded: this footer says 10⁶ + 1 schema elements and holds nothing else a
 /// reader could decode.
