@@ -44,8 +44,10 @@ pub enum ExternalError {
     },
     /// It exited 0 without writing `out.parquet` or `out.csv`.
     NoFrame {
-        /// What its output directory held instead.
+        /// What its output directory held instead: the first names of it.
         found: Vec<String>,
+        /// Whether it held more than `found`.
+        more: bool,
         tail: String,
     },
     /// It wrote both `out.parquet` and `out.csv`.
@@ -141,13 +143,16 @@ impl fmt::Display for ExternalError {
                 "`{command}` timed out after {seconds} s (its process group was killed); raise `timeout` if it needs longer{}",
                 tail_text(tail)
             ),
-            NoFrame { found, tail } => {
+            NoFrame { found, more, tail } => {
                 write!(
                     f,
                     "the program exited 0 but wrote no frame: it must write out.parquet or out.csv in its output directory (`output.parquet` / `output.csv` in dplab.json)"
                 )?;
                 if !found.is_empty() {
                     write!(f, "; that directory holds: {}", listed(found))?;
+                    if *more {
+                        f.write_str(", …")?;
+                    }
                 }
                 f.write_str(&tail_text(tail))
             }

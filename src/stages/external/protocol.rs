@@ -51,9 +51,9 @@
 //!
 //! The program writes its frame as `output/out.parquet` or `output/out.csv` (a header row);
 //! writing neither or both is an error, and so is a frame larger than the bound the run
-//! allows (in bytes, cells or columns). It may write plain files into `artifacts/` (names of
-//! letters, digits, `.`, `_`, `-`; no directories), which dplab keeps with the instance
-//! (bounded in count and bytes).
+//! allows (in bytes, cells or columns). Other files in `output/` are ignored. It may write
+//! plain files into `artifacts/` (names of letters, digits, `.`, `_`, `-`; no directories),
+//! which dplab keeps with the instance (bounded in count and bytes).
 //! It exits 0 on success; anything else fails the instance with the last lines of its output.
 //!
 //! Its environment holds only `PATH`, `HOME`, `LANG`, `TMPDIR` (= its directory),
@@ -392,25 +392,36 @@ pub(crate) fn collect(
         reason,
     };
     let out = work.dir.dir("output").map_err(|r| bad("output/", r))?;
-    const SHOWN: usize = 20;
-    let names = out
-        .names(SHOWN)
-        .map_err(|e| bad("output/", format!("which cannot be listed ({e})")))?;
-    let has = |n: &str| names.iter().any(|x| x == n);
+    // The two names are looked up, not looked for in a listing: the directory may hold any
+    // number of other files (a listing cut at a few names missed `out.csv` among 50 others).
+    let has = |n: &str| {
+        out.has(std::ffi::OsStr::new(n)).map_err(|e| {
+            bad(
+                &format!("output/{n}"),
+                format!("which cannot be examined ({e})"),
+            )
+        })
+    };
     let (parquet, csv) = (format!("{FRAME}.parquet"), format!("{FRAME}.csv"));
-    let file = match (has(&parquet), has(&csv)) {
+    let file = match (has(&parquet)?, has(&csv)?) {
         (true, true) => return Err(ExternalError::BothFrames),
         (true, false) => parquet,
         (false, true) => csv,
         (false, false) => {
+            // For the message only, a few names: never a listing of a million files.
+            const SHOWN: usize = 20;
+            let names = out
+                .names(SHOWN)
+                .map_err(|e| bad("output/", format!("which cannot be listed ({e})")))?;
             return Err(ExternalError::NoFrame {
                 found: names
                     .iter()
                     .take(SHOWN)
                     .map(|n| n.to_string_lossy().into_owned())
                     .collect(),
+                more: names.len() > SHOWN,
                 tail: tail.into(),
-            })
+            });
         }
     };
     let shown = format!("output/{file}");

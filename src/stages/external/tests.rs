@@ -632,6 +632,48 @@ fn a_frame_over_the_limit_is_refused() {
     t.nothing_left();
 }
 
+/// The frame is found however many other files the output directory holds (a listing cut at
+/// 20 names missed `out.csv` among 50 others); without one, the message names a few of them,
+/// not thousands.
+#[test]
+fn a_frame_among_thousands_of_other_files_is_found() {
+    let t = T::new("crowded");
+    let crowd = "i=0; while [ $i -lt 2000 ]; do : > output/f$i; i=$((i+1)); done";
+    for frame in [
+        "printf 'a\\n1\\n' > output/out.csv",
+        "cp inputs/counts.parquet output/out.parquet",
+    ] {
+        // The frame written first and last: a directory lists its names in no set order.
+        for body in [format!("{frame}\n{crowd}"), format!("{crowd}\n{frame}")] {
+            let script = t.script("crowd.sh", &body);
+            let got = run_on(
+                &program(&["sh", &script]),
+                &[counts()],
+                json!({}),
+                SEED,
+                &bounds(),
+            )
+            .unwrap_or_else(|e| panic!("{body}: {e}"));
+            assert_eq!(got.frame.width(), if frame.contains("csv") { 1 } else { 3 });
+            t.nothing_left();
+        }
+    }
+    let script = t.script("none.sh", crowd);
+    let (e, m) = fails(&program(&["sh", &script]), &bounds());
+    assert!(
+        matches!(e, ExternalError::NoFrame { more: true, .. }),
+        "{m}"
+    );
+    let held = m.split("that directory holds: ").nth(1).unwrap_or_default();
+    let held = held
+        .split(" (it printed nothing)")
+        .next()
+        .unwrap_or_default();
+    assert_eq!(held.matches(", ").count(), 20, "{m}");
+    assert!(held.ends_with(", …"), "{m}");
+    t.nothing_left();
+}
+
 /// Control characters a program prints or puts in a name reach the message escaped (a
 /// carriage return would overwrite the line before it on a terminal, an escape sequence
 /// would be obeyed), newlines and tabs as they are.
