@@ -42,6 +42,26 @@ pub fn brief(text: &str, max: usize) -> String {
     }
 }
 
+/// Control characters other than newline and tab, written as escapes (`\u{1b}`): text from a
+/// pipeline file, a file name or a program's output reaches the terminal, where an escape
+/// sequence would be obeyed and a carriage return would overwrite what came before.
+pub fn scrub(s: &str) -> std::borrow::Cow<'_, str> {
+    let escaped = |c: char| c.is_control() && c != '\n' && c != '\t';
+    if !s.chars().any(escaped) {
+        return s.into();
+    }
+    s.chars()
+        .map(|c| {
+            if escaped(c) {
+                c.escape_unicode().to_string()
+            } else {
+                c.to_string()
+            }
+        })
+        .collect::<String>()
+        .into()
+}
+
 /// Lower-case hex digits of `bytes` (a formatted string per byte cost a tenth of a large
 /// sweep's time: every instance has a key).
 pub fn hex(bytes: &[u8]) -> String {
@@ -57,6 +77,15 @@ pub fn hex(bytes: &[u8]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn scrub_escapes_control_characters_but_newline_and_tab() {
+        assert_eq!(scrub("a\tb\nc"), "a\tb\nc");
+        assert_eq!(
+            scrub("abc\rXYZ\x1b[31m\u{9b}"),
+            "abc\\u{d}XYZ\\u{1b}[31m\\u{9b}"
+        );
+    }
 
     #[test]
     fn suggests_the_nearest_plausible_candidate() {

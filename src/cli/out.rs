@@ -37,23 +37,7 @@ pub(crate) fn status_is_verdict(verdict: bool) {
     STATUS_IS_VERDICT.store(verdict, Ordering::Relaxed);
 }
 
-/// Control characters other than newline and tab, written as escapes: text from a pipeline
-/// file or a file name reaches the terminal, where an escape sequence would be obeyed.
-pub(crate) fn scrub(s: &str) -> std::borrow::Cow<'_, str> {
-    if !s.chars().any(|c| c.is_control() && c != '\n' && c != '\t') {
-        return s.into();
-    }
-    s.chars()
-        .map(|c| {
-            if c.is_control() && c != '\n' && c != '\t' {
-                c.escape_unicode().to_string()
-            } else {
-                c.to_string()
-            }
-        })
-        .collect::<String>()
-        .into()
-}
+pub(crate) use dplab::text::scrub;
 
 /// What [`out!`] and [`out_raw!`] expand to.
 // A closed or failing stdout ends the command here, wherever it was printing: the one exit

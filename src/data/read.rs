@@ -376,22 +376,79 @@ fn next_line(
     Ok(n)
 }
 
-/// What the first pass over a text file finds: its data rows and its bytes, so the second can
-/// check the table's size before it allocates anything and then allocate each column once.
+/// What the first pass over a text file finds: its data rows, its bytes and the fields of its
+/// first line, so the second can check the table's size before it allocates anything and then
+/// allocate each column once.
 struct Survey {
     rows: usize,
     bytes: u64,
+    /// Fields of the first line that is not blank (the header, when the file has one).
+    width: usize,
+}
+
+/// The text of one line as the encoding reads it, without its line ending.
+fn decode<'b>(
+    spec: &TableSpec,
+    buf: &'b [u8],
+    file: &str,
+    line_no: usize,
+) -> Result<std::borrow::Cow<'b, str>, DataError> {
+    let mut end = buf.len();
+    while end > 0 && matches!(buf[end - 1], b'\n' | b'\r') {
+        end -= 1;
+    }
+    let buf = &buf[..end];
+    match spec.encoding {
+        Encoding::Utf8 => std::str::from_utf8(buf).map(Into::into).map_err(|e| {
+            DataError::Parse(format!(
+                "{file}:{line_no}:{}: not valid UTF-8 (byte 0x{:02x}); if the file is Latin-1, say `encoding = \"latin-1\"`",
+                e.valid_up_to() + 1,
+                buf[e.valid_up_to()]
+            ))
+        }),
+        Encoding::Latin1 => Ok(buf.iter().map(|&b| b as char).collect::<String>().into()),
+    }
+}
+
+/// The fields of one line, as the format splits it.
+fn split_fields<'l>(spec: &TableSpec, sep: char, line: &'l str, fields: &mut Vec<&'l str>) {
+    match spec.format {
+        Format::Whitespace => fields.extend(line.split_whitespace()),
+        _ => fields.extend(
+            line.split(sep)
+                .map(|f| if spec.trim { f.trim() } else { f }),
+        ),
+    }
+}
+
+/// The number of fields [`split_fields`] finds in `line`, counted without collecting them.
+fn count_fields(spec: &TableSpec, sep: char, line: &str) -> usize {
+    match spec.format {
+        Format::Whitespace => line.split_whitespace().count(),
+        _ => line.matches(sep).count() + 1,
+    }
+}
+
+/// The separator of a delimited table (`check` made sure it is one character).
+fn separator(spec: &TableSpec) -> char {
+    spec.separator
+        .as_deref()
+        .and_then(|s| s.chars().next())
+        .unwrap_or(',')
 }
 
 /// The first pass: every line read (bounded by [`MAX_LINE_BYTES`]) and dropped, counting the
 /// rows that will hold data and the bytes, which may be at most
 /// [`crate::limits::table_bytes`] (the text is
 /// what text columns keep; and a file that decompresses to terabytes of blank lines would
-/// otherwise take hours to read).
+/// otherwise take hours to read), and the fields of the first line: a header of 10⁶ names
+/// is refused from this count, before a column is made for each.
 fn survey(spec: &TableSpec, file: &str, mut input: impl BufRead) -> Result<Survey, DataError> {
     let budget = crate::limits::table_bytes();
+    let sep = separator(spec);
     let mut buf = Vec::new();
     let (mut rows, mut line_no, mut bytes) = (0usize, 0usize, 0u64);
+    let mut width = None;
     loop {
         let n = next_line(&mut input, &mut buf, file, line_no + 1)?;
         if n == 0 {
@@ -407,33 +464,50 @@ fn survey(spec: &TableSpec, file: &str, mut input: impl BufRead) -> Result<Surve
         }
         if line_no > spec.skip_lines && !buf.iter().all(u8::is_ascii_whitespace) {
             rows += 1;
+            if width.is_none() {
+                let line = decode(spec, &buf, file, line_no)?;
+                if !line.trim().is_empty() {
+                    width = Some(count_fields(spec, sep, &line));
+                }
+            }
         }
     }
     if spec.header {
         rows = rows.saturating_sub(1);
     }
-    Ok(Survey { rows, bytes })
+    Ok(Survey {
+        rows,
+        bytes,
+        width: width.unwrap_or(0),
+    })
 }
 
 /// The text reader, separate from file opening so tests can feed it inline samples. `open`
 /// gives the text from its start, and is called twice: a first pass ([`survey`]) counts the
-/// rows, so that the table's cells (rows × columns) are checked against `--max-cells` before
-/// anything of that size is allocated, and every column is then allocated once at its final
-/// size (a growing one needs up to three times its size while it is copied).
+/// rows and the columns, so that the table's columns and cells (rows × columns) are checked
+/// against `--max-cells` before anything of that size is allocated, and every column is then
+/// allocated once at its final size (a growing one needs up to three times its size while it
+/// is copied).
 pub fn read_text<'a, R: BufRead + 'a>(
     spec: &TableSpec,
     file: &str,
     open: impl Fn() -> R,
     declared: Option<Vec<(String, bool)>>,
 ) -> Result<DataFrame, DataError> {
-    let Survey { rows, bytes } = survey(spec, file, open())?;
+    let Survey { rows, bytes, width } = survey(spec, file, open())?;
+    // Names the registry or a `.names` file declares make the columns; else the header, the
+    // first line the survey split. A row of another width is an error at its line below.
+    let named = match (&declared, &spec.columns) {
+        (Some(d), _) => Some(d.len()),
+        (None, Some(c)) => Some(c.len()),
+        (None, None) => None,
+    };
+    let width = named.map_or(width, |n| n + spec.append_columns.len());
+    crate::limits::check_table_read(file, rows as u64, width as u64, bytes)
+        .map_err(DataError::Parse)?;
     let mut input = open();
     let categorical: HashSet<&str> = spec.categorical.iter().map(String::as_str).collect();
-    let sep = spec
-        .separator
-        .as_deref()
-        .and_then(|s| s.chars().next())
-        .unwrap_or(',');
+    let sep = separator(spec);
     let mut cols: Vec<ColumnBuf> = Vec::new();
     let make_cols = |names: Vec<(String, Option<bool>)>| -> Vec<ColumnBuf> {
         names
@@ -448,7 +522,9 @@ pub fn read_text<'a, R: BufRead + 'a>(
                         None => Kind::Infer,
                     }
                 };
-                ColumnBuf::new(n, kind)
+                let mut col = ColumnBuf::new(n, kind);
+                col.reserve(rows);
+                col
             })
             .collect()
     };
@@ -465,7 +541,6 @@ pub fn read_text<'a, R: BufRead + 'a>(
     let mut buf = Vec::new();
     let mut line_no = 0usize;
     let mut need_header = spec.header;
-    let mut sized = false;
     loop {
         let n = next_line(&mut input, &mut buf, file, line_no + 1)?;
         if n == 0 {
@@ -475,34 +550,12 @@ pub fn read_text<'a, R: BufRead + 'a>(
         if line_no <= spec.skip_lines {
             continue;
         }
-        while matches!(buf.last(), Some(b'\n' | b'\r')) {
-            buf.pop();
-        }
-        let latin;
-        let line: &str = match spec.encoding {
-            Encoding::Utf8 => std::str::from_utf8(&buf).map_err(|e| {
-                DataError::Parse(format!(
-                    "{file}:{line_no}:{}: not valid UTF-8 (byte 0x{:02x}); if the file is Latin-1, say `encoding = \"latin-1\"`",
-                    e.valid_up_to() + 1,
-                    buf[e.valid_up_to()]
-                ))
-            })?,
-            Encoding::Latin1 => {
-                latin = buf.iter().map(|&b| b as char).collect::<String>();
-                &latin
-            }
-        };
+        let line = decode(spec, &buf, file, line_no)?;
         if line.trim().is_empty() {
             continue;
         }
         let mut fields: Vec<&str> = Vec::with_capacity(cols.len().max(8));
-        match spec.format {
-            Format::Whitespace => fields.extend(line.split_whitespace()),
-            _ => fields.extend(
-                line.split(sep)
-                    .map(|f| if spec.trim { f.trim() } else { f }),
-            ),
-        }
+        split_fields(spec, sep, &line, &mut fields);
         if need_header {
             need_header = false;
             let names = fields
@@ -515,14 +568,6 @@ pub fn read_text<'a, R: BufRead + 'a>(
         }
         if cols.is_empty() {
             return Err(DataError::Parse(format!("{file}: no column names")));
-        }
-        if !sized {
-            sized = true;
-            crate::limits::check_table_read(file, rows as u64, cols.len() as u64, bytes)
-                .map_err(DataError::Parse)?;
-            for c in &mut cols {
-                c.reserve(rows);
-            }
         }
         if fields.len() != cols.len() {
             return Err(DataError::Parse(format!(

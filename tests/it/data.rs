@@ -591,6 +591,64 @@ fn run_in_3_gib(env: &Env, p: &Path, extra: &str) -> std::process::Output {
         .unwrap()
 }
 
+/// A registry whose dataset `t` is `csv` (in the mirror), a table with a header row, and a
+/// pipeline loading it; returns (environment, pipeline).
+fn csv_dataset(csv: &[u8]) -> (Env, PathBuf) {
+    let env = Env::new("http://127.0.0.1:9/t.csv");
+    let reg = format!(
+        "[t]\ntitle = 'test'\nhomepage = 'h'\nlicence = 'CC0'\n\
+[[t.files]]\nname = 't.csv'\nurl = 'http://127.0.0.1:9/t.csv'\nsha256 = '{}'\nsize = {}\n\
+[t.tables.main]\nfile = 't.csv'\nseparator = ','\nheader = true\n",
+        sha(csv),
+        csv.len()
+    );
+    fs::write(env.dir.path().join("registry.toml"), reg).unwrap();
+    fs::write(env.dir.path().join("mirror/t/t.csv"), csv).unwrap();
+    let p = env.dir.path().join("p.yaml");
+    fs::write(
+        &p,
+        "name: p\ntitle: t\nsource: {paper: test, item: none}\ndescription: d\nseed: 1\nstages:\n  raw: {kind: load.dataset, with: {dataset: t}}\n",
+    )
+    .unwrap();
+    (env, p)
+}
+
+/// A header of `n` names and one row of `n` values.
+fn wide_csv(n: usize) -> Vec<u8> {
+    let names: Vec<String> = (0..n).map(|i| format!("c{i}")).collect();
+    format!("{}\n{}\n", names.join(","), vec!["1"; n].join(",")).into_bytes()
+}
+
+#[test]
+fn a_table_of_too_many_columns_is_refused_before_its_columns_are_made() {
+    // One row of 10⁶ columns (a 14 MB file, 10⁶ cells) took two minutes and 5.8 GB. A column
+    // costs as much as 1000 cells whatever its rows, so --max-cells 10⁶ allows 1000 of them;
+    // the header is counted in the first pass and refused before a column is made.
+    let (env, p) = csv_dataset(&wide_csv(1001));
+    let out = run_in_3_gib(&env, &p, "--max-cells 1000000");
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let e = stderr(&out);
+    assert!(
+        e.contains("t.csv: 1001 columns, more than the limit of 1000")
+            && e.contains("raise it with --max-cells")
+            && e.contains("stage `raw`"),
+        "{e}"
+    );
+    let (env, p) = csv_dataset(&wide_csv(1000));
+    let out = run_in_3_gib(&env, &p, "--max-cells 1000000");
+    assert!(out.status.success(), "{}", stderr(&out));
+    // At the default limit (2·10⁵ columns), a header of 3·10⁵ names: making a column for each
+    // before counting them asked for more than 3 GiB.
+    let (env, p) = csv_dataset(&wide_csv(300_000));
+    let out = run_in_3_gib(&env, &p, "");
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("t.csv: 300000 columns, more than the limit of 200000"),
+        "{}",
+        stderr(&out)
+    );
+}
+
 #[test]
 fn decompression_bombs_are_refused_before_they_are_allocated() {
     // One line of 1 GiB in a 1 MB gzip file: reading it whole aborted the process (SIGABRT at

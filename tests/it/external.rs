@@ -538,3 +538,71 @@ fn a_probe_s_output_joins_the_key() {
     );
     assert_eq!(started(d.path()), 8);
 }
+
+/// A pipeline whose stage `ext` runs the sh program `body` once for each `x` in [1, 2] (its
+/// parameter `x`), declaring `columns`; `dplab run --allow-exec` of it with `extra` arguments.
+fn run_program(dir: &Path, body: &str, columns: &str, extra: &[&str]) -> std::process::Output {
+    write(dir, "prog.sh", &format!("#!/bin/sh\nset -eu\n{body}\n"));
+    let p = write(
+        dir,
+        "p.yaml",
+        &format!(
+            "name: ext\ntitle: T\nsource: {{paper: p, item: i}}\ndescription: d\nseed: 7\naxes:\n  x: [1, 2]\nstages:\n  ext:\n    kind: external\n    with: {{command: [sh, prog.sh], code: [prog.sh], params: {{x: $x}}, columns: {columns}}}\n"
+        ),
+    );
+    dplab()
+        .arg("run")
+        .arg(&p)
+        .arg("--out")
+        .arg(dir.join("out"))
+        .arg("--no-store")
+        .arg("--allow-exec")
+        .args(extra)
+        .output()
+        .unwrap()
+}
+
+/// A program's frame of more columns than `--max-cells` allows (a column costs as much as
+/// 1000 cells: 10⁶ allows 1000) is refused, as CSV from its header and as Parquet from its
+/// footer, before it is parsed.
+#[test]
+fn a_program_s_frame_of_too_many_columns_is_refused() {
+    use polars::prelude::{Column, DataFrame, ParquetWriter};
+    let d = tempfile::tempdir().unwrap();
+    for n in [1001usize, 1000] {
+        let names: Vec<String> = (0..n).map(|i| format!("c{i}")).collect();
+        let csv = d.path().join("wide.csv");
+        std::fs::write(
+            &csv,
+            format!("{}\n{}\n", names.join(","), vec!["1"; n].join(",")),
+        )
+        .unwrap();
+        let columns: Vec<Column> = names
+            .iter()
+            .map(|c| Column::new(c.into(), [1i64]))
+            .collect();
+        let mut df = DataFrame::new(1, columns).unwrap();
+        let parquet = d.path().join("wide.parquet");
+        ParquetWriter::new(std::fs::File::create(&parquet).unwrap())
+            .finish(&mut df)
+            .unwrap();
+        let declared = format!("[{}]", names.join(", "));
+        for (from, to) in [(&csv, "out.csv"), (&parquet, "out.parquet")] {
+            let body = format!("cp '{}' output/{to}", from.display());
+            let o = run_program(d.path(), &body, &declared, &["--max-cells", "1000000"]);
+            if n == 1000 {
+                assert!(o.status.success(), "{to}: {}", text(&o));
+                continue;
+            }
+            assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+            let says = format!("the program's frame output/{to}: ");
+            assert!(
+                text(&o).contains(&says)
+                    && text(&o).contains("1001 columns, more than the limit of 1000")
+                    && text(&o).contains("raise it with --max-cells"),
+                "{to}: {}",
+                text(&o)
+            );
+        }
+    }
+}

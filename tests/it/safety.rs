@@ -1155,6 +1155,43 @@ fn a_kill_at_any_moment_leaves_complete_results() {
 }
 
 #[test]
+fn a_csv_file_of_too_many_columns_is_refused_before_it_is_parsed() {
+    // One row of 10⁶ columns passed the size checks and took two minutes and 5.8 GB: a column
+    // costs as much as 1000 cells, so --max-cells 10⁶ allows 1000 columns, counted in the
+    // header before polars parses anything.
+    let dir = TempDir::new().unwrap();
+    let p = write(
+        dir.path(),
+        "p.yaml",
+        "name: wide\ntitle: t\nsource: {paper: p, item: i}\ndescription: d\nseed: 1\nstages:\n  t: {kind: load.table, with: {path: wide.csv}}\n",
+    );
+    let run = |n: usize| {
+        let names: Vec<String> = (0..n).map(|i| format!("c{i}")).collect();
+        write(
+            dir.path(),
+            "wide.csv",
+            &format!("{}\n{}\n", names.join(","), vec!["1"; n].join(",")),
+        );
+        dplab()
+            .args(["run", "-q", "--max-cells", "1000000", "--out"])
+            .arg(dir.path().join("out"))
+            .arg(&p)
+            .output()
+            .unwrap()
+    };
+    let o = run(1001);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(
+        text(&o).contains("wide.csv: its table: 1001 columns, more than the limit of 1000")
+            && text(&o).contains("raise it with --max-cells"),
+        "{}",
+        text(&o)
+    );
+    let o = run(1000);
+    assert!(o.status.success(), "{}", text(&o));
+}
+
+#[test]
 fn a_csv_file_too_large_to_parse_is_refused_before_it_is_parsed() {
     // A parameter's CSV file is parsed by polars: 250 MB of one short column (or a header of
     // 2·10⁷ names) aborted the process under a 3 GiB address space. Its rows and columns are

@@ -81,6 +81,29 @@ impl Dir {
         }
     }
 
+    /// Whether anything is called `name` in this directory (a symbolic link too: it is not
+    /// followed). One `fstatat`, whatever else the directory holds.
+    pub(crate) fn has(&self, name: &OsStr) -> io::Result<bool> {
+        let c = c_name(name)?;
+        // SAFETY: a valid directory descriptor, a NUL-terminated name, and `st` only written.
+        let found = unsafe {
+            let mut st: libc::stat = std::mem::zeroed();
+            libc::fstatat(
+                self.fd.as_raw_fd(),
+                c.as_ptr(),
+                &mut st,
+                libc::AT_SYMLINK_NOFOLLOW,
+            ) == 0
+        };
+        if found {
+            return Ok(true);
+        }
+        match io::Error::last_os_error() {
+            e if e.raw_os_error() == Some(libc::ENOENT) => Ok(false),
+            e => Err(e),
+        }
+    }
+
     /// The regular file `name` inside this one, opened for reading without following a
     /// symbolic link or blocking on a FIFO; an error says what it is instead.
     pub(crate) fn file(&self, name: &OsStr) -> Result<(File, Metadata), String> {

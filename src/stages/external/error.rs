@@ -1,8 +1,13 @@
 //! Everything that can go wrong when dplab runs a researcher's program, as one enum whose
 //! messages say what to do about it. The kind wraps them with the stage's location; the
 //! engine then stores nothing for that instance and goes on with the others.
+//!
+//! What a program printed, named or wrote reaches these messages, and through them the
+//! terminal: its control characters are escaped here (`text::scrub`), once for every way out.
 
 use std::fmt;
+
+use crate::text::scrub;
 
 /// Why an external program did not give an instance its result.
 #[derive(Debug)]
@@ -39,8 +44,10 @@ pub enum ExternalError {
     },
     /// It exited 0 without writing `out.parquet` or `out.csv`.
     NoFrame {
-        /// What its output directory held instead.
+        /// What its output directory held instead: the first names of it.
         found: Vec<String>,
+        /// Whether it held more than `found`.
+        more: bool,
         tail: String,
     },
     /// It wrote both `out.parquet` and `out.csv`.
@@ -61,9 +68,26 @@ fn tail_text(tail: &str) -> String {
     if tail.trim().is_empty() {
         " (it printed nothing)".into()
     } else {
-        format!("; the last lines of its output:\n{tail}")
+        format!("; the last lines of its output:\n{}", scrub(tail))
     }
 }
+
+/// Names a program chose, for a message: escaped, and at most [`LISTED`] of them.
+fn listed(names: &[String]) -> String {
+    let mut out = names
+        .iter()
+        .take(LISTED)
+        .map(|n| scrub(n))
+        .collect::<Vec<_>>()
+        .join(", ");
+    if names.len() > LISTED {
+        out.push_str(&format!(", … and {} more", names.len() - LISTED));
+    }
+    out
+}
+
+/// The most names of files one list in a message shows.
+const LISTED: usize = 20;
 
 impl fmt::Display for ExternalError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -119,22 +143,27 @@ impl fmt::Display for ExternalError {
                 "`{command}` timed out after {seconds} s (its process group was killed); raise `timeout` if it needs longer{}",
                 tail_text(tail)
             ),
-            NoFrame { found, tail } => {
+            NoFrame { found, more, tail } => {
                 write!(
                     f,
                     "the program exited 0 but wrote no frame: it must write out.parquet or out.csv in its output directory (`output.parquet` / `output.csv` in dplab.json)"
                 )?;
                 if !found.is_empty() {
-                    write!(f, "; that directory holds: {}", found.join(", "))?;
+                    write!(f, "; that directory holds: {}", listed(found))?;
+                    if *more {
+                        f.write_str(", …")?;
+                    }
                 }
                 f.write_str(&tail_text(tail))
             }
             BothFrames => f.write_str(
                 "the program wrote both out.parquet and out.csv: write exactly one of them",
             ),
-            MalformedFrame { file, message } => {
-                write!(f, "the program's frame {file} cannot be read: {message}")
-            }
+            MalformedFrame { file, message } => write!(
+                f,
+                "the program's frame {file} cannot be read: {}",
+                scrub(message)
+            ),
             TooLarge(message) => f.write_str(message),
             BadFile { file, reason } => write!(
                 f,

@@ -51,8 +51,9 @@
 //!
 //! The program writes its frame as `output/out.parquet` or `output/out.csv` (a header row);
 //! writing neither or both is an error, and so is a frame larger than the bound the run
-//! allows. It may write plain files into `artifacts/` (names of letters, digits, `.`, `_`,
-//! `-`; no directories), which dplab keeps with the instance (bounded in count and bytes).
+//! allows (in bytes, cells or columns). Other files in `output/` are ignored. It may write
+//! plain files into `artifacts/` (names of letters, digits, `.`, `_`, `-`; no directories),
+//! which dplab keeps with the instance (bounded in count and bytes).
 //! It exits 0 on success; anything else fails the instance with the last lines of its output.
 //!
 //! Its environment holds only `PATH`, `HOME`, `LANG`, `TMPDIR` (= its directory),
@@ -492,25 +493,36 @@ pub(crate) fn collect(
         reason,
     };
     let out = work.dir.dir("output").map_err(|r| bad("output/", r))?;
-    const SHOWN: usize = 20;
-    let names = out
-        .names(SHOWN)
-        .map_err(|e| bad("output/", format!("which cannot be listed ({e})")))?;
-    let has = |n: &str| names.iter().any(|x| x == n);
+    // The two names are looked up, not looked for in a listing: the directory may hold any
+    // number of other files (a listing cut at a few names missed `out.csv` among 50 others).
+    let has = |n: &str| {
+        out.has(std::ffi::OsStr::new(n)).map_err(|e| {
+            bad(
+                &format!("output/{n}"),
+                format!("which cannot be examined ({e})"),
+            )
+        })
+    };
     let (parquet, csv) = (format!("{FRAME}.parquet"), format!("{FRAME}.csv"));
-    let file = match (has(&parquet), has(&csv)) {
+    let file = match (has(&parquet)?, has(&csv)?) {
         (true, true) => return Err(ExternalError::BothFrames),
         (true, false) => parquet,
         (false, true) => csv,
         (false, false) => {
+            // For the message only, a few names: never a listing of a million files.
+            const SHOWN: usize = 20;
+            let names = out
+                .names(SHOWN)
+                .map_err(|e| bad("output/", format!("which cannot be listed ({e})")))?;
             return Err(ExternalError::NoFrame {
                 found: names
                     .iter()
                     .take(SHOWN)
                     .map(|n| n.to_string_lossy().into_owned())
                     .collect(),
+                more: names.len() > SHOWN,
                 tail: tail.into(),
-            })
+            });
         }
     };
     let shown = format!("output/{file}");
@@ -564,8 +576,18 @@ fn read_bounded(f: std::fs::File, max: u64) -> Result<Vec<u8>, Option<u64>> {
 }
 
 /// A Parquet frame, its rows and columns checked against the table limit before its data
-/// is decoded (Parquet compresses: a small file can hold a huge table).
+/// is decoded (Parquet compresses: a small file can hold a huge table). Its columns are
+/// counted first from the footer's first bytes ([`parquet_schema_len`]): the footer holds
+/// metadata for every column (most of the 365 MB of a stored table of 10⁶ columns), and
+/// decoding it whole would be the very cost the limit is there to prevent.
 fn read_parquet(bytes: &[u8], shown: &str) -> Result<DataFrame, ExternalError> {
+    let what = format!("the program's frame {shown}");
+    if let Some(elements) = parquet_schema_len(bytes) {
+        // The root is an element of the schema, and so is every group; a column of a group
+        // costs like any other.
+        crate::limits::check_columns(&what, elements.saturating_sub(1))
+            .map_err(ExternalError::TooLarge)?;
+    }
     let malformed = |e: PolarsError| ExternalError::MalformedFrame {
         file: shown.into(),
         message: e.to_string(),
@@ -573,15 +595,58 @@ fn read_parquet(bytes: &[u8], shown: &str) -> Result<DataFrame, ExternalError> {
     let mut reader = ParquetReader::new(std::io::Cursor::new(bytes));
     let rows = reader.num_rows().map_err(malformed)? as u64;
     let cols = reader.schema().map_err(malformed)?.len() as u64;
-    crate::limits::check_table_read(
-        &format!("the program's frame {shown}"),
-        rows,
-        cols,
-        bytes.len() as u64,
-    )
-    .map_err(ExternalError::TooLarge)?;
+    crate::limits::check_table_read(&what, rows, cols, bytes.len() as u64)
+        .map_err(ExternalError::TooLarge)?;
     let reader = ParquetReader::new(std::io::Cursor::new(bytes));
     reader.finish().map_err(malformed)
+}
+
+/// How many elements the schema in a Parquet file's footer has (its columns, the root and
+/// any groups), read from the footer's first bytes without decoding the rest. The footer is
+/// a Thrift `FileMetaData` in the compact protocol, written at the end of the file and
+/// followed by its length (4 bytes, little-endian) and `PAR1`; it starts with field 1,
+/// `version` (an i32: a zigzag varint), then field 2, `schema`, a list of structs whose
+/// header holds its length (in its high nibble, or in a varint after it from 15 on). Every
+/// writer writes the fields in that order; `None` for any other layout, which polars then
+/// reads (and judges) whole.
+fn parquet_schema_len(bytes: &[u8]) -> Option<u64> {
+    const FIELD_1_I32: u8 = 0x15;
+    const FIELD_2_LIST: u8 = 0x19;
+    const STRUCT: u8 = 12;
+    let tail = bytes.len().checked_sub(8)?;
+    if &bytes[tail + 4..] != b"PAR1" {
+        return None;
+    }
+    let len = u32::from_le_bytes(bytes[tail..tail + 4].try_into().ok()?) as usize;
+    let mut footer = bytes.get(tail.checked_sub(len)?..tail)?.iter().copied();
+    if footer.next()? != FIELD_1_I32 {
+        return None;
+    }
+    varint(&mut footer)?;
+    if footer.next()? != FIELD_2_LIST {
+        return None;
+    }
+    let header = footer.next()?;
+    if header & 0x0f != STRUCT {
+        return None;
+    }
+    match header >> 4 {
+        15 => varint(&mut footer),
+        n => Some(u64::from(n)),
+    }
+}
+
+/// An unsigned LEB128 varint of at most 64 bits, as Thrift's compact protocol writes them.
+fn varint(bytes: &mut impl Iterator<Item = u8>) -> Option<u64> {
+    let mut value = 0u64;
+    for shift in (0..64).step_by(7) {
+        let b = bytes.next()?;
+        value |= u64::from(b & 0x7f) << shift;
+        if b & 0x80 == 0 {
+            return Some(value);
+        }
+    }
+    None
 }
 
 fn read_artifacts(work: &WorkDir, bounds: &Bounds) -> Result<Vec<ProgramArtifact>, ExternalError> {
@@ -630,4 +695,37 @@ fn read_artifacts(work: &WorkDir, bounds: &Bounds) -> Result<Vec<ProgramArtifact
         });
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The schema's length read from a footer's first bytes is polars' own count: its columns
+    /// and the root, whether the length fits the list header's nibble or needs a varint.
+    #[test]
+    fn the_schema_length_is_read_from_the_footer_s_first_bytes() {
+        for width in [1usize, 13, 14, 300] {
+            let columns: Vec<Column> = (0..width)
+                .map(|i| Column::new(format!("c{i}").into(), [1i64, 2]))
+                .collect();
+            let mut df = DataFrame::new(2, columns).unwrap();
+            let mut bytes = Vec::new();
+            ParquetWriter::new(&mut bytes).finish(&mut df).unwrap();
+            assert_eq!(
+                parquet_schema_len(&bytes),
+                Some(width as u64 + 1),
+                "{width}"
+            );
+            // Not a Parquet file, or a footer that does not start as every writer starts it.
+            assert_eq!(parquet_schema_len(&bytes[..bytes.len() - 1]), None);
+            let mut odd = bytes.clone();
+            let len = odd.len();
+            let footer = u32::from_le_bytes(odd[len - 8..len - 4].try_into().unwrap()) as usize;
+            odd[len - 8 - footer] = 0x16;
+            assert_eq!(parquet_schema_len(&odd), None);
+        }
+        assert_eq!(parquet_schema_len(b"PAR1"), None);
+        assert_eq!(parquet_schema_len(b"\xff\xff\xff\xffPAR1"), None);
+    }
 }

@@ -639,6 +639,109 @@ fn a_frame_over_the_limit_is_refused() {
     t.nothing_left();
 }
 
+/// The frame is found however many other files the output directory holds (a listing cut at
+/// 20 names missed `out.csv` among 50 others); without one, the message names a few of them,
+/// not thousands.
+#[test]
+fn a_frame_among_thousands_of_other_files_is_found() {
+    let t = T::new("crowded");
+    let crowd = "i=0; while [ $i -lt 2000 ]; do : > output/f$i; i=$((i+1)); done";
+    for frame in [
+        "printf 'a\\n1\\n' > output/out.csv",
+        "cp inputs/counts.parquet output/out.parquet",
+    ] {
+        // The frame written first and last: a directory lists its names in no set order.
+        for body in [format!("{frame}\n{crowd}"), format!("{crowd}\n{frame}")] {
+            let script = t.script("crowd.sh", &body);
+            let got = run_on(
+                &program(&["sh", &script]),
+                &[counts()],
+                json!({}),
+                SEED,
+                &bounds(),
+            )
+            .unwrap_or_else(|e| panic!("{body}: {e}"));
+            assert_eq!(got.frame.width(), if frame.contains("csv") { 1 } else { 3 });
+            t.nothing_left();
+        }
+    }
+    let script = t.script("none.sh", crowd);
+    let (e, m) = fails(&program(&["sh", &script]), &bounds());
+    assert!(
+        matches!(e, ExternalError::NoFrame { more: true, .. }),
+        "{m}"
+    );
+    let held = m.split("that directory holds: ").nth(1).unwrap_or_default();
+    let held = held
+        .split(" (it printed nothing)")
+        .next()
+        .unwrap_or_default();
+    assert_eq!(held.matches(", ").count(), 20, "{m}");
+    assert!(held.ends_with(", …"), "{m}");
+    t.nothing_left();
+}
+
+/// Control characters a program prints or puts in a name reach the message escaped (a
+/// carriage return would overwrite the line before it on a terminal, an escape sequence
+/// would be obeyed), newlines and tabs as they are.
+#[test]
+fn control_characters_from_a_program_are_escaped_in_messages() {
+    let t = T::new("control");
+    let print = "printf 'abc\\rXYZ\\033[31m\\tend\\n' >&2";
+    let escaped = "abc\\u{d}XYZ\\u{1b}[31m\tend";
+    for (body, expect) in [
+        (format!("{print}\nexit 1"), "exited with status 1"),
+        (format!("{print}\nsleep 10"), "timed out after 1 s"),
+        (
+            format!("{print}\n: > \"$(printf 'output/x\\ry')\""),
+            "that directory holds: x\\u{d}y",
+        ),
+    ] {
+        let script = t.script("ctl.sh", &body);
+        let mut p = program(&["sh", &script]);
+        p.timeout = Duration::from_secs(1);
+        let (_, m) = fails(&p, &bounds());
+        assert!(m.contains(expect) && m.contains(escaped), "{body}: {m}");
+        assert!(!m.contains(['\r', '\x1b']), "{body}: {m:?}");
+        t.nothing_left();
+    }
+}
+
+/// A Parquet frame of too many columns is refused from the first bytes of its footer, before
+/// the rest is decoded: this footer says 10⁶ + 1 schema elements and holds nothing else a
+/// reader could decode.
+#[test]
+fn a_parquet_frame_of_too_many_columns_is_refused_from_its_footer() {
+    let t = T::new("wide");
+    // Field 1 (version = 1), then field 2: a list of 1 000 001 structs, and no more.
+    let mut footer = vec![0x15, 0x02, 0x19, 0xfc];
+    let mut n = 1_000_001u32;
+    while n >= 0x80 {
+        footer.push((n as u8 & 0x7f) | 0x80);
+        n >>= 7;
+    }
+    footer.push(n as u8);
+    let mut file = b"PAR1".to_vec();
+    file.extend(&footer);
+    file.extend((footer.len() as u32).to_le_bytes());
+    file.extend(b"PAR1");
+    std::fs::write(t.dir.join("wide.parquet"), &file).unwrap();
+    let script = t.script(
+        "wide.sh",
+        &format!("cp '{}' output/out.parquet", t.path("wide.parquet")),
+    );
+    let (e, m) = fails(&program(&["sh", &script]), &bounds());
+    assert!(matches!(e, ExternalError::TooLarge(_)), "{m}");
+    let max = crate::limits::max_columns();
+    assert!(
+        m.contains(&format!(
+            "the program's frame output/out.parquet: 1000000 columns, more than the limit of {max}"
+        )) && m.contains("--max-cells"),
+        "{m}"
+    );
+    t.nothing_left();
+}
+
 /// Links the program planted are refused, never followed: an artifact or a frame that is a
 /// symbolic link to /etc/passwd, an output directory replaced by a link to a directory
 /// holding a valid frame, a hard link; and a subdirectory, a bad name, too many artifacts.
