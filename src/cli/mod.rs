@@ -97,6 +97,13 @@ pub(crate) fn dispatch(cli: Cli) -> ExitCode {
             Err(e) => Err(Failure::BadInput(format!("{e}"))),
         },
     };
+    // A signal is being handled (its programs killed, their directories being removed): the
+    // process ends of that signal, from the handling thread, not with the run's status.
+    if dplab::stages::external::process::stopping() {
+        loop {
+            std::thread::park();
+        }
+    }
     exit::exit_status(outcome)
 }
 

@@ -285,6 +285,11 @@ pub fn stop_programs() {
     super::protocol::remove_live();
 }
 
+/// Whether [`stop_programs`] was called: dplab is ending of a signal.
+pub fn stopping() -> bool {
+    STOPPING.load(std::sync::atomic::Ordering::SeqCst)
+}
+
 /// Kills (SIGKILL) the process group of every program this process is running. For the
 /// engine's interrupt handling (Ctrl-C, SIGTERM): call it from an ordinary thread, not from
 /// inside a signal handler (it takes a lock). Each `run` then returns an error.
