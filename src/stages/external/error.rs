@@ -42,6 +42,13 @@ pub enum ExternalError {
         seconds: f64,
         tail: String,
     },
+    /// A stage's probe ran past its limit, which is fixed (`PROBE_TIMEOUT`), unlike a
+    /// program's `timeout`; its whole process group was killed.
+    ProbeTimeout {
+        command: String,
+        seconds: f64,
+        tail: String,
+    },
     /// It exited 0 without writing `out.parquet` or `out.csv`.
     NoFrame {
         /// What its output directory held instead: the first names of it.
@@ -154,6 +161,15 @@ impl fmt::Display for ExternalError {
             } => write!(
                 f,
                 "`{command}` timed out after {seconds} s (its process group was killed); raise `timeout` if it needs longer{}",
+                tail_text(tail)
+            ),
+            ProbeTimeout {
+                command,
+                seconds,
+                tail,
+            } => write!(
+                f,
+                "`{command}` did not finish within {seconds} s, the fixed limit of a probe (its process group was killed): a probe only prints a version and returns, such as [python3, --version]; probe something quicker{}",
                 tail_text(tail)
             ),
             NoFrame { found, more, tail } => {
