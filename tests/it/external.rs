@@ -562,6 +562,38 @@ fn run_program(dir: &Path, body: &str, columns: &str, extra: &[&str]) -> std::pr
         .unwrap()
 }
 
+/// Columns other than the declared ones are the program's error, named as such (not "a bug
+/// in the kind"), with the columns that differ; the axis columns the engine adds are not the
+/// program's to write or to leave out.
+#[test]
+fn columns_other_than_declared_are_blamed_on_the_program() {
+    let d = tempfile::tempdir().unwrap();
+    // A frame of one row with columns `header`: `x` holds the instance's `x`, the others 1.
+    let body = |header: &str| {
+        let row: Vec<&str> = header
+            .split(',')
+            .map(|c| if c == "x" { "$x" } else { "1" })
+            .collect();
+        format!(
+            "x=$(sed -n 's/^ *\"x\": \\([0-9]*\\).*/\\1/p' \"$DPLAB_JSON\" | head -n 1)\nprintf '%s\\n' '{header}' \"{}\" > output/out.csv",
+            row.join(",")
+        )
+    };
+    for (header, columns, says) in [
+        ("x,a,c", "[x, a, b]", "the program wrote columns [x, a, c] but the stage declares `columns: [x, a, b]`: missing b, not declared c"),
+        ("b,a", "[a, b]", "the program wrote columns [b, a] but the stage declares `columns: [a, b]`: the same columns in another order"),
+    ] {
+        let o = run_program(d.path(), &body(header), columns, &[]);
+        assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+        assert!(text(&o).contains(says), "{}", text(&o));
+        assert!(!text(&o).contains("bug in the kind"), "{}", text(&o));
+    }
+    for (header, columns) in [("a,b", "[x, a, b]"), ("a,x,b", "[a, b]"), ("a,b", "[a, b]")] {
+        let o = run_program(d.path(), &body(header), columns, &[]);
+        assert!(o.status.success(), "{header} for {columns}: {}", text(&o));
+    }
+}
+
 /// A program's frame of more columns than `--max-cells` allows (a column costs as much as
 /// 1000 cells: 10⁶ allows 1000) is refused, as CSV from its header and as Parquet from its
 /// footer, before it is parsed.

@@ -42,6 +42,13 @@ pub enum ExternalError {
         seconds: f64,
         tail: String,
     },
+    /// A stage's probe ran past its limit, which is fixed (`PROBE_TIMEOUT`), unlike a
+    /// program's `timeout`; its whole process group was killed.
+    ProbeTimeout {
+        command: String,
+        seconds: f64,
+        tail: String,
+    },
     /// It exited 0 without writing `out.parquet` or `out.csv`.
     NoFrame {
         /// What its output directory held instead: the first names of it.
@@ -54,6 +61,18 @@ pub enum ExternalError {
     BothFrames,
     /// Its frame file does not parse.
     MalformedFrame { file: String, message: String },
+    /// Its frame's columns are not the ones its stage declares in `columns:` (axis columns
+    /// aside: the engine adds those).
+    Columns {
+        /// What the program wrote, in its order.
+        wrote: Vec<String>,
+        /// What `columns:` says.
+        declared: Vec<String>,
+        /// Declared but not written.
+        missing: Vec<String>,
+        /// Written but not declared.
+        extra: Vec<String>,
+    },
     /// Its frame or artifacts exceed a bound.
     TooLarge(String),
     /// A file it left is not a plain file dplab may read (a symbolic link, a directory, a
@@ -86,7 +105,8 @@ fn listed(names: &[String]) -> String {
     out
 }
 
-/// The most names of files one list in a message shows.
+/// The most names of columns or files one list in a message shows (a program may write
+/// 10⁵ columns).
 const LISTED: usize = 20;
 
 impl fmt::Display for ExternalError {
@@ -143,6 +163,15 @@ impl fmt::Display for ExternalError {
                 "`{command}` timed out after {seconds} s (its process group was killed); raise `timeout` if it needs longer{}",
                 tail_text(tail)
             ),
+            ProbeTimeout {
+                command,
+                seconds,
+                tail,
+            } => write!(
+                f,
+                "`{command}` did not finish within {seconds} s, the fixed limit of a probe (its process group was killed): a probe only prints a version and returns, such as [python3, --version]; probe something quicker{}",
+                tail_text(tail)
+            ),
             NoFrame { found, more, tail } => {
                 write!(
                     f,
@@ -164,6 +193,33 @@ impl fmt::Display for ExternalError {
                 "the program's frame {file} cannot be read: {}",
                 scrub(message)
             ),
+            Columns {
+                wrote,
+                declared,
+                missing,
+                extra,
+            } => {
+                write!(
+                    f,
+                    "the program wrote columns [{}] but the stage declares `columns: [{}]`: ",
+                    listed(wrote),
+                    listed(declared)
+                )?;
+                match (missing.is_empty(), extra.is_empty()) {
+                    (true, true) => f.write_str(
+                        "the same columns in another order; the program must write them in the declared order",
+                    ),
+                    (false, true) => write!(f, "missing {}", listed(missing)),
+                    (true, false) => write!(f, "not declared {}", listed(extra)),
+                    (false, false) => write!(
+                        f,
+                        "missing {}, not declared {}",
+                        listed(missing),
+                        listed(extra)
+                    ),
+                }?;
+                f.write_str(" (the program is wrong, or its stage's `columns:` is)")
+            }
             TooLarge(message) => f.write_str(message),
             BadFile { file, reason } => write!(
                 f,

@@ -319,6 +319,10 @@ impl Stage for External {
             ..Instance::of(ctx, &params, &axes)
         };
         let produced = run(&program, &instance, &Bounds::current())?;
+        if let Some(declared) = &self.columns {
+            let axes: Vec<&str> = ctx.axes.iter().map(|(a, _)| &**a).collect();
+            check_columns(&produced.frame, declared, &axes)?;
+        }
         let mut artifacts: Vec<Artifact> = produced
             .artifacts
             .into_iter()
@@ -343,10 +347,46 @@ impl Stage for External {
     }
 }
 
+/// The program's frame against the stage's `columns:`, before the engine sees it: the engine
+/// holds a kind to the columns it declares, and would call a difference a bug in the kind,
+/// when here it is the program's (or the pipeline's). Axis columns are left out on both
+/// sides: the engine puts the instance's axis values first, over any the program wrote.
+fn check_columns(
+    frame: &polars::prelude::DataFrame,
+    declared: &[String],
+    axes: &[&str],
+) -> Result<(), ExternalError> {
+    let data = |c: &&str| !axes.contains(c);
+    let wrote: Vec<&str> = frame
+        .get_column_names()
+        .into_iter()
+        .map(|c| c.as_str())
+        .collect();
+    let ours: Vec<&str> = wrote.iter().copied().filter(data).collect();
+    let theirs: Vec<&str> = declared.iter().map(String::as_str).filter(data).collect();
+    if ours == theirs {
+        return Ok(());
+    }
+    let owned = |v: &[&str]| v.iter().map(|c| c.to_string()).collect::<Vec<_>>();
+    let not_in = |a: &[&str], b: &[&str]| {
+        let b: std::collections::HashSet<&str> = b.iter().copied().collect();
+        a.iter()
+            .filter(|c| !b.contains(*c))
+            .map(|c| c.to_string())
+            .collect::<Vec<_>>()
+    };
+    Err(ExternalError::Columns {
+        wrote: owned(&wrote),
+        declared: declared.to_vec(),
+        missing: not_in(&theirs, &ours),
+        extra: not_in(&ours, &theirs),
+    })
+}
+
 #[cfg(test)]
 mod kind_tests {
     use super::KIND;
-    use crate::kind::testing::{floats, refused, run};
+    use crate::kind::testing::{fails, floats, refused, run};
 
     /// The kind hands its input to the program and takes the frame back (here `sh` copying
     /// the CSV it was given), with the columns it declares checked; its parameters are refused
@@ -384,5 +424,34 @@ mod kind_tests {
             let got = refused(&KIND, with);
             assert!(got.contains(says), "{with}: {got}");
         }
+    }
+
+    /// A frame whose columns are not the declared ones is the program's error, and says
+    /// which columns differ: missing, not declared, or only in another order; names the
+    /// program chose reach the message escaped.
+    #[test]
+    fn columns_other_than_declared_are_the_program_s_error() {
+        // `header` and a row of as many values.
+        let write = |header: &str| {
+            let row: Vec<String> = (1..=header.split(',').count())
+                .map(|i| i.to_string())
+                .collect();
+            let row = row.join(",");
+            format!("{{command: [sh, -c, 'printf \"{header}\\n{row}\\n\" > output/out.csv'], columns: [a, b]}}")
+        };
+        for (header, says) in [
+            ("a,c", "the program wrote columns [a, c] but the stage declares `columns: [a, b]`: missing b, not declared c"),
+            ("a", "the program wrote columns [a] but the stage declares `columns: [a, b]`: missing b"),
+            ("a,b,c", "wrote columns [a, b, c] but the stage declares `columns: [a, b]`: not declared c"),
+            ("b,a", "wrote columns [b, a] but the stage declares `columns: [a, b]`: the same columns in another order"),
+            ("a,\\033[31mb", "wrote columns [a, \\u{1b}[31mb] but the stage declares `columns: [a, b]`: missing b, not declared \\u{1b}[31mb"),
+        ] {
+            let with = write(header);
+            let got = fails(&KIND, &with, &[], 1);
+            assert!(got.contains(says), "{header}: {got}");
+            assert!(!got.contains("a bug in the kind") && !got.contains('\x1b'), "{got}");
+        }
+        let out = run(&KIND, &write("a,b"), &[], 1).unwrap().frame;
+        assert_eq!(floats(&out, "b"), [2.0]);
     }
 }

@@ -51,9 +51,10 @@
 //!
 //! The program writes its frame as `output/out.parquet` or `output/out.csv` (a header row);
 //! writing neither or both is an error, and so is a frame larger than the bound the run
-//! allows (in bytes, cells or columns). Other files in `output/` are ignored. It may write
-//! plain files into `artifacts/` (names of letters, digits, `.`, `_`, `-`; no directories),
-//! which dplab keeps with the instance (bounded in count and bytes).
+//! allows (in bytes, cells or columns) or, when its stage declares `columns:`, a frame of
+//! other columns (the axis columns dplab adds aside). Other files in `output/` are ignored.
+//! It may write plain files into `artifacts/` (names of letters, digits, `.`, `_`, `-`; no
+//! directories), which dplab keeps with the instance (bounded in count and bytes).
 //! It exits 0 on success; anything else fails the instance with the last lines of its output.
 //!
 //! Its environment holds only `PATH`, `HOME`, `LANG`, `TMPDIR` (= its directory),

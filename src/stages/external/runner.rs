@@ -193,13 +193,15 @@ impl Prober for Probes {
         if let Some(r) = done.get(probe) {
             return r.clone();
         }
-        let r = run_probe(probe).map_err(|e| e.to_string());
+        let r = run_probe(probe, PROBE_TIMEOUT).map_err(|e| e.to_string());
         done.insert(probe.clone(), r.clone());
         r
     }
 }
 
-fn run_probe(probe: &Probe) -> Result<Vec<u8>, ExternalError> {
+/// Runs `probe` under `timeout` ([`PROBE_TIMEOUT`] but in tests). Running past it is a
+/// [`ExternalError::ProbeTimeout`]: unlike a program's, a probe's limit is not a parameter.
+pub(super) fn run_probe(probe: &Probe, timeout: Duration) -> Result<Vec<u8>, ExternalError> {
     let work = WorkDir::create().map_err(|e| {
         ExternalError::Setup(format!(
             "creating a directory in {}: {e}",
@@ -218,9 +220,21 @@ fn run_probe(probe: &Probe) -> Result<Vec<u8>, ExternalError> {
         argv: &probe.argv,
         cwd: work.path(),
         env,
-        timeout: PROBE_TIMEOUT,
+        timeout,
         grace: bounds.grace,
         log_bytes: bounds.log_bytes,
+    })
+    .map_err(|e| match e {
+        ExternalError::Timeout {
+            command,
+            seconds,
+            tail,
+        } => ExternalError::ProbeTimeout {
+            command,
+            seconds,
+            tail,
+        },
+        e => e,
     })?;
     Ok(ran.log.bytes())
 }

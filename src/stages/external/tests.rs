@@ -707,6 +707,35 @@ fn control_characters_from_a_program_are_escaped_in_messages() {
     }
 }
 
+/// A probe that does not return is told that its limit is fixed (it has no `timeout` to
+/// raise) and what a probe is for; here under a limit of a fifth of a second, not 60 s.
+#[test]
+fn a_probe_that_does_not_return_is_told_its_limit_is_fixed() {
+    let _shared = SERIAL.read().unwrap_or_else(|e| e.into_inner());
+    let probe = crate::kind::Probe {
+        argv: ["sh", "-c", "echo starting; sleep 10"]
+            .map(String::from)
+            .to_vec(),
+        pass_env: vec![],
+    };
+    let start = Instant::now();
+    let e = runner::run_probe(&probe, Duration::from_millis(200)).unwrap_err();
+    assert!(
+        start.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        start.elapsed()
+    );
+    let m = e.to_string();
+    assert!(matches!(e, ExternalError::ProbeTimeout { .. }), "{m}");
+    assert!(
+        m.contains("did not finish within 0.2 s, the fixed limit of a probe")
+            && m.contains("prints a version")
+            && m.contains("starting"),
+        "{m}"
+    );
+    assert!(!m.contains("raise `timeout`"), "{m}");
+}
+
 /// A Parquet frame of too many columns is refused from the first bytes of its footer, before
 /// the rest is decoded: this footer says 10⁶ + 1 schema elements and holds nothing else a
 /// reader could decode.
