@@ -9,11 +9,22 @@ directory first on PYTHONPATH, so a stage is five lines:
     rows = [{"x": rng.random() * job.params["scale"]} for _ in range(job.params["n"])]
     job.write(rows)                            # the instance's frame
 
-It needs nothing beyond the standard library. When polars or pyarrow is installed, inputs
-are read from their Parquet files (exact types) and frames are written as Parquet; without
-them, inputs come from the CSV files (typed by the description) and frames go out as CSV.
-When numpy is installed, `job.rng` is a `numpy.random.Generator` seeded from the same
-128-bit seed (through `numpy.random.SeedSequence`).
+It needs nothing beyond the standard library, and imports nothing else unless asked: inputs
+are read from their CSV files (typed by the description; floats are written in shortest
+round-trip form, so they come back exact) and rows or columns go out as CSV. Importing
+polars costs ~0.7 s of CPU per instance on a small machine, more than most instances
+compute, so it happens only for `job.polars()`, `job.arrow()` (pyarrow), `write(...,
+format="parquet")`, or a polars/pyarrow/pandas frame handed to `write` (already imported).
+
+What a stage uses:
+- `job.params` (the stage's `params:` with axis values put in), `job.axes`, `job.stage`,
+  `job.instance` (its label), `job.threads`;
+- `job.seed`: the instance's 128-bit seed as an int; `job.random`: a `random.Random` seeded
+  from it; `job.rng`: a numpy `Generator` (PCG64 through `SeedSequence(job.seed)`), needs numpy;
+- `job.rows(name)`, `job.columns(name)`: an input as dicts; `job.polars(name)`,
+  `job.arrow(name)`: as a polars DataFrame or pyarrow Table;
+- `job.write(data)`: the frame (rows, columns, or a library frame); `job.artifact("f.svg")`:
+  where to write an artifact kept with the instance.
 """
 
 import csv
@@ -110,15 +121,9 @@ class Job:
         return [{c: cols[c][r] for c in names} for r in range(n)]
 
     def columns(self, name=None):
-        """An input as a dict of column name -> list of values."""
-        spec = self._input(name)
-        pl = _optional("polars")
-        if pl is not None:
-            return pl.read_parquet(spec["parquet"]).to_dict(as_series=False)
-        pq = _optional("pyarrow.parquet")
-        if pq is not None:
-            return pq.read_table(spec["parquet"]).to_pydict()
-        return _read_csv(spec)
+        """An input as a dict of column name -> list of values (from its CSV, typed by the
+        description: no library is imported)."""
+        return _read_csv(self._input(name))
 
     def polars(self, name=None):
         """An input as a polars DataFrame; needs polars."""
@@ -142,8 +147,9 @@ class Job:
 
     def write(self, data, format="auto"):
         """Writes the instance's frame: a list of dicts, a dict of lists, or a polars,
-        pyarrow or pandas frame. `format` is "auto" (Parquet when polars or pyarrow is
-        installed, else CSV), "parquet" or "csv". Call it once."""
+        pyarrow or pandas frame. `format` is "auto" (rows and columns as CSV, with the
+        standard library; a library's frame as Parquet, by that library), "parquet" or
+        "csv". Call it once."""
         if format not in ("auto", "parquet", "csv"):
             raise ValueError(f"format {format!r}: use 'auto', 'parquet' or 'csv'")
         columns = _as_columns(data)
@@ -165,7 +171,7 @@ class Job:
             import pyarrow.parquet as pq
 
             return pq.write_table(data, self.output["parquet"])
-        if format != "csv":
+        if format == "parquet":
             pl = _optional("polars")
             if pl is not None:
                 return pl.DataFrame(columns).write_parquet(self.output["parquet"])
@@ -174,8 +180,7 @@ class Job:
                 import pyarrow.parquet as pq
 
                 return pq.write_table(pa.table(columns), self.output["parquet"])
-            if format == "parquet":
-                raise RuntimeError("writing Parquet needs polars or pyarrow; use format='csv'")
+            raise RuntimeError("writing Parquet needs polars or pyarrow; use format='csv'")
         _write_csv(columns, self.output["csv"])
 
 

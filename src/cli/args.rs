@@ -214,13 +214,28 @@ pub(crate) struct RunArgs {
     /// store runs only the stages that gather, and writes the results. Every shard and
     /// that run must be given the same pipelines, in the same order, with the same
     /// --profile and --set.
-    #[arg(long, value_name = "SPEC", conflicts_with_all = ["dry_run", "no_store"])]
+    #[arg(long, value_name = "SPEC", conflicts_with_all = ["no_store"])]
     pub(crate) shard: Option<String>,
     /// Compute N instances of stages that run programs (`kind: external`), chosen at random,
     /// a second time: each must give the same bytes, or it fails with the first difference
     /// (a program that is not deterministic given its seed).
     #[arg(long, value_name = "N", default_value_t = 0, conflicts_with_all = ["dry_run", "shard"])]
     pub(crate) verify: usize,
+    /// Run only these stages (comma-separated) and what they read: part of a pipeline,
+    /// without a second file. Its results directory holds those stages, and its manifest says
+    /// which were left out. A pipeline with none of them is skipped.
+    #[arg(
+        long,
+        value_name = "STAGE,…",
+        value_delimiter = ',',
+        conflicts_with = "shard"
+    )]
+    pub(crate) stages: Vec<String>,
+    /// Stop a stage at its N-th failed instance (its other instances are not run, everything
+    /// else is); `auto`: stop a stage whose first 5 instances all failed; `all`: never stop.
+    /// Each stage's first failure is printed as it happens either way.
+    #[arg(long, value_name = "N", default_value = "auto", value_parser = dplab::pipeline::failures::MaxFailures::parse)]
+    pub(crate) max_failures: dplab::pipeline::failures::MaxFailures,
     #[command(flatten)]
     pub(crate) loc: DataLoc,
     #[command(flatten)]

@@ -133,7 +133,11 @@ fn end_programs_on_signals() {
     };
     std::thread::spawn(move || {
         if let Some(signal) = signals.forever().next() {
+            // What the interrupt leaves, counted before the programs are stopped (a SIGTERM
+            // that printed nothing left the user guessing); no instance starts from here on.
+            let left = dplab::pipeline::exec::interrupted();
             dplab::stages::external::stop_programs();
+            errln!("{left}");
             let _ = signal_hook::low_level::emulate_default_handler(signal);
             // Only if dying of the signal did not happen: the shell's convention for it.
             #[expect(

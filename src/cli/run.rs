@@ -61,6 +61,8 @@ pub(crate) fn run(args: &RunArgs, quiet: bool) -> Outcome {
         skip_unavailable,
         shard,
         verify,
+        max_failures,
+        stages: only,
         loc,
         store,
         exec: consent,
@@ -97,15 +99,46 @@ pub(crate) fn run(args: &RunArgs, quiet: bool) -> Outcome {
             return Err(Failure::BadInput(without_consent(&listed, "run")));
         }
     }
+    let shard = match shard
+        .as_deref()
+        .map(|s| dplab::pipeline::shard::Shard::parse(s, |v| std::env::var(v).ok()))
+        .transpose()
+    {
+        Ok(s) => s,
+        Err(e) => {
+            return Err(Failure::BadInput(e.to_string()));
+        }
+    };
+    // Units dealt to shards so far: the round-robin continues across pipelines.
+    let mut dealt = 0;
+    // The `--stages` names some pipeline had.
+    let mut named = std::collections::BTreeSet::new();
     if store.dry_run {
         let (st, force) = (store.store(), store.force());
         let mut bad = false;
         for pipeline in &pipelines {
             match pipeline.plan_probing(common, consent.allowed()) {
-                Ok(p) => {
+                Ok(mut p) => {
+                    match keep_stages(&mut p, only, &mut named) {
+                        Ok(true) => {}
+                        Ok(false) => continue,
+                        Err(e) => return Err(Failure::BadInput(e)),
+                    }
+                    // A shard's share, dealt as the run would deal it.
+                    let owned: Option<Vec<bool>> = shard.map(|sh| {
+                        let (owners, next) = dplab::pipeline::shard::owners(&p, sh.count, dealt);
+                        dealt = next;
+                        owners.iter().map(|&o| o as usize == sh.index).collect()
+                    });
+                    let name = shard.map(|sh| sh.to_string()).unwrap_or_default();
                     out_raw!(
                         "{}",
-                        dplab::pipeline::dryrun::explain(&p, st.as_ref(), &force)
+                        dplab::pipeline::dryrun::explain(
+                            &p,
+                            st.as_ref(),
+                            &force,
+                            owned.as_deref().map(|o| (name.as_str(), o))
+                        )
                     );
                     let listed = programs(&p);
                     for l in &listed {
@@ -121,22 +154,15 @@ pub(crate) fn run(args: &RunArgs, quiet: bool) -> Outcome {
                 }
             }
         }
+        if let Some(e) = stages_not_found(only, &named) {
+            return Err(Failure::BadInput(e));
+        }
         return if bad {
             Err(Failure::BadInput(String::new()))
         } else {
             Ok(())
         };
     }
-    let shard = match shard
-        .as_deref()
-        .map(|s| dplab::pipeline::shard::Shard::parse(s, |v| std::env::var(v).ok()))
-        .transpose()
-    {
-        Ok(s) => s,
-        Err(e) => {
-            return Err(Failure::BadInput(e.to_string()));
-        }
-    };
     // A shard writes no results directory, so it has none to check.
     if shard.is_none() {
         if let Err(e) = check_outputs(&pipelines, out) {
@@ -172,12 +198,11 @@ pub(crate) fn run(args: &RunArgs, quiet: bool) -> Outcome {
         store: store.store(),
         force: store.force(),
         verify: *verify,
+        max_failures: *max_failures,
     };
     let mut input_failures = Vec::new();
     let mut run_failures = Vec::new();
     let mut skipped = Vec::new();
-    // Units dealt to shards so far: the round-robin continues across pipelines.
-    let mut dealt = 0;
     for pipeline in &pipelines {
         let (f, t0) = (&pipeline.path, std::time::Instant::now());
         let outcome = match pipeline.plan_probing(common, consent.allowed()) {
@@ -186,7 +211,15 @@ pub(crate) fn run(args: &RunArgs, quiet: bool) -> Outcome {
                 input_failures.push(f.display().to_string());
                 false
             }
-            Ok(p) => {
+            Ok(mut p) => {
+                match keep_stages(&mut p, only, &mut named) {
+                    Ok(true) => {}
+                    Ok(false) => {
+                        tracing::info!("{}: none of --stages is a stage of it: skipped", p.name);
+                        continue;
+                    }
+                    Err(e) => return Err(Failure::BadInput(e)),
+                }
                 let done = match shard {
                     Some(sh) => {
                         let (owners, next) = dplab::pipeline::shard::owners(&p, sh.count, dealt);
@@ -213,7 +246,14 @@ pub(crate) fn run(args: &RunArgs, quiet: bool) -> Outcome {
                     }
                     Err(e) => {
                         errln!("error: {e}");
-                        run_failures.push(format!("{} ({e})", f.display()));
+                        // The whole message was just printed: the list at the end names it.
+                        let first = e.to_string();
+                        let first = first.lines().next().unwrap_or_default();
+                        run_failures.push(format!(
+                            "{} ({})",
+                            f.display(),
+                            dplab::text::brief(first, 160)
+                        ));
                         false
                     }
                 }
@@ -222,6 +262,9 @@ pub(crate) fn run(args: &RunArgs, quiet: bool) -> Outcome {
         if !outcome && *fail_fast {
             break;
         }
+    }
+    if let Some(e) = stages_not_found(only, &named) {
+        return Err(Failure::BadInput(e));
     }
     if !skipped.is_empty() {
         errln!(
@@ -252,6 +295,48 @@ pub(crate) fn run(args: &RunArgs, quiet: bool) -> Outcome {
     } else {
         Err(Failure::Failed(String::new()))
     }
+}
+
+/// `--stages`: keeps the named stages of `plan` and what they read. `Ok(false)` when it has
+/// none of them (the pipeline is skipped); the names it has are added to `found`.
+fn keep_stages(
+    plan: &mut dplab::pipeline::plan::Plan,
+    only: &[String],
+    found: &mut std::collections::BTreeSet<String>,
+) -> Result<bool, String> {
+    if only.is_empty() {
+        return Ok(true);
+    }
+    let here: Vec<String> = only
+        .iter()
+        .filter(|n| plan.stages.iter().any(|s| &s.name == *n))
+        .cloned()
+        .collect();
+    if here.is_empty() {
+        return Ok(false);
+    }
+    found.extend(here.iter().cloned());
+    plan.keep_stages(&here)?;
+    Ok(true)
+}
+
+/// `--stages` names that no pipeline had: an error naming them.
+fn stages_not_found(only: &[String], found: &std::collections::BTreeSet<String>) -> Option<String> {
+    let missing: Vec<&str> = only
+        .iter()
+        .filter(|n| !found.contains(*n))
+        .map(String::as_str)
+        .collect();
+    (!missing.is_empty()).then(|| {
+        format!(
+            "--stages: no pipeline given has a stage named {}",
+            missing
+                .iter()
+                .map(|m| format!("`{m}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
+    })
 }
 
 /// The refusal of programs the user did not allow: prints each command and returns the

@@ -5,7 +5,7 @@
 //! The reasons come from comparing each instance with the same instance (pipeline, stage,
 //! axis values) of the last run of this pipeline with this store ([`super::record`]).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
 
 use super::instance_store::InstanceStore;
@@ -32,17 +32,39 @@ impl Force {
     }
 }
 
-/// The dry-run report of `plan`.
-pub fn explain(plan: &Plan, store: Option<&InstanceStore>, force: &Force) -> String {
+/// The dry-run report of `plan`. `share`: a shard's (its name, and per instance in plan
+/// order whether the shard owns it, see [`super::shard::owners`]): only those are counted.
+pub fn explain(
+    plan: &Plan,
+    store: Option<&InstanceStore>,
+    force: &Force,
+    share: Option<(&str, &[bool])>,
+) -> String {
     let last: Index = store.map(|s| last_run(s, &plan.name)).unwrap_or_default();
     let last_files: Files = store.map(|s| last_files(s, &plan.name)).unwrap_or_default();
-    let mut out = format!("{} ({}):\n", plan.name, plan.file.display());
+    let mut out = match share {
+        None => format!("{} ({}):\n", plan.name, plan.file.display()),
+        Some((shard, _)) => format!(
+            "{} ({}), the instances shard {shard} owns:\n",
+            plan.name,
+            plan.file.display()
+        ),
+    };
     let (mut total_run, mut total_cached) = (0, 0);
+    let mut digests = HashMap::new();
+    let mut g = 0;
     for stage in &plan.stages {
         let mut reasons: BTreeMap<String, usize> = BTreeMap::new();
-        let mut cached = 0;
+        let (mut cached, mut counted) = (0, 0);
         for inst in &stage.instances {
-            let hit = store.is_some_and(|s| s.contains(&inst.store_key));
+            g += 1;
+            if share.is_some_and(|(_, owned)| !owned[g - 1]) {
+                continue;
+            }
+            counted += 1;
+            let hit = store.is_some_and(|s| {
+                s.contains(&inst.store_key) || kept_by_content(plan, stage, inst, s, &mut digests)
+            });
             let reason = if force.covers(&stage.name) {
                 Some("forced".to_string())
             } else if hit {
@@ -50,7 +72,9 @@ pub fn explain(plan: &Plan, store: Option<&InstanceStore>, force: &Force) -> Str
             } else if store.is_none() {
                 Some("no store (--no-store)".to_string())
             } else {
-                let before = last.get(&stage.name).and_then(|m| m.get(&inst.label()));
+                let before = last
+                    .get(&stage.name)
+                    .and_then(|m| m.get(&inst.label_by_name()));
                 Some(match before {
                     None => "new instance".to_string(),
                     Some(b) => why(
@@ -67,7 +91,7 @@ pub fn explain(plan: &Plan, store: Option<&InstanceStore>, force: &Force) -> Str
                 Some(r) => *reasons.entry(r).or_default() += 1,
             }
         }
-        let run = stage.instances.len() - cached;
+        let run = counted - cached;
         total_run += run;
         total_cached += cached;
         let _ = write!(
@@ -97,6 +121,38 @@ pub fn explain(plan: &Plan, store: Option<&InstanceStore>, force: &Force) -> Str
     out
 }
 
+/// Whether `inst`, not in the store under its key, is there under its key by content
+/// ([`super::key::content_key`]): its inputs are all stored under their keys (they ran again
+/// since, as in a run of some stages) and came out as they were. `digests` keeps what was
+/// read of the store, per key.
+fn kept_by_content(
+    plan: &Plan,
+    stage: &super::plan::PlannedStage,
+    inst: &super::plan::Instance,
+    store: &InstanceStore,
+    digests: &mut HashMap<super::key::Key, Option<[u8; 32]>>,
+) -> bool {
+    if stage.inputs.is_empty() {
+        return false;
+    }
+    let mut all = Vec::with_capacity(stage.inputs.len());
+    for (&up, js) in stage.inputs.iter().zip(inst.inputs.iter()) {
+        let mut ds = Vec::with_capacity(js.len());
+        for &j in js.iter() {
+            let key = plan.stages[up].instances[j].store_key;
+            let d = *digests
+                .entry(key)
+                .or_insert_with(|| store.get(&key).and_then(|r| r.digest));
+            match d {
+                Some(d) => ds.push(d),
+                None => return false,
+            }
+        }
+        all.push(ds);
+    }
+    store.contains(&super::key::content_key(&inst.own_key, &all))
+}
+
 /// Why an instance recorded as `b` is not in the store now that it is `a`.
 fn why(
     b: &Recorded,
@@ -117,30 +173,81 @@ fn why(
     if b.params != a.params {
         return param_changes(&b.params, &a.params);
     }
-    let changed: Vec<String> = stage
+    let changed: Vec<(String, bool)> = stage
         .inputs
         .iter()
         .enumerate()
         .filter(|(k, _)| b.inputs.get(*k) != a.inputs.get(*k))
-        .map(|(_, &up)| format!("`{}`", plan.stages[up].name))
+        .map(|(k, &up)| {
+            let reordered = !b.inputs_unordered.is_empty()
+                && b.inputs_unordered.get(k) == a.inputs_unordered.get(k);
+            (format!("`{}`", plan.stages[up].name), reordered)
+        })
         .collect();
-    if !changed.is_empty() {
-        return format!("input {} changed", changed.join(", "));
+    if !changed.is_empty() && changed.iter().all(|(_, r)| *r) {
+        let names: Vec<&str> = changed.iter().map(|(n, _)| n.as_str()).collect();
+        return format!(
+            "input {}: the same instances, read in another order (the order of `axes:` changed)",
+            names.join(", ")
+        );
     }
-    // The files the stage's parameters name, as the last run read them and as they are now.
+    if !changed.is_empty() {
+        let names: Vec<&str> = changed.iter().map(|(n, _)| n.as_str()).collect();
+        return format!(
+            "input {} changed (kept if {} out the same: early cutoff)",
+            names.join(", "),
+            if names.len() == 1 {
+                "it comes"
+            } else {
+                "they come"
+            }
+        );
+    }
+    // The files the stage's parameters name, as the last run read them and as they are now
+    // (a folder's files each on their own: the file that changed is named, not only its
+    // folder).
     if let Some(before) = files_before {
-        let changed: Vec<String> = stage
+        let changed: Vec<&String> = stage
             .files
             .iter()
             .filter(|(path, digest)| before.get(*path) != Some(*digest))
-            .map(|(path, _)| format!("`{path}`"))
+            .map(|(path, _)| path)
             .collect();
-        if !changed.is_empty() {
-            return format!(
+        let inside = |folder: &str, path: &str| {
+            path.strip_prefix(folder)
+                .is_some_and(|rest| rest.starts_with('/'))
+        };
+        // A folder is named only when no file of it is (a file removed from it).
+        let removed: Vec<&String> = before
+            .keys()
+            .filter(|p| !stage.files.contains_key(*p))
+            .filter(|p| stage.files.keys().any(|f| inside(f, p)))
+            .collect();
+        let named: Vec<String> = changed
+            .iter()
+            .filter(|f| {
+                !changed.iter().any(|g| inside(f, g)) && !removed.iter().any(|g| inside(f, g))
+            })
+            .map(|f| format!("`{f}`"))
+            .collect();
+        let mut parts = Vec::new();
+        if !named.is_empty() {
+            parts.push(format!(
                 "{} {} changed",
-                if changed.len() == 1 { "file" } else { "files" },
-                changed.join(", ")
-            );
+                if named.len() == 1 { "file" } else { "files" },
+                named.join(", ")
+            ));
+        }
+        if !removed.is_empty() {
+            let removed: Vec<String> = removed.iter().map(|f| format!("`{f}`")).collect();
+            parts.push(format!(
+                "{} {} removed",
+                if removed.len() == 1 { "file" } else { "files" },
+                removed.join(", ")
+            ));
+        }
+        if !parts.is_empty() {
+            return parts.join(", ");
         }
     }
     "its seed, axis values or a file it reads changed".into()
@@ -152,32 +259,75 @@ fn param_changes(before: &str, after: &str) -> String {
         serde_json::from_str(s).unwrap_or_default()
     };
     let (b, a) = (parse(before), parse(after));
-    let show = |v: Option<&serde_json::Value>| -> String {
-        match v {
-            None => "(unset)".into(),
-            Some(v) => {
-                let t = v.to_string();
-                if t.chars().count() > 40 {
-                    format!("{}…", t.chars().take(39).collect::<String>())
-                } else {
-                    t
-                }
-            }
-        }
-    };
+    let text = |v: Option<&serde_json::Value>| v.map(|v| v.to_string());
     let mut changes = Vec::new();
     for k in b.keys().chain(a.keys().filter(|k| !b.contains_key(*k))) {
         if b.get(k) != a.get(k) {
-            changes.push(format!(
-                "parameter `{k}` changed {} → {}",
-                show(b.get(k)),
-                show(a.get(k))
-            ));
+            let (before, after) = shown_apart(text(b.get(k)), text(a.get(k)));
+            changes.push(format!("parameter `{k}` changed {before} → {after}"));
         }
     }
     if changes.is_empty() {
         "its parameters changed".into()
     } else {
         changes.join(", ")
+    }
+}
+
+/// Longest a changed value is shown.
+const SHOWN: usize = 40;
+
+/// Two values of a parameter as shown side by side: whole when short, otherwise around the
+/// first place they differ (a few characters before it, `…` for what is left out), so a long
+/// text that changed near its end does not show as two equal beginnings.
+fn shown_apart(before: Option<String>, after: Option<String>) -> (String, String) {
+    let (Some(b), Some(a)) = (&before, &after) else {
+        let show = |v: Option<String>| {
+            v.map_or_else(
+                || "(unset)".to_string(),
+                |t| crate::text::brief(&t, SHOWN - 1),
+            )
+        };
+        return (show(before), show(after));
+    };
+    let (bc, ac): (Vec<char>, Vec<char>) = (b.chars().collect(), a.chars().collect());
+    if bc.len() <= SHOWN && ac.len() <= SHOWN {
+        return (b.clone(), a.clone());
+    }
+    let first = bc.iter().zip(&ac).take_while(|(x, y)| x == y).count();
+    // Some characters before the difference, for context.
+    let from = first.saturating_sub(10);
+    let cut = |c: &[char]| {
+        let end = (from + SHOWN).min(c.len());
+        format!(
+            "{}{}{}",
+            if from > 0 { "…" } else { "" },
+            c[from..end].iter().collect::<String>(),
+            if end < c.len() { "…" } else { "" }
+        )
+    };
+    (cut(&bc), cut(&ac))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_long_value_is_shown_where_it_differs() {
+        let before =
+            "\"Mean L1 and L∞ error over 100 releases of the truncated Laplace mechanism\"";
+        let after =
+            "\"Mean L1 and L∞ error over 100 releases of the truncated Laplace mechanisms\"";
+        let (b, a) = shown_apart(Some(before.into()), Some(after.into()));
+        assert_ne!(b, a);
+        assert!(b.starts_with('…') && b.contains("mechanism\""), "{b}");
+        assert!(a.contains("mechanisms\""), "{a}");
+        // Short values whole; a missing one as unset.
+        assert_eq!(
+            shown_apart(Some("200".into()), Some("300".into())),
+            ("200".to_string(), "300".to_string())
+        );
+        assert_eq!(shown_apart(None, Some("1".into())).0, "(unset)");
     }
 }

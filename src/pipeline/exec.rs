@@ -16,7 +16,7 @@ use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::{Arc, Condvar, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
@@ -25,6 +25,7 @@ use polars::prelude::*;
 
 use super::claim::Claimed;
 use super::dryrun::Force;
+use super::failures::{Failures, MaxFailures};
 use super::instance_store::{InstanceResult, InstanceStore};
 use super::plan::Plan;
 use super::results::{self, RunFacts, StageOutput};
@@ -33,7 +34,7 @@ use super::spec::AxisValue;
 use crate::kind::{rng_from_seed, Artifact, Ctx};
 
 /// A stage instance that failed while running: exit code 1.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct RunError {
     pub pipeline: String,
     pub stage: String,
@@ -80,14 +81,46 @@ impl RunError {
 }
 
 /// Progress over all instances: a bar on a terminal, a plain line every few seconds otherwise.
+/// Failures count too, so a stage that fails on everything is seen while it runs.
 pub struct Progress {
     bar: Option<ProgressBar>,
     total: usize,
     done: AtomicUsize,
     /// How many of `done` came from the instance store.
     cached: AtomicUsize,
+    /// Instances that failed, or were not run (an input failed, or their stage stopped).
+    failed: AtomicUsize,
     last_line: Mutex<Instant>,
     label: String,
+}
+
+/// This process's counts over every pipeline it ran, for the line an interrupt prints
+/// ([`interrupted`]): the signal handler has no run to ask.
+static COMPUTED: AtomicUsize = AtomicUsize::new(0);
+static RUNNING: AtomicUsize = AtomicUsize::new(0);
+static STORING: AtomicBool = AtomicBool::new(false);
+/// Set by [`interrupted`]: workers take no more instances, and the failures of those the
+/// signal ended are not reported as the programs' (they were stopped, not broken).
+static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+
+/// What an interrupt leaves, for the signal handler to print before the process dies: how
+/// many instances this run computed (and whether the store has them) and how many were
+/// running (those are lost).
+///
+/// Called by the signal handler before it stops the programs: from then on, no instance
+/// starts and no failure is reported.
+pub fn interrupted() -> String {
+    INTERRUPTED.store(true, Ordering::SeqCst);
+    let computed = COMPUTED.load(Ordering::Relaxed);
+    let running = RUNNING.load(Ordering::Relaxed);
+    let kept = if STORING.load(Ordering::Relaxed) {
+        "in the store: a run again computes only the rest"
+    } else {
+        "not kept (--no-store)"
+    };
+    format!(
+        "interrupted: {computed} instance(s) computed by this run, {kept}; {running} running were stopped"
+    )
 }
 
 impl Progress {
@@ -96,12 +129,13 @@ impl Progress {
             let b = ProgressBar::new(total as u64);
             b.set_style(
                 ProgressStyle::with_template(
-                    "{prefix} [{bar:30}] {pos}/{len} instances ({msg} from the store), ETA {eta}",
+                    "{prefix} [{bar:30}] {pos}/{len} instances ({msg}), ETA {eta}",
                 )
                 .expect("static template")
                 .progress_chars("=> "),
             );
             b.set_prefix(label.to_string());
+            b.set_message("0 from the store");
             b
         });
         Progress {
@@ -109,6 +143,7 @@ impl Progress {
             total,
             done: AtomicUsize::new(0),
             cached: AtomicUsize::new(0),
+            failed: AtomicUsize::new(0),
             last_line: Mutex::new(Instant::now()),
             label: label.to_string(),
         }
@@ -116,23 +151,43 @@ impl Progress {
 
     /// One more instance done: computed, or taken from the store (`cached`).
     fn tick(&self, cached: bool) {
-        let done = self.done.fetch_add(1, Ordering::Relaxed) + 1;
-        let hits = self
-            .cached
-            .fetch_add(usize::from(cached), Ordering::Relaxed)
-            + usize::from(cached);
+        if !cached {
+            COMPUTED.fetch_add(1, Ordering::Relaxed);
+        }
+        self.cached
+            .fetch_add(usize::from(cached), Ordering::Relaxed);
+        self.done.fetch_add(1, Ordering::Relaxed);
+        self.show();
+    }
+
+    /// One more instance failed, or was not run (an input failed, its stage stopped).
+    fn tick_failed(&self) {
+        self.failed.fetch_add(1, Ordering::Relaxed);
+        self.show();
+    }
+
+    fn show(&self) {
+        let done = self.done.load(Ordering::Relaxed);
+        let hits = self.cached.load(Ordering::Relaxed);
+        let failed = self.failed.load(Ordering::Relaxed);
+        let failures = if failed > 0 {
+            format!(", {failed} failed or not run")
+        } else {
+            String::new()
+        };
         match &self.bar {
             Some(b) => {
-                b.set_message(hits.to_string());
-                b.inc(1);
+                b.set_message(format!("{hits} from the store{failures}"));
+                b.set_position((done + failed) as u64);
             }
             None => {
                 let mut last = self.last_line.lock().unwrap_or_else(|e| e.into_inner());
-                if last.elapsed() >= Duration::from_secs(5) || done == self.total {
+                if last.elapsed() >= Duration::from_secs(5) || done + failed == self.total {
                     *last = Instant::now();
                     tracing::info!(
-                        "{}: {done}/{} instances ({} computed, {hits} from the store)",
+                        "{}: {}/{} instances ({} computed, {hits} from the store{failures})",
                         self.label,
+                        done + failed,
                         self.total,
                         done - hits
                     );
@@ -160,6 +215,8 @@ pub struct RunOptions {
     /// Instances of stages that run programs to compute twice and compare (`--verify N`,
     /// see [`super::verify`]); not in a shard.
     pub verify: usize,
+    /// When a stage that keeps failing stops (`--max-failures`).
+    pub max_failures: MaxFailures,
 }
 
 /// How an instance reads one of its inputs.
@@ -259,6 +316,9 @@ struct StageState {
     artifacts: Mutex<Vec<(usize, Vec<Artifact>)>>,
     seconds: Mutex<Vec<f64>>,
     cached: AtomicUsize,
+    /// How many of `cached` were found by their key by content: an input was computed again
+    /// and came out the same (early cutoff).
+    by_content: AtomicUsize,
     /// What every instance's `Ctx` says of the inputs: their stage names, and the axes the
     /// engine put on them (the same for every instance of the stage, so worked out once).
     input_names: Vec<String>,
@@ -285,6 +345,8 @@ struct Run<'a> {
     poisoned: Vec<AtomicBool>,
     stages: Vec<StageState>,
     errors: Mutex<Vec<(usize, RunError)>>,
+    /// Every failure, printed as it happens and counted per stage (see [`super::failures`]).
+    failures: Failures,
     skipped: AtomicUsize,
     /// Instances whose inputs are all done, and how many are running (see [`Ready`]).
     ready: Mutex<Ready>,
@@ -305,6 +367,9 @@ struct Run<'a> {
     verified: AtomicUsize,
     /// Stages a `--verify` found not deterministic.
     distrusted: Mutex<Vec<usize>>,
+    /// With a store: each instance's frame digest, once it is stored or read from the store
+    /// (what its readers' keys by content are made of, see [`Run::content_key`]).
+    digests: Vec<OnceLock<[u8; 32]>>,
 }
 
 /// The instances ready to run, first in plan order first (so stages are gathered with few
@@ -328,7 +393,13 @@ struct Ready {
 pub fn execute(plan: &Plan, opts: &RunOptions) -> Result<PathBuf, RunError> {
     let started = Instant::now();
     super::provenance::start();
-    let run = drive(plan, opts, None)?;
+    let mut run = drive(plan, opts, None);
+    let failed = run.first_error(opts);
+    // A dataset that is not on this machine: the caller skips the pipeline (or fails it),
+    // and there is nothing to write.
+    if let Some(e) = failed.as_ref().filter(|e| e.unavailable) {
+        return Err(RunError { ..e.clone() });
+    }
     if opts.verify > 0 {
         let checked = run.verified.load(Ordering::Relaxed);
         tracing::info!(
@@ -337,7 +408,40 @@ pub fn execute(plan: &Plan, opts: &RunOptions) -> Result<PathBuf, RunError> {
             if checked < opts.verify { " (that is all it has)" } else { "" }
         );
     }
+    // Early cutoff, said where it happened: what an edit upstream did not change.
+    for (st, stage) in run.stages.iter().zip(&plan.stages) {
+        let n = st.by_content.load(Ordering::Relaxed);
+        if n > 0 {
+            let inputs: Vec<String> = stage
+                .inputs
+                .iter()
+                .map(|&u| format!("`{}`", plan.stages[u].name))
+                .collect();
+            tracing::info!(
+                "{}: stage `{}`: {n} instance(s) kept: input {} ran again and came out the same",
+                plan.name,
+                stage.name,
+                inputs.join(", ")
+            );
+        }
+    }
     let fail = |message: String| RunError::of_pipeline(plan, message);
+    let failed_lines = run.failures.summary();
+    let run_broken: Vec<bool> = run
+        .stages
+        .iter()
+        .map(|s| s.broken.load(Ordering::Acquire))
+        .collect();
+    let mut content_keys: Vec<Vec<_>> = plan
+        .stages
+        .iter()
+        .enumerate()
+        .map(|(si, s)| {
+            (0..s.instances.len())
+                .map(|ii| run.content_key(run.offset[si] + ii))
+                .collect()
+        })
+        .collect();
     let mut outputs = Vec::with_capacity(plan.stages.len());
     for (si, st) in run.stages.into_iter().enumerate() {
         let frame = if plan.stages[si].store {
@@ -349,16 +453,46 @@ pub fn execute(plan: &Plan, opts: &RunOptions) -> Result<PathBuf, RunError> {
             None
         };
         outputs.push(StageOutput {
+            content_keys: std::mem::take(&mut content_keys[si]),
             frame,
             artifacts: st.artifacts.into_inner().unwrap_or_else(|e| e.into_inner()),
             seconds: st.seconds.into_inner().unwrap_or_else(|e| e.into_inner()),
             cached: st.cached.into_inner(),
         });
     }
+    // What the results lack: stages left out (`--stages`), and stages that have no frame
+    // because an instance of theirs or of an input failed. What succeeded is written anyway.
+    let broken: Vec<String> = plan
+        .stages
+        .iter()
+        .zip(&outputs)
+        .zip(&run_broken)
+        .filter(|(_, b)| **b)
+        .map(|((s, _), _)| s.name.clone())
+        .collect();
+    let incomplete =
+        (!plan.left_out.is_empty() || failed.is_some()).then(|| super::manifest::Incomplete {
+            left_out: plan.left_out.clone(),
+            failed: broken
+                .iter()
+                .map(|name| {
+                    match failed_lines
+                        .iter()
+                        .find(|l| l.contains(&format!("stage `{name}`:")))
+                    {
+                        Some(l) => l.clone(),
+                        None => format!(
+                            "stage `{name}`: not run, or not all of it, because an input failed"
+                        ),
+                    }
+                })
+                .collect(),
+        });
     let facts = RunFacts {
         out_dir: &opts.out_dir,
         set: &opts.set,
         jobs: opts.jobs,
+        incomplete,
     };
     let dir = results::write(plan, &outputs, &facts, started.elapsed().as_secs_f64())
         .map_err(|e| fail(format!("writing results: {e:#}")))?;
@@ -367,7 +501,16 @@ pub fn execute(plan: &Plan, opts: &RunOptions) -> Result<PathBuf, RunError> {
             tracing::warn!("could not record this run for --dry-run: {e:#}");
         }
     }
-    Ok(dir)
+    match failed {
+        Some(mut e) => {
+            e.message.push_str(&format!(
+                "\n  what succeeded is in {} (its manifest says what is missing)",
+                dir.display()
+            ));
+            Err(e)
+        }
+        None => Ok(dir),
+    }
 }
 
 /// What one shard did with a pipeline.
@@ -449,7 +592,10 @@ pub fn execute_shard(
             stack.extend(src.pieces());
         }
     }
-    let run = drive(plan, opts, Some(need))?;
+    let mut run = drive(plan, opts, Some(need));
+    if let Some(e) = run.first_error(opts) {
+        return Err(e);
+    }
     let cached: usize = run
         .stages
         .iter()
@@ -477,13 +623,10 @@ struct Need {
 }
 
 /// Runs the instances (all, or those `need` names), flushes the store, and returns the run's
-/// state, or the first failure (plan order) with counts of the others.
-fn drive<'a>(
-    plan: &'a Plan,
-    opts: &'a RunOptions,
-    need: Option<Need>,
-) -> Result<Run<'a>, RunError> {
+/// state (its failures: [`Run::first_error`]).
+fn drive<'a>(plan: &'a Plan, opts: &'a RunOptions, need: Option<Need>) -> Run<'a> {
     let run = Run::new(plan, opts, need);
+    STORING.store(opts.store.is_some(), Ordering::Relaxed);
     std::thread::scope(|threads| {
         // A shard's claims stay fresh while it runs (see `claim`), even while no instance
         // finishes.
@@ -551,27 +694,45 @@ fn drive<'a>(
             ),
         ));
     }
-    let mut errors = std::mem::take(&mut *lock(&run.errors));
-    if !errors.is_empty() {
-        errors.sort_by_key(|(g, _)| *g);
-        let failed = errors.len();
-        let skipped = run.skipped.load(Ordering::Relaxed);
-        for (_, e) in errors.iter().skip(1) {
-            tracing::error!("{e}");
-        }
-        let (_, mut first) = errors.swap_remove(0);
-        if failed > 1 || skipped > 0 {
-            first.message.push_str(&format!(
-                " ({} other instance(s) failed, {skipped} not run because an input failed; everything else finished and is in the store)",
-                failed - 1
-            ));
-        }
-        return Err(first);
-    }
-    Ok(run)
+    run
 }
 
 impl<'a> Run<'a> {
+    /// The run's first failure (plan order), its message followed by what failed in all
+    /// (per stage, see [`Failures::summary`]) and what that leaves; `None` when nothing failed.
+    fn first_error(&mut self, opts: &RunOptions) -> Option<RunError> {
+        let mut errors = std::mem::take(&mut *lock(&self.errors));
+        if errors.is_empty() {
+            return None;
+        }
+        errors.sort_by_key(|(g, _)| *g);
+        // Instance failures were printed as they happened; what failed the pipeline as a
+        // whole (g = usize::MAX) was not, unless it is the one returned.
+        for (_, e) in errors.iter().skip(1).filter(|(g, _)| *g == usize::MAX) {
+            tracing::error!("{e}");
+        }
+        let (_, mut first) = errors.swap_remove(0);
+        let skipped = self.skipped.load(Ordering::Relaxed);
+        let mut lines = self.failures.summary();
+        let failed = self.failures.count();
+        if failed > 1 || skipped > 0 || !lines.is_empty() {
+            if skipped > 0 {
+                lines.push(format!(
+                    "{skipped} instance(s) not run because an input failed"
+                ));
+            }
+            lines.push(match &opts.store {
+                Some(_) => "everything else finished and is in the store".to_string(),
+                None => "everything else finished (--no-store: nothing was kept)".to_string(),
+            });
+            for l in lines {
+                first.message.push_str("\n  ");
+                first.message.push_str(&l);
+            }
+        }
+        Some(first)
+    }
+
     fn new(plan: &'a Plan, opts: &'a RunOptions, need: Option<Need>) -> Self {
         let needed = |g: usize| need.as_ref().is_none_or(|n| n.need[g]);
         let load_only = |g: usize| need.as_ref().is_some_and(|n| n.load[g]);
@@ -655,6 +816,7 @@ impl<'a> Run<'a> {
                 artifacts: Mutex::new(Vec::new()),
                 seconds: Mutex::new(vec![0.0; s.instances.len()]),
                 cached: AtomicUsize::new(0),
+                by_content: AtomicUsize::new(0),
                 input_names: s
                     .inputs
                     .iter()
@@ -696,6 +858,11 @@ impl<'a> Run<'a> {
             poisoned: (0..n).map(|_| AtomicBool::new(false)).collect(),
             stages,
             errors: Mutex::new(Vec::new()),
+            failures: Failures::new(
+                &plan.name,
+                plan.stages.iter().map(|s| s.name.clone()).collect(),
+                opts.max_failures,
+            ),
             skipped: AtomicUsize::new(0),
             ready: Mutex::new(Ready::default()),
             wake: Condvar::new(),
@@ -705,6 +872,11 @@ impl<'a> Run<'a> {
             verify,
             verified: AtomicUsize::new(0),
             distrusted: Mutex::new(Vec::new()),
+            digests: if opts.store.is_some() {
+                (0..n).map(|_| OnceLock::new()).collect()
+            } else {
+                Vec::new()
+            },
             load_only: need.map(|n| n.load),
             store_error: Mutex::new(None),
         }
@@ -734,6 +906,7 @@ impl<'a> Run<'a> {
         let inst = &stage.instances[ii];
         let outcome = if self.poisoned[g].load(Ordering::Acquire) {
             self.skipped.fetch_add(1, Ordering::Relaxed);
+            self.progress.tick_failed();
             None
         } else {
             let forced = self.opts.force.covers(&stage.name);
@@ -774,33 +947,69 @@ impl<'a> Run<'a> {
                 }
                 (c, _) => c,
             };
+            // Early cutoff: not stored under its key (an input's key changed), perhaps under
+            // its key by content (the input came out the same). Found there, it is stored
+            // under its key too, so the next run and `--dry-run` find it at once.
+            let by_content = self.content_key(g);
+            let (cached, cut_off) = match (cached, &self.opts.store, by_content) {
+                (None, Some(s), Some(ck)) if !forced => match s.get(&ck) {
+                    Some(hit) => {
+                        if let Err(e) = s.put(&inst.store_key, stage.kind.name, &hit) {
+                            self.not_stored(s, e);
+                        }
+                        (Some(hit), true)
+                    }
+                    None => (None, false),
+                },
+                (c, _, _) => (c, false),
+            };
             match cached {
                 Some(hit) => {
                     tracing::debug!(
-                        "{} {} {{{}}}: from the store ({})",
+                        "{} {} {{{}}}: from the store ({}{})",
                         self.plan.name,
                         stage.name,
                         inst.label(),
-                        inst.store_key
+                        inst.store_key,
+                        if cut_off {
+                            ", by content: its inputs came out the same"
+                        } else {
+                            ""
+                        }
                     );
+                    if cut_off {
+                        self.stages[si].by_content.fetch_add(1, Ordering::Relaxed);
+                    }
                     self.progress.tick(true);
+                    if let (Some(d), Some(slot)) = (hit.digest, self.digests.get(g)) {
+                        let _ = slot.set(d);
+                    }
+                    let hit = InstanceResult {
+                        frame: in_stage_order(hit.frame, &inst.key()),
+                        ..hit
+                    };
                     Some((hit, true))
                 }
                 None if self.load_only.as_ref().is_some_and(|l| l[g]) => {
-                    lock(&self.errors).push((
-                        g,
-                        RunError {
-                            pipeline: self.plan.name.clone(),
-                            stage: stage.name.clone(),
-                            instance: inst.label(),
-                            message: "its store entry disappeared while this shard ran (a concurrent `dplab store gc`?): run the shard again".into(),
-                            unavailable: false,
-                        },
-                    ));
+                    self.fail(g, RunError {
+                        pipeline: self.plan.name.clone(),
+                        stage: stage.name.clone(),
+                        instance: inst.label(),
+                        message: "its store entry disappeared while this shard ran (a concurrent `dplab store gc`?): run the shard again".into(),
+                        unavailable: false,
+                    });
+                    None
+                }
+                // Its stage failed on too many instances (`--max-failures`): the others are
+                // not run, and their readers neither.
+                None if self.failures.stopped(si) => {
+                    self.failures.not_run(si);
+                    self.progress.tick_failed();
                     None
                 }
                 None => match self.compute(si, ii) {
                     Ok(res) => {
+                        self.failures.succeeded(si);
                         tracing::debug!(
                             "{} {} {{{}}}: computed in {:.3} s ({} rows)",
                             self.plan.name,
@@ -815,14 +1024,7 @@ impl<'a> Run<'a> {
                         // run would take.
                         let verifying = self.verify.get(g) == Some(&true);
                         if let Some(s) = self.opts.store.as_ref().filter(|_| !verifying) {
-                            let put = if claim.is_some() {
-                                s.put_now(&inst.store_key, stage.kind.name, &res)
-                            } else {
-                                s.put(&inst.store_key, stage.kind.name, &res)
-                            };
-                            if let Err(e) = put {
-                                self.not_stored(s, e);
-                            }
+                            self.put(s, g, claim.is_some(), &res);
                         }
                         // Stored where waiting shards look: they may take it now.
                         drop(claim.take());
@@ -841,17 +1043,17 @@ impl<'a> Run<'a> {
                             } else {
                                 format!("{e:#}")
                             };
-                        let err = RunError {
-                            pipeline: self.plan.name.clone(),
-                            stage: stage.name.clone(),
-                            instance: inst.label(),
-                            message,
-                            unavailable: e.downcast_ref::<crate::kind::Unavailable>().is_some(),
-                        };
-                        self.errors
-                            .lock()
-                            .unwrap_or_else(|e| e.into_inner())
-                            .push((g, err));
+                        self.progress.tick_failed();
+                        self.fail(
+                            g,
+                            RunError {
+                                pipeline: self.plan.name.clone(),
+                                stage: stage.name.clone(),
+                                instance: inst.label(),
+                                message,
+                                unavailable: e.downcast_ref::<crate::kind::Unavailable>().is_some(),
+                            },
+                        );
                         None
                     }
                 },
@@ -947,13 +1149,19 @@ impl<'a> Run<'a> {
         }
         stages.sort_unstable();
         stages.dedup();
+        // Under their keys and their keys by content: either would give them to a later run.
         let keys: Vec<_> = self
             .plan
             .stages
             .iter()
-            .zip(&bad)
-            .filter(|(_, b)| **b)
-            .flat_map(|(s, _)| s.instances.iter().map(|i| i.store_key))
+            .enumerate()
+            .filter(|(si, _)| bad[*si])
+            .flat_map(|(si, s)| {
+                (0..s.instances.len()).flat_map(move |ii| {
+                    let g = self.offset[si] + ii;
+                    std::iter::once(s.instances[ii].store_key).chain(self.content_key(g))
+                })
+            })
             .collect();
         let names: Vec<&str> = stages
             .iter()
@@ -978,6 +1186,52 @@ impl<'a> Run<'a> {
                 ),
             )),
         }
+    }
+
+    /// Stores computed instance `g` under its key and, when it reads inputs, its key by
+    /// content; `now`: in a file of its own (what waiting shards look for).
+    fn put(&self, store: &InstanceStore, g: usize, now: bool, res: &InstanceResult) {
+        let (si, ii) = self.locate(g);
+        let stage = &self.plan.stages[si];
+        let mut keys = vec![stage.instances[ii].store_key];
+        keys.extend(self.content_key(g));
+        let put = if now {
+            store.put_now(&keys, stage.kind.name, res)
+        } else {
+            store.put_as(&keys, stage.kind.name, res)
+        };
+        match put {
+            Ok(d) => {
+                let _ = self.digests[g].set(d);
+            }
+            Err(e) => self.not_stored(store, e),
+        }
+    }
+
+    /// Instance `g`'s key by what it reads ([`super::key::content_key`]): its own key and the
+    /// digests of the frames of its inputs, once all are known (with a store, after they ran
+    /// or were read from it). `None` for an instance that reads nothing (its key already is
+    /// its content) or without a store.
+    fn content_key(&self, g: usize) -> Option<super::key::Key> {
+        if self.digests.is_empty() {
+            return None;
+        }
+        let (si, ii) = self.locate(g);
+        let stage = &self.plan.stages[si];
+        let inst = &stage.instances[ii];
+        if stage.inputs.is_empty() {
+            return None;
+        }
+        let mut all = Vec::with_capacity(stage.inputs.len());
+        for (&up, js) in stage.inputs.iter().zip(inst.inputs.iter()) {
+            let base = self.offset[up];
+            let ds: Option<Vec<[u8; 32]>> = js
+                .iter()
+                .map(|&j| self.digests[base + j].get().copied())
+                .collect();
+            all.push(ds?);
+        }
+        Some(super::key::content_key(&inst.own_key, &all))
     }
 
     /// Writing to the store failed: a warning (the results are still written), remembered
@@ -1005,8 +1259,17 @@ impl<'a> Run<'a> {
             message: format!("joining its instances' frames: {e:#}"),
             unavailable: false,
         };
-        lock(&self.errors).push((g, err));
+        self.fail(g, err);
         self.stages[si].broken.store(true, Ordering::Release);
+    }
+
+    /// Instance `g` (or its stage) failed: told at once ([`Failures`]), counted in the
+    /// progress, kept for the end of the run.
+    fn fail(&self, g: usize, err: RunError) {
+        let (si, _) = self.locate(g);
+        let quiet = err.unavailable || INTERRUPTED.load(Ordering::Relaxed);
+        self.failures.failed(si, &err.instance, &err.message, quiet);
+        lock(&self.errors).push((g, err));
     }
 
     /// One input of reader `r` is done; it is ready once none is left.
@@ -1038,10 +1301,16 @@ impl<'a> Run<'a> {
             if ready.panicked {
                 return;
             }
+            if INTERRUPTED.load(Ordering::Relaxed) {
+                self.wake.notify_all();
+                return;
+            }
             if let Some(Reverse((_, g))) = ready.heap.pop() {
                 ready.running += 1;
                 drop(ready);
+                RUNNING.fetch_add(1, Ordering::Relaxed);
                 self.instance(g);
+                RUNNING.fetch_sub(1, Ordering::Relaxed);
                 ready = lock(&self.ready);
                 ready.running -= 1;
                 continue;
@@ -1094,9 +1363,7 @@ impl<'a> Run<'a> {
                 None => {
                     self.verified.fetch_add(1, Ordering::Relaxed);
                     if let Some(s) = self.opts.store.as_ref().filter(|_| !hit) {
-                        if let Err(e) = s.put(&inst.store_key, stage.kind.name, &res) {
-                            self.not_stored(s, e);
-                        }
+                        self.put(s, g, false, &res);
                     }
                     tracing::debug!(
                         "{} {} {{{}}}: computed again (--verify): the same bytes",
@@ -1114,7 +1381,7 @@ impl<'a> Run<'a> {
         };
         // What is stored of its stage is one draw of many: see `forget_distrusted`.
         lock(&self.distrusted).push(si);
-        lock(&self.errors).push((
+        self.fail(
             g,
             RunError {
                 pipeline: self.plan.name.clone(),
@@ -1123,7 +1390,7 @@ impl<'a> Run<'a> {
                 message,
                 unavailable: false,
             },
-        ));
+        );
         None
     }
 
@@ -1175,6 +1442,11 @@ impl<'a> Run<'a> {
         }
         let st = &self.stages[si];
         let key = inst.key();
+        // The kind sees its axes by name, not in the order `axes:` lists them: its output
+        // must not depend on that order, which its key leaves out (see `key::store_key`).
+        let mut by_name = key.clone();
+        by_name.sort_by(|a, b| a.0.cmp(&b.0));
+        let label: Vec<String> = by_name.iter().map(|(a, v)| format!("{a}={v}")).collect();
         let mut ctx = Ctx {
             inputs: &inputs,
             axis_names: &st.axis_names,
@@ -1183,8 +1455,8 @@ impl<'a> Run<'a> {
             seed: inst.seed,
             files: &plan.files,
             stage: &stage.name,
-            label: &inst.label(),
-            axes: &key,
+            label: &label.join(", "),
+            axes: &by_name,
         };
         let out = stage.build(inst)?.run(&mut ctx)?;
         let frame = with_axis_columns(out.frame, &key)?;
@@ -1204,6 +1476,7 @@ impl<'a> Run<'a> {
             frame,
             artifacts: out.artifacts,
             seconds: t0.elapsed().as_secs_f64(),
+            digest: None,
         })
     }
 }
@@ -1278,6 +1551,24 @@ fn with_axis_columns(frame: DataFrame, key: &[(Arc<str>, AxisValue)]) -> Result<
         }
     }
     Ok(DataFrame::new(height, cols)?)
+}
+
+/// A stored frame with its axis columns in the order of the stage's axes, which may differ
+/// from the order they had when it was stored (the key leaves that order out, see
+/// `key::store_key`). A frame without them all is left as it is.
+fn in_stage_order(frame: DataFrame, key: &[(Arc<str>, AxisValue)]) -> DataFrame {
+    let names = frame.get_column_names();
+    if key.is_empty() || names.iter().zip(key).all(|(c, (a, _))| c.as_str() == &**a) {
+        return frame;
+    }
+    let mut order: Vec<PlSmallStr> = key.iter().map(|(a, _)| (&**a).into()).collect();
+    order.extend(
+        names
+            .iter()
+            .filter(|c| !key.iter().any(|(a, _)| &**a == c.as_str()))
+            .map(|c| (*c).clone()),
+    );
+    frame.select(order).unwrap_or(frame)
 }
 
 /// A value of `c` other than the axis value `v` (nulls aside), as text, if any. A number and

@@ -41,6 +41,22 @@ pub struct InstanceResult {
     pub artifacts: Vec<Artifact>,
     /// Compute time in this run (0 when it came from the store).
     pub seconds: f64,
+    /// sha256 of the frame as stored ([`frame_digest`]): what a reader's key by content is
+    /// made of ([`super::key::content_key`]). Known once the result is stored or read from
+    /// the store; `None` before.
+    pub digest: Option<[u8; 32]>,
+}
+
+/// The digest of a frame as an entry holds it: sha256 of its bytes and its height (a frame
+/// without columns is no bytes, and its height is all it says). The frame only, not the
+/// artifacts: readers see the frame, and a log that differs (a program printing its run
+/// time) must not defeat the early cutoff.
+fn frame_digest(frame_bytes: &[u8], height: usize) -> [u8; 32] {
+    let mut h = Sha256::new();
+    h.update(b"dplab-frame-1");
+    h.update((height as u64).to_le_bytes());
+    h.update(frame_bytes);
+    h.finalize().into()
 }
 
 /// A store directory. Clones share the pack being appended to.
@@ -322,23 +338,37 @@ fn decode(bytes: &[u8]) -> Option<InstanceResult> {
         // Not stored: an entry's bytes depend on its key alone (compute times differ
         // from run to run), and taking it from the store took no compute time.
         seconds: 0.0,
+        digest: Some(frame_digest(body.get(..meta.frame)?, meta.height)),
     })
 }
 
 impl InstanceStore {
     /// Stores `result` under `key`: a small entry appended to this process's pack, a larger
     /// one in a file of its own (tmp + rename). Either is in the store when this returns.
-    pub fn put(&self, key: &Key, kind: &str, result: &InstanceResult) -> Result<()> {
-        self.put_entry(key, kind, result, true)
+    /// Returns the frame's digest ([`InstanceResult::digest`]).
+    pub fn put(&self, key: &Key, kind: &str, result: &InstanceResult) -> Result<[u8; 32]> {
+        self.put_entry(&[*key], kind, result, true)
+    }
+
+    /// [`Self::put`] under each of `keys` (an instance's key and its key by content), the
+    /// entry encoded once.
+    pub fn put_as(&self, keys: &[Key], kind: &str, result: &InstanceResult) -> Result<[u8; 32]> {
+        self.put_entry(keys, kind, result, true)
     }
 
     /// [`Self::put`] in a file of its own, whatever its size: what other processes wait for
     /// (a claimed instance) must be where [`Self::get_fresh`] looks when the claim ends.
-    pub fn put_now(&self, key: &Key, kind: &str, result: &InstanceResult) -> Result<()> {
-        self.put_entry(key, kind, result, false)
+    pub fn put_now(&self, keys: &[Key], kind: &str, result: &InstanceResult) -> Result<[u8; 32]> {
+        self.put_entry(keys, kind, result, false)
     }
 
-    fn put_entry(&self, key: &Key, kind: &str, result: &InstanceResult, pack: bool) -> Result<()> {
+    fn put_entry(
+        &self,
+        keys: &[Key],
+        kind: &str,
+        result: &InstanceResult,
+        pack: bool,
+    ) -> Result<[u8; 32]> {
         let mut body = Vec::new();
         let mut parquet = false;
         if result.frame.width() > 0 {
@@ -357,6 +387,7 @@ impl InstanceStore {
             }
         }
         let frame_len = body.len();
+        let digest = frame_digest(&body, result.frame.height());
         for a in &result.artifacts {
             body.extend_from_slice(&a.bytes);
         }
@@ -376,14 +407,17 @@ impl InstanceStore {
         let mut entry = serde_json::to_vec(&meta)?;
         entry.push(b'\n');
         entry.extend_from_slice(&body);
-        if pack && entry.len() < SMALL {
-            return self.append(key, &entry);
+        for key in keys {
+            if pack && entry.len() < SMALL {
+                self.append(key, &entry)?;
+                continue;
+            }
+            let final_path = self.entry(key);
+            self.place(&entry, &final_path)
+                .with_context(|| format!("storing {}", final_path.display()))?;
+            self.remember(|m| m.own_file(key.0));
         }
-        let final_path = self.entry(key);
-        self.place(&entry, &final_path)
-            .with_context(|| format!("storing {}", final_path.display()))?;
-        self.remember(|m| m.own_file(key.0));
-        Ok(())
+        Ok(digest)
     }
 
     /// Adds what this process stored to the index, once the index has been read (before,
@@ -823,7 +857,12 @@ pub fn manifest_keys(results_dir: &Path) -> std::collections::HashSet<String> {
         return keys;
     };
     for stage in m.stages {
-        keys.extend(stage.seeds.into_iter().map(|s| s.key));
+        keys.extend(
+            stage
+                .seeds
+                .into_iter()
+                .flat_map(|s| std::iter::once(s.key).chain(s.content_key)),
+        );
     }
     keys
 }

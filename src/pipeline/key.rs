@@ -85,6 +85,12 @@ pub struct KeyParts<'a> {
 /// The store key of an instance: sha256 over a length-prefixed encoding of its [`KeyParts`]
 /// (prefixes, so no two different part lists encode alike). The pipeline's name is not part
 /// of it: identical work in two pipelines is one entry.
+///
+/// Axes are keyed by name, not by the order `axes:` lists them in: the seeds do not depend on
+/// that order, the kinds are handed the axes in name order (see `exec`), and the engine puts
+/// the axis columns in the stage's order when it takes an entry from the store. Swapping two
+/// lines of `axes:` then keeps every instance; only those that read several instances of a
+/// stage (gathered in plan order, which the swap changes) run again.
 pub fn store_key(p: &KeyParts) -> Key {
     let mut h = Sha256::new();
     let mut put = |tag: &str, bytes: &[u8]| {
@@ -92,7 +98,8 @@ pub fn store_key(p: &KeyParts) -> Key {
         h.update((bytes.len() as u64).to_le_bytes());
         h.update(bytes);
     };
-    put("dplab-instance", b"1");
+    // 2: axes by name (1 keyed them in the order of `axes:`).
+    put("dplab-instance", b"2");
     put("kind", p.kind.as_bytes());
     put("version", &p.version.to_le_bytes());
     put("stage", p.stage.as_bytes());
@@ -101,7 +108,9 @@ pub fn store_key(p: &KeyParts) -> Key {
     }
     put("params", p.params.as_bytes());
     put("seed", &p.seed.to_le_bytes());
-    for (a, v) in p.axes {
+    let mut axes: Vec<&(Arc<str>, AxisValue)> = p.axes.iter().collect();
+    axes.sort_by(|a, b| a.0.cmp(&b.0));
+    for (a, v) in axes {
         put("axis", a.as_bytes());
         put("value", v.canonical().as_bytes());
         // The frame's axis column is of integers: not the entry a float value left.
@@ -122,6 +131,26 @@ pub fn store_key(p: &KeyParts) -> Key {
     }
     for s in p.sources {
         put("source", s.as_bytes());
+    }
+    Key(h.finalize().into())
+}
+
+/// An instance's key by what it read rather than by where that came from (early cutoff, as
+/// Bazel's and Shake's): its own key (its [`KeyParts`] without upstream keys) and, per input,
+/// the digests of the frames it read ([`super::instance_store::InstanceResult::digest`]). An
+/// edit upstream that leaves an input frame bit-identical leaves this key as it was, so the
+/// instance is taken from the store under it instead of being computed again, and so is
+/// everything below it. Tagged apart from [`store_key`]: the two never coincide.
+pub fn content_key(own: &Key, inputs: &[Vec<[u8; 32]>]) -> Key {
+    let mut h = Sha256::new();
+    h.update(b"dplab-content-1");
+    h.update(own.0);
+    for (k, digests) in inputs.iter().enumerate() {
+        h.update((k as u64).to_le_bytes());
+        h.update((digests.len() as u64).to_le_bytes());
+        for d in digests {
+            h.update(d);
+        }
     }
     Key(h.finalize().into())
 }

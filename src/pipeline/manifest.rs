@@ -43,7 +43,24 @@ pub struct Manifest<Seeds = Vec<Seed>> {
     /// Every file of the results directory but this one, with its size and hash.
     pub outputs: Vec<OutputFile>,
     pub warning: String,
+    /// Present when the results are not the whole pipeline's: a run of some stages
+    /// (`--stages`), or one in which instances failed. What is here is right; what is missing
+    /// is listed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub incomplete: Option<Incomplete>,
     pub stages: Vec<StageEntry<Seeds>>,
+}
+
+/// What a results directory lacks (see [`Manifest::incomplete`]).
+#[derive(Serialize, Deserialize, Debug, Clone, Default, PartialEq)]
+pub struct Incomplete {
+    /// Stages not run: left out by `--stages`.
+    #[serde(default)]
+    pub left_out: Vec<String>,
+    /// Stages with no frame because instances of theirs failed or read a failure, each
+    /// with why (one line).
+    #[serde(default)]
+    pub failed: Vec<String>,
 }
 
 /// A manifest read without the per-instance lists of its stages.
@@ -73,6 +90,8 @@ pub struct PipelineInfo {
     /// The file, as the run was given it.
     pub file: String,
     pub sha256: String,
+    /// What it reproduces; absent for an experiment of one's own (no `source:`).
+    #[serde(default, skip_serializing_if = "Source::is_none")]
     pub source: Source,
     pub description: String,
     /// The file's `findings:`, passed through for the report.
@@ -168,6 +187,9 @@ pub struct Seed {
     pub seed: String,
     /// Its key in the instance store.
     pub key: String,
+    /// Its key by what it read (early cutoff), under which the store files it too.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content_key: Option<String>,
 }
 
 #[cfg(test)]

@@ -12,7 +12,8 @@
 //!    with [`seed`] and every store key with [`key`].
 //! 3. What a plan is shown as, without running it: [`dryrun`] (`--dry-run`: what would run
 //!    and why), [`show`], [`graph`], [`schema`].
-//! 4. [`exec`] runs the instances in parallel as their inputs become ready, each taken from
+//! 4. [`exec`] runs the instances in parallel as their inputs become ready (telling
+//!    [`failures`] each failure as it happens), each taken from
 //!    or put into the [`instance_store`] (content-addressed by [`key::Key`]); [`claim`] keeps
 //!    concurrent shards from computing one instance twice, [`shard`] deals a plan's instances
 //!    out to N processes.
@@ -29,6 +30,7 @@ pub mod claim;
 pub mod compare;
 pub mod dryrun;
 pub mod exec;
+pub mod failures;
 pub mod files;
 pub mod graph;
 pub mod instance_store;

@@ -22,6 +22,10 @@ pub struct Recorded {
     pub params: String,
     /// Per input, a hash of the upstream instances' keys.
     pub inputs: Vec<String>,
+    /// The same in key order: equal where `inputs` is not when the same instances are read
+    /// in another order (the order of `axes:` changed).
+    #[serde(default)]
+    pub inputs_unordered: Vec<String>,
 }
 
 /// stage → instance label → what was recorded.
@@ -116,29 +120,39 @@ impl Serialize for StreamedStage<'_> {
             stage
                 .instances
                 .iter()
-                .map(|inst| (inst.label(), recorded(plan, stage, inst))),
+                .map(|inst| (inst.label_by_name(), recorded(plan, stage, inst))),
         )
     }
 }
 
 pub fn recorded(plan: &Plan, stage: &PlannedStage, inst: &Instance) -> Recorded {
-    let inputs = stage
-        .inputs
-        .iter()
-        .zip(inst.inputs.iter())
-        .map(|(&up, js)| {
-            let mut h = Sha256::new();
-            for &j in js.iter() {
-                h.update(plan.stages[up].instances[j].store_key.hex_digits());
-            }
-            hex(&h.finalize())
-        })
-        .collect();
+    let hashed = |sorted: bool| {
+        stage
+            .inputs
+            .iter()
+            .zip(inst.inputs.iter())
+            .map(|(&up, js)| {
+                let mut keys: Vec<_> = js
+                    .iter()
+                    .map(|&j| plan.stages[up].instances[j].store_key)
+                    .collect();
+                if sorted {
+                    keys.sort_unstable();
+                }
+                let mut h = Sha256::new();
+                for k in keys {
+                    h.update(k.hex_digits());
+                }
+                hex(&h.finalize())
+            })
+            .collect()
+    };
     Recorded {
         key: inst.store_key.to_string(),
         version: stage.kind.version,
         params: stage.canonical_params(inst),
-        inputs,
+        inputs: hashed(false),
+        inputs_unordered: hashed(true),
     }
 }
 

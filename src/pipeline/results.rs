@@ -31,6 +31,9 @@ pub struct StageOutput {
     pub artifacts: Vec<(usize, Vec<Artifact>)>,
     pub seconds: Vec<f64>,
     pub cached: usize,
+    /// Per instance, its key by content when it has one ([`super::key::content_key`]): the
+    /// manifest lists it beside the key, so `dplab store gc` keeps the entry filed under it.
+    pub content_keys: Vec<Option<super::key::Key>>,
 }
 
 /// What a results directory records of how its run was made.
@@ -40,6 +43,8 @@ pub struct RunFacts<'a> {
     /// The `--set` arguments.
     pub set: &'a [String],
     pub jobs: usize,
+    /// What the results lack, when they are not the whole pipeline's.
+    pub incomplete: Option<super::manifest::Incomplete>,
 }
 
 pub fn write(plan: &Plan, results: &[StageOutput], opts: &RunFacts, wall: f64) -> Result<PathBuf> {
@@ -331,7 +336,7 @@ fn write_all(
             }),
             files: stage.files.clone(),
             sources: stage.sources.clone(),
-            seeds: SeedsOf(stage),
+            seeds: SeedsOf(stage, &res.content_keys),
         });
     }
     let axes = plan
@@ -368,7 +373,7 @@ fn write_all(
             sha256: hex(&Sha256::digest(bytes)),
         })
         .collect();
-    let manifest = Manifest {
+    let mut manifest = Manifest {
         dplab_version: env!("CARGO_PKG_VERSION").into(),
         build: super::provenance::build(),
         inputs,
@@ -391,8 +396,31 @@ fn write_all(
         outputs,
         warning: "seeded runs reproduce research; never use them to release real private data"
             .into(),
+        incomplete: opts.incomplete.clone(),
         stages,
     };
+    // The pipeline as it ran (profile, `--set`, `--sweep` and `--stages` applied, as `dplab
+    // show` prints it): what to read, and run again, months later. In the manifest's outputs,
+    // with its sha256.
+    // Not `*.yaml`: a results root inside a folder of pipelines must not add pipelines to a
+    // later `dplab run FOLDER`; `dplab run results/<name>/pipeline.as-run` runs it. Its
+    // first line names the file by its name only, so the bytes do not depend on where the
+    // pipeline lay.
+    let composed = super::show::composed(plan);
+    let body = composed.split_once('\n').map_or("", |(_, rest)| rest);
+    let file = plan
+        .file
+        .file_name()
+        .map(|f| f.to_string_lossy().to_string())
+        .unwrap_or_default();
+    let as_run = format!(
+        "# {file} as it ran: profile, --set, --sweep and --stages applied (`dplab show`)\n{body}"
+    );
+    manifest.outputs.push(put(
+        dir,
+        &names.claim("pipeline.as-run".into())?,
+        as_run.as_bytes(),
+    )?);
     put_with(dir, &names.claim("manifest.json".into())?, |w| {
         Ok(serde_json::to_writer_pretty(w, &manifest)?)
     })?;
@@ -428,14 +456,15 @@ fn parquet_metadata(plan: &Plan, stage: &PlannedStage) -> Vec<(String, String)> 
 
 /// A stage's instances (label, seed, store key) in the manifest, streamed straight from the
 /// plan: as a JSON tree, a sweep of 10⁶ instances took 2 GB.
-struct SeedsOf<'a>(&'a PlannedStage);
+struct SeedsOf<'a>(&'a PlannedStage, &'a [Option<super::key::Key>]);
 
 impl serde::Serialize for SeedsOf<'_> {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_seq(self.0.instances.iter().map(|i| Seed {
+        s.collect_seq(self.0.instances.iter().enumerate().map(|(ii, i)| Seed {
             instance: i.label(),
             seed: format!("{:032x}", i.seed),
             key: i.store_key.to_string(),
+            content_key: self.1.get(ii).copied().flatten().map(|k| k.to_string()),
         }))
     }
 }

@@ -110,6 +110,7 @@ mod tests {
             frame: df!("v" => v).unwrap(),
             artifacts: vec![],
             seconds: 0.0,
+            digest: None,
         }
     }
 

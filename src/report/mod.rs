@@ -219,7 +219,7 @@ pub fn build(
     for ex in experiments.values() {
         summary.experiments += 1;
         match ex.status {
-            "ok" => summary.with_results += 1,
+            "ok" | "incomplete" => summary.with_results += 1,
             "data not available" => summary.unavailable += 1,
             "not run" => summary.not_run += 1,
             _ => summary.damaged += 1,
@@ -236,7 +236,7 @@ pub fn build(
             ordered.extend(exs.iter().copied());
             Paper {
                 id: if id.is_empty() {
-                    "(no paper named)".into()
+                    "Experiments of one's own".into()
                 } else {
                     id.clone()
                 },
@@ -277,8 +277,12 @@ pub fn build(
     let tmpl = env
         .get_template("report.html")
         .map_err(|e| format!("the report template: {e}"))?;
+    // A report over one's own experiments (none names a paper) speaks no reproduction
+    // vocabulary: no verdict legend, no list of differences.
+    let reproduction = ordered.iter().any(|e| !e.paper.is_empty());
     let html = tmpl
         .render(minijinja::context! {
+            reproduction => reproduction,
             results => results.display().to_string(),
             heading => title.map_or_else(
                 || {
@@ -387,6 +391,27 @@ fn experiment(
     if !m.set.is_empty() {
         provenance.push(("--set".into(), m.set.join("; ")));
     }
+    // A run of some stages, or one in which instances failed: what is here is shown, and
+    // what is not is said.
+    let (status, message) = match &m.incomplete {
+        None => ("ok", String::new()),
+        Some(inc) => {
+            let mut parts = Vec::new();
+            if !inc.left_out.is_empty() {
+                parts.push(format!(
+                    "The run left out stage(s) {} (--stages).",
+                    inc.left_out.join(", ")
+                ));
+            }
+            if !inc.failed.is_empty() {
+                parts.push(format!(
+                    "Failed, so missing here: {}.",
+                    inc.failed.join("; ")
+                ));
+            }
+            ("incomplete", parts.join(" "))
+        }
+    };
     Experiment {
         id: name.to_string(),
         anchor: anchor(name),
@@ -394,8 +419,8 @@ fn experiment(
         paper: m.pipeline.source.paper.clone(),
         item: m.pipeline.source.item.clone(),
         description: markdown::to_html(&m.pipeline.description),
-        status: "ok",
-        message: String::new(),
+        status,
+        message,
         command: String::new(),
         figures,
         tables,

@@ -377,7 +377,7 @@ fn manifest_records_seeds_hashes_and_timings() {
 }
 
 #[test]
-fn a_failed_run_keeps_previous_results_and_names_the_instance() {
+fn a_failed_run_writes_what_succeeded_and_names_the_instance() {
     let dir = TempDir::new().unwrap();
     let p = write(dir.path(), "good.yaml", GOOD);
     let out = dir.path().join("r");
@@ -397,7 +397,14 @@ fn a_failed_run_keeps_previous_results_and_names_the_instance() {
         predicate::str::contains("stage `noisy` instance {eps=0.5, rep=0} failed")
             .and(predicate::str::contains("no column `utility_typo`")),
     );
-    assert_eq!(read(&out.join("tiny"), "summary.csv"), before);
+    // What succeeded replaces the previous results, marked incomplete: what failed (and
+    // what reads it) is missing, and the manifest says so.
+    assert!(!before.is_empty());
+    assert!(!out.join("tiny/summary.csv").exists());
+    let m: serde_json::Value =
+        serde_json::from_slice(&read(&out.join("tiny"), "manifest.json")).unwrap();
+    let failed = m["incomplete"]["failed"].to_string();
+    assert!(failed.contains("stage `noisy`"), "{m}");
     let leftovers: Vec<_> = fs::read_dir(&out)
         .unwrap()
         .flatten()

@@ -187,7 +187,7 @@ fn the_code_is_keyed_by_content_and_a_failure_loses_only_its_instance() {
         .unwrap();
     assert!(o.status.success(), "{}", text(&o));
     assert!(
-        text(&o).contains(" 4 to run") && text(&o).contains("file `code` changed"),
+        text(&o).contains(" 4 to run") && text(&o).contains("file `code/lib/helper.sh` changed"),
         "{}",
         text(&o)
     );

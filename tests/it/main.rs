@@ -34,3 +34,4 @@ mod show;
 mod slurm;
 mod store;
 mod trigonometric;
+mod workday;

@@ -93,6 +93,8 @@ pub struct Plan {
     pub files: InputFiles,
     /// Where everything is in the file: an error found while running points there too.
     pub locs: Locations,
+    /// Stages of the file left out of this plan (`--stages`, see [`Plan::keep_stages`]).
+    pub left_out: Vec<String>,
 }
 
 pub struct PlannedStage {
@@ -211,6 +213,9 @@ pub struct Instance {
     pub at: u64,
     /// Its key in the instance store (see [`store_key`]).
     pub store_key: Key,
+    /// The same without its inputs' keys: with its inputs' digests, its key by content
+    /// ([`super::key::content_key`]).
+    pub own_key: Key,
     pub seed: u128,
     /// Per input: the indices of the upstream instances this instance reads (shared by
     /// consecutive instances that read the same ones).
@@ -218,6 +223,54 @@ pub struct Instance {
 }
 
 impl Plan {
+    /// Keeps the stages named and what they read, directly or not (`dplab run --stages`):
+    /// part of a pipeline, planned as the whole is, so its instances have the keys a run of
+    /// the whole gives them and the store serves both. Returns the names of the stages left
+    /// out; an error names a stage the plan does not have, with the ones it has.
+    pub fn keep_stages(&mut self, names: &[String]) -> Result<Vec<String>, String> {
+        let mut keep = vec![false; self.stages.len()];
+        for n in names {
+            match self.stages.iter().position(|s| &s.name == n) {
+                Some(i) => keep[i] = true,
+                None => {
+                    let all: Vec<&str> = self.stages.iter().map(|s| s.name.as_str()).collect();
+                    return Err(format!(
+                        "--stages: pipeline `{}` has no stage `{n}` (its stages: {})",
+                        self.name,
+                        all.join(", ")
+                    ));
+                }
+            }
+        }
+        // Stages are in topological order: one pass from the end reaches every input.
+        for i in (0..self.stages.len()).rev() {
+            if keep[i] {
+                for &u in &self.stages[i].inputs {
+                    keep[u] = true;
+                }
+            }
+        }
+        let mut new_index = vec![usize::MAX; self.stages.len()];
+        let mut left_out = Vec::new();
+        let mut kept = Vec::new();
+        for (i, s) in std::mem::take(&mut self.stages).into_iter().enumerate() {
+            if keep[i] {
+                new_index[i] = kept.len();
+                kept.push(s);
+            } else {
+                left_out.push(s.name);
+            }
+        }
+        for s in &mut kept {
+            for u in &mut s.inputs {
+                *u = new_index[*u];
+            }
+        }
+        self.stages = kept;
+        self.left_out.extend(left_out.iter().cloned());
+        Ok(left_out)
+    }
+
     pub fn instance_count(&self) -> usize {
         self.stages.iter().map(|s| s.instances.len()).sum()
     }
@@ -240,6 +293,14 @@ impl Instance {
     /// `eps=0.5, rep=3`, or empty for a stage without axes.
     pub fn label(&self) -> String {
         label(&self.key())
+    }
+
+    /// Its label with the axes in name order: what names it whatever order `axes:` lists
+    /// them in (the run record's, so a swap of two axes is not "a new instance").
+    pub fn label_by_name(&self) -> String {
+        let mut key = self.key();
+        key.sort_by(|a, b| a.0.cmp(&b.0));
+        label(&key)
     }
 }
 
@@ -449,6 +510,7 @@ fn plan_one(
         files: p.input_files,
         base_dir: base_dir(spec),
         locs: spec.locs.clone(),
+        left_out: Vec::new(),
     })
 }
 

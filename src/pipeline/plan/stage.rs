@@ -563,7 +563,7 @@ impl<'a> Planner<'a> {
             } else {
                 0
             };
-            let store_key = store_key(&KeyParts {
+            let parts = KeyParts {
                 kind: kind.name,
                 version: kind.version,
                 stage: name,
@@ -574,11 +574,20 @@ impl<'a> Planner<'a> {
                 upstream: &upstream,
                 files: &set.files,
                 sources: &set.sources,
+            };
+            let own_key = (!upstream.is_empty()).then(|| {
+                store_key(&KeyParts {
+                    upstream: &[],
+                    ..parts
+                })
             });
+            let store_key = store_key(&parts);
+            let own_key = own_key.unwrap_or(store_key);
             instances.push(Instance {
                 grid: grid.clone(),
                 at,
                 store_key,
+                own_key,
                 seed,
                 inputs: reads,
             });
@@ -719,6 +728,17 @@ impl<'a> Planner<'a> {
             let digest = self.input_files.tree_digest(rel).unwrap_or_default();
             files.push(format!("tree {} {digest}", rel.display()));
             file_hash.insert(rel.to_path_buf(), digest.to_string());
+            // Each file of a folder too, for the run record: `--dry-run` names the file in
+            // `code: [folder]` that changed, not only the folder.
+            if let Some(inside) = self.input_files.tree(rel) {
+                for (f, bytes) in inside {
+                    if f != rel {
+                        file_hash
+                            .entry(f)
+                            .or_insert_with(|| hex(&Sha256::digest(bytes)));
+                    }
+                }
+            }
         }
         // Then what the probes print (without consent they are not run, and their part of the
         // key says so: `--dry-run` then counts the stage's instances as changed).

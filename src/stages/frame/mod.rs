@@ -254,8 +254,33 @@ pub fn read_csv(bytes: &[u8]) -> Result<DataFrame> {
         bytes.len() as u64,
     )
     .map_err(anyhow::Error::msg)?;
-    Ok(CsvReadOptions::default()
-        .with_has_header(true)
-        .into_reader_with_file_handle(std::io::Cursor::new(bytes))
-        .finish()?)
+    // Every row decides a column's type, not the first 100: a float column whose first rows
+    // hold `-1000` was read as integers, and the first `0.5` failed the file.
+    let read = |infer: Option<usize>| {
+        CsvReadOptions::default()
+            .with_has_header(true)
+            .with_infer_schema_length(infer)
+            .into_reader_with_file_handle(std::io::Cursor::new(bytes))
+            .finish()
+    };
+    match read(None) {
+        Ok(df) => Ok(df),
+        // Polars reads integers as i64 only: an integer beyond it (a u64 such as the seed dplab
+        // hands programs) fails. Read as text, each column takes the first type all its
+        // values have.
+        Err(first) => {
+            let text = read(Some(0)).map_err(|_| first)?;
+            let cols = text
+                .columns()
+                .iter()
+                .map(|c| {
+                    [DataType::Int64, DataType::UInt64, DataType::Float64]
+                        .iter()
+                        .find_map(|t| c.strict_cast(t).ok())
+                        .unwrap_or_else(|| c.clone())
+                })
+                .collect();
+            Ok(DataFrame::new(text.height(), cols)?)
+        }
+    }
 }

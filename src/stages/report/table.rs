@@ -22,7 +22,9 @@ use crate::verdict::Verdict;
 
 pub const KIND: KindInfo = KindInfo {
     name: "report.table",
-    version: 3,
+    // 4: without `paper:`, the axes are the rows' keys (shown as written); rows that differ
+    // only in an axis `columns:` leaves out are refused.
+    version: 4,
     random: false,
     runs_programs: false,
     summary: "A table (frame + Markdown + a layout for the HTML report): chosen columns of its input, optionally joined with the paper's printed numbers (columns paper_<c>: the number as printed, diff_<c> = ours − paper, verdict_<c>: agrees within the paper's printed precision, within CI when the printed value meets our interval, else explained when `explain` states a cause (why_<c>) or unexplained).",
@@ -258,6 +260,7 @@ impl Stage for Table {
             for c in cols {
                 column(&df, c)?;
             }
+            refuse_hidden_axes(&df, cols, ctx.axis_names)?;
             df = df.select(cols.iter().map(|s| s.as_str()))?;
         }
         let mut layout = Layout {
@@ -277,7 +280,10 @@ impl Stage for Table {
         };
         for name in df.get_column_names() {
             let name = name.to_string();
-            let role = if self.join.contains(&name) {
+            // Without the paper's table, the axes name the rows: shown as written (`0.1`, not
+            // `0.1000`), as join keys are.
+            let axis_key = self.paper.is_none() && ctx.axis_names.contains(&name);
+            let role = if self.join.contains(&name) || axis_key {
                 Role::Key
             } else {
                 Role::Value
@@ -434,6 +440,60 @@ impl Table {
 }
 
 /// A key value written in YAML, as text.
+/// Rows that agree on every axis the table shows but differ in one it leaves out (an axis a
+/// `--sweep` added, say) would look like one row repeated, under a title that speaks for one
+/// value of it: refused, naming the axis, its values and the ways out (as `plot.lines`
+/// refuses a line that would zigzag).
+fn refuse_hidden_axes(df: &DataFrame, shown: &[String], axes: &[String]) -> Result<()> {
+    let keys: Vec<&String> = axes.iter().filter(|a| shown.contains(a)).collect();
+    let hidden: Vec<&String> = axes
+        .iter()
+        .filter(|a| !shown.contains(a) && df.column(a).is_ok())
+        .collect();
+    if hidden.is_empty() {
+        return Ok(());
+    }
+    let key_cols: Vec<Vec<String>> = keys.iter().map(|k| str_col(df, k)).collect::<Result<_>>()?;
+    for axis in hidden {
+        let values = str_col(df, axis)?;
+        let mut first: std::collections::HashMap<Vec<&str>, usize> = Default::default();
+        for row in 0..df.height() {
+            let key: Vec<&str> = key_cols.iter().map(|c| c[row].as_str()).collect();
+            let at = *first.entry(key.clone()).or_insert(row);
+            if values[at] != values[row] {
+                let all: Vec<String> = {
+                    let mut v: Vec<String> = values.clone();
+                    v.sort();
+                    v.dedup();
+                    v.into_iter().take(6).collect()
+                };
+                let same = if keys.is_empty() {
+                    String::new()
+                } else {
+                    format!(
+                        " with the same {}",
+                        keys.iter()
+                            .zip(&key)
+                            .map(|(k, v)| format!("{k} = {v}"))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    )
+                };
+                return Err(ParamError::at(
+                    "columns",
+                    format!(
+                        "rows{same} differ in axis `{axis}` ({}), which `columns:` leaves out: they would show as one row repeated. Add `{axis}` to `columns:`, or keep one value of it with `only: {{{axis}: [{}]}}` on this stage",
+                        all.join(", "),
+                        values[at]
+                    ),
+                )
+                .into());
+            }
+        }
+    }
+    Ok(())
+}
+
 fn key_text(v: &serde_yaml_ng::Value) -> Option<String> {
     match v {
         serde_yaml_ng::Value::String(s) => Some(s.clone()),
