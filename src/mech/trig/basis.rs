@@ -202,17 +202,26 @@ pub fn grid_point(k: u64, n: u64) -> f64 {
     (2.0 * k as f64 + 1.0 - n as f64) / n as f64
 }
 
-/// argmin_{a ∈ A} |x − a| (Algorithm 4 line 4): the centre of x's cell. Values outside [−1, 1]
-/// (e.g. points drawn in an ellipsoid) go to the end cells; on a cell boundary the upper cell
-/// is taken (both are equally near).
+/// argmin_{a ∈ A} |x − a| (Algorithm 4 line 4): the centre of x's cell, [`grid_point`] of
+/// [`cell`].
 pub fn snap(x: f64, n: u64) -> f64 {
-    let k = ((x + 1.0) * n as f64 / 2.0).floor();
-    let k = if k.is_nan() {
-        0.0
+    grid_point(cell(x, n), n)
+}
+
+/// The index k of x's cell among N equal cells of [−1, 1]: ⌊(x + 1)·N/2⌋, clamped to
+/// 0 ..= N − 1, so values outside [−1, 1] (e.g. points drawn in an ellipsoid) go to the end
+/// cells, NaN to the first; on a cell boundary the upper cell is taken (both centres are
+/// equally near). The floor is the conversion to an integer, which truncates: equal to
+/// `f64::floor` for the non-negative values it is applied to (negative ones clamp to 0
+/// anyway), and an instruction where baseline x86-64 calls libm's `floor` (no rounding
+/// instruction before SSE4.1); out-of-range values saturate, then clamp.
+pub fn cell(x: f64, n: u64) -> u64 {
+    let v = (x + 1.0) * n as f64 / 2.0;
+    if v >= 0.0 {
+        (v as u64).min(n.saturating_sub(1))
     } else {
-        k.clamp(0.0, n as f64 - 1.0)
-    };
-    grid_point(k as u64, n)
+        0
+    }
 }
 
 /// argmin_{l ∈ 𝓛} |x − l| for 𝓛 = {i/L : i = −L, …, L} (Algorithm 4 lines 10 and 15): values
@@ -404,6 +413,33 @@ mod tests {
         assert_eq!(snap(1.0, 4), 0.75);
         assert_eq!(snap(7.0, 4), 0.75);
         assert_eq!(snap(-7.0, 4), -0.75);
+        // The integer conversion against the floor it replaces, on cell boundaries, their
+        // neighbours, far outside the cube, ±∞, NaN and −0.
+        let reference = |x: f64, n: u64| -> u64 {
+            let k = ((x + 1.0) * n as f64 / 2.0).floor();
+            if k.is_nan() {
+                0
+            } else {
+                k.clamp(0.0, n as f64 - 1.0) as u64
+            }
+        };
+        for n in [1, 2, 3, 10, 316, 20_392] {
+            let mut xs = vec![
+                f64::INFINITY,
+                f64::NEG_INFINITY,
+                f64::NAN,
+                -0.0,
+                1e300,
+                -1e300,
+            ];
+            for k in 0..=n.min(400) {
+                let b = -1.0 + 2.0 * k as f64 / n as f64;
+                xs.extend([b, b.next_up(), b.next_down(), b + 0.5 / n as f64]);
+            }
+            for x in xs {
+                assert_eq!(cell(x, n), reference(x, n), "x = {x}, N = {n}");
+            }
+        }
         for n in [1, 2, 3, 10, 101] {
             for i in 0..=200 {
                 let x = -1.0 + i as f64 / 100.0;

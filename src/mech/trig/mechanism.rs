@@ -460,13 +460,7 @@ pub fn grid_floor(
     let mut cells: std::collections::BTreeMap<Vec<u64>, u64> = std::collections::BTreeMap::new();
     for row in points.chunks_exact(dim) {
         // The grid index of each coordinate; a BTreeMap keeps the output order deterministic.
-        let key = row
-            .iter()
-            .map(|&x| {
-                let s = basis::snap(x, schedule.grid);
-                ((s + 1.0) * schedule.grid as f64 / 2.0).floor() as u64
-            })
-            .collect();
+        let key = row.iter().map(|&x| basis::cell(x, schedule.grid)).collect();
         *cells.entry(key).or_default() += 1;
     }
     let mut out = Vec::with_capacity(cells.len() * dim);
