@@ -20,10 +20,10 @@ use super::layout::{Layout, LayoutColumn, Role, Show};
 use super::{format_column, format_ours, printed_value, Printed};
 use crate::verdict::Verdict;
 
+// Version 4: without `paper:`, the axes are the rows' keys (shown as written); rows that differ
+// only in an axis `columns:` leaves out are refused.
 pub const KIND: KindInfo = KindInfo {
     name: "report.table",
-    // 4: without `paper:`, the axes are the rows' keys (shown as written); rows that differ
-    // only in an axis `columns:` leaves out are refused.
     version: 4,
     random: false,
     runs_programs: false,
@@ -444,8 +444,14 @@ impl Table {
 /// `--sweep` added, say) would look like one row repeated, under a title that speaks for one
 /// value of it: refused, naming the axis, its values and the ways out (as `plot.lines`
 /// refuses a line that would zigzag).
+///
+/// What names a row: the axes it shows and its other columns that are not floats (text,
+/// integers: a `samples` column that stands for a hidden `size` axis tells rows apart).
 fn refuse_hidden_axes(df: &DataFrame, shown: &[String], axes: &[String]) -> Result<()> {
-    let keys: Vec<&String> = axes.iter().filter(|a| shown.contains(a)).collect();
+    let keys: Vec<&String> = shown
+        .iter()
+        .filter(|c| axes.contains(c) || df.column(c).is_ok_and(|col| !col.dtype().is_float()))
+        .collect();
     let hidden: Vec<&String> = axes
         .iter()
         .filter(|a| !shown.contains(a) && df.column(a).is_ok())
