@@ -980,6 +980,16 @@ impl<'a> Run<'a> {
                     if cut_off {
                         self.stages[si].by_content.fetch_add(1, Ordering::Relaxed);
                     }
+                    // Stored under its key but not under its key by content (a kill between the
+                    // two writes, or an older store): filed there too, so the next edit above
+                    // it can cut off here.
+                    if let (false, Some(s), Some(ck)) = (cut_off, &self.opts.store, by_content) {
+                        if !forced && !s.contains(&ck) {
+                            if let Err(e) = s.put(&ck, stage.kind.name, &hit) {
+                                self.not_stored(s, e);
+                            }
+                        }
+                    }
                     self.progress.tick(true);
                     if let (Some(d), Some(slot)) = (hit.digest, self.digests.get(g)) {
                         let _ = slot.set(d);
