@@ -13,7 +13,7 @@
 //! 3. What a plan is shown as, without running it: [`dryrun`] (`--dry-run`: what would run
 //!    and why), [`show`], [`graph`], [`schema`].
 //! 4. [`exec`] runs the instances in parallel as their inputs become ready (telling
-//!    [`failures`] each failure as it happens), each taken from
+//!    [`failures`] each failure as it happens, ticking [`progress`]), each taken from
 //!    or put into the [`instance_store`] (content-addressed by [`key::Key`]); [`claim`] keeps
 //!    concurrent shards from computing one instance twice, [`shard`] deals a plan's instances
 //!    out to N processes.
@@ -38,6 +38,7 @@ pub mod key;
 pub mod locate;
 pub mod manifest;
 pub mod plan;
+pub mod progress;
 pub mod provenance;
 pub mod record;
 pub mod results;
