@@ -9,7 +9,7 @@ JOBS ?= 2
 MIRROR ?= $(wildcard ../shared/datasets)
 export DPLAB_DATA_MIRROR ?= $(if $(MIRROR),$(abspath $(MIRROR)),)
 
-.PHONY: build run-all report test figure-check parquet-check browser-test test-slurm golden bench bench-engine bench-audit lint fuzz clean
+.PHONY: build run-all report test figure-check parquet-check pyenv external-check browser-test test-slurm golden bench bench-engine bench-audit lint fuzz clean
 
 build:
 	$(CARGO) build --release --locked
@@ -40,6 +40,7 @@ test: build
 	$(DPLAB) compare target/ci-results tests/golden $(if $(DPLAB_DATA_MIRROR),,--allow-missing)
 	$(MAKE) figure-check
 	$(MAKE) parquet-check
+	$(MAKE) external-check
 	tests/browser/run.sh target/ci-results pipelines
 
 ## Every figure of target/ci-results rendered by librsvg (rsvg-convert; installed with apt-get
@@ -52,10 +53,22 @@ figure-check:
 ## Every Parquet frame of target/ci-results read by pyarrow and duckdb (in a Python environment
 ## made here, target/pyenv, from the package registry) and held against its CSV: names, types
 ## (integers stay integers), values, and the key-value metadata. See tests/parquet-check/check.py.
-parquet-check:
-	test -x target/pyenv/bin/python || python3 -m venv target/pyenv || { rm -rf target/pyenv; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends python3-venv >/dev/null && python3 -m venv target/pyenv; }
-	target/pyenv/bin/python -c 'import pyarrow, duckdb' 2>/dev/null || target/pyenv/bin/pip install -q pyarrow duckdb
+parquet-check: pyenv
 	target/pyenv/bin/python tests/parquet-check/check.py target/ci-results
+
+## The Python environment of the checks (target/pyenv): pyarrow and duckdb read our Parquet,
+## numpy runs the program `dplab new --external` writes.
+pyenv:
+	test -x target/pyenv/bin/python || python3 -m venv target/pyenv || { rm -rf target/pyenv; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends python3-venv >/dev/null && python3 -m venv target/pyenv; }
+	target/pyenv/bin/python -c 'import pyarrow, duckdb, numpy' 2>/dev/null || target/pyenv/bin/pip install -q pyarrow duckdb numpy
+
+## What `dplab new --external` writes, run as a newcomer would (python3 with numpy first on
+## PATH): it succeeds, and gives the same frames with 1 and 2 jobs.
+external-check: build pyenv
+	rm -rf target/external-check && mkdir -p target/external-check
+	$(DPLAB) new --external mech --dir target/external-check
+	for j in 1 2; do PATH=$(abspath target/pyenv/bin):$$PATH $(DPLAB) run -q target/external-check/mech.yaml --profile ci --allow-exec --no-store --jobs $$j --out target/external-check/jobs$$j || exit 1; done
+	$(DPLAB) compare target/external-check/jobs1/mech target/external-check/jobs2/mech --rtol 0 --atol 0
 
 ## The report in a real browser: Debian's Chromium (installed with apt-get when missing, as root),
 ## headless, on target/ci-results (made by `make test`; run that first). Fails if an experiment has

@@ -237,13 +237,18 @@ pub trait FileSource: Sync {
 }
 
 /// A command a stage runs while the pipeline is planned ([`Stage::probes`]): what it prints
-/// (an interpreter's or a library's version) joins the store key of every instance of the
+/// (an interpreter's or a library's version) is recorded in the manifest (`environment`)
+/// and, for a probe the pipeline asks for, joins the store key of every instance of the
 /// stage, so a changed environment reruns them. Also one of its [`Stage::programs`].
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Probe {
     pub argv: Vec<String>,
     /// Environment variables it sees beside the minimal ones (those its programs see).
     pub pass_env: Vec<String>,
+    /// Whether what it prints joins the store keys. A probe a kind runs unasked (the
+    /// interpreter's `--version`) is only recorded: upgrading Python shows in the manifest
+    /// without discarding every stored instance, and the keys stay the same on every machine.
+    pub keyed: bool,
 }
 
 /// Runs [`Probe`]s for the planner. The caller hands the planner one only with the user's
@@ -269,6 +274,8 @@ pub trait StageRun: Send + Sync {
     fn programs(&self) -> Vec<(String, Vec<String>)>;
     /// See [`Stage::probes`].
     fn probes(&self) -> Vec<Probe>;
+    /// See [`Stage::recorded`].
+    fn recorded(&self) -> Vec<(String, String)>;
     /// See [`Stage::columns_read`].
     fn columns_read(&self) -> Vec<(String, String)>;
     /// See [`Stage::columns_out`].
@@ -324,6 +331,11 @@ pub trait Stage: DeserializeOwned + Send + Sync + 'static {
     fn probes(&self) -> Vec<Probe> {
         Vec::new()
     }
+    /// What the manifest records of what its instances run on that needs no probe and is not
+    /// in their keys, as (what, value): the Python helper the external kind hands programs.
+    fn recorded(&self) -> Vec<(String, String)> {
+        Vec::new()
+    }
     /// The input columns its parameters name: (path in `with:`, column), e.g.
     /// `("by.0", "eps")`. Checked before anything runs wherever the inputs' columns are known
     /// ([`Stage::columns_out`] of the stages above); a kind that declares none has its column
@@ -372,6 +384,9 @@ impl<T: Stage> StageRun for Typed<T> {
     }
     fn probes(&self) -> Vec<Probe> {
         self.0.probes()
+    }
+    fn recorded(&self) -> Vec<(String, String)> {
+        self.0.recorded()
     }
     fn columns_read(&self) -> Vec<(String, String)> {
         self.0.columns_read()

@@ -79,7 +79,7 @@ Exit codes: 0 success, 1 a run failed, 2 bad input.\n\n{WARNING}"))]
     /// Gaussian and geometric noise on a histogram, their L1 and L∞ errors with 95% intervals,
     /// a figure and a table), to edit into your experiment.
     #[command(
-        after_help = "Example:\n  dplab new my-study && dplab run my-study.yaml && dplab report results"
+        after_help = "Examples:\n  dplab new my-study && dplab run my-study.yaml && dplab report results\n  dplab new --external my-mech && dplab run --allow-exec my-mech.yaml   # my-mech/mechanism.py: Python + numpy"
     )]
     New {
         /// The pipeline's name (its results directory): letters, digits, `-`, `_`, `.`.
@@ -87,6 +87,10 @@ Exit codes: 0 success, 1 a run failed, 2 bad input.\n\n{WARNING}"))]
         /// Where to write NAME.yaml.
         #[arg(long, default_value = ".")]
         dir: PathBuf,
+        /// With a mechanism of one's own: NAME/mechanism.py (Python with numpy, run by the
+        /// `external` kind) and a pipeline that evaluates, draws and tabulates it.
+        #[arg(long)]
+        external: bool,
     },
     /// Print the JSON Schema of a pipeline file (every kind's parameters, their types, ranges
     /// and docs), for editors and validators.

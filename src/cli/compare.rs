@@ -20,7 +20,9 @@ pub(crate) fn compare_cmd(
             )));
         }
     }
-    // Two results roots: compare each pipeline directory present in either.
+    // Two results roots: compare each pipeline directory present in either. A directory with
+    // a manifest is one pipeline's (its `rerun/` folder is not a pipeline).
+    let one_pipeline = [a, b].iter().any(|d| d.join("manifest.json").is_file());
     let subdirs = |d: &Path| -> Vec<String> {
         let mut v: Vec<String> = std::fs::read_dir(d)
             .into_iter()
@@ -33,7 +35,8 @@ pub(crate) fn compare_cmd(
         v
     };
     let (sa, sb) = (subdirs(a), subdirs(b));
-    let pairs: Vec<(PathBuf, PathBuf, String)> = if sa.is_empty() && sb.is_empty() {
+    let pairs: Vec<(PathBuf, PathBuf, String)> = if one_pipeline || (sa.is_empty() && sb.is_empty())
+    {
         vec![(a.to_path_buf(), b.to_path_buf(), String::new())]
     } else {
         let mut names: Vec<String> = sa.iter().chain(&sb).cloned().collect();

@@ -72,7 +72,11 @@ pub(crate) fn dispatch(cli: Cli) -> ExitCode {
         }
         Command::Slurm(args) => slurm::main(args),
         Command::List { kind } => docs::list(kind.as_deref()),
-        Command::New { name, dir } => new::new(&name, &dir),
+        Command::New {
+            name,
+            dir,
+            external,
+        } => new::new(&name, &dir, external),
         Command::Schema => docs::schema(),
         Command::Completions { shell } => docs::completions(shell),
         Command::Man { dir } => docs::man(dir.as_deref()),

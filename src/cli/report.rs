@@ -41,25 +41,32 @@ pub(crate) fn report_cmd(results: &Path, pipelines: &[PathBuf], title: Option<&s
         Ok(w) => {
             let s = &w.summary;
             let (n, f) = (&s.numbers, &s.findings);
-            out!(
-                "wrote {}: {} experiments ({} with results, {} without data, {} not run, {} damaged); {} printed numbers compared: {} agree, {} differ ({} explained, {} unexplained); {} findings: {} agree, {} differ ({} explained, {} unexplained)",
+            let mut line = format!(
+                "wrote {}: {} experiments ({} with results, {} without data, {} not run, {} damaged)",
                 w.path.display(),
                 s.experiments,
                 s.with_results,
                 s.unavailable,
                 s.not_run,
                 s.damaged,
-                n.compared,
-                n.agree,
-                n.differ,
-                n.explained,
-                n.unexplained,
-                f.compared,
-                f.agree,
-                f.differ,
-                f.explained,
-                f.unexplained
             );
+            // Experiments of one's own print no numbers to compare: nothing is said of them.
+            if s.reproduction {
+                line += &format!(
+                    "; {} printed numbers compared: {} agree, {} differ ({} explained, {} unexplained)",
+                    n.compared, n.agree, n.differ, n.explained, n.unexplained
+                );
+            }
+            if s.reproduction || f.compared > 0 {
+                line += &format!(
+                    "; {} findings: {} agree, {} differ ({} explained, {} unexplained)",
+                    f.compared, f.agree, f.differ, f.explained, f.unexplained
+                );
+            }
+            if !s.audits.is_empty() {
+                line += &format!("; {} audits, {} flagged", s.audits.len(), s.flagged);
+            }
+            out!("{line}");
             for p in &w.problems {
                 errln!("error: {p}");
             }

@@ -23,7 +23,7 @@
 //! `value` cell names such a column (the long format of `aggregate.summary`), are not
 //! compared; the count of such cells is reported.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 use std::fmt::Write as _;
 use std::path::Path;
 
@@ -328,22 +328,108 @@ fn key_text(header: &[String], cols: &[usize], row: &[String]) -> String {
         .join(", ")
 }
 
-/// Rows by key; `None` when two rows share a key (the key does not identify rows).
-fn by_key<'t>(
+/// A key's cells (one per key column).
+type RowKey<'t> = Vec<&'t str>;
+
+/// Each key's rows, in order, and the keys in the order of their first row.
+fn groups<'t>(
     t: &'t CsvFrame,
     cols: &[usize],
-) -> Option<std::collections::HashMap<Vec<&'t str>, usize>> {
-    let mut m = std::collections::HashMap::new();
+) -> (Vec<RowKey<'t>>, HashMap<RowKey<'t>, Vec<usize>>) {
+    let mut order = Vec::new();
+    let mut m: HashMap<Vec<&str>, Vec<usize>> = HashMap::new();
     for (i, r) in t.rows.iter().enumerate() {
         let k: Vec<&str> = cols
             .iter()
             .map(|&c| r.cells.get(c).map_or("", String::as_str))
             .collect();
-        if m.insert(k, i).is_some() {
-            return None;
+        m.entry(k.clone())
+            .or_insert_with(|| {
+                order.push(k);
+                Vec::new()
+            })
+            .push(i);
+    }
+    (order, m)
+}
+
+/// Rows of two tables of different lengths paired by key — the axis and text columns — and,
+/// where a key has several rows (an instance's releases, a figure's points), by their order
+/// within it: the i-th row of a key in A with the i-th in B. What has no partner is listed.
+/// Without key columns, rows are paired in order. Says in `report` how it paired them.
+fn paired_by_key(
+    name: &str,
+    a: &CsvFrame,
+    b: &CsvFrame,
+    keys: &[usize],
+    report: &mut String,
+) -> Vec<(usize, usize)> {
+    let key_names: Vec<&str> = keys.iter().map(|&c| a.header[c].as_str()).collect();
+    let (order_a, ga) = groups(a, keys);
+    let (order_b, gb) = groups(b, keys);
+    let mut pairs: Vec<(usize, usize)> = ga
+        .iter()
+        .filter_map(|(k, ra)| Some(ra.iter().copied().zip(gb.get(k)?.iter().copied())))
+        .flatten()
+        .collect();
+    pairs.sort_unstable();
+    let unique = ga.values().chain(gb.values()).all(|rows| rows.len() == 1);
+    let how = if keys.is_empty() {
+        "no axis or text columns identify them: paired in order".to_string()
+    } else if unique {
+        format!("key: {}", key_names.join(", "))
+    } else {
+        format!(
+            "paired by key ({}) and by order within a key",
+            key_names.join(", ")
+        )
+    };
+    let _ = writeln!(
+        report,
+        "{name}: {} rows in A, {} in B; the {} rows present in both are compared ({how})",
+        a.rows.len(),
+        b.rows.len(),
+        pairs.len(),
+    );
+    // What has no partner: a key on one side only, or a key with more rows on one side.
+    let mut unpaired = Vec::new();
+    for (side, order, mine, theirs, t) in [
+        ("missing from A (only in B)", &order_b, &gb, &ga, b),
+        ("extra in A (not in B)", &order_a, &ga, &gb, a),
+    ] {
+        for k in order {
+            let rows = &mine[k];
+            let paired = theirs.get(k).map_or(0, Vec::len);
+            if rows.len() <= paired {
+                continue;
+            }
+            let key = if keys.is_empty() {
+                "rows".to_string()
+            } else {
+                key_text(&t.header, keys, &t.rows[rows[0]].cells)
+            };
+            unpaired.push(match (rows.len(), paired) {
+                (1, 0) => format!("{name}: row {side}: {key}"),
+                (n, 0) => format!("{name}: {n} rows {side}: {key}"),
+                (n, p) => format!(
+                    "{name}: {key}: {} rows {side} ({n} against {p}: its last {} not compared)",
+                    n - p,
+                    n - p
+                ),
+            });
         }
     }
-    Some(m)
+    for line in unpaired.iter().take(MAX_LISTED) {
+        let _ = writeln!(report, "{line}");
+    }
+    if unpaired.len() > MAX_LISTED {
+        let _ = writeln!(
+            report,
+            "{name}: … and {} more keys whose rows differ in number",
+            unpaired.len() - MAX_LISTED
+        );
+    }
+    pairs
 }
 
 /// Compares two tables; returns (cells compared, wall-time cells skipped). Rows are paired in
@@ -404,69 +490,7 @@ fn compare_tables(
     let pairs: Vec<(usize, usize)> = if a.rows.len() == b.rows.len() {
         (0..a.rows.len()).map(|r| (r, r)).collect()
     } else {
-        let key_names: Vec<&str> = keys.iter().map(|&c| a.header[c].as_str()).collect();
-        let (Some(ka), Some(kb)) = (
-            by_key(a, &keys).filter(|_| !keys.is_empty()),
-            by_key(b, &keys).filter(|_| !keys.is_empty()),
-        ) else {
-            let _ = writeln!(
-                report,
-                "{name}: {} rows in A, {} in B (rows not compared: {})",
-                a.rows.len(),
-                b.rows.len(),
-                if keys.is_empty() {
-                    "no axis or text columns identify them".to_string()
-                } else {
-                    format!(
-                        "the key columns {} do not identify them",
-                        key_names.join(", ")
-                    )
-                }
-            );
-            return (0, 0);
-        };
-        let mut pairs: Vec<(usize, usize)> = ka
-            .iter()
-            .filter_map(|(k, &ia)| kb.get(k).map(|&ib| (ia, ib)))
-            .collect();
-        pairs.sort_unstable();
-        let _ = writeln!(
-            report,
-            "{name}: {} rows in A, {} in B; the {} rows present in both are compared (key: {})",
-            a.rows.len(),
-            b.rows.len(),
-            pairs.len(),
-            key_names.join(", ")
-        );
-        let only = |t: &CsvFrame,
-                    mine: &std::collections::HashMap<Vec<&str>, usize>,
-                    theirs: &std::collections::HashMap<Vec<&str>, usize>| {
-            let mut rows: Vec<usize> = mine
-                .iter()
-                .filter(|(k, _)| !theirs.contains_key(*k))
-                .map(|(_, &i)| i)
-                .collect();
-            rows.sort_unstable();
-            rows.into_iter()
-                .map(|i| key_text(&t.header, &keys, &t.rows[i].cells))
-                .collect::<Vec<_>>()
-        };
-        for (what, list) in [
-            ("missing from A (only in B)", only(b, &kb, &ka)),
-            ("extra in A (not in B)", only(a, &ka, &kb)),
-        ] {
-            for k in list.iter().take(MAX_LISTED) {
-                let _ = writeln!(report, "{name}: row {what}: {k}");
-            }
-            if list.len() > MAX_LISTED {
-                let _ = writeln!(
-                    report,
-                    "{name}: … and {} more rows {what}",
-                    list.len() - MAX_LISTED
-                );
-            }
-        }
-        pairs
+        paired_by_key(name, a, b, &keys, report)
     };
     let value_col = a.header.iter().position(|h| h == "value");
     let mut listed = 0;
@@ -844,6 +868,52 @@ mod tests {
         let (ma, mb) = (made(&da).unwrap(), made(&db).unwrap());
         assert_eq!(ma.profile_name(), "no profile (full settings)");
         assert_eq!(mb.profile_name(), "profile `ci`");
+    }
+
+    /// An instance's releases (many rows per key) after an edit that changed their number:
+    /// paired by key and by order within it, and what has no partner counted.
+    #[test]
+    fn rows_sharing_a_key_are_paired_in_order_within_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let (da, db) = (dir.path().join("a"), dir.path().join("b"));
+        for d in [&da, &db] {
+            std::fs::create_dir_all(d).unwrap();
+            std::fs::write(
+                d.join("manifest.json"),
+                serde_json::json!({"axes": {"eps": ["0.5", "1"]}}).to_string(),
+            )
+            .unwrap();
+        }
+        std::fs::write(
+            da.join("noisy.csv"),
+            "eps,release,x\n0.5,0,1.5\n0.5,1,2.5\n0.5,2,3.5\n1.0,0,4.5\n1.0,1,5.5\n",
+        )
+        .unwrap();
+        std::fs::write(
+            db.join("noisy.csv"),
+            "eps,release,x\n0.5,0,1.5\n0.5,1,2.75\n1.0,0,4.5\n1.0,1,5.5\n2.0,0,9.5\n2.0,1,9.5\n",
+        )
+        .unwrap();
+        let c = compare_dirs(&da, &db, tol(1e-9, 0.0)).unwrap();
+        let r = &c.report;
+        assert!(
+            r.contains("noisy.csv: 5 rows in A, 6 in B; the 4 rows present in both are compared (paired by key (eps) and by order within a key)"),
+            "{r}"
+        );
+        assert!(
+            r.contains("noisy.csv: 2 rows missing from A (only in B): eps=2.0"),
+            "{r}"
+        );
+        assert!(
+            r.contains("noisy.csv: eps=0.5: 1 rows extra in A (not in B) (3 against 2: its last 1 not compared)"),
+            "{r}"
+        );
+        assert!(
+            r.contains("row 2 [eps=0.5, release=1] column `x`: A = 2.5, B = 2.75"),
+            "{r}"
+        );
+        // 4 pairs of 3 cells.
+        assert_eq!(c.cells, 12);
     }
 
     #[test]

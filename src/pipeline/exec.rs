@@ -145,6 +145,9 @@ struct InPlanOrder {
     part: Vec<DataFrame>,
     blocks: Vec<DataFrame>,
     any_columns: bool,
+    /// Each instance's number of rows, in plan order: which rows of the stage's frame are
+    /// whose (the Parquet file says it beside the instances' keys).
+    rows: Vec<usize>,
 }
 
 const BLOCK: usize = 256;
@@ -158,6 +161,7 @@ impl InPlanOrder {
         self.early.insert(i, frame);
         while let Some(f) = self.early.remove(&self.next) {
             self.any_columns |= f.width() > 0;
+            self.rows.push(f.height());
             self.part.push(f);
             self.next += 1;
             if self.part.len() == BLOCK {
@@ -211,6 +215,8 @@ struct StageState {
     artifacts: Mutex<Vec<(usize, Vec<Artifact>)>>,
     seconds: Mutex<Vec<f64>>,
     cached: AtomicUsize,
+    /// When the instances taken from the store were computed.
+    made: Mutex<super::results::MadeLog>,
     /// How many of `cached` were found by their key by content: an input was computed again
     /// and came out the same (early cutoff).
     by_content: AtomicUsize,
@@ -347,12 +353,22 @@ pub fn execute(plan: &Plan, opts: &RunOptions) -> Result<PathBuf, RunError> {
         } else {
             None
         };
+        let rows = match (&frame, &st.gather) {
+            (Some(_), Some(g)) => std::mem::take(&mut lock(g).rows),
+            _ => Vec::new(),
+        };
         outputs.push(StageOutput {
             content_keys: std::mem::take(&mut content_keys[si]),
             frame,
+            rows,
             artifacts: st.artifacts.into_inner().unwrap_or_else(|e| e.into_inner()),
             seconds: st.seconds.into_inner().unwrap_or_else(|e| e.into_inner()),
             cached: st.cached.into_inner(),
+            made: st
+                .made
+                .into_inner()
+                .unwrap_or_else(|e| e.into_inner())
+                .finish(),
         });
     }
     // What the results lack: stages left out (`--stages`), and stages that have no frame
@@ -711,6 +727,7 @@ impl<'a> Run<'a> {
                 artifacts: Mutex::new(Vec::new()),
                 seconds: Mutex::new(vec![0.0; s.instances.len()]),
                 cached: AtomicUsize::new(0),
+                made: Mutex::default(),
                 by_content: AtomicUsize::new(0),
                 input_names: s
                     .inputs
@@ -977,6 +994,7 @@ impl<'a> Run<'a> {
             Some((res, hit)) => {
                 if hit {
                     st.cached.fetch_add(1, Ordering::Relaxed);
+                    lock(&st.made).add(ii, res.made.as_ref());
                 }
                 lock(&st.seconds)[ii] = res.seconds;
                 if !res.artifacts.is_empty() {
@@ -1377,6 +1395,7 @@ impl<'a> Run<'a> {
             artifacts: out.artifacts,
             seconds: t0.elapsed().as_secs_f64(),
             digest: None,
+            made: None,
         })
     }
 }

@@ -18,7 +18,8 @@
 //! Every other file is written under a unique name in `tmp/` and renamed into place, so a
 //! reader sees a whole file or none; a killed writer leaves only a file in `tmp/`; two processes
 //! storing one key at once (also over NFS, where rename is atomic too) leave two complete
-//! copies at worst, and since the key fixes the output their bytes are the same. Nothing is
+//! copies at worst, and since the key fixes the output their frames and artifacts are the
+//! same (only when each was computed differs, [`Made`]). Nothing is
 //! fsynced (a cache): a reader checks each entry's sha256, so an entry a crash left short or
 //! garbled is a miss, and is replaced when the instance runs again.
 
@@ -45,6 +46,57 @@ pub struct InstanceResult {
     /// made of ([`super::key::content_key`]). Known once the result is stored or read from
     /// the store; `None` before.
     pub digest: Option<[u8; 32]>,
+    /// When, by which build and in how long it was computed: `None` for a result computed
+    /// by this run (until stored), what its entry says for one taken from the store.
+    pub made: Option<Made>,
+}
+
+/// When, by which build and in how long a stored instance was computed, so a number taken
+/// from the store can be traced months later (the manifest and the report show it for
+/// instances a run did not compute). In the entry's JSON line, outside its sha256: two
+/// processes that store one key store the same frame and artifacts (the key fixes them)
+/// and differ only here.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct Made {
+    /// Seconds since the Unix epoch.
+    pub at: u64,
+    /// The build: its version, then the first 12 hex digits of its commit and of its
+    /// executable's sha256 ([`super::provenance::build`]).
+    pub by: String,
+    /// Compute time.
+    pub seconds: f64,
+}
+
+impl Made {
+    /// Computed now, by this build, in `seconds`.
+    pub fn now(seconds: f64) -> Self {
+        static BY: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+        let by = BY.get_or_init(|| {
+            let b = super::provenance::build();
+            let short = |s: &str| s.chars().take(12).collect::<String>();
+            format!(
+                "{} {} {}",
+                b.version,
+                short(&b.commit),
+                short(&b.binary_sha256)
+            )
+        });
+        Made {
+            at: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs()),
+            by: by.clone(),
+            seconds,
+        }
+    }
+
+    /// Its time as RFC 3339 UTC, to the second.
+    pub fn at_text(&self) -> String {
+        humantime::format_rfc3339_seconds(
+            std::time::UNIX_EPOCH + std::time::Duration::from_secs(self.at),
+        )
+        .to_string()
+    }
 }
 
 /// The digest of a frame as an entry holds it: sha256 of its bytes and its height (a frame
@@ -209,6 +261,9 @@ struct Meta {
     artifacts: Vec<(String, usize)>,
     /// sha256 of everything after the JSON line.
     sha256: String,
+    /// Absent in entries of dplab before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    made: Option<Made>,
 }
 
 const FORMAT: u32 = 3;
@@ -335,10 +390,11 @@ fn decode(bytes: &[u8]) -> Option<InstanceResult> {
     Some(InstanceResult {
         frame,
         artifacts,
-        // Not stored: an entry's bytes depend on its key alone (compute times differ
-        // from run to run), and taking it from the store took no compute time.
+        // Taking it from the store took no compute time (what computing it took is in
+        // `made`).
         seconds: 0.0,
         digest: Some(frame_digest(body.get(..meta.frame)?, meta.height)),
+        made: meta.made,
     })
 }
 
@@ -403,6 +459,14 @@ impl InstanceStore {
                 .map(|a| (a.ext.to_string(), a.bytes.len()))
                 .collect(),
             sha256: crate::text::hex(&Sha256::digest(&body)),
+            // A result taken from the store and filed under another key keeps when it was
+            // computed.
+            made: Some(
+                result
+                    .made
+                    .clone()
+                    .unwrap_or_else(|| Made::now(result.seconds)),
+            ),
         };
         let mut entry = serde_json::to_vec(&meta)?;
         entry.push(b'\n');

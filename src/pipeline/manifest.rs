@@ -169,6 +169,14 @@ pub struct StageEntry<Seeds = Vec<Seed>> {
     pub files: std::collections::BTreeMap<String, String>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub sources: Vec<String>,
+    /// What its instances ran on: what each probe printed, by its command (the interpreter's
+    /// `--version`, asked unasked for Python, R and Julia programs), and the helper dplab
+    /// hands programs. Left out when none.
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub environment: std::collections::BTreeMap<String, String>,
+    /// When its instances taken from the store were computed; absent when none was.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub from_store: Option<FromStore>,
     /// Its instances in plan order.
     pub seeds: Seeds,
 }
@@ -190,6 +198,43 @@ pub struct Seed {
     /// Its key by what it read (early cutoff), under which the store files it too.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub content_key: Option<String>,
+    /// For an instance taken from the store: when, by which build and in how long it was
+    /// computed, as its store entry says. Absent for one this run computed (the manifest's
+    /// `build` did, during `wall_seconds`) and for entries of a dplab that did not record it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub computed: Option<Computed>,
+}
+
+/// When, by which build and in how long a stored instance was computed.
+#[derive(Serialize, Deserialize, Debug, Default, Clone, PartialEq)]
+#[serde(default)]
+pub struct Computed {
+    /// RFC 3339, UTC.
+    pub at: String,
+    /// The build: version, commit and executable sha256 (12 hex digits each).
+    pub by: String,
+    pub seconds: f64,
+}
+
+/// What a stage's instances taken from the store say of their computation, summed up
+/// (each instance's is in its [`Seed::computed`]).
+#[derive(Serialize, Deserialize, Debug, Default, Clone, PartialEq)]
+#[serde(default)]
+pub struct FromStore {
+    /// The earliest and the latest time one was computed (RFC 3339, UTC).
+    pub earliest: String,
+    pub latest: String,
+    /// The builds that computed them, earliest first.
+    pub builds: Vec<String>,
+    /// Their compute time, summed.
+    pub seconds: f64,
+    /// How many have no record of it (stored by a dplab that did not record it).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub unrecorded: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 #[cfg(test)]

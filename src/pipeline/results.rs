@@ -27,6 +27,8 @@ pub struct StageOutput {
     /// The instances' frames, concatenated in plan order (`None` when no instance has a
     /// column, as for plots, or when the stage is neither stored nor read whole).
     pub frame: Option<DataFrame>,
+    /// Each instance's rows of `frame`, in plan order (empty without a frame).
+    pub rows: Vec<usize>,
     /// (instance index, its artifacts), for the instances that made any.
     pub artifacts: Vec<(usize, Vec<Artifact>)>,
     pub seconds: Vec<f64>,
@@ -34,6 +36,96 @@ pub struct StageOutput {
     /// Per instance, its key by content when it has one ([`super::key::content_key`]): the
     /// manifest lists it beside the key, so `dplab store gc` keeps the entry filed under it.
     pub content_keys: Vec<Option<super::key::Key>>,
+    /// When the instances taken from the store were computed.
+    pub made: MadeLog,
+}
+
+/// What the instances of a stage taken from the store say of when, by which build and in
+/// how long they were computed ([`super::instance_store::Made`]): the manifest lists it per
+/// instance and sums it up per stage. Each build's text is kept once (a sweep of 10⁶
+/// instances from the store is 10⁶ records of a handful of builds).
+#[derive(Default)]
+pub struct MadeLog {
+    builds: Vec<String>,
+    /// (instance index, seconds since the epoch, compute seconds, index into `builds`).
+    records: Vec<(usize, u64, f64, u32)>,
+    /// Instances from the store whose entry has no record.
+    unrecorded: u64,
+}
+
+impl MadeLog {
+    /// Instance `ii` was taken from the store; `made` is what its entry says.
+    pub fn add(&mut self, ii: usize, made: Option<&super::instance_store::Made>) {
+        let Some(m) = made else {
+            self.unrecorded += 1;
+            return;
+        };
+        let b = match self.builds.iter().position(|b| *b == m.by) {
+            Some(b) => b,
+            None => {
+                self.builds.push(m.by.clone());
+                self.builds.len() - 1
+            }
+        };
+        self.records.push((ii, m.at, m.seconds, b as u32));
+    }
+
+    /// Done adding: the records in plan order.
+    pub fn finish(mut self) -> Self {
+        self.records.sort_by_key(|r| r.0);
+        self
+    }
+
+    /// Instance `ii`'s record (after [`Self::finish`]).
+    fn computed(&self, ii: usize) -> Option<super::manifest::Computed> {
+        let at = self.records.binary_search_by_key(&ii, |r| r.0).ok()?;
+        let (_, at, seconds, b) = self.records[at];
+        Some(super::manifest::Computed {
+            at: at_text(at),
+            by: self.builds[b as usize].clone(),
+            seconds,
+        })
+    }
+
+    /// The stage's summary; `None` when no instance came from the store.
+    fn summary(&self) -> Option<super::manifest::FromStore> {
+        if self.records.is_empty() && self.unrecorded == 0 {
+            return None;
+        }
+        let first = self.records.iter().map(|r| r.1).min();
+        let last = self.records.iter().map(|r| r.1).max();
+        // Builds earliest first: by the earliest instance each computed.
+        let mut builds: Vec<(u64, &String)> = self
+            .builds
+            .iter()
+            .enumerate()
+            .map(|(b, text)| {
+                let t = self
+                    .records
+                    .iter()
+                    .filter(|r| r.3 as usize == b)
+                    .map(|r| r.1);
+                (t.min().unwrap_or(0), text)
+            })
+            .collect();
+        builds.sort();
+        Some(super::manifest::FromStore {
+            earliest: first.map(at_text).unwrap_or_default(),
+            latest: last.map(at_text).unwrap_or_default(),
+            builds: builds.into_iter().map(|(_, b)| b.clone()).collect(),
+            seconds: self.records.iter().map(|r| r.2).sum(),
+            unrecorded: self.unrecorded,
+        })
+    }
+}
+
+fn at_text(at: u64) -> String {
+    super::instance_store::Made {
+        at,
+        by: String::new(),
+        seconds: 0.0,
+    }
+    .at_text()
 }
 
 /// What a results directory records of how its run was made.
@@ -295,7 +387,7 @@ fn write_all(
                 |w| {
                     ParquetWriter::new(w)
                         .with_key_value_metadata(Some(KeyValueMetadata::from_static(
-                            parquet_metadata(plan, stage),
+                            parquet_metadata(plan, stage, &res.rows),
                         )))
                         .finish(&mut df)?;
                     Ok(())
@@ -336,7 +428,9 @@ fn write_all(
             }),
             files: stage.files.clone(),
             sources: stage.sources.clone(),
-            seeds: SeedsOf(stage, &res.content_keys),
+            environment: stage.environment.clone(),
+            from_store: res.made.summary(),
+            seeds: SeedsOf(stage, &res.content_keys, &res.made),
         });
     }
     let axes = plan
@@ -399,13 +493,56 @@ fn write_all(
         incomplete: opts.incomplete.clone(),
         stages,
     };
-    // The pipeline as it ran (profile, `--set`, `--sweep` and `--stages` applied, as `dplab
-    // show` prints it): what to read, and run again, months later. In the manifest's outputs,
-    // with its sha256.
-    // Not `*.yaml`: a results root inside a folder of pipelines must not add pipelines to a
-    // later `dplab run FOLDER`; `dplab run results/<name>/pipeline.as-run` runs it. Its
-    // first line names the file by its name only, so the bytes do not depend on where the
-    // pipeline lay.
+    manifest.outputs.extend(rerun(plan, dir)?);
+    put_with(dir, &names.claim("manifest.json".into())?, |w| {
+        Ok(serde_json::to_writer_pretty(w, &manifest)?)
+    })?;
+    Ok(())
+}
+
+/// `rerun/`: the pipeline as it ran (profile, `--set`, `--sweep` and `--stages` applied, as
+/// `dplab show` prints it) and a copy of every file its parameters named that the run read —
+/// tables, a program's code — at the same paths relative to it. What to read, and run again,
+/// months later, after the files beside the pipeline changed: `dplab run
+/// results/<name>/rerun/pipeline.as-run` reads these copies and finds the same store keys.
+/// Each file is in the manifest's outputs, with its sha256. A file named outside the
+/// pipeline's directory (`--allow-read`) is not copied: the as-run file's header says which.
+///
+/// Not `*.yaml`: a results root inside a folder of pipelines must not add pipelines to a
+/// later `dplab run FOLDER`. Its first line names the file by its name only, so the bytes do
+/// not depend on where the pipeline lay.
+fn rerun(plan: &Plan, dir: &Path) -> Result<Vec<OutputFile>> {
+    let root = dir.join(RERUN);
+    fs::create_dir(&root).with_context(|| format!("creating {}", root.display()))?;
+    let mut out = Vec::new();
+    let mut outside = Vec::new();
+    for (rel, bytes) in plan.files.all() {
+        let plain = rel
+            .components()
+            .all(|c| matches!(c, std::path::Component::Normal(_)));
+        let name = rel.to_string_lossy();
+        if !plain || rel == Path::new(AS_RUN) || name.contains('\\') {
+            outside.push(name.to_string());
+            continue;
+        }
+        let path = root.join(rel);
+        if let Some(parent) = path.parent() {
+            fs::create_dir_all(parent).with_context(|| format!("creating {}", parent.display()))?;
+        }
+        fs::write(&path, bytes).with_context(|| format!("writing {}", path.display()))?;
+        // A program run as `./x.sh` needs its execute bit as much as its bytes.
+        let executable = fs::metadata(plan.base_dir.join(rel))
+            .is_ok_and(|m| std::os::unix::fs::PermissionsExt::mode(&m.permissions()) & 0o111 != 0);
+        if executable {
+            use std::os::unix::fs::PermissionsExt;
+            fs::set_permissions(&path, fs::Permissions::from_mode(0o755))?;
+        }
+        out.push(OutputFile {
+            file: format!("{RERUN}/{name}"),
+            bytes: bytes.len() as u64,
+            sha256: hex(&Sha256::digest(bytes)),
+        });
+    }
     let composed = super::show::composed(plan);
     let body = composed.split_once('\n').map_or("", |(_, rest)| rest);
     let file = plan
@@ -413,50 +550,75 @@ fn write_all(
         .file_name()
         .map(|f| f.to_string_lossy().to_string())
         .unwrap_or_default();
-    let as_run = format!(
-        "# {file} as it ran: profile, --set, --sweep and --stages applied (`dplab show`)\n{body}"
+    let mut as_run = format!(
+        "# {file} as it ran: profile, --set, --sweep and --stages applied (`dplab show`), beside\n\
+         # a copy of the files it read: `dplab run {AS_RUN}` runs it again.\n"
     );
-    manifest.outputs.push(put(
-        dir,
-        &names.claim("pipeline.as-run".into())?,
-        as_run.as_bytes(),
-    )?);
-    put_with(dir, &names.claim("manifest.json".into())?, |w| {
-        Ok(serde_json::to_writer_pretty(w, &manifest)?)
-    })?;
-    Ok(())
+    if !outside.is_empty() {
+        as_run += &format!(
+            "# Not copied here (outside the pipeline's directory, or named like this file): {}\n",
+            outside.join(", ")
+        );
+    }
+    as_run += body;
+    let mut listed = put(&root, AS_RUN, as_run.as_bytes())?;
+    listed.file = format!("{RERUN}/{AS_RUN}");
+    out.push(listed);
+    Ok(out)
 }
+
+/// The folder of a results directory that holds what `dplab run` needs to run it again.
+pub const RERUN: &str = "rerun";
+const AS_RUN: &str = "pipeline.as-run";
 
 /// What a results Parquet file says of itself (file-level key-value metadata), so that a
 /// frame copied away from its directory still names what made it: the pipeline, the stage,
 /// the dplab version, and its instance's store key (for a frame of many instances, the sha256
 /// of their keys in plan order, as the manifest lists them).
-fn parquet_metadata(plan: &Plan, stage: &PlannedStage) -> Vec<(String, String)> {
-    let instance = match stage.instances.as_slice() {
-        [one] => ("dplab.instance_key".to_string(), one.store_key.to_string()),
+fn parquet_metadata(plan: &Plan, stage: &PlannedStage, rows: &[usize]) -> Vec<(String, String)> {
+    let mut meta = vec![
+        ("dplab.pipeline".into(), plan.name.clone()),
+        ("dplab.stage".into(), stage.name.clone()),
+        ("dplab.version".into(), env!("CARGO_PKG_VERSION").into()),
+    ];
+    match stage.instances.as_slice() {
+        [one] => meta.push(("dplab.instance_key".to_string(), one.store_key.to_string())),
         all => {
             let mut sha = Sha256::new();
             for i in all {
                 sha.update(i.store_key.to_string().as_bytes());
                 sha.update(b"\n");
             }
-            (
+            meta.push((
                 "dplab.instance_keys_sha256".to_string(),
                 hex(&sha.finalize()),
-            )
+            ));
+            // Which rows are whose: each instance's store key and rows, in row order, so a
+            // number read from the file leads to the entry that made it without the manifest
+            // (whose `seeds` say the same, with labels and seeds). Up to [`LISTED`]
+            // instances: a footer of 10⁶ keys would be 70 MB, more than some readers take.
+            if all.len() == rows.len() && all.len() <= LISTED {
+                let list: Vec<serde_json::Value> = all
+                    .iter()
+                    .zip(rows)
+                    .map(|(i, n)| json!([i.store_key.to_string(), n]))
+                    .collect();
+                meta.push((
+                    "dplab.instances".to_string(),
+                    serde_json::Value::Array(list).to_string(),
+                ));
+            }
         }
-    };
-    vec![
-        ("dplab.pipeline".into(), plan.name.clone()),
-        ("dplab.stage".into(), stage.name.clone()),
-        ("dplab.version".into(), env!("CARGO_PKG_VERSION").into()),
-        instance,
-    ]
+    }
+    meta
 }
+
+/// The most instances whose keys a Parquet file lists ([`parquet_metadata`]).
+const LISTED: usize = 100_000;
 
 /// A stage's instances (label, seed, store key) in the manifest, streamed straight from the
 /// plan: as a JSON tree, a sweep of 10⁶ instances took 2 GB.
-struct SeedsOf<'a>(&'a PlannedStage, &'a [Option<super::key::Key>]);
+struct SeedsOf<'a>(&'a PlannedStage, &'a [Option<super::key::Key>], &'a MadeLog);
 
 impl serde::Serialize for SeedsOf<'_> {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
@@ -465,6 +627,7 @@ impl serde::Serialize for SeedsOf<'_> {
             seed: format!("{:032x}", i.seed),
             key: i.store_key.to_string(),
             content_key: self.1.get(ii).copied().flatten().map(|k| k.to_string()),
+            computed: self.2.computed(ii),
         }))
     }
 }

@@ -18,10 +18,13 @@ pub fn composed(plan: &Plan) -> String {
     let mut top = Mapping::new();
     top.insert(key("name"), key(&plan.name));
     top.insert(key("title"), key(&plan.title));
-    let mut source = Mapping::new();
-    source.insert(key("paper"), key(&plan.source.paper));
-    source.insert(key("item"), key(&plan.source.item));
-    top.insert(key("source"), Value::Mapping(source));
+    // An experiment of one's own has none (as its manifest).
+    if !plan.source.is_none() {
+        let mut source = Mapping::new();
+        source.insert(key("paper"), key(&plan.source.paper));
+        source.insert(key("item"), key(&plan.source.item));
+        top.insert(key("source"), Value::Mapping(source));
+    }
     top.insert(key("description"), key(&plan.description));
     top.insert(key("seed"), Value::Number(plan.seed.into()));
     if !plan.axes.is_empty() {

@@ -111,6 +111,7 @@ mod tests {
             artifacts: vec![],
             seconds: 0.0,
             digest: None,
+            made: None,
         }
     }
 

@@ -280,13 +280,14 @@ pub fn build(
     // A report over one's own experiments (none names a paper) speaks no reproduction
     // vocabulary: no verdict legend, no list of differences.
     let reproduction = ordered.iter().any(|e| !e.paper.is_empty());
+    summary.reproduction = reproduction;
     let html = tmpl
         .render(minijinja::context! {
             reproduction => reproduction,
             results => results.display().to_string(),
             heading => title.map_or_else(
                 || {
-                    if ordered.iter().any(|e| !e.paper.is_empty()) {
+                    if reproduction {
                         "Reproduction report"
                     } else {
                         "Experiment report"
@@ -377,7 +378,7 @@ fn experiment(
         ),
         ("seed".into(), m.seed.map_or("—".into(), |s| s.to_string())),
         (
-            "wall time".into(),
+            "wall time of this run".into(),
             m.wall_seconds.map_or("—".into(), |s| format!("{s:.2} s")),
         ),
         (
@@ -385,6 +386,11 @@ fn experiment(
             format!("{run} run, {cached} from the store"),
         ),
     ];
+    // A result taken from the store was computed earlier, perhaps by another build: when,
+    // by which and in how long, so "wall time 0.05 s" is not read as what the numbers cost.
+    if let Some(from) = from_store(&m.stages) {
+        provenance.push(("computed earlier".into(), from));
+    }
     if let Some(j) = m.jobs {
         provenance.push(("worker threads".into(), j.to_string()));
     }
@@ -461,3 +467,50 @@ fn short(sha: &str) -> String {
 
 #[cfg(test)]
 mod tests;
+
+/// What the instances a run took from the store say of their computation, summed over the
+/// stages: "40 instances computed 2026-11-20 14:02:11 – 2026-11-28 09:11:02 UTC by 0.1.0
+/// a1b2c3d4e5f6 0f1e2d3c4b5a, 12.3 s of compute". `None` when none came from the store.
+fn from_store<S>(stages: &[crate::pipeline::manifest::StageEntry<S>]) -> Option<String> {
+    let mut n = 0;
+    let (mut earliest, mut latest): (Option<&str>, Option<&str>) = (None, None);
+    let mut builds: Vec<&str> = Vec::new();
+    let (mut seconds, mut unrecorded) = (0.0, 0);
+    for st in stages {
+        let Some(f) = &st.from_store else { continue };
+        n += st.instances_cached;
+        unrecorded += f.unrecorded;
+        seconds += f.seconds;
+        // RFC 3339 UTC times of one length order as text.
+        if !f.earliest.is_empty() && earliest.is_none_or(|e| f.earliest.as_str() < e) {
+            earliest = Some(&f.earliest);
+        }
+        if !f.latest.is_empty() && latest.is_none_or(|l| f.latest.as_str() > l) {
+            latest = Some(&f.latest);
+        }
+        for b in &f.builds {
+            if !builds.contains(&b.as_str()) {
+                builds.push(b);
+            }
+        }
+    }
+    if n == 0 {
+        return None;
+    }
+    let when = |t: &str| t.replacen('T', " ", 1).trim_end_matches('Z').to_string();
+    let mut text = match (earliest, latest) {
+        (Some(e), Some(l)) if e == l => format!("{n} instance(s) computed {} UTC", when(e)),
+        (Some(e), Some(l)) => format!("{n} instance(s) computed {} – {} UTC", when(e), when(l)),
+        _ => format!("{n} instance(s)"),
+    };
+    if !builds.is_empty() {
+        text += &format!(" by {}", builds.join("; "));
+    }
+    if n > unrecorded {
+        text += &format!(", {seconds:.2} s of compute");
+    }
+    if unrecorded > 0 {
+        text += &format!(" ({unrecorded} stored by a dplab that did not record when)");
+    }
+    Some(text)
+}

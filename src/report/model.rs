@@ -40,6 +40,9 @@ pub struct Summary {
     pub numbers: Tally,
     /// Findings the pipelines state about claims that are not printed numbers.
     pub findings: Tally,
+    /// Whether an experiment names a paper: a reproduction report. Without one, no printed
+    /// numbers are there to compare, and nothing speaks of them.
+    pub reproduction: bool,
     /// Every printed number that differs, in page order.
     pub disagreements: Vec<Disagreement>,
     /// Every finding, in page order.

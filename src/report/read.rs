@@ -97,13 +97,14 @@ impl<'m> Outputs<'m> {
         }
     }
 
-    /// Listed file names ending in `.ext`, in the manifest's order.
+    /// Listed file names ending in `.ext`, in the manifest's order: the directory's own
+    /// files, not those of its `rerun/` folder (a copy of the pipeline's inputs).
     pub fn with_ext(&self, ext: &str) -> Vec<&'m str> {
         let suffix = format!(".{ext}");
         self.order
             .iter()
             .copied()
-            .filter(|n| n.ends_with(&suffix))
+            .filter(|n| n.ends_with(&suffix) && plain_file_name(n))
             .collect()
     }
 

@@ -517,3 +517,167 @@ fn a_dry_run_of_a_shard_counts_its_share() {
     let (a, b) = (total("0/2"), total("1/2"));
     assert!(a > 0 && b > 0 && a + b <= 10, "{a} + {b}");
 }
+
+/// A results directory holds what it takes to run it again: `rerun/` has the pipeline as it
+/// ran (`--set` applied) and a copy of each file it read, at the same paths, with a script's
+/// execute bit. Run from there after the files beside the pipeline changed, it finds every
+/// instance in the store (the same keys) and gives the same frames.
+#[test]
+fn a_results_directory_runs_again_from_its_rerun_folder() {
+    let d = tempfile::tempdir().unwrap();
+    let p = write(
+        d.path(),
+        "p.yaml",
+        r#"name: again
+title: T
+description: d
+seed: 3
+axes:
+  eps: [0.5, 1]
+stages:
+  t: {kind: load.table, with: {path: data/t.csv}}
+  ext:
+    kind: external
+    input: t
+    with:
+      command: [./code/prog.sh]
+      code: [code]
+      params: {k: 2}
+      columns: [v]
+"#,
+    );
+    write(d.path(), "data/t.csv", "value\n3\n5\n");
+    let prog = write(
+        d.path(),
+        "code/prog.sh",
+        "#!/bin/sh\n. ./code/lib.sh\nprintf 'v\\n%s\\n' \"$(answer)\" > output/out.csv\n",
+    );
+    write(d.path(), "code/lib.sh", "answer() { echo 42; }\n");
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&prog, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let (out, store) = (d.path().join("out"), d.path().join("store"));
+    let o = run(
+        &p,
+        &out,
+        &[
+            "--store",
+            store.to_str().unwrap(),
+            "--set",
+            "ext.params.k=3",
+        ],
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let rerun = out.join("again/rerun");
+    for (f, want) in [
+        ("data/t.csv", "value\n3\n5\n"),
+        ("code/lib.sh", "answer() { echo 42; }\n"),
+    ] {
+        assert_eq!(std::fs::read_to_string(rerun.join(f)).unwrap(), want);
+    }
+    let mode = std::fs::metadata(rerun.join("code/prog.sh"))
+        .unwrap()
+        .permissions()
+        .mode();
+    assert!(mode & 0o100 != 0, "{mode:o}");
+    let as_run = std::fs::read_to_string(rerun.join("pipeline.as-run")).unwrap();
+    assert!(as_run.starts_with("# p.yaml as it ran"), "{as_run}");
+    assert!(as_run.contains("k: 3"), "--set applied: {as_run}");
+    // Every copy is listed with its sha256.
+    let m = manifest(&out.join("again"));
+    let listed: Vec<&str> = m["outputs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["file"].as_str().unwrap())
+        .collect();
+    for f in [
+        "rerun/pipeline.as-run",
+        "rerun/data/t.csv",
+        "rerun/code/prog.sh",
+        "rerun/code/lib.sh",
+    ] {
+        assert!(listed.contains(&f), "{f} not in {listed:?}");
+    }
+    // The files beside the pipeline change; the copy runs as it did.
+    write(d.path(), "data/t.csv", "value\n7\n");
+    write(d.path(), "code/lib.sh", "answer() { echo 0; }\n");
+    let out2 = d.path().join("out2");
+    let o = run(
+        &rerun.join("pipeline.as-run"),
+        &out2,
+        &["--store", store.to_str().unwrap()],
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let counts = crate::common::manifest_counts(&out2.join("again"));
+    assert!(counts.iter().all(|(_, run, _)| *run == 0), "{counts:?}");
+    for f in ["t.csv", "ext.csv"] {
+        assert_eq!(
+            std::fs::read(out.join("again").join(f)).unwrap(),
+            std::fs::read(out2.join("again").join(f)).unwrap(),
+            "{f}"
+        );
+    }
+    // Two results directories of one pipeline compare frame by frame (`rerun/` is no
+    // pipeline of a results root).
+    let o = dplab()
+        .arg("compare")
+        .arg(out.join("again"))
+        .arg(out2.join("again"))
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success() && text(&o).contains("ok: 2 frames"),
+        "{}",
+        text(&o)
+    );
+}
+
+/// `dplab new --external NAME` writes a pipeline and its numpy program that validate as they
+/// are, and refuses to write over either. With numpy they run (here when this machine's
+/// python3 has it; `make external-check` always runs them with numpy); without it, the probe
+/// says so before any instance runs.
+#[test]
+fn new_external_writes_a_program_and_its_pipeline() {
+    let d = tempfile::tempdir().unwrap();
+    let new = || {
+        dplab()
+            .args(["new", "--external", "mech", "--dir"])
+            .arg(d.path())
+            .output()
+            .unwrap()
+    };
+    let o = new();
+    assert!(o.status.success(), "{}", text(&o));
+    let p = d.path().join("mech.yaml");
+    let program = std::fs::read_to_string(d.path().join("mech/mechanism.py")).unwrap();
+    assert!(program.contains("job.rng.laplace"), "{program}");
+    let again = new();
+    assert_eq!(again.status.code(), Some(2), "{}", text(&again));
+    assert!(
+        text(&again).contains("exists: not overwritten"),
+        "{}",
+        text(&again)
+    );
+    let o = dplab().arg("validate").arg(&p).output().unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    let numpy = std::process::Command::new("python3")
+        .args(["-c", "import numpy"])
+        .status()
+        .is_ok_and(|s| s.success());
+    let out = d.path().join("out");
+    let o = run(&p, &out, &["--profile", "ci", "--no-store"]);
+    if numpy {
+        assert!(o.status.success(), "{}", text(&o));
+        let summary = std::fs::read_to_string(out.join("mech/summary.csv")).unwrap();
+        // 2 ε × 2 metrics.
+        assert_eq!(summary.lines().count(), 5, "{summary}");
+    } else {
+        assert_ne!(o.status.code(), Some(0), "{}", text(&o));
+        assert!(
+            text(&o).contains("No module named 'numpy'") && text(&o).contains("probe"),
+            "{}",
+            text(&o)
+        );
+        assert!(!out.join("mech").exists());
+    }
+}

@@ -9,6 +9,7 @@ Exit 0 when every frame agrees, 1 with the list of problems otherwise.
 """
 
 import csv
+import json
 import math
 import sys
 from pathlib import Path
@@ -64,6 +65,19 @@ def check(parquet, problems):
         problems.append(f"{name}: key-value metadata names {meta.get('dplab.pipeline')}/{meta.get('dplab.stage')}")
     if not any(k in meta for k in ("dplab.instance_key", "dplab.instance_keys_sha256")):
         problems.append(f"{name}: no instance key in its metadata")
+    # Whose rows are whose: the instances' keys as the manifest lists them, and their rows
+    # adding up to the file's.
+    if "dplab.instance_keys_sha256" in meta:
+        listed = json.loads(meta.get("dplab.instances", "null"))
+        manifest = json.loads((parquet.parent / "manifest.json").read_text())
+        stage = next(s for s in manifest["stages"] if s["name"] == parquet.stem)
+        keys = [s["key"] for s in stage["seeds"]]
+        if listed is None:
+            problems.append(f"{name}: no dplab.instances in its metadata ({len(keys)} instances)")
+        elif [k for k, _ in listed] != keys:
+            problems.append(f"{name}: dplab.instances lists other keys than the manifest's seeds")
+        elif sum(n for _, n in listed) != pq.read_metadata(parquet).num_rows:
+            problems.append(f"{name}: dplab.instances counts {sum(n for _, n in listed)} rows, the file has {pq.read_metadata(parquet).num_rows}")
     # duckdb reads the same file on its own and must see the same values.
     con = duckdb.connect()
     duck = con.read_parquet(str(parquet)).to_arrow_table()

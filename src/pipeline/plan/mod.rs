@@ -130,6 +130,10 @@ pub struct PlannedStage {
     /// digest, [`super::files::InputFiles::tree_digest`]): the run record keeps them, so
     /// `--dry-run` names the file that changed.
     pub files: std::collections::BTreeMap<String, String>,
+    /// What its instances run on, as the manifest records it: what each probe printed (by
+    /// its command) and what the kind records ([`crate::kind::Stage::recorded`]). Not in the
+    /// keys but through the probes the pipeline asks for.
+    pub environment: std::collections::BTreeMap<String, String>,
     /// The external data its instances read ([`crate::kind::Stage::sources`]), distinct.
     pub sources: Vec<String>,
     pub instances: Vec<Instance>,

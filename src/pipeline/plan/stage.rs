@@ -3,6 +3,7 @@
 //! and its parameters built and checked by its kind.
 
 use super::*;
+use std::collections::BTreeMap;
 
 impl<'a> Planner<'a> {
     /// Phase 7: stage `si`, whose inputs are planned (or failed: then it is skipped). Returns
@@ -51,6 +52,7 @@ impl<'a> Planner<'a> {
             instances,
             columns,
             programs,
+            environment,
             files,
             sources,
         } = self.instances(&sp, env, &shape, &ups)?;
@@ -85,6 +87,7 @@ impl<'a> Planner<'a> {
                 .collect(),
             columns,
             programs,
+            environment,
             files,
             sources,
             instances,
@@ -491,6 +494,7 @@ impl<'a> Planner<'a> {
         let mut built: HashMap<Vec<String>, Built> = HashMap::new();
         let mut file_hash: HashMap<PathBuf, String> = HashMap::new();
         let mut programs: BTreeSet<Vec<String>> = BTreeSet::new();
+        let mut environment: BTreeMap<String, String> = BTreeMap::new();
         let mut sources: BTreeSet<String> = BTreeSet::new();
         let grid = Arc::new(AxisGrid::new(&shape.axes, value_lists));
         let mut instances = Vec::with_capacity(usize::try_from(grid.combinations()).unwrap_or(0));
@@ -523,6 +527,7 @@ impl<'a> Planner<'a> {
                 None => {
                     let b = self.build(sp, &key, &input_cols, &mut file_hash)?;
                     programs.extend(b.programs.iter().cloned());
+                    environment.extend(b.environment.clone());
                     sources.extend(b.sources.iter().cloned());
                     if declared.as_ref().is_none_or(|d| *d == b.columns) {
                         declared = Some(b.columns.clone());
@@ -605,6 +610,7 @@ impl<'a> Planner<'a> {
             instances,
             columns,
             programs: programs.into_iter().collect(),
+            environment,
             files,
             sources: sources.into_iter().collect(),
         })
@@ -741,29 +747,47 @@ impl<'a> Planner<'a> {
             }
         }
         // Then what the probes print (without consent they are not run, and their part of the
-        // key says so: `--dry-run` then counts the stage's instances as changed).
+        // key says so: `--dry-run` then counts the stage's instances as changed). Each one's
+        // output is recorded as text too; one the kind runs unasked only that way.
+        let mut environment = BTreeMap::new();
+        const NOT_RUN: &str = "not run (no consent to run programs)";
         for probe in r.probes() {
             let command = shlex::try_join(probe.argv.iter().map(String::as_str))
                 .unwrap_or_else(|_| probe.argv.join(" "));
-            let digest = match &ov.prober {
-                None => "not run (no consent to run programs)".to_string(),
-                Some(p) => match p.0.probe(&probe) {
-                    Ok(out) => hex(&Sha256::digest(&out)),
-                    Err(msg) => {
-                        let e = spec.err(
-                            &format!("stages.{name}.with.probe"),
-                            format!("stage `{name}`: the probe `{command}` failed: {msg}"),
-                        );
-                        self.errors.push(e);
-                        return None;
-                    }
+            let printed = match &ov.prober {
+                None => Err(NOT_RUN.to_string()),
+                Some(p) => p.0.probe(&probe),
+            };
+            environment.insert(
+                command.clone(),
+                match &printed {
+                    Ok(out) => printed_text(out),
+                    Err(msg) if ov.prober.is_none() => msg.clone(),
+                    Err(msg) => format!("failed: {msg}"),
                 },
+            );
+            if !probe.keyed {
+                continue;
+            }
+            let digest = match printed {
+                Err(_) if ov.prober.is_none() => NOT_RUN.to_string(),
+                Ok(out) => hex(&Sha256::digest(&out)),
+                Err(msg) => {
+                    let e = spec.err(
+                        &format!("stages.{name}.with.probe"),
+                        format!("stage `{name}`: the probe `{command}` failed: {msg}"),
+                    );
+                    self.errors.push(e);
+                    return None;
+                }
             };
             files.push(format!("probe {command} {digest}"));
             file_hash.insert(PathBuf::from(format!("probe: {command}")), digest);
         }
+        environment.extend(r.recorded());
         Some(Built {
             params,
+            environment,
             files,
             sources: r.sources(),
             programs: r.programs().into_iter().map(|(_, argv)| argv).collect(),
@@ -772,11 +796,25 @@ impl<'a> Planner<'a> {
     }
 }
 
+/// What a probe printed, as the manifest records it: valid UTF-8, trimmed, at most
+/// [`PRINTED`] characters (a version, not a log).
+fn printed_text(out: &[u8]) -> String {
+    let text = String::from_utf8_lossy(out);
+    let text = text.trim();
+    match text.char_indices().nth(PRINTED) {
+        Some((at, _)) => format!("{}…", &text[..at]),
+        None => text.to_string(),
+    }
+}
+
+const PRINTED: usize = 400;
+
 /// What planning a stage's instances finds besides them (see [`PlannedStage`]).
 pub(super) struct Planned {
     pub(super) instances: Vec<Instance>,
     pub(super) columns: Option<Vec<String>>,
     pub(super) programs: Vec<Vec<String>>,
+    pub(super) environment: BTreeMap<String, String>,
     pub(super) files: std::collections::BTreeMap<String, String>,
     pub(super) sources: Vec<String>,
 }
@@ -785,6 +823,8 @@ pub(super) struct Planned {
 /// it names, and its sources (see [`crate::kind::Stage::sources`]).
 pub(super) struct Built {
     pub(super) params: String,
+    /// What its probes printed and what the kind records ([`crate::kind::Stage::recorded`]).
+    pub(super) environment: BTreeMap<String, String>,
     pub(super) files: Vec<String>,
     pub(super) sources: Vec<String>,
     /// The programs it runs ([`crate::kind::Stage::programs`]).

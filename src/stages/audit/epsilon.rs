@@ -701,6 +701,9 @@ impl StageRun for AuditRun {
     fn probes(&self) -> Vec<crate::kind::Probe> {
         self.inner_any().probes()
     }
+    fn recorded(&self) -> Vec<(String, String)> {
+        self.inner_any().recorded()
+    }
     fn columns_read(&self) -> Vec<(String, String)> {
         Vec::new()
     }

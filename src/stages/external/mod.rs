@@ -92,6 +92,32 @@ struct External {
     columns: Option<Vec<String>>,
 }
 
+impl External {
+    /// The interpreter's version, asked unasked when the program is a Python, R or Julia
+    /// interpreter (`python3`, `python3.12`, `/usr/bin/python`, `Rscript`, `julia`): a result
+    /// should say what ran it. Recorded in the manifest, not keyed ([`Probe::keyed`]). Not
+    /// when the pipeline gives a probe of its own with the same command.
+    fn interpreter_version(&self) -> Option<Probe> {
+        let program = self.command.first()?;
+        // A probe runs in an empty directory: a bare name on PATH, or an absolute path.
+        if program.contains('/') && !program.starts_with('/') {
+            return None;
+        }
+        let name = Path::new(program).file_name()?.to_str()?;
+        let interpreter = (name.starts_with("python")
+            && name["python".len()..]
+                .chars()
+                .all(|c| c.is_ascii_digit() || c == '.'))
+            || matches!(name, "Rscript" | "R" | "julia");
+        let argv = vec![program.clone(), "--version".to_string()];
+        (interpreter && self.probe.as_ref() != Some(&argv)).then(|| Probe {
+            argv,
+            pass_env: self.pass_env.clone(),
+            keyed: false,
+        })
+    }
+}
+
 /// Whether two relative paths name the same file (`.` components ignored).
 fn code_path_eq(a: &Path, b: &Path) -> bool {
     code_path(&a.to_string_lossy()) == b
@@ -280,17 +306,31 @@ impl Stage for External {
     fn programs(&self) -> Vec<(String, Vec<String>)> {
         let mut all = vec![("command".to_string(), self.command.clone())];
         all.extend(self.probe.clone().map(|p| ("probe".to_string(), p)));
+        // Consent covers what runs unasked too.
+        all.extend(
+            self.interpreter_version()
+                .map(|p| ("command".to_string(), p.argv)),
+        );
         all
     }
 
     fn probes(&self) -> Vec<Probe> {
-        self.probe
-            .iter()
-            .map(|argv| Probe {
-                argv: argv.clone(),
-                pass_env: self.pass_env.clone(),
-            })
-            .collect()
+        let asked = self.probe.iter().map(|argv| Probe {
+            argv: argv.clone(),
+            pass_env: self.pass_env.clone(),
+            keyed: true,
+        });
+        asked.chain(self.interpreter_version()).collect()
+    }
+
+    fn recorded(&self) -> Vec<(String, String)> {
+        vec![(
+            "dplab_external.py".into(),
+            format!(
+                "protocol {PROTOCOL}, sha256 {}",
+                &crate::text::hex(&<sha2::Sha256 as sha2::Digest>::digest(PYTHON_HELPER))[..12]
+            ),
+        )]
     }
 
     fn columns_out(&self, _: &[Option<Vec<String>>]) -> Option<Vec<String>> {

@@ -717,6 +717,7 @@ fn a_probe_that_does_not_return_is_told_its_limit_is_fixed() {
             .map(String::from)
             .to_vec(),
         pass_env: vec![],
+        keyed: true,
     };
     let start = Instant::now();
     let e = runner::run_probe(&probe, Duration::from_millis(200)).unwrap_err();
