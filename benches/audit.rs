@@ -39,6 +39,7 @@ fn laplace(c: &mut Criterion) {
                 stage: "audit",
                 label: "",
                 axes: &[],
+                again: false,
             };
             audit.run(&mut ctx).unwrap()
         })

@@ -24,7 +24,10 @@ What a stage uses:
 - `job.rows(name)`, `job.columns(name)`: an input as dicts; `job.polars(name)`,
   `job.arrow(name)`: as a polars DataFrame or pyarrow Table;
 - `job.write(data)`: the frame (rows, columns, or a library frame); `job.artifact("f.svg")`:
-  where to write an artifact kept with the instance.
+  where to write an artifact kept with the instance;
+- `serve(fn)`: calls `fn(job)` for the instance dplab hands over, or, in a stage with
+  `worker: true`, for each instance of a stream of them (the program starts once per dplab
+  thread instead of once per instance).
 """
 
 import csv
@@ -34,8 +37,11 @@ import math
 import os
 import random
 import re
+import sys
+import traceback
 
 PROTOCOL = 1
+WORKER_PROTOCOL = 1
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 
@@ -57,6 +63,43 @@ def load(path=None):
     with open(path, encoding="utf-8") as f:
         return Job(json.load(f))
 
+
+def serve(fn):
+    """Runs `fn(job)` for each instance dplab hands this program: the one instance of
+    protocol 1, or — in a stage with `worker: true` — one instance after another (worker
+    protocol 1, see the README): a request line on stdin names the instance's dplab.json,
+    `fn` runs with the instance's directory as the current directory, and the answer goes
+    back on the descriptor DPLAB_WORKER_ANSWERS names. An exception in `fn` fails that
+    instance (its traceback is the instance's log) and the next one is served.
+
+    Whatever `fn` keeps between calls (a global, a cache, numpy's global generator) must not
+    change its results: draw from `job.rng` or `job.random` only. `dplab run --verify N`
+    computes instances again in a fresh worker and fails the run when they differ."""
+    if os.environ.get("DPLAB_WORKER") is None:
+        fn(load())
+        return
+    if os.environ["DPLAB_WORKER"] != str(WORKER_PROTOCOL):
+        raise RuntimeError(
+            f"dplab speaks worker protocol {os.environ['DPLAB_WORKER']}, this helper "
+            f"{WORKER_PROTOCOL}: use the dplab_external.py dplab wrote next to the program"
+        )
+    answers = os.fdopen(int(os.environ["DPLAB_WORKER_ANSWERS"]), "w", encoding="utf-8")
+    home = os.getcwd()
+    for line in sys.stdin:
+        request = json.loads(line)
+        try:
+            os.chdir(request["dir"])
+            fn(load(request["json"]))
+            answer = {"ok": True}
+        except Exception as e:  # the instance fails; the worker serves the next one
+            traceback.print_exc()
+            answer = {"ok": False, "error": f"{type(e).__name__}: {e}"[:4000]}
+        finally:
+            os.chdir(home)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        answers.write(json.dumps(answer) + "\n")
+        answers.flush()
 
 class Job:
     """One instance: its parameters, seed, inputs and where its results go."""

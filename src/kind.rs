@@ -155,6 +155,10 @@ pub struct Ctx<'a> {
     /// The instance's axis values, in the stage's axis order (`rep` last), as data: what an
     /// external program is told of the instance it computes.
     pub axes: &'a [(std::sync::Arc<str>, crate::axis::AxisValue)],
+    /// Whether this is a second computation of the instance (`--verify`): a kind that keeps
+    /// anything from one instance to the next (the external kind's workers) computes it
+    /// afresh, so a result that depended on the instances before it shows as a difference.
+    pub again: bool,
 }
 
 impl Ctx<'_> {
@@ -963,6 +967,7 @@ pub mod testing {
                 stage: "test",
                 label: "",
                 axes: &[],
+                again: false,
             };
             let out = built.run(&mut ctx)?;
             if let Some(cols) = declared {

@@ -929,7 +929,7 @@ impl<'a> Run<'a> {
                     self.progress.tick_failed();
                     None
                 }
-                None => match self.compute(si, ii) {
+                None => match self.compute(si, ii, false) {
                     Ok(res) => {
                         self.failures.succeeded(si);
                         tracing::debug!(
@@ -1282,7 +1282,7 @@ impl<'a> Run<'a> {
         } else {
             "its first run"
         };
-        let message = match self.compute(si, ii) {
+        let message = match self.compute(si, ii, true) {
             Ok(again) => match super::verify::first_difference(&res, &again) {
                 None => {
                     self.verified.fetch_add(1, Ordering::Relaxed);
@@ -1312,7 +1312,9 @@ impl<'a> Run<'a> {
         None
     }
 
-    fn compute(&self, si: usize, ii: usize) -> Result<InstanceResult> {
+    /// Computes instance `ii` of stage `si`; `again` for `--verify`'s second computation
+    /// ([`Ctx::again`]).
+    fn compute(&self, si: usize, ii: usize, again: bool) -> Result<InstanceResult> {
         let plan = self.plan;
         let stage = &plan.stages[si];
         let inst = &stage.instances[ii];
@@ -1375,6 +1377,7 @@ impl<'a> Run<'a> {
             stage: &stage.name,
             label: &label.join(", "),
             axes: &by_name,
+            again,
         };
         let out = stage.build(inst)?.run(&mut ctx)?;
         let frame = with_axis_columns(out.frame, &key)?;

@@ -90,3 +90,26 @@ pub fn stable(text: &str, dir: &std::path::Path) -> String {
     }
     s.replace(&*dir.to_string_lossy(), "[TMP]")
 }
+
+/// Every file of a results directory but its `manifest.json` (which records times and
+/// counts), by path below it (`rerun/` included), with its bytes, in path order. Each must be
+/// a plain file or a folder.
+pub fn result_files(dir: &std::path::Path) -> Vec<(String, Vec<u8>)> {
+    fn walk(root: &std::path::Path, dir: &std::path::Path, out: &mut Vec<(String, Vec<u8>)>) {
+        for e in std::fs::read_dir(dir).unwrap() {
+            let e = e.unwrap();
+            let t = e.file_type().unwrap();
+            let rel = e.path().strip_prefix(root).unwrap().display().to_string();
+            if t.is_dir() {
+                walk(root, &e.path(), out);
+            } else if rel != "manifest.json" {
+                assert!(t.is_file(), "{}", e.path().display());
+                out.push((rel, std::fs::read(e.path()).unwrap()));
+            }
+        }
+    }
+    let mut v = Vec::new();
+    walk(dir, dir, &mut v);
+    v.sort();
+    v
+}

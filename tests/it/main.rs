@@ -35,3 +35,4 @@ mod slurm;
 mod store;
 mod trigonometric;
 mod workday;
+mod worker;

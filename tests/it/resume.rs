@@ -234,20 +234,7 @@ fn manifest_keys(results: &Path) -> Keys {
 
 /// Every file of a results directory but `manifest.json`, by name.
 fn files(dir: &Path) -> Files {
-    let mut v: Files = fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap())
-        .filter(|e| e.file_name() != "manifest.json")
-        .map(|e| {
-            assert!(e.file_type().unwrap().is_file(), "{}", e.path().display());
-            (
-                e.file_name().into_string().unwrap(),
-                fs::read(e.path()).unwrap(),
-            )
-        })
-        .collect();
-    v.sort();
-    v
+    crate::common::result_files(dir)
 }
 
 /// The store's entries: key → where each copy is (inode, offset). Entries are files

@@ -86,18 +86,7 @@ fn run_counts(results: &Path) -> Vec<(String, u64)> {
 
 /// Every result file but the manifest (which records times and counts), by name.
 fn files(dir: &Path) -> Vec<(String, Vec<u8>)> {
-    let mut v: Vec<(String, Vec<u8>)> = fs::read_dir(dir)
-        .unwrap()
-        .flatten()
-        .map(|e| e.file_name().to_string_lossy().to_string())
-        .filter(|n| n != "manifest.json")
-        .map(|n| {
-            let b = fs::read(dir.join(&n)).unwrap();
-            (n, b)
-        })
-        .collect();
-    v.sort();
-    v
+    crate::common::result_files(dir)
 }
 
 fn pairs(v: &[(&str, u64)]) -> Vec<(String, u64)> {

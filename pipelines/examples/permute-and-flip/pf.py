@@ -14,20 +14,11 @@ computed here by expanding the product as a polynomial in t.
 
 import math
 
-from dplab_external import load
-
-job = load()
-eps = float(job.params["epsilon"])
-sens = float(job.params.get("sensitivity", 1))
-samples = int(job.params["samples"])
-rows = job.rows()
-cands = [str(r["candidate"]) for r in rows]
-util = [float(r["utility"]) for r in rows]
-best = max(util)
-p = [math.exp(eps * (u - best) / (2 * sens)) for u in util]
+from dplab_external import serve
 
 
-def exact(r):
+def exact(p, r):
+    """Pr[r] = p_r ∫₀¹ Π_{j≠r}(1 − p_j t) dt, by expanding the product as a polynomial."""
     poly = [1.0]  # coefficients of Π_{j≠r}(1 − p_j t), lowest degree first
     for j, pj in enumerate(p):
         if j != r:
@@ -35,24 +26,37 @@ def exact(r):
     return p[r] * math.fsum(c / (k + 1) for k, c in enumerate(poly))
 
 
-rng = job.random
-order = list(range(len(cands)))
-count = [0] * len(cands)
-for _ in range(samples):
-    rng.shuffle(order)
-    for r in order:
-        if rng.random() < p[r]:
-            count[r] += 1
-            break
+def release(job):
+    eps = float(job.params["epsilon"])
+    sens = float(job.params.get("sensitivity", 1))
+    samples = int(job.params["samples"])
+    rows = job.rows()
+    cands = [str(r["candidate"]) for r in rows]
+    util = [float(r["utility"]) for r in rows]
+    best = max(util)
+    p = [math.exp(eps * (u - best) / (2 * sens)) for u in util]
+    rng = job.random
+    order = list(range(len(cands)))
+    count = [0] * len(cands)
+    for _ in range(samples):
+        rng.shuffle(order)
+        for r in order:
+            if rng.random() < p[r]:
+                count[r] += 1
+                break
+    job.write(
+        {
+            "method": ["permute_and_flip"] * len(cands),
+            "candidate": cands,
+            "utility": util,
+            "probability": [exact(p, r) for r in range(len(cands))],
+            "count": count,
+            "frequency": [c / samples if samples else float("nan") for c in count],
+        },
+        format="csv",
+    )
 
-job.write(
-    {
-        "method": ["permute_and_flip"] * len(cands),
-        "candidate": cands,
-        "utility": util,
-        "probability": [exact(r) for r in range(len(cands))],
-        "count": count,
-        "frequency": [c / samples if samples else float("nan") for c in count],
-    },
-    format="csv",
-)
+
+# One instance per process, or — with `worker: true` in the stage, as here — one process per
+# dplab thread serving instance after instance: it keeps nothing between them.
+serve(release)

@@ -436,6 +436,7 @@ impl AuditRun {
             stage: ctx.stage,
             label: ctx.label,
             axes: ctx.axes,
+            again: ctx.again,
         };
         let where_ = || {
             format!(

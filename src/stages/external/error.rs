@@ -42,6 +42,20 @@ pub enum ExternalError {
         seconds: f64,
         tail: String,
     },
+    /// A worker (`worker: true`) answered that the instance failed; it serves the next one.
+    Served {
+        command: String,
+        /// Its one-line reason (the helper: the exception).
+        error: String,
+        tail: String,
+    },
+    /// A worker exited while serving an instance, or broke the worker protocol; it is
+    /// replaced for the next instance.
+    Worker {
+        command: String,
+        problem: String,
+        tail: String,
+    },
     /// A stage's probe ran past its limit, which is fixed (`PROBE_TIMEOUT`), unlike a
     /// program's `timeout`; its whole process group was killed.
     ProbeTimeout {
@@ -161,6 +175,26 @@ impl fmt::Display for ExternalError {
             } => write!(
                 f,
                 "`{command}` timed out after {seconds} s (its process group was killed); raise `timeout` if it needs longer{}",
+                tail_text(tail)
+            ),
+            Served {
+                command,
+                error,
+                tail,
+            } => write!(
+                f,
+                "`{command}` (a worker) failed this instance: {}{}",
+                scrub(error),
+                tail_text(tail)
+            ),
+            Worker {
+                command,
+                problem,
+                tail,
+            } => write!(
+                f,
+                "`{command}` (a worker) did not serve this instance: {}; a new worker serves the next one{}",
+                scrub(problem),
                 tail_text(tail)
             ),
             ProbeTimeout {

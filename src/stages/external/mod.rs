@@ -39,6 +39,7 @@ mod error;
 pub mod process;
 pub mod protocol;
 mod runner;
+mod worker;
 
 pub use error::ExternalError;
 pub use process::{check_pass_env, kill_running, stop_programs, Log};
@@ -90,6 +91,9 @@ struct External {
     /// the columns the program writes, in order: checked against every frame it writes, and known to `validate` for the stages below
     #[serde(default, skip_serializing_if = "Option::is_none")]
     columns: Option<Vec<String>>,
+    /// start the program once per dplab thread and hand it instances one after another (worker protocol 1; the Python helper's `serve(fn)`), instead of once per instance: what it keeps across instances must not change its results, which `--verify` checks
+    #[serde(default)]
+    worker: bool,
 }
 
 impl External {
@@ -358,7 +362,11 @@ impl Stage for External {
             code: &code,
             ..Instance::of(ctx, &params, &axes)
         };
-        let produced = run(&program, &instance, &Bounds::current())?;
+        let produced = if self.worker {
+            worker::run(&program, &instance, &Bounds::current(), ctx.again)?
+        } else {
+            run(&program, &instance, &Bounds::current())?
+        };
         if let Some(declared) = &self.columns {
             let axes: Vec<&str> = ctx.axes.iter().map(|(a, _)| &**a).collect();
             check_columns(&produced.frame, declared, &axes)?;

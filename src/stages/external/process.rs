@@ -36,7 +36,7 @@ pub struct Log {
 }
 
 impl Log {
-    fn new(cap: usize) -> Log {
+    pub(crate) fn new(cap: usize) -> Log {
         Log {
             buf: VecDeque::with_capacity(cap.min(64 << 10)),
             cap,
@@ -330,8 +330,9 @@ pub(crate) struct Running {
 
 impl Running {
     /// Starts `cmd` (already given its process group, stdio and environment) and registers
-    /// its group in [`LIVE`].
-    fn spawn(cmd: &mut Command) -> io::Result<Running> {
+    /// its group in [`LIVE`]. `keep`: a descriptor the program gets under the same number
+    /// (a worker's answers, see [`start`]).
+    fn spawn(cmd: &mut Command, keep: Option<std::os::fd::RawFd>) -> io::Result<Running> {
         subreaper();
         let parent = std::process::id() as libc::pid_t;
         let prepared = super::contain::Prepared::new(super::contain::containment());
@@ -347,6 +348,12 @@ impl Running {
                 }
                 if libc::getppid() != parent {
                     return Err(io::Error::from_raw_os_error(libc::ESRCH));
+                }
+                if let Some(fd) = keep {
+                    let flags = libc::fcntl(fd, libc::F_GETFD);
+                    if flags < 0 || libc::fcntl(fd, libc::F_SETFD, flags & !libc::FD_CLOEXEC) < 0 {
+                        return Err(io::Error::last_os_error());
+                    }
                 }
                 super::contain::child(&prepared)
             });
@@ -535,7 +542,7 @@ pub(crate) fn run(inv: &Invocation) -> Result<Ran, ExternalError> {
         .stdout(writer)
         .stderr(writer2)
         .process_group(0);
-    let spawned = Running::spawn(&mut cmd);
+    let spawned = Running::spawn(&mut cmd, None);
     // The command holds dplab's copies of the pipe's write end: without dropping it, the
     // output would never end.
     drop(cmd);
@@ -605,7 +612,129 @@ pub(crate) fn run(inv: &Invocation) -> Result<Ran, ExternalError> {
     }
 }
 
-fn set_nonblocking(reader: &PipeReader) -> io::Result<()> {
+/// A program started to keep running ([`start`]): a worker ([`super::worker`]) that serves
+/// instances over its stdin and an answer pipe. Its process group is killed and it is reaped
+/// when this is dropped, like any program's.
+pub(crate) struct Started {
+    running: Running,
+    output: Option<PipeReader>,
+    status: Option<ExitStatus>,
+}
+
+impl Started {
+    /// Moves what it printed so far into `log`.
+    pub(crate) fn pump(&mut self, log: &mut Log) {
+        pump(&mut self.output, log);
+    }
+
+    /// Whether it has exited.
+    pub(crate) fn exited(&self) -> bool {
+        self.running.reaped || self.running.exited()
+    }
+
+    /// Waits until one of `fds` is readable, it prints, or it exits; at most `wait`.
+    pub(crate) fn wait(&self, fds: &[std::os::fd::RawFd], wait: Duration) {
+        let ms = wait.as_millis().clamp(1, i32::MAX as u128) as i32;
+        let mut polled: Vec<libc::pollfd> = fds
+            .iter()
+            .copied()
+            .chain(self.output.as_ref().map(|r| r.as_raw_fd()))
+            .chain(self.running.pidfd.as_ref().map(|p| p.as_raw_fd()))
+            .map(|fd| libc::pollfd {
+                fd,
+                events: libc::POLLIN,
+                revents: 0,
+            })
+            .collect();
+        // Without a pidfd, an exit is seen at the next look.
+        let ms = if self.running.pidfd.is_some() {
+            ms
+        } else {
+            ms.min(10)
+        };
+        // SAFETY: `polled` is a valid array of its length; EINTR just returns early.
+        unsafe { libc::poll(polled.as_mut_ptr(), polled.len() as libc::nfds_t, ms) };
+    }
+
+    /// Ends it: SIGTERM, up to `grace` for it to exit, SIGKILL of its group, reaped (what it
+    /// printed meanwhile goes to `log`).
+    pub(crate) fn stop(&mut self, grace: Duration, log: &mut Log) {
+        if self.running.reaped {
+            return;
+        }
+        self.running.signal(libc::SIGTERM);
+        let end = Instant::now() + grace;
+        while !self.running.exited() && Instant::now() < end {
+            self.pump(log);
+            wait_event(
+                self.output.as_ref(),
+                self.running.pidfd.as_ref(),
+                end.saturating_duration_since(Instant::now()),
+            );
+        }
+        self.status = self.running.finish().ok();
+        self.pump(log);
+    }
+
+    /// How it ended, once [`Self::stop`] reaped it: `exit status 1`, `signal 9 (SIGKILL)`.
+    pub(crate) fn status(&self) -> Option<String> {
+        let s = self.status?;
+        Some(match (s.code(), s.signal()) {
+            (Some(c), _) => format!("exit status {c}"),
+            (None, sig) => {
+                let sig = sig.unwrap_or(0);
+                format!("signal {sig} ({})", super::error::signal_name(sig))
+            }
+        })
+    }
+}
+
+/// Starts a program that keeps running: its stdin is `stdin`, and `extra` is passed on
+/// besides stdout and stderr, under the same number. See [`Started`].
+pub(crate) fn start(
+    inv: &Invocation,
+    stdin: OwnedFd,
+    extra: Option<OwnedFd>,
+) -> Result<Started, ExternalError> {
+    let Some(program) = inv.argv.first() else {
+        return Err(not_found("", None));
+    };
+    let path_var = inv
+        .env
+        .iter()
+        .find(|(k, _)| k == "PATH")
+        .map(|(_, v)| v.as_os_str());
+    let file = resolve(program, path_var, inv.cwd)?;
+    let (reader, writer) = std::io::pipe().map_err(|e| ExternalError::Setup(e.to_string()))?;
+    let writer2 = writer
+        .try_clone()
+        .map_err(|e| ExternalError::Setup(e.to_string()))?;
+    set_nonblocking(&reader).map_err(|e| ExternalError::Setup(e.to_string()))?;
+    let mut cmd = Command::new(&file);
+    cmd.arg0(program)
+        .args(&inv.argv[1..])
+        .current_dir(inv.cwd)
+        .env_clear()
+        .envs(inv.env.iter().map(|(k, v)| (k, v)))
+        .stdin(Stdio::from(stdin))
+        .stdout(writer)
+        .stderr(writer2)
+        .process_group(0);
+    let passed = extra.as_ref().map(|fd| fd.as_raw_fd());
+    let spawned = Running::spawn(&mut cmd, passed);
+    // dplab's copies of the pipes' program ends: without dropping them, neither its output
+    // nor its answers would ever end.
+    drop(cmd);
+    drop(extra);
+    let running = spawned.map_err(|e| spawn_error(program, &file, e))?;
+    Ok(Started {
+        running,
+        output: Some(reader),
+        status: None,
+    })
+}
+
+pub(crate) fn set_nonblocking(reader: &PipeReader) -> io::Result<()> {
     let fd = reader.as_raw_fd();
     // SAFETY: reading and setting the flags of a descriptor we own.
     unsafe {
@@ -677,7 +806,7 @@ mod tests {
             cmd.args(["-c", &script])
                 .stdin(Stdio::null())
                 .process_group(0);
-            let _running = Running::spawn(&mut cmd).unwrap();
+            let _running = Running::spawn(&mut cmd, None).unwrap();
             let start = Instant::now();
             while std::fs::read_to_string(&child)
                 .unwrap_or_default()

@@ -104,24 +104,7 @@ pub fn run(
         },
     )?;
     write_code(work.path(), instance.code)?;
-    // A `code:` file named as the program runs as one: its copy is made executable (the
-    // kind checked that it is among the code files).
-    if let Some(program) = program.command.first().filter(|p| {
-        p.contains('/')
-            && std::path::Path::new(p).components().all(|c| {
-                matches!(
-                    c,
-                    std::path::Component::Normal(_) | std::path::Component::CurDir
-                )
-            })
-    }) {
-        use std::os::unix::fs::PermissionsExt;
-        let copy = work.path().join(program);
-        if copy.is_file() {
-            std::fs::set_permissions(&copy, std::fs::Permissions::from_mode(0o700))
-                .map_err(|e| ExternalError::Setup(format!("{}: {e}", copy.display())))?;
-        }
-    }
+    make_program_executable(work.path(), &program.command)?;
     let env = process::environment(
         work.path(),
         &json,
@@ -146,10 +129,35 @@ pub fn run(
     })
 }
 
+/// A `code:` file named as the program runs as one: its copy in `work` is made executable
+/// (the kind checked that it is among the code files).
+pub(super) fn make_program_executable(
+    work: &std::path::Path,
+    command: &[String],
+) -> Result<(), ExternalError> {
+    if let Some(program) = command.first().filter(|p| {
+        p.contains('/')
+            && std::path::Path::new(p).components().all(|c| {
+                matches!(
+                    c,
+                    std::path::Component::Normal(_) | std::path::Component::CurDir
+                )
+            })
+    }) {
+        use std::os::unix::fs::PermissionsExt;
+        let copy = work.join(program);
+        if copy.is_file() {
+            std::fs::set_permissions(&copy, std::fs::Permissions::from_mode(0o700))
+                .map_err(|e| ExternalError::Setup(format!("{}: {e}", copy.display())))?;
+        }
+    }
+    Ok(())
+}
+
 /// Writes the program's code files into the working directory at their paths (relative, no
 /// `..`: the kind refuses others when it is planned; checked again here, since a path that
 /// left the directory would write outside it).
-fn write_code(
+pub(super) fn write_code(
     work: &std::path::Path,
     code: &[(std::path::PathBuf, &[u8])],
 ) -> Result<(), ExternalError> {
