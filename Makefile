@@ -9,7 +9,7 @@ JOBS ?= 2
 MIRROR ?= $(wildcard ../shared/datasets)
 export DPLAB_DATA_MIRROR ?= $(if $(MIRROR),$(abspath $(MIRROR)),)
 
-.PHONY: build run-all report test figure-check parquet-check pyenv external-check browser-test test-slurm golden bench bench-engine bench-audit lint fuzz clean
+.PHONY: build run-all report test figure-check parquet-check pyenv external-check bench-worker browser-test test-slurm golden bench bench-engine bench-audit lint fuzz clean
 
 build:
 	$(CARGO) build --release --locked
@@ -106,6 +106,21 @@ bench:
 	$(CARGO) bench --bench audit
 	$(MAKE) bench-engine
 	$(MAKE) bench-audit
+	$(MAKE) bench-worker
+
+## The cost of a call (issue #39): benches/pipelines/worker-1e4.yaml, 10⁴ instances of a Python
+## program that imports numpy and adds Laplace noise to a 100-bin histogram, in worker mode, then
+## 10³ of them one process per instance; --jobs 2, no store, numpy from target/pyenv.
+WORKER_BENCH := benches/pipelines/worker-1e4.yaml
+bench-worker: build pyenv
+	command -v /usr/bin/time >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends time >/dev/null; }
+	rm -rf target/bench-worker && mkdir -p target/bench-worker
+	export PATH=$(abspath target/pyenv/bin):$$PATH; \
+	/usr/bin/time -f %e -o target/bench-worker/worker $(DPLAB) run $(WORKER_BENCH) -q --allow-exec --jobs 2 --no-store --out target/bench-worker/worker || exit 1; \
+	/usr/bin/time -f %e -o target/bench-worker/plain $(DPLAB) run $(WORKER_BENCH) -q --allow-exec --jobs 2 --no-store --out target/bench-worker/plain \
+	  --set noisy.worker=false --profile thousand || exit 1; \
+	echo "worker mode, 10^4 instances: $$(cat target/bench-worker/worker) s"; \
+	echo "one process per instance, 10^3 instances: $$(cat target/bench-worker/plain) s"
 
 ## The engine at scale (issue #28): benches/pipelines/engine-1e6.yaml, two axes of 1 000 values
 ## (10⁶ instances of mechanism.noise on a 3-row table, then one aggregate.summary over all of
