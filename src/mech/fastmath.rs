@@ -73,108 +73,128 @@ pub fn sum4(v: &[f64]) -> f64 {
     (acc[0] + acc[1]) + (acc[2] + acc[3]) + rest
 }
 
-/// exp(x) for x ∈ [−708, 709], where the result is a normal number, to within 1 ulp (measured:
-/// see the kernel-query tests); below −708 it returns 0 (the true value is under 3.3e-308);
-/// above 709 and NaN are the caller's to exclude. Branch-free so that loops over slices
-/// vectorise. x = n ln 2 + r with n = round(x / ln 2) (by adding 1.5·2⁵², which rounds to an
-/// integer in the low mantissa bits), |r| ≤ ln(2)/2 from fdlibm's two-part ln 2 (n ln2_hi is
-/// exact); e^r ≈ 1 + r + r²·p(r), its Taylor polynomial of degree 13 (truncation < 2⁻⁵⁷ on
-/// |r| ≤ ln(2)/2; coefficients 1/k! rounded once, no minimax fit to trust); 2ⁿ from the bits
-/// of n.
-/// Plain multiplies and adds only (no fused multiply-add), so SSE2, AVX2 and scalar code give
-/// the same bits.
+/// exp(x) for x ∈ [−708, 709], where the result is a normal number; below −708 it returns 0
+/// (the true value is under 3.3e-308); above 709 and NaN are the caller's to exclude.
+/// Branch-free so that loops over slices vectorise. x = n ln 2 + r with n = round(x / ln 2) (by
+/// adding 1.5·2⁵², which rounds to an integer in the low mantissa bits), |r| ≤ ln(2)/2 from
+/// fdlibm's two-part ln 2; e^r ≈ 1 + r + r²·p(r), its Taylor polynomial of degree 13
+/// (coefficients 1/k! rounded once, no minimax fit to trust; Estrin's scheme, dependency chains
+/// of depth 5 instead of Horner's 11); 2ⁿ from the bits of n.
+///
+/// Fused multiply-adds (`f64::mul_add`, one rounding each) wherever a product is added: 20
+/// floating-point operations where the unfused form took 35. IEEE 754 defines a fused
+/// multiply-add (the exact x·y + z, rounded once), so the FMA instructions of the AVX2 + FMA
+/// code and the software `fma` that baseline x86-64 code calls give the same bits (tested: the
+/// baseline path is slow, but only CPUs without FMA, older than 2013, take it).
+///
+/// # Error bound (relative, against the exact e^x)
+/// With u = 2⁻⁵³ (half an ulp at 1):
+/// - reduction: n·LN2_HI is exact (LN2_HI has 32 significant bits, |n| ≤ 1022), and so is
+///   x − n·LN2_HI (n = 0: r = x; otherwise Sterbenz, the two are within a factor 2), so the
+///   first fma is exact; the second rounds once: r = r*(1 + δ), |δ| ≤ u, with
+///   r* = x − n·(LN2_HI + LN2_LO), and |LN2_HI + LN2_LO − ln 2| < 2⁻⁸⁵ moves the argument by
+///   under 1022·2⁻⁸⁵ < 10⁻²². So e^r is e^{x − n ln 2} within 0.35·u relative (|r| ≤ 0.3466);
+/// - truncation: the Taylor remainder is ≤ |r|¹⁴/14! ≤ 4.1·10⁻¹⁸ < 0.04·u;
+/// - polynomial: |r²·p(r)| ≤ 0.121·0.56 < 0.068, and its roundings (r², the Estrin terms, each
+///   ≤ u relative) cost it at most 4u relative, ≤ 0.28·u absolute; the fma r + r²p rounds
+///   once (|·| < 0.42: ≤ 0.5·u absolute), 1 + (…) once (≤ u absolute, the sum lies in
+///   [0.70, 1.42]); over e^r ≥ 0.70 these are ≤ (0.28 + 0.5 + 1)·u / 0.70 < 2.6·u relative;
+/// - the product with the exact 2ⁿ rounds once: ≤ u.
+///
+/// In all < (0.35 + 0.04 + 2.6 + 1)·u < 4·u = 2⁻⁵¹ ≈ 4.4·10⁻¹⁶ relative (two ulp).
+/// `exp_normal_within_its_bound` (kernel tests) checks it against libm, itself within one ulp,
+/// on 6·10⁵ values; the worst measured is one ulp.
 #[inline(always)]
 pub fn exp_normal(x: f64) -> f64 {
+    let (t, r) = exp_reduce(x);
+    let r2 = r * r;
+    let e = exp_terms(r, r2);
+    exp_finish(x, t, r, r2, r2 * r2, e)
+}
+
+const LOWEST_EXP: f64 = -708.0;
+
+/// The reduction of [`exp_normal`]: t = 1.5·2⁵² + n (n in its low bits) and r.
+#[inline(always)]
+fn exp_reduce(x: f64) -> (f64, f64) {
     const LOG2_E: f64 = std::f64::consts::LOG2_E;
     const LN2_HI: f64 = 6.931_471_803_691_238e-1;
     const LN2_LO: f64 = 1.908_214_929_270_587_7e-10;
     const SHIFT: f64 = 6_755_399_441_055_744.0; // 1.5·2⁵²
-    const LOWEST: f64 = -708.0;
-    const C: [f64; 12] = EXP_C;
-    let under = x < LOWEST;
-    let xc = if under { LOWEST } else { x };
-    let t = xc * LOG2_E + SHIFT;
+    let xc = if x < LOWEST_EXP { LOWEST_EXP } else { x };
+    let t = xc.mul_add(LOG2_E, SHIFT);
     let n = t - SHIFT;
-    let r = (xc - n * LN2_HI) - n * LN2_LO;
-    // Estrin's scheme: dependency chains of depth 5 instead of Horner's 11, so fewer loop
-    // iterations need to be in flight to keep the vector units busy.
-    let r2 = r * r;
-    let r4 = r2 * r2;
-    let r8 = r4 * r4;
-    let b0 = C[0] + C[1] * r;
-    let b1 = C[2] + C[3] * r;
-    let b2 = C[4] + C[5] * r;
-    let b3 = C[6] + C[7] * r;
-    let b4 = C[8] + C[9] * r;
-    let b5 = C[10] + C[11] * r;
-    let p = (b0 + b1 * r2) + (b2 + b3 * r2) * r4 + (b4 + b5 * r2) * r8;
-    let er = 1.0 + (r + r2 * p);
+    let r = (-n).mul_add(LN2_LO, (-n).mul_add(LN2_HI, xc));
+    (t, r)
+}
+
+/// Estrin pair j of [`exp_normal`]'s p: (C₄ⱼ + C₄ⱼ₊₁r) + (C₄ⱼ₊₂ + C₄ⱼ₊₃r)r².
+#[inline(always)]
+fn exp_pair(r: f64, r2: f64, j: usize) -> f64 {
+    const C: [f64; 12] = EXP_C;
+    let c = &C[4 * j..][..4];
+    c[3].mul_add(r, c[2]).mul_add(r2, c[1].mul_add(r, c[0]))
+}
+
+/// [`exp_normal`]'s three Estrin pairs.
+#[inline(always)]
+fn exp_terms(r: f64, r2: f64) -> [f64; 3] {
+    [exp_pair(r, r2, 0), exp_pair(r, r2, 1), exp_pair(r, r2, 2)]
+}
+
+/// The end of [`exp_normal`]: p from its pairs, 1 + r + r²p, times 2ⁿ (0 below −708).
+#[inline(always)]
+fn exp_finish(x: f64, t: f64, r: f64, r2: f64, r4: f64, e: [f64; 3]) -> f64 {
+    let p = e[2].mul_add(r4 * r4, e[1].mul_add(r4, e[0]));
+    let er = 1.0 + r2.mul_add(p, r);
     // The low bits of t hold n (two's complement); shifting n + 1023 into the exponent field
     // leaves 2ⁿ, for −1022 ≤ n ≤ 1023.
     let scale = f64::from_bits(t.to_bits().wrapping_add(1023) << 52);
-    if under {
+    if x < LOWEST_EXP {
         0.0
     } else {
         er * scale
     }
 }
 
-/// [`exp_normal`] of N values at once, each statement a loop over the N lanes: the N
-/// evaluations are independent chains that the compiler lays side by side (N/4 AVX2 vectors per
-/// step), so the CPU overlaps their latencies instead of waiting on one chain (a loop of single
+/// [`exp_normal`] of N values at once, each stage a loop over the N lanes: the N evaluations
+/// are independent chains that the compiler lays side by side (N/4 AVX2 vectors per step), so
+/// the CPU overlaps their latencies instead of waiting on one chain (a loop of single
 /// `exp_normal` calls keeps only a few iterations in flight). The polynomial too is written
-/// stage by stage over all lanes (r², r⁴, then each pair of Estrin terms): written value by
-/// value, the instructions of one value's chain come one after another in program order and
-/// fill the CPU's floating-point scheduler with operations that wait on each other (measured
-/// in isolation on this project's loaded 2-core EPYC, CPU time: 0.57·10⁹ values/s with the
-/// polynomial value by value, 0.67·10⁹ stage by stage; in the kernel queries about 5 %).
-/// Sixteen lanes is the best count measured (8: 3× slower, 24 and 32: 10–30 % slower: the
-/// compiler's register allocation decides).
-/// Every lane goes through exactly the operations of [`exp_normal`] in the same order, so each
-/// result has the same bits.
+/// stage by stage over all lanes: written value by value, the instructions of one value's
+/// chain come one after another in program order and fill the CPU's floating-point scheduler
+/// with operations that wait on each other (measured without fused multiply-adds: 0.57·10⁹
+/// values/s value by value, 0.67·10⁹ stage by stage). Sixteen lanes was the best count
+/// measured (8: 3× slower, 24 and 32: 10–30 % slower: the compiler's register allocation
+/// decides). Every lane goes through [`exp_normal`]'s own stages, so each result has its bits.
 #[inline(always)]
 pub fn exp_normal_lanes<const N: usize>(x: &[f64; N]) -> [f64; N] {
-    const LOG2_E: f64 = std::f64::consts::LOG2_E;
-    const LN2_HI: f64 = 6.931_471_803_691_238e-1;
-    const LN2_LO: f64 = 1.908_214_929_270_587_7e-10;
-    const SHIFT: f64 = 6_755_399_441_055_744.0;
-    const LOWEST: f64 = -708.0;
-    const C: [f64; 12] = EXP_C;
+    // One array per quantity (an array of triples would make the compiler shuffle lanes).
     let mut t = [0.0; N];
     let mut r = [0.0; N];
     for i in 0..N {
-        let xc = if x[i] < LOWEST { LOWEST } else { x[i] };
-        t[i] = xc * LOG2_E + SHIFT;
-        let n = t[i] - SHIFT;
-        r[i] = (xc - n * LN2_HI) - n * LN2_LO;
+        (t[i], r[i]) = exp_reduce(x[i]);
     }
     let mut r2 = [0.0; N];
-    let mut r4 = [0.0; N];
     for i in 0..N {
         r2[i] = r[i] * r[i];
     }
+    let mut e0 = [0.0; N];
+    let mut e1 = [0.0; N];
+    let mut e2 = [0.0; N];
     for i in 0..N {
-        r4[i] = r2[i] * r2[i];
-    }
-    // (b0 + b1 r²), (b2 + b3 r²), (b4 + b5 r²) of exp_normal, one stage at a time.
-    let mut e01 = [0.0; N];
-    let mut e23 = [0.0; N];
-    let mut e45 = [0.0; N];
-    for i in 0..N {
-        e01[i] = (C[0] + C[1] * r[i]) + (C[2] + C[3] * r[i]) * r2[i];
+        e0[i] = exp_pair(r[i], r2[i], 0);
     }
     for i in 0..N {
-        e23[i] = (C[4] + C[5] * r[i]) + (C[6] + C[7] * r[i]) * r2[i];
+        e1[i] = exp_pair(r[i], r2[i], 1);
     }
     for i in 0..N {
-        e45[i] = (C[8] + C[9] * r[i]) + (C[10] + C[11] * r[i]) * r2[i];
+        e2[i] = exp_pair(r[i], r2[i], 2);
     }
     let mut out = [0.0; N];
     for i in 0..N {
-        let p = e01[i] + e23[i] * r4[i] + e45[i] * (r4[i] * r4[i]);
-        let er = 1.0 + (r[i] + r2[i] * p);
-        let scale = f64::from_bits(t[i].to_bits().wrapping_add(1023) << 52);
-        out[i] = if x[i] < LOWEST { 0.0 } else { er * scale };
+        let e = [e0[i], e1[i], e2[i]];
+        out[i] = exp_finish(x[i], t[i], r[i], r2[i], r2[i] * r2[i], e);
     }
     out
 }
@@ -183,13 +203,13 @@ pub fn exp_normal_lanes<const N: usize>(x: &[f64; N]) -> [f64; N] {
 pub const EXP_LANES: usize = 16;
 
 /// Replaces every value by [`exp_normal`] of it (same range conditions), [`EXP_LANES`] at a
-/// time through [`exp_normal_lanes`]; the body is compiled twice, for AVX2 (chosen at run time)
-/// and for the baseline instruction set, and both give [`exp_normal`]'s bits. The throughput of
+/// time through [`exp_normal_lanes`]; the body is compiled twice, for AVX2 with FMA (chosen at
+/// run time) and for the baseline instruction set, and both give [`exp_normal`]'s bits. The throughput of
 /// the exponential the kernel queries use (benches/kernel_queries.rs measures it).
 pub fn exp_normal_slice(xs: &mut [f64]) {
     #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("avx2") {
-        // SAFETY: the CPU supports AVX2 (checked just above).
+    if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
+        // SAFETY: the CPU supports AVX2 and FMA (checked just above).
         unsafe { exp_normal_slice_avx2(xs) };
         return;
     }
@@ -197,7 +217,7 @@ pub fn exp_normal_slice(xs: &mut [f64]) {
 }
 
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
+#[target_feature(enable = "avx2,fma")]
 unsafe fn exp_normal_slice_avx2(xs: &mut [f64]) {
     exp_normal_slice_portable(xs)
 }

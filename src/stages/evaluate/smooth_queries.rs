@@ -14,7 +14,7 @@ use crate::stages::{build, params, Ctx, Gather, KindInfo, Output, ParamError, St
 
 pub const KIND: KindInfo = KindInfo {
     name: "evaluate.smooth_queries",
-    version: 1,
+    version: 2, // 2: the kernel with fused multiply-adds (answers move in their last bits)
     random: false,
     runs_programs: false,
     summary: "Worst-case and mean absolute and relative error of a synthetic database (first input) on the queries, against their answers on the original data (second input: query.smooth). One row; the synthesis_* columns of the first input are carried along.",

@@ -32,7 +32,8 @@ use crate::stages::{
 
 pub const KIND: KindInfo = KindInfo {
     name: "query.smooth",
-    version: 2, // 2: a bandwidth whose 1/σ² is an integer multiple (≤ 16) of a wider one's takes powers of its kernel values (last bits)
+    version: 3, // 2: a bandwidth whose 1/σ² is an integer multiple (≤ 16) of a wider one's takes powers of its kernel values (last bits)
+    // 3: fused multiply-adds in the distances and the exponential (answers move in their last bits)
     random: false,
     runs_programs: false,
     summary: "Answers of random Gaussian-kernel-mixture queries (Huang 2014 eq. 2.1) on a point set (weighted by `weight` when present), for every σ at once. Output: sigma, query, answer.",
