@@ -1,8 +1,11 @@
 //! dplab: reproducible differential-privacy experiments as declarative YAML pipelines.
 //!
-//! Three layers, one direction: the CLI (`main.rs`) drives the [`pipeline`] engine, which
-//! runs [`stages`], which call the mechanisms of [`mech`]. Seeded runs exist to reproduce
-//! research; they must never be used to release real private data.
+//! Three layers. At run time the CLI (`main.rs`, `cli/`) drives the [`pipeline`] engine, which
+//! runs [`stages`], which call the mechanisms of [`mech`]. Imports do not follow that order all
+//! the way: the engine never imports the stage kinds — it owns their contract ([`kind`]) and is
+//! handed their registry by the CLI — a kind imports the contract, never the engine, and a
+//! mechanism imports neither (`tests/it/layers.rs` holds them to it). Seeded runs exist to
+//! reproduce research; they must never be used to release real private data.
 
 pub mod axis;
 pub mod data;

@@ -1,4 +1,7 @@
-//! Stage kinds: small adapters between result frames and the mechanisms of [`crate::mech`].
+//! Stage kinds: each turns input frames into an output frame, most by calling the mechanisms
+//! of [`crate::mech`]. Some are more than adapters — the SQL expressions of `frame.*`
+//! (`frame/expr.rs`), the program sandbox of `external` — and are to move to rooms of their
+//! own (issue #40).
 //!
 //! A stage kind is one module holding its typed parameters (serde, `deny_unknown_fields`),
 //! their validation, and a `run` that turns input frames into an output frame (and, for
