@@ -255,6 +255,11 @@ pub type AtLeast<const MIN: u64> = Between<MIN, { u64::MAX }>;
 /// A count ≥ 1.
 pub type Count = AtLeast<1>;
 
+/// The default of a count that defaults to one (`samples:` of a mechanism: one release).
+pub fn one() -> Count {
+    Count::of(1)
+}
+
 impl<const LO: u64, const HI: u64> Between<LO, HI> {
     pub const RANGE: Range = Range {
         lo: End::Closed(LO as f64),

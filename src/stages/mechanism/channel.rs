@@ -62,12 +62,8 @@ pub(crate) struct ChannelRelease {
     /// the channel: {rate_distortion: {lambda: 0.7}} or {symmetric: {at: epsilon, value: 1}}
     channel: Which,
     /// independent releases of every record
-    #[serde(default = "one_release")]
+    #[serde(default = "crate::stages::param::one")]
     samples: Count,
-}
-
-fn one_release() -> Count {
-    Count::of(1)
 }
 
 impl ChannelRelease {

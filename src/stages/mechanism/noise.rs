@@ -112,7 +112,7 @@ struct AddNoise {
     #[serde(default = "one")]
     sensitivity: Positive,
     /// independent noisy releases per input row (output has `row`, `sample`, the input's columns and the noisy column)
-    #[serde(default = "one_release")]
+    #[serde(default = "crate::stages::param::one")]
     samples: Count,
     /// name of the noisy column
     #[serde(default = "noisy")]
@@ -121,9 +121,6 @@ struct AddNoise {
 
 fn one() -> Positive {
     Positive::of(1.0)
-}
-fn one_release() -> Count {
-    Count::of(1)
 }
 fn noisy() -> String {
     "noisy".into()

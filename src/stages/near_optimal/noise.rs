@@ -50,16 +50,13 @@ pub(crate) struct NearOptimalNoise {
     /// privacy parameter ε
     epsilon: Positive,
     /// independent noisy releases per input row (output has `row`, `sample`, the input's columns and the noisy column)
-    #[serde(default = "one_release")]
+    #[serde(default = "crate::stages::param::one")]
     samples: Count,
     /// name of the noisy column
     #[serde(default = "noisy")]
     output: String,
 }
 
-fn one_release() -> Count {
-    Count::of(1)
-}
 fn noisy() -> String {
     "noisy".into()
 }
