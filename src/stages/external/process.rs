@@ -518,35 +518,7 @@ pub(crate) struct Ran {
 /// Runs a program to its end: `Ok` when it exited 0, else the error (with the tail of its
 /// log). Its process group is gone and every member reaped when this returns or unwinds.
 pub(crate) fn run(inv: &Invocation) -> Result<Ran, ExternalError> {
-    let Some(program) = inv.argv.first() else {
-        return Err(not_found("", None));
-    };
-    let path_var = inv
-        .env
-        .iter()
-        .find(|(k, _)| k == "PATH")
-        .map(|(_, v)| v.as_os_str());
-    let file = resolve(program, path_var, inv.cwd)?;
-    let (reader, writer) = std::io::pipe().map_err(|e| ExternalError::Setup(e.to_string()))?;
-    let writer2 = writer
-        .try_clone()
-        .map_err(|e| ExternalError::Setup(e.to_string()))?;
-    set_nonblocking(&reader).map_err(|e| ExternalError::Setup(e.to_string()))?;
-    let mut cmd = Command::new(&file);
-    cmd.arg0(program)
-        .args(&inv.argv[1..])
-        .current_dir(inv.cwd)
-        .env_clear()
-        .envs(inv.env.iter().map(|(k, v)| (k, v)))
-        .stdin(Stdio::null())
-        .stdout(writer)
-        .stderr(writer2)
-        .process_group(0);
-    let spawned = Running::spawn(&mut cmd, None);
-    // The command holds dplab's copies of the pipe's write end: without dropping it, the
-    // output would never end.
-    drop(cmd);
-    let mut running = spawned.map_err(|e| spawn_error(program, &file, e))?;
+    let (mut running, reader) = launch(inv, Stdio::null(), None)?;
     let mut reader = Some(reader);
     let mut log = Log::new(inv.log_bytes);
     let start = Instant::now();
@@ -696,6 +668,21 @@ pub(crate) fn start(
     stdin: OwnedFd,
     extra: Option<OwnedFd>,
 ) -> Result<Started, ExternalError> {
+    let (running, reader) = launch(inv, Stdio::from(stdin), extra)?;
+    Ok(Started {
+        running,
+        output: Some(reader),
+        status: None,
+    })
+}
+
+/// Starts `inv`'s program with `stdin`, its stdout and stderr into one non-blocking pipe
+/// (returned), and `keep` passed on under its own number; for [`run`] and [`start`].
+fn launch(
+    inv: &Invocation,
+    stdin: Stdio,
+    keep: Option<OwnedFd>,
+) -> Result<(Running, PipeReader), ExternalError> {
     let Some(program) = inv.argv.first() else {
         return Err(not_found("", None));
     };
@@ -716,22 +703,17 @@ pub(crate) fn start(
         .current_dir(inv.cwd)
         .env_clear()
         .envs(inv.env.iter().map(|(k, v)| (k, v)))
-        .stdin(Stdio::from(stdin))
+        .stdin(stdin)
         .stdout(writer)
         .stderr(writer2)
         .process_group(0);
-    let passed = extra.as_ref().map(|fd| fd.as_raw_fd());
-    let spawned = Running::spawn(&mut cmd, passed);
-    // dplab's copies of the pipes' program ends: without dropping them, neither its output
-    // nor its answers would ever end.
+    let spawned = Running::spawn(&mut cmd, keep.as_ref().map(|fd| fd.as_raw_fd()));
+    // dplab's copies of the pipes' program ends: without dropping them, neither the output
+    // nor a worker's answers would ever end.
     drop(cmd);
-    drop(extra);
+    drop(keep);
     let running = spawned.map_err(|e| spawn_error(program, &file, e))?;
-    Ok(Started {
-        running,
-        output: Some(reader),
-        status: None,
-    })
+    Ok((running, reader))
 }
 
 pub(crate) fn set_nonblocking(reader: &PipeReader) -> io::Result<()> {

@@ -84,25 +84,7 @@ pub fn run(
     instance: &Instance,
     bounds: &Bounds,
 ) -> Result<Produced, ExternalError> {
-    let work = WorkDir::create().map_err(|e| {
-        ExternalError::Setup(format!(
-            "creating a directory in {}: {e}",
-            std::env::temp_dir().display()
-        ))
-    })?;
-    let json = protocol::prepare(
-        &work,
-        &Facts {
-            stage: instance.stage,
-            label: instance.label,
-            params: instance.params,
-            axes: instance.axes,
-            seed: instance.seed,
-            threads: program.threads.max(1),
-            inputs: instance.inputs,
-            input_names: instance.input_names,
-        },
-    )?;
+    let (work, json) = prepare(program, instance)?;
     write_code(work.path(), instance.code)?;
     make_program_executable(work.path(), &program.command)?;
     let env = process::environment(
@@ -127,6 +109,34 @@ pub fn run(
         log: ran.log,
         elapsed: ran.elapsed,
     })
+}
+
+/// The instance's private working directory, prepared for protocol 1 (its description,
+/// inputs, output and artifact folders); returns it and its `dplab.json`.
+pub(super) fn prepare(
+    program: &Program,
+    instance: &Instance,
+) -> Result<(WorkDir, std::path::PathBuf), ExternalError> {
+    let work = WorkDir::create().map_err(|e| {
+        ExternalError::Setup(format!(
+            "creating a directory in {}: {e}",
+            std::env::temp_dir().display()
+        ))
+    })?;
+    let json = protocol::prepare(
+        &work,
+        &Facts {
+            stage: instance.stage,
+            label: instance.label,
+            params: instance.params,
+            axes: instance.axes,
+            seed: instance.seed,
+            threads: program.threads.max(1),
+            inputs: instance.inputs,
+            input_names: instance.input_names,
+        },
+    )?;
+    Ok((work, json))
 }
 
 /// A `code:` file named as the program runs as one: its copy in `work` is made executable

@@ -45,7 +45,7 @@ use std::time::{Duration, Instant};
 
 use super::error::ExternalError;
 use super::process::{self, Log, Started};
-use super::protocol::{self, Bounds, Facts, WorkDir};
+use super::protocol::{self, Bounds, WorkDir};
 use super::runner::{write_code, Instance, Produced, Program};
 
 /// The version of the worker protocol above.
@@ -100,25 +100,7 @@ pub fn run(
             .map(|(p, b)| (p.clone(), b.to_vec()))
             .collect(),
     };
-    let work = WorkDir::create().map_err(|e| {
-        ExternalError::Setup(format!(
-            "creating a directory in {}: {e}",
-            std::env::temp_dir().display()
-        ))
-    })?;
-    let json = protocol::prepare(
-        &work,
-        &Facts {
-            stage: instance.stage,
-            label: instance.label,
-            params: instance.params,
-            axes: instance.axes,
-            seed: instance.seed,
-            threads: program.threads.max(1),
-            inputs: instance.inputs,
-            input_names: instance.input_names,
-        },
-    )?;
+    let (work, json) = super::runner::prepare(program, instance)?;
     let request = serde_json::json!({
         "worker": WORKER_PROTOCOL,
         "instance": instance.label,
