@@ -1,5 +1,6 @@
-//! Frame helpers shared by the engine (gathering instance frames) and stage kinds (reading
-//! gathered inputs), kept below both so neither imports the other.
+//! Frame helpers shared by the engine (gathering instance frames), stage kinds (reading
+//! gathered inputs) and the program sandbox (reading a program's CSV), kept below all three
+//! so none imports another.
 
 use anyhow::Result;
 use polars::prelude::*;
@@ -255,6 +256,53 @@ impl<'a> Reader<'a> {
     }
     fn u64(&mut self) -> Result<u64> {
         Ok(u64::from_le_bytes(self.take(8)?.try_into()?))
+    }
+}
+
+/// A CSV file with a header row, parsed from bytes the engine already read and checked. Its
+/// rows and columns are counted first and checked against what `--max-cells` allows a table
+/// read from text (`limits::check_table_read`): a 250 MB file of one short column aborted the
+/// process, and so did a header of 2·10⁷ names.
+pub fn read_csv(bytes: &[u8]) -> Result<DataFrame> {
+    let lines = bytes.iter().filter(|&&b| b == b'\n').count() as u64
+        + u64::from(!bytes.is_empty() && !bytes.ends_with(b"\n"));
+    let header = bytes.split(|&b| b == b'\n').next().unwrap_or_default();
+    let cols = header.iter().filter(|&&b| b == b',').count() as u64 + 1;
+    crate::limits::check_table_read(
+        "its table",
+        lines.saturating_sub(1),
+        cols,
+        bytes.len() as u64,
+    )
+    .map_err(anyhow::Error::msg)?;
+    // Every row decides a column's type, not the first 100: a float column whose first rows
+    // hold `-1000` was read as integers, and the first `0.5` failed the file.
+    let read = |infer: Option<usize>| {
+        CsvReadOptions::default()
+            .with_has_header(true)
+            .with_infer_schema_length(infer)
+            .into_reader_with_file_handle(std::io::Cursor::new(bytes))
+            .finish()
+    };
+    match read(None) {
+        Ok(df) => Ok(df),
+        // Polars reads integers as i64 only: an integer beyond it (a u64 such as the seed dplab
+        // hands programs) fails. Read as text, each column takes the first type all its
+        // values have.
+        Err(first) => {
+            let text = read(Some(0)).map_err(|_| first)?;
+            let cols = text
+                .columns()
+                .iter()
+                .map(|c| {
+                    [DataType::Int64, DataType::UInt64, DataType::Float64]
+                        .iter()
+                        .find_map(|t| c.strict_cast(t).ok())
+                        .unwrap_or_else(|| c.clone())
+                })
+                .collect();
+            Ok(DataFrame::new(text.height(), cols)?)
+        }
     }
 }
 

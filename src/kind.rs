@@ -98,22 +98,11 @@ impl std::error::Error for MissingColumn {}
 
 /// A file a stage produces beside its frame (an SVG figure, a Markdown table).
 /// The engine names it `<stage>.<ext>` and writes it atomically. `ext` is a plain name
-/// ([`plain_file_name`]): a kind's own (`svg`) or one an external program chose
+/// ([`crate::text::plain_file_name`]): a kind's own (`svg`) or one an external program chose
 /// (`figure.svg`, giving `<stage>.figure.svg`).
 pub struct Artifact {
     pub ext: std::borrow::Cow<'static, str>,
     pub bytes: Vec<u8>,
-}
-
-/// Whether `ext` is a plain file name, as an artifact's name must be (and an external
-/// program's input file is named): 1 to 100 letters, digits, `.`, `_`, `-`, starting with a
-/// letter or digit — nothing a path could read as more than a name.
-pub fn plain_file_name(ext: &str) -> bool {
-    (1..=100).contains(&ext.len())
-        && ext.starts_with(|c: char| c.is_ascii_alphanumeric())
-        && ext
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
 }
 
 /// What one stage instance returns.

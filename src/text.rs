@@ -74,6 +74,17 @@ pub fn hex(bytes: &[u8]) -> String {
     out
 }
 
+/// Whether `ext` is a plain file name, as an artifact's name must be (and an external
+/// program's input file is named): 1 to 100 letters, digits, `.`, `_`, `-`, starting with a
+/// letter or digit — nothing a path could read as more than a name.
+pub fn plain_file_name(ext: &str) -> bool {
+    (1..=100).contains(&ext.len())
+        && ext.starts_with(|c: char| c.is_ascii_alphanumeric())
+        && ext
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

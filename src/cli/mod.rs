@@ -103,7 +103,7 @@ pub(crate) fn dispatch(cli: Cli) -> ExitCode {
     };
     // A signal is being handled (its programs killed, their directories being removed): the
     // process ends of that signal, from the handling thread, not with the run's status.
-    if dplab::stages::external::process::stopping() {
+    if dplab::program::process::stopping() {
         loop {
             std::thread::park();
         }
@@ -140,7 +140,7 @@ fn end_programs_on_signals() {
             // What the interrupt leaves, counted before the programs are stopped (a SIGTERM
             // that printed nothing left the user guessing); no instance starts from here on.
             let left = dplab::pipeline::exec::interrupted();
-            dplab::stages::external::stop_programs();
+            dplab::program::stop_programs();
             errln!("{left}");
             let _ = signal_hook::low_level::emulate_default_handler(signal);
             // Only if dying of the signal did not happen: the shell's convention for it.

@@ -183,10 +183,8 @@ pub(crate) fn run(args: &RunArgs, quiet: bool) -> Outcome {
         }
     }
     if pipelines.iter().any(|p| p.runs_programs()) {
-        match dplab::stages::external::contain::containment() {
-            dplab::stages::external::contain::Containment::Group => {
-                dplab::stages::external::contain::warn_if_weak()
-            }
+        match dplab::program::contain::containment() {
+            dplab::program::contain::Containment::Group => dplab::program::contain::warn_if_weak(),
             _ => tracing::debug!("{}", containment_line()),
         }
     }
@@ -359,7 +357,7 @@ pub(crate) fn programs(plan: &dplab::pipeline::plan::Plan) -> Vec<String> {
             let what = if program.contains('/') {
                 format!("{program} is the pipeline's file, copied from `code:` as hashed")
             } else {
-                match dplab::stages::external::process::which(program) {
+                match dplab::program::process::which(program) {
                     Some(p) => format!("{program} is {}", p.display()),
                     None => format!("{program} is not on PATH"),
                 }
@@ -369,11 +367,11 @@ pub(crate) fn programs(plan: &dplab::pipeline::plan::Plan) -> Vec<String> {
         .collect()
 }
 
-/// The line that says how programs are contained here (see `stages::external::contain`).
+/// The line that says how programs are contained here (see `program::contain`).
 pub(crate) fn containment_line() -> String {
     format!(
         "programs are contained: {}",
-        dplab::stages::external::contain::containment().describe()
+        dplab::program::contain::containment().describe()
     )
 }
 

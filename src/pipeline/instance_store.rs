@@ -381,7 +381,7 @@ fn decode(bytes: &[u8]) -> Option<InstanceResult> {
     for (ext, len) in &meta.artifacts {
         artifacts.push(Artifact {
             ext: Some(ext.clone())
-                .filter(|e| crate::kind::plain_file_name(e))?
+                .filter(|e| crate::text::plain_file_name(e))?
                 .into(),
             bytes: body.get(at..at + len)?.to_vec(),
         });

@@ -1,7 +1,8 @@
 //! Stage kinds: each turns input frames into an output frame, most by calling the mechanisms
-//! of [`crate::mech`]. Some are more than adapters — the SQL expressions of `frame.*`
-//! (`frame/expr.rs`), the program sandbox of `external` — and are to move to rooms of their
-//! own (issue #40).
+//! of [`crate::mech`]; the `frame.*` kinds evaluate the expressions of [`crate::expr`], the
+//! `external` kind runs a program in the sandbox of [`crate::program`]. Beside the kinds, only
+//! their shared ground: [`param`] (ranges written once), [`columns`] (reading and building
+//! frames), the [`registry`].
 //!
 //! A stage kind is one module holding its typed parameters (serde, `deny_unknown_fields`),
 //! their validation, and a `run` that turns input frames into an output frame (and, for
@@ -12,6 +13,7 @@
 
 pub mod aggregate;
 pub mod audit;
+pub mod columns;
 pub mod evaluate;
 pub mod external;
 pub mod frame;

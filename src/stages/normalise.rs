@@ -9,7 +9,7 @@ use polars::prelude::*;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use super::frame::{column, FrameBuilder};
+use super::columns::{column, FrameBuilder};
 use super::param::{Interval, Share};
 use super::{build, params, Artifact, Ctx, Gather, KindInfo, Output, ParamError, Stage};
 

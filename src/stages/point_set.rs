@@ -4,7 +4,7 @@
 
 use anyhow::Result;
 
-use super::frame::{f64_col, has_col, numeric_matrix};
+use super::columns::{f64_col, has_col, numeric_matrix};
 
 /// Columns that describe a synthesis rather than hold data.
 pub const DIAGNOSTIC_PREFIX: &str = "synthesis_";

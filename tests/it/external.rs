@@ -1,6 +1,6 @@
 //! External stages through the whole command line: consent, keys on the code's content,
 //! failures that lose nothing, and the same bytes for any `--jobs` and any number of shards.
-//! (The runner's own hostile-program list is tested beside it, in `src/stages/external/`.)
+//! (The runner's own hostile-program list is tested beside it, in `src/program/`.)
 
 use crate::common::{dplab, manifest_counts, text, write};
 

@@ -65,6 +65,38 @@ fn mechanisms_know_nothing_of_yaml_frames_stages_or_the_engine() {
     assert!(bad.is_empty(), "{bad:#?}");
 }
 
+/// The program sandbox stands below the stage kinds and the engine: the `external` kind binds
+/// it to a stage, the command line stops its programs, and it knows neither — nor the
+/// contract between them.
+#[test]
+fn the_program_sandbox_knows_no_stage_engine_or_contract() {
+    let bad = offenders(
+        "src/program",
+        &[
+            "crate::stages",
+            "crate::pipeline",
+            "crate::kind",
+            "crate::expr",
+        ],
+    );
+    assert!(bad.is_empty(), "{bad:#?}");
+}
+
+/// The expression language is tested without any kind, and needs none.
+#[test]
+fn the_expression_language_knows_no_stage_engine_or_contract() {
+    let bad = offenders(
+        "src/expr",
+        &[
+            "crate::stages",
+            "crate::pipeline",
+            "crate::kind",
+            "crate::program",
+        ],
+    );
+    assert!(bad.is_empty(), "{bad:#?}");
+}
+
 #[test]
 fn nothing_imports_the_command_line() {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");

@@ -177,7 +177,7 @@ fn nothing_a_worker_starts_outlives_the_run() {
 }
 
 /// The shipped example of a worker that keeps state across instances
-/// (`src/stages/external/examples/stateful.py`) gives other bytes in a worker than alone;
+/// (`src/program/examples/stateful.py`) gives other bytes in a worker than alone;
 /// `--verify` computes instances again in a fresh worker and catches it.
 #[test]
 fn verify_catches_a_worker_that_keeps_state() {
@@ -186,7 +186,7 @@ fn verify_catches_a_worker_that_keeps_state() {
     write(
         d.path(),
         "code/prog.py",
-        include_str!("../../src/stages/external/examples/stateful.py"),
+        include_str!("../../src/program/examples/stateful.py"),
     );
     let p = d.path().join("p.yaml");
     let o = run(&p, &d.path().join("out"), &["--jobs", "1"]);

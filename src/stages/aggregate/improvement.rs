@@ -4,7 +4,7 @@ use anyhow::Result;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use crate::stages::frame::{f64_col, FrameBuilder};
+use crate::stages::columns::{f64_col, FrameBuilder};
 use crate::stages::{build, params, Ctx, Gather, KindInfo, Output, Stage};
 
 pub const KIND: KindInfo = KindInfo {

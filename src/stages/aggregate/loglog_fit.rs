@@ -6,7 +6,7 @@ use anyhow::Result;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::stages::frame::{f64_col, group_rows, FrameBuilder};
+use crate::stages::columns::{f64_col, group_rows, FrameBuilder};
 use crate::stages::param::Level;
 use crate::stages::{build, distinct, params, Ctx, Gather, KindInfo, Output, ParamError, Stage};
 

@@ -7,7 +7,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use crate::mech::stats::{quantile_sorted, summarise};
-use crate::stages::frame::{f64_col, group_rows, FrameBuilder};
+use crate::stages::columns::{f64_col, group_rows, FrameBuilder};
 use crate::stages::param::{Interval, Level, Probability};
 use crate::stages::{
     build, check_size_run, distinct, params, product, Ctx, Gather, KindInfo, Limit, Output,

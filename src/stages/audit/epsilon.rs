@@ -29,7 +29,7 @@ use sha2::{Digest, Sha256};
 use super::neighbours::{Neighbours, Pair};
 use crate::mech::audit::search::short;
 use crate::mech::audit::{audit, Draw, Plan, Releases, Searches};
-use crate::stages::frame::{f64_col, str_col, FrameBuilder};
+use crate::stages::columns::{f64_col, str_col, FrameBuilder};
 use crate::stages::param::{Count, Fraction, Level, Positive};
 use crate::stages::{
     check_size_at, params, product, rng_from_seed, substream, Ctx, FileSource, Gather, KindInfo,
@@ -768,7 +768,7 @@ mod tests {
     /// under-reports its ε) it is flagged.
     #[test]
     fn a_channel_is_held_to_the_epsilon_it_reports() {
-        let dist = crate::stages::frame::FrameBuilder::new()
+        let dist = crate::stages::columns::FrameBuilder::new()
             .str("label", vec!["a".into(), "b".into(), "c".into()])
             .f64("probability", vec![0.5, 0.3, 0.2])
             .build()

@@ -22,7 +22,7 @@ use polars::prelude::{Column, DataFrame};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use crate::stages::frame::{column, f64_col, group_rows, take_rows};
+use crate::stages::columns::{column, f64_col, group_rows, take_rows};
 use crate::stages::param::Positive;
 use crate::stages::{
     build, check_size_run, distinct, params, product, Ctx, Gather, KindInfo, Limit, Output,
@@ -345,7 +345,7 @@ fn key_texts(frame: &DataFrame, keys: &[String]) -> Result<Vec<Vec<String>>> {
         let texts: Vec<String> = if col.dtype().is_primitive_numeric() {
             f64_col(frame, key)?.iter().map(|x| x.to_string()).collect()
         } else {
-            crate::stages::frame::str_col(frame, key)?
+            crate::stages::columns::str_col(frame, key)?
         };
         for (row, t) in out.iter_mut().zip(texts) {
             row.push(t);

@@ -13,7 +13,7 @@ pub mod utility_tail;
 
 use anyhow::{Context, Result};
 
-use crate::stages::frame::{f64_col, str_col};
+use crate::stages::columns::{f64_col, str_col};
 
 /// One `mechanism.select` output: utilities, exact probabilities (if known), counts.
 pub(crate) struct Dist {

@@ -6,7 +6,7 @@ use rand::Rng;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use crate::stages::frame::{f64_col, str_col, FrameBuilder};
+use crate::stages::columns::{f64_col, str_col, FrameBuilder};
 use crate::stages::mechanism::select::{candidate, one, range_error, utility, Method, Selector};
 use crate::stages::param::Positive;
 use crate::stages::{

@@ -7,7 +7,7 @@ use serde::Deserialize;
 
 use super::Dist;
 use crate::mech::stats::wilson;
-use crate::stages::frame::FrameBuilder;
+use crate::stages::columns::FrameBuilder;
 use crate::stages::param::Level;
 use crate::stages::{build, params, Ctx, Gather, KindInfo, Output, Stage};
 

@@ -6,7 +6,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use crate::mech::trig::kernel::mean_answers;
-use crate::stages::frame::{f64_col, FrameBuilder};
+use crate::stages::columns::{f64_col, FrameBuilder};
 use crate::stages::param::Positive;
 use crate::stages::point_set::{PointSet, DIAGNOSTIC_PREFIX};
 use crate::stages::query::smooth::{QuerySpec, IDENTITY};

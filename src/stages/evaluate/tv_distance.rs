@@ -9,7 +9,7 @@ use serde::Deserialize;
 
 use super::Dist;
 use crate::mech::stats::{quantile_sorted, total_variation};
-use crate::stages::frame::FrameBuilder;
+use crate::stages::columns::FrameBuilder;
 use crate::stages::param::AtLeast;
 use crate::stages::{
     build, check_size_at, check_size_run, params, product, Ctx, Gather, KindInfo, Limit, Output,

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use super::Dist;
 use crate::mech::stats::wilson;
-use crate::stages::frame::FrameBuilder;
+use crate::stages::columns::FrameBuilder;
 use crate::stages::mechanism::select::one;
 use crate::stages::param::{Level, Positive};
 use crate::stages::{

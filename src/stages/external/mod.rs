@@ -17,10 +17,9 @@
 //! A pipeline with an external stage is code: the engine lists its programs and the command
 //! line runs them only with the user's consent (`--allow-exec`).
 //!
-//! [`run`] does one instance: [`protocol`] prepares the working directory and reads the
-//! results back (through `dir.rs`, which follows no link the program planted), [`process`]
-//! runs the program (argv, minimal environment, own process group, timeout, bounded log,
-//! nothing left running).
+//! What runs the program — its private directory, the hand-off protocol, the process and its
+//! containment, the worker mode — is the sandbox of [`crate::program`]; this kind binds it to a
+//! stage: its parameters, its probes, its instance's seed and inputs, its declared columns.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -29,27 +28,12 @@ use anyhow::Result;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use crate::kind::Probe;
+use crate::kind::{Probe, Prober};
+use crate::program::{
+    self, process, worker, Bounds, Instance, Program, ProgramError, PROTOCOL, PYTHON_HELPER,
+};
 use crate::stages::param::{Between, Positive};
 use crate::stages::{build, params, Artifact, Ctx, Gather, KindInfo, Output, ParamError, Stage};
-
-pub mod contain;
-mod dir;
-mod error;
-pub mod process;
-pub mod protocol;
-mod runner;
-mod worker;
-
-pub use error::ExternalError;
-pub use process::{check_pass_env, kill_running, stop_programs, Log};
-pub use protocol::{Bounds, ProgramArtifact, PROTOCOL, PYTHON_HELPER};
-pub use runner::{run, Instance, Probes, Produced, Program, PROBE_TIMEOUT};
-
-#[cfg(test)]
-// Tests read the files their programs wrote.
-#[allow(clippy::disallowed_methods)]
-mod tests;
 
 pub const KIND: KindInfo = KindInfo {
     name: "external",
@@ -359,13 +343,19 @@ impl Stage for External {
             timeout: Duration::from_secs_f64(*self.timeout),
         };
         let instance = Instance {
+            stage: ctx.stage,
+            label: ctx.label,
+            params: &params,
+            axes: &axes,
+            seed: ctx.seed,
+            inputs: ctx.inputs,
+            input_names: ctx.input_names,
             code: &code,
-            ..Instance::of(ctx, &params, &axes)
         };
         let produced = if self.worker {
             worker::run(&program, &instance, &Bounds::current(), ctx.again)?
         } else {
-            run(&program, &instance, &Bounds::current())?
+            program::run(&program, &instance, &Bounds::current())?
         };
         if let Some(declared) = &self.columns {
             let axes: Vec<&str> = ctx.axes.iter().map(|(a, _)| &**a).collect();
@@ -395,6 +385,30 @@ impl Stage for External {
     }
 }
 
+/// Longest a probe may run: it prints a version, it does not compute.
+pub const PROBE_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Runs a stage's probe (e.g. `python3 --version`) once per process for each distinct probe,
+/// under [`PROBE_TIMEOUT`] ([`program::run_probe`]). Given to the planner only with the
+/// user's consent to run programs.
+#[derive(Default)]
+pub struct Probes {
+    done: std::sync::Mutex<std::collections::HashMap<Probe, Result<Vec<u8>, String>>>,
+}
+
+impl Prober for Probes {
+    fn probe(&self, probe: &Probe) -> Result<Vec<u8>, String> {
+        let mut done = self.done.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(r) = done.get(probe) {
+            return r.clone();
+        }
+        let r = program::run_probe(&probe.argv, &probe.pass_env, PROBE_TIMEOUT)
+            .map_err(|e| e.to_string());
+        done.insert(probe.clone(), r.clone());
+        r
+    }
+}
+
 /// The program's frame against the stage's `columns:`, before the engine sees it: the engine
 /// holds a kind to the columns it declares, and would call a difference a bug in the kind,
 /// when here it is the program's (or the pipeline's). Axis columns are left out on both
@@ -403,7 +417,7 @@ fn check_columns(
     frame: &polars::prelude::DataFrame,
     declared: &[String],
     axes: &[&str],
-) -> Result<(), ExternalError> {
+) -> Result<(), ProgramError> {
     let data = |c: &&str| !axes.contains(c);
     let wrote: Vec<&str> = frame
         .get_column_names()
@@ -423,7 +437,7 @@ fn check_columns(
             .map(|c| c.to_string())
             .collect::<Vec<_>>()
     };
-    Err(ExternalError::Columns {
+    Err(ProgramError::Columns {
         wrote: owned(&wrote),
         declared: declared.to_vec(),
         missing: not_in(&theirs, &ours),

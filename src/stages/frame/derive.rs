@@ -25,7 +25,7 @@ use indexmap::IndexMap;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use crate::stages::frame::expr::{Expr, Mode};
+use crate::expr::{Expr, Mode};
 use crate::stages::{
     build, check_size_run, params, product, Ctx, Gather, KindInfo, Limit, Output, ParamError, Stage,
 };

@@ -23,8 +23,8 @@ use indexmap::IndexMap;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use crate::stages::frame::expr::{group_rows, load, Expr, Mode, Vals};
-use crate::stages::frame::{column, take_rows};
+use crate::expr::{group_rows, load, Expr, Mode, Vals};
+use crate::stages::columns::{column, take_rows};
 use crate::stages::{build, distinct, params, Ctx, Gather, KindInfo, Output, ParamError, Stage};
 
 pub const KIND: KindInfo = KindInfo {

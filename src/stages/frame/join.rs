@@ -21,8 +21,8 @@ use polars::prelude::{Column, DataFrame, IdxCa, IdxSize, NewChunkedArray};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::stages::frame::column;
-use crate::stages::frame::expr::{load, KeyCell, Vals};
+use crate::expr::{load, KeyCell, Vals};
+use crate::stages::columns::column;
 use crate::stages::{
     build, check_size_run, distinct, params, product, Ctx, Gather, KindInfo, Limit, Output,
     ParamError, Stage,

@@ -7,7 +7,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::data::{self, DataError, Registry};
-use crate::stages::frame::column;
+use crate::stages::columns::column;
 use crate::stages::{
     build, distinct, params, Ctx, Gather, KindInfo, Output, ParamError, Stage, Unavailable,
 };
@@ -405,7 +405,7 @@ impl Condition {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::stages::frame::FrameBuilder;
+    use crate::stages::columns::FrameBuilder;
 
     #[test]
     fn output_columns_come_from_the_registry_where_it_lists_them() {

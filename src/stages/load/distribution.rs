@@ -6,7 +6,7 @@ use indexmap::IndexMap;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use crate::stages::frame::{opt_str_col, FrameBuilder};
+use crate::stages::columns::{opt_str_col, FrameBuilder};
 use crate::stages::param::{Fraction, NonNegative};
 use crate::stages::{
     build, check_size_run, distinct, params, product, Ctx, Gather, KindInfo, Limit, Output,

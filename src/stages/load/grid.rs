@@ -6,7 +6,7 @@ use serde::Deserialize;
 use serde_yaml_ng::Value;
 
 use crate::axis::AxisValue;
-use crate::stages::frame::FrameBuilder;
+use crate::stages::columns::FrameBuilder;
 use crate::stages::{
     build, check_grid_param, grid_param, params, Ctx, Gather, KindInfo, Output, ParamError, Stage,
 };

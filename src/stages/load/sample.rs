@@ -6,7 +6,7 @@ use rand_distr::{Beta, Distribution};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use crate::stages::frame::FrameBuilder;
+use crate::stages::columns::FrameBuilder;
 use crate::stages::param::{Count, Positive};
 use crate::stages::{
     build, check_size_at, params, product, Ctx, Gather, KindInfo, Limit, Output, ParamError, Stage,

@@ -8,7 +8,8 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_yaml_ng::Value;
 
-use crate::stages::frame::{read_csv, FrameBuilder};
+use crate::frames::read_csv;
+use crate::stages::columns::FrameBuilder;
 use crate::stages::{
     build, check_size_at, params, product, Ctx, Gather, KindInfo, Limit, Output, ParamError, Stage,
 };

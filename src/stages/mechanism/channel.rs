@@ -21,7 +21,7 @@ use super::rate_distortion::RateDistortion;
 use super::source::source;
 use super::symmetric_channel::Symmetric;
 use crate::mech::rate_distortion::{self as rd, Channel as Matrix};
-use crate::stages::frame::{f64_col, str_col, FrameBuilder};
+use crate::stages::columns::{f64_col, str_col, FrameBuilder};
 use crate::stages::param::Count;
 use crate::stages::{
     build, check_size_at, check_size_run, params, product, Ctx, Gather, KindInfo, Limit, Output,
@@ -259,7 +259,7 @@ fn nested(name: &str, e: ParamError) -> ParamError {
 mod tests {
     use super::KIND;
     use crate::kind::testing::{fails, floats, refused, run, strings};
-    use crate::stages::frame::FrameBuilder;
+    use crate::stages::columns::FrameBuilder;
     use polars::prelude::DataFrame;
 
     fn distribution() -> DataFrame {

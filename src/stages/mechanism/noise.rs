@@ -14,7 +14,7 @@ use crate::mech::geometric::Geometric;
 use crate::mech::laplace::Laplace;
 use crate::mech::staircase::Staircase;
 use crate::mech::ParamRangeError;
-use crate::stages::frame::{column, f64_col};
+use crate::stages::columns::{column, f64_col};
 use crate::stages::param::{Count, Level, Positive};
 use crate::stages::{
     build, check_size_at, check_size_run, params, product, Ctx, Gather, KindInfo, Limit, Output,

@@ -11,7 +11,7 @@ use serde::Deserialize;
 use crate::mech::exponential::ExponentialMechanism;
 use crate::mech::noisy_max::{Noise, ReportNoisyMax};
 use crate::mech::ParamRangeError;
-use crate::stages::frame::{f64_col, str_col, FrameBuilder};
+use crate::stages::columns::{f64_col, str_col, FrameBuilder};
 use crate::stages::param::Positive;
 use crate::stages::{
     build, check_size_at, check_size_run, params, product, Ctx, Gather, KindInfo, Limit, Output,

@@ -6,7 +6,7 @@ use anyhow::{anyhow, Result};
 use polars::prelude::DataFrame;
 
 use crate::mech::rate_distortion as rd;
-use crate::stages::frame::f64_col;
+use crate::stages::columns::f64_col;
 
 /// p(x) from a distribution frame's `probability` column, in its row order, normalised.
 pub fn source(df: &DataFrame) -> Result<Vec<f64>> {

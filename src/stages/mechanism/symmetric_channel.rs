@@ -8,7 +8,7 @@ use serde::Deserialize;
 
 use super::source::source;
 use crate::mech::rate_distortion as rd;
-use crate::stages::frame::{column, f64_col};
+use crate::stages::columns::{column, f64_col};
 use crate::stages::param::NonNegative;
 use crate::stages::{
     build, check_size_run, params, product, Ctx, Gather, KindInfo, Limit, Output, ParamError, Stage,

@@ -24,7 +24,7 @@ use crate::mech::trig::mechanism::{
     Improvement, Privacy, Settings, Synthetic,
 };
 use crate::mech::trig::psi::LaplaceScale;
-use crate::stages::frame::FrameBuilder;
+use crate::stages::columns::FrameBuilder;
 use crate::stages::param::{Count, Level, Positive};
 use crate::stages::point_set::{PointSet, DIAGNOSTIC_PREFIX, WEIGHT};
 use crate::stages::{

@@ -27,7 +27,7 @@ use serde_yaml_ng::Value;
 use crate::mech::interval::{Decimal, Touching};
 use crate::mech::near_optimal::{NeighbourSet, Options, MAX_STEPS};
 use crate::mech::ParamRangeError;
-use crate::stages::frame::{f64_col, str_col, FrameBuilder};
+use crate::stages::columns::{f64_col, str_col, FrameBuilder};
 use crate::stages::param::Between;
 use crate::stages::ParamError;
 

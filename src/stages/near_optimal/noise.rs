@@ -17,7 +17,7 @@ use serde::Deserialize;
 
 use super::{check_decimals, options, Set};
 use crate::mech::near_optimal::{construct, GeometricSupport, MAX_STEPS};
-use crate::stages::frame::f64_col;
+use crate::stages::columns::f64_col;
 use crate::stages::mechanism::noise::{
     check_added_names, check_output_name, draws, release_columns, releases,
 };
@@ -117,7 +117,7 @@ impl Stage for NearOptimalNoise {
 mod tests {
     use super::KIND;
     use crate::kind::testing::{floats, refused, run};
-    use crate::stages::frame::FrameBuilder;
+    use crate::stages::columns::FrameBuilder;
 
     /// Through the stage, the noise's mean |X| is Algorithm 1's closed form, as
     /// `near_optimal.rate` reports it, within 5 standard errors (4·10⁴ draws); the released

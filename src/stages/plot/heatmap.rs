@@ -6,7 +6,7 @@ use serde::Deserialize;
 
 use super::figure_output;
 use crate::plot::{self, HeatPanel, HeatmapFigure};
-use crate::stages::frame::{f64_col_or_nan as f64_col, group_rows};
+use crate::stages::columns::{f64_col_or_nan as f64_col, group_rows};
 use crate::stages::{
     build, check_size_run, params, product, Ctx, Gather, KindInfo, Limit, Output, Stage,
 };

@@ -8,7 +8,7 @@ use serde::Deserialize;
 
 use super::figure_output;
 use crate::plot::{self, LineFigure, LineStyle, Panel, Series};
-use crate::stages::frame::{f64_col_or_nan as f64_col, group_rows, take_rows};
+use crate::stages::columns::{f64_col_or_nan as f64_col, group_rows, take_rows};
 use crate::stages::param::Count;
 use crate::stages::{
     build, check_size_at, check_size_run, params, product, Ctx, Gather, KindInfo, Limit, Output,

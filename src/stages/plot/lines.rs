@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use super::figure_output;
 use crate::plot::{self, LineFigure, LineStyle, Panel, Series};
-use crate::stages::frame::{f64_col_or_nan as f64_col, str_col};
+use crate::stages::columns::{f64_col_or_nan as f64_col, str_col};
 use crate::stages::{build, params, Ctx, Gather, KindInfo, Output, ParamError, Stage};
 
 pub const KIND: KindInfo = KindInfo {

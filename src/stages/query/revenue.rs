@@ -6,7 +6,7 @@ use rayon::prelude::*;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use crate::stages::frame::f64_col;
+use crate::stages::columns::f64_col;
 use crate::stages::{build, params, Ctx, Gather, KindInfo, Output, Stage};
 
 pub const KIND: KindInfo = KindInfo {

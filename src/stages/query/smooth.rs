@@ -22,7 +22,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use crate::mech::trig::kernel::{mean_answers, KernelMixtures};
-use crate::stages::frame::FrameBuilder;
+use crate::stages::columns::FrameBuilder;
 use crate::stages::param::{Between, Count, Positive};
 use crate::stages::point_set::PointSet;
 use crate::stages::{

@@ -10,7 +10,7 @@ use polars::prelude::*;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::stages::frame::{column, f64_col_or_nan, str_col};
+use crate::stages::columns::{column, f64_col_or_nan, str_col};
 use crate::stages::param::Between;
 use crate::stages::{
     build, distinct, params, Artifact, Ctx, FileSource, Gather, KindInfo, Output, ParamError, Stage,

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use super::layout::{Grid, GridRow, Layout, LayoutColumn, Role, Show};
 use super::{format_ours, printed_value, Printed};
-use crate::stages::frame::{f64_col, f64_col_or_nan, str_col, FrameBuilder};
+use crate::stages::columns::{f64_col, f64_col_or_nan, str_col, FrameBuilder};
 use crate::stages::param::Fraction;
 use crate::stages::{
     build, params, Artifact, Ctx, FileSource, Gather, KindInfo, Output, ParamError, Stage,

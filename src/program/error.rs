@@ -11,7 +11,7 @@ use crate::text::scrub;
 
 /// Why an external program did not give an instance its result.
 #[derive(Debug)]
-pub enum ExternalError {
+pub enum ProgramError {
     /// `command[0]` is neither on the program's `PATH` nor an existing path.
     NotFound {
         program: String,
@@ -123,9 +123,9 @@ fn listed(names: &[String]) -> String {
 /// 10⁵ columns).
 const LISTED: usize = 20;
 
-impl fmt::Display for ExternalError {
+impl fmt::Display for ProgramError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        use ExternalError::*;
+        use ProgramError::*;
         match self {
             NotFound {
                 program,
@@ -267,7 +267,7 @@ impl fmt::Display for ExternalError {
     }
 }
 
-impl std::error::Error for ExternalError {}
+impl std::error::Error for ProgramError {}
 
 /// The usual name of a signal number, for messages.
 pub(crate) fn signal_name(signal: i32) -> &'static str {

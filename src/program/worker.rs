@@ -30,7 +30,7 @@
 //! has its own workers). A worker that exits or breaks the protocol fails the instance it was
 //! serving and is replaced. State a program keeps from one instance to the next must not
 //! change its results: `--verify` computes its instances again in a fresh worker that has
-//! served nothing before ([`crate::kind::Ctx::again`]), so a result that depended on what came
+//! served nothing before (the `again` flag of [`run`]), so a result that depended on what came
 //! before differs, and the run says so.
 //!
 //! Each dplab thread keeps at most one worker, of the stage it served last: the scheduler
@@ -43,7 +43,7 @@ use std::io::{PipeReader, PipeWriter, Read, Write};
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::time::{Duration, Instant};
 
-use super::error::ExternalError;
+use super::error::ProgramError;
 use super::process::{self, Log, Started};
 use super::protocol::{self, Bounds, WorkDir};
 use super::runner::{write_code, Instance, Produced, Program};
@@ -89,7 +89,7 @@ pub fn run(
     instance: &Instance,
     bounds: &Bounds,
     fresh: bool,
-) -> Result<Produced, ExternalError> {
+) -> Result<Produced, ProgramError> {
     let key = WorkerKey {
         command: program.command.clone(),
         pass_env: program.pass_env.clone(),
@@ -145,9 +145,9 @@ pub fn run(
 }
 
 impl Worker {
-    fn start(key: WorkerKey, program: &Program, bounds: &Bounds) -> Result<Worker, ExternalError> {
+    fn start(key: WorkerKey, program: &Program, bounds: &Bounds) -> Result<Worker, ProgramError> {
         let dir = WorkDir::create().map_err(|e| {
-            ExternalError::Setup(format!(
+            ProgramError::Setup(format!(
                 "creating a directory in {}: {e}",
                 std::env::temp_dir().display()
             ))
@@ -162,7 +162,7 @@ impl Worker {
             dir.path().join("dplab_external.py"),
             protocol::PYTHON_HELPER.as_bytes(),
         )
-        .map_err(|e| ExternalError::Setup(format!("writing the helper: {e}")))?;
+        .map_err(|e| ProgramError::Setup(format!("writing the helper: {e}")))?;
         super::runner::make_program_executable(dir.path(), &program.command)?;
         let mut env = process::environment(
             dir.path(),
@@ -173,7 +173,7 @@ impl Worker {
             &program.pass_env,
         );
         let (answers, answers_w) =
-            std::io::pipe().map_err(|e| ExternalError::Setup(format!("a pipe: {e}")))?;
+            std::io::pipe().map_err(|e| ProgramError::Setup(format!("a pipe: {e}")))?;
         env.push((
             OsString::from("DPLAB_WORKER"),
             WORKER_PROTOCOL.to_string().into(),
@@ -184,9 +184,9 @@ impl Worker {
             answers_w.as_raw_fd().to_string().into(),
         ));
         let (requests_r, requests) =
-            std::io::pipe().map_err(|e| ExternalError::Setup(format!("a pipe: {e}")))?;
+            std::io::pipe().map_err(|e| ProgramError::Setup(format!("a pipe: {e}")))?;
         process::set_nonblocking(&answers)
-            .map_err(|e| ExternalError::Setup(format!("a pipe: {e}")))?;
+            .map_err(|e| ProgramError::Setup(format!("a pipe: {e}")))?;
         let started = process::start(
             &process::Invocation {
                 argv: &program.command,
@@ -217,7 +217,7 @@ impl Worker {
         request: &str,
         program: &Program,
         bounds: &Bounds,
-    ) -> Result<(Log, Duration), (ExternalError, bool)> {
+    ) -> Result<(Log, Duration), (ProgramError, bool)> {
         let command = process::command_text(&program.command);
         let mut log = Log::new(bounds.log_bytes);
         let start = Instant::now();
@@ -242,7 +242,7 @@ impl Worker {
                 Ok(None) => {}
                 Err(broken) => {
                     let e = match broken {
-                        Some(why) => ExternalError::Worker {
+                        Some(why) => ProgramError::Worker {
                             command,
                             problem: why,
                             tail: log.tail(process::TAIL_LINES),
@@ -266,7 +266,7 @@ impl Worker {
             if deadline.is_some_and(|d| now >= d) {
                 self.started.stop(bounds.grace, &mut log);
                 return Err((
-                    ExternalError::Timeout {
+                    ProgramError::Timeout {
                         command,
                         seconds: program.timeout.as_secs_f64(),
                         tail: log.tail(process::TAIL_LINES),
@@ -309,10 +309,10 @@ impl Worker {
     }
 
     /// The error of a worker that exited while serving: its exit status and log.
-    fn ended(&mut self, command: &str, log: &mut Log, bounds: &Bounds) -> ExternalError {
+    fn ended(&mut self, command: &str, log: &mut Log, bounds: &Bounds) -> ProgramError {
         self.requests = None;
         self.started.stop(bounds.grace, log);
-        ExternalError::Worker {
+        ProgramError::Worker {
             command: command.to_string(),
             problem: match self.started.status() {
                 Some(s) => format!("it exited ({s}) before answering"),
@@ -324,7 +324,7 @@ impl Worker {
 }
 
 /// An answer line: `{"ok": true}`, or the instance's failure.
-fn answer(line: &str, command: &str, log: &Log) -> Result<(), ExternalError> {
+fn answer(line: &str, command: &str, log: &Log) -> Result<(), ProgramError> {
     #[derive(serde::Deserialize)]
     struct Answer {
         ok: bool,
@@ -334,12 +334,12 @@ fn answer(line: &str, command: &str, log: &Log) -> Result<(), ExternalError> {
     let tail = log.tail(process::TAIL_LINES);
     match serde_json::from_str::<Answer>(line) {
         Ok(Answer { ok: true, .. }) => Ok(()),
-        Ok(Answer { error, .. }) => Err(ExternalError::Served {
+        Ok(Answer { error, .. }) => Err(ProgramError::Served {
             command: command.to_string(),
             error: error.unwrap_or_else(|| "no reason given".into()),
             tail,
         }),
-        Err(e) => Err(ExternalError::Worker {
+        Err(e) => Err(ProgramError::Worker {
             command: command.to_string(),
             problem: format!(
                 "its answer {:?} is not worker protocol {WORKER_PROTOCOL} ({e})",

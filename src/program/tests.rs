@@ -139,7 +139,7 @@ fn run_on(
     params: Value,
     seed: u128,
     bounds: &Bounds,
-) -> Result<Produced, ExternalError> {
+) -> Result<Produced, ProgramError> {
     let _shared = SERIAL.read().unwrap_or_else(|e| e.into_inner());
     let names: Vec<String> = ["counts", "other"][..inputs.len()]
         .iter()
@@ -414,7 +414,7 @@ fn shell_syntax_in_values_is_only_text() {
     t.nothing_left();
 }
 
-fn fails(p: &Program, b: &Bounds) -> (ExternalError, String) {
+fn fails(p: &Program, b: &Bounds) -> (ProgramError, String) {
     let e = run_on(p, &[counts()], json!({}), SEED, b).unwrap_err();
     let m = e.to_string();
     (e, m)
@@ -453,18 +453,18 @@ fn a_missing_command_is_named_with_the_path_searched() {
             &bounds(),
         )
         .unwrap_err();
-        assert!(matches!(e, ExternalError::NotFound { .. }), "{e}");
+        assert!(matches!(e, ProgramError::NotFound { .. }), "{e}");
         assert_eq!(working_directories(), Vec::<PathBuf>::new());
     }
     let (e, m) = fails(&program(&["dplab-no-such-program-xyz", "a"]), &bounds());
-    assert!(matches!(e, ExternalError::NotFound { .. }), "{m}");
+    assert!(matches!(e, ProgramError::NotFound { .. }), "{m}");
     assert!(
         m.starts_with("command not found: `dplab-no-such-program-xyz` (PATH=/"),
         "{m}"
     );
     let (e, m) = fails(&program(&["/nonexistent/dir/prog"]), &bounds());
     assert!(
-        matches!(e, ExternalError::NotFound { path: None, .. }),
+        matches!(e, ProgramError::NotFound { path: None, .. }),
         "{m}"
     );
 }
@@ -475,7 +475,7 @@ fn a_file_that_cannot_be_executed_says_why() {
     let script = t.script("stage.sh", "exit 0");
     chmod(Path::new(&script), 0o644);
     let (e, m) = fails(&program(&[&script]), &bounds());
-    assert!(matches!(e, ExternalError::NotExecutable { .. }), "{m}");
+    assert!(matches!(e, ProgramError::NotExecutable { .. }), "{m}");
     assert!(
         m.contains("no execute permission") && m.contains("chmod +x"),
         "{m}"
@@ -486,7 +486,7 @@ fn a_file_that_cannot_be_executed_says_why() {
     std::fs::write(&bad, "#!/nonexistent/python9\nprint(1)\n").unwrap();
     chmod(Path::new(&bad), 0o755);
     let (e, m) = fails(&program(&[&bad]), &bounds());
-    assert!(matches!(e, ExternalError::NotExecutable { .. }), "{m}");
+    assert!(matches!(e, ProgramError::NotExecutable { .. }), "{m}");
     assert!(
         m.contains("`#!/nonexistent/python9` names an interpreter"),
         "{m}"
@@ -503,7 +503,7 @@ fn a_failing_program_shows_its_status_and_last_lines() {
         "head -c 300000 /dev/zero | tr '\\0' x\necho\nfor i in $(seq 1 30); do echo line$i >&2; done\nexit 3",
     );
     let (e, m) = fails(&program(&["sh", &script]), &bounds());
-    assert!(matches!(e, ExternalError::Exit { code: 3, .. }), "{m}");
+    assert!(matches!(e, ProgramError::Exit { code: 3, .. }), "{m}");
     assert!(m.contains("exited with status 3"), "{m}");
     assert!(m.contains("\nline11\n") && m.ends_with("line30"), "{m}");
     assert!(!m.contains("line10\n") && !m.contains("xxx"), "{m}");
@@ -531,7 +531,7 @@ fn a_program_killed_by_a_signal_is_said_so() {
     let t = T::new("signal");
     let script = t.script("die.sh", "echo dying >&2\nkill -9 $$");
     let (e, m) = fails(&program(&["sh", &script]), &bounds());
-    assert!(matches!(e, ExternalError::Signal { signal: 9, .. }), "{m}");
+    assert!(matches!(e, ProgramError::Signal { signal: 9, .. }), "{m}");
     assert!(
         m.contains("signal 9 (SIGKILL") && m.contains("dying"),
         "{m}"
@@ -558,7 +558,7 @@ fn a_program_that_never_ends_is_killed_with_its_group() {
         let start = Instant::now();
         let (e, m) = fails(&p, &bounds());
         let took = start.elapsed();
-        assert!(matches!(e, ExternalError::Timeout { .. }), "{m}");
+        assert!(matches!(e, ProgramError::Timeout { .. }), "{m}");
         assert!(
             m.contains("timed out after 1 s (its process group was killed)"),
             "{m}"
@@ -594,7 +594,7 @@ fn no_frame_or_two_frames_are_errors() {
         "echo x > output/result.parquet\necho 'wrote result.parquet' >&2",
     );
     let (e, m) = fails(&program(&["sh", &script]), &bounds());
-    assert!(matches!(e, ExternalError::NoFrame { .. }), "{m}");
+    assert!(matches!(e, ProgramError::NoFrame { .. }), "{m}");
     assert!(
         m.contains("holds: result.parquet") && m.contains("wrote result.parquet"),
         "{m}"
@@ -605,7 +605,7 @@ fn no_frame_or_two_frames_are_errors() {
         "printf 'a\\n1\\n' > output/out.csv\ncp inputs/counts.parquet output/out.parquet",
     );
     let (e, m) = fails(&program(&["sh", &script]), &bounds());
-    assert!(matches!(e, ExternalError::BothFrames), "{m}");
+    assert!(matches!(e, ProgramError::BothFrames), "{m}");
     t.nothing_left();
 }
 
@@ -614,7 +614,7 @@ fn a_malformed_frame_is_an_error_with_the_readers_message() {
     let t = T::new("malformed");
     let script = t.script("bad.sh", "printf 'not parquet at all' > output/out.parquet");
     let (e, m) = fails(&program(&["sh", &script]), &bounds());
-    assert!(matches!(e, ExternalError::MalformedFrame { .. }), "{m}");
+    assert!(matches!(e, ProgramError::MalformedFrame { .. }), "{m}");
     assert!(
         m.starts_with("the program's frame output/out.parquet cannot be read: "),
         "{m}"
@@ -631,7 +631,7 @@ fn a_frame_over_the_limit_is_refused() {
         ..bounds()
     };
     let (e, m) = fails(&program(&["sh", &script]), &b);
-    assert!(matches!(e, ExternalError::TooLarge(_)), "{m}");
+    assert!(matches!(e, ProgramError::TooLarge(_)), "{m}");
     assert!(
         m.contains("has 3895 bytes, more than the limit of 1000"),
         "{m}"
@@ -667,10 +667,7 @@ fn a_frame_among_thousands_of_other_files_is_found() {
     }
     let script = t.script("none.sh", crowd);
     let (e, m) = fails(&program(&["sh", &script]), &bounds());
-    assert!(
-        matches!(e, ExternalError::NoFrame { more: true, .. }),
-        "{m}"
-    );
+    assert!(matches!(e, ProgramError::NoFrame { more: true, .. }), "{m}");
     let held = m.split("that directory holds: ").nth(1).unwrap_or_default();
     let held = held
         .split(" (it printed nothing)")
@@ -712,22 +709,16 @@ fn control_characters_from_a_program_are_escaped_in_messages() {
 #[test]
 fn a_probe_that_does_not_return_is_told_its_limit_is_fixed() {
     let _shared = SERIAL.read().unwrap_or_else(|e| e.into_inner());
-    let probe = crate::kind::Probe {
-        argv: ["sh", "-c", "echo starting; sleep 10"]
-            .map(String::from)
-            .to_vec(),
-        pass_env: vec![],
-        keyed: true,
-    };
+    let argv = ["sh", "-c", "echo starting; sleep 10"].map(String::from);
     let start = Instant::now();
-    let e = runner::run_probe(&probe, Duration::from_millis(200)).unwrap_err();
+    let e = run_probe(&argv, &[], Duration::from_millis(200)).unwrap_err();
     assert!(
         start.elapsed() < Duration::from_secs(5),
         "{:?}",
         start.elapsed()
     );
     let m = e.to_string();
-    assert!(matches!(e, ExternalError::ProbeTimeout { .. }), "{m}");
+    assert!(matches!(e, ProgramError::ProbeTimeout { .. }), "{m}");
     assert!(
         m.contains("did not finish within 0.2 s, the fixed limit of a probe")
             && m.contains("prints a version")
@@ -761,7 +752,7 @@ fn a_parquet_frame_of_too_many_columns_is_refused_from_its_footer() {
         &format!("cp '{}' output/out.parquet", t.path("wide.parquet")),
     );
     let (e, m) = fails(&program(&["sh", &script]), &bounds());
-    assert!(matches!(e, ExternalError::TooLarge(_)), "{m}");
+    assert!(matches!(e, ProgramError::TooLarge(_)), "{m}");
     let max = crate::limits::max_columns();
     assert!(
         m.contains(&format!(
@@ -905,7 +896,7 @@ fn kill_running_ends_every_program() {
     }
     kill_running();
     let e = handle.join().unwrap().unwrap_err();
-    assert!(matches!(e, ExternalError::Signal { signal: 9, .. }), "{e}");
+    assert!(matches!(e, ProgramError::Signal { signal: 9, .. }), "{e}");
     t.nothing_left();
 }
 
@@ -918,7 +909,7 @@ fn pass_env_names_are_checked() {
 }
 
 /// Not a test: what the runner adds to a program's own start-up, measured side by side
-/// (`cargo test --release --lib stages::external::tests::overhead -- --ignored --nocapture`).
+/// (`cargo test --release --lib program::tests::overhead -- --ignored --nocapture`).
 #[test]
 #[ignore]
 fn overhead() {

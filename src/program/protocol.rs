@@ -76,13 +76,13 @@ use polars::prelude::*;
 use serde::Serialize;
 
 use super::dir::Dir;
-use super::error::ExternalError;
+use super::error::ProgramError;
 
 /// The protocol version written into `dplab.json`.
 pub const PROTOCOL: u32 = 1;
 
 /// The Python helper, written into every working directory.
-pub const PYTHON_HELPER: &str = include_str!("../../../python/dplab_external.py");
+pub const PYTHON_HELPER: &str = include_str!("../../python/dplab_external.py");
 
 /// The file name of the frame, without its extension.
 pub const FRAME: &str = "out";
@@ -346,13 +346,13 @@ fn type_name(t: &DataType) -> String {
     }
 }
 
-fn setup(what: &str, e: impl std::fmt::Display) -> ExternalError {
-    ExternalError::Setup(format!("{what}: {e}"))
+fn setup(what: &str, e: impl std::fmt::Display) -> ProgramError {
+    ProgramError::Setup(format!("{what}: {e}"))
 }
 
 /// Writes the inputs (Parquet and CSV), the helper and `dplab.json` into `work`; returns the
 /// description's path and the helper's directory.
-pub(crate) fn prepare(work: &WorkDir, facts: &Facts) -> Result<PathBuf, ExternalError> {
+pub(crate) fn prepare(work: &WorkDir, facts: &Facts) -> Result<PathBuf, ProgramError> {
     let root = work.path();
     let mut inputs = Vec::new();
     let mut used = std::collections::HashSet::new();
@@ -362,7 +362,7 @@ pub(crate) fn prepare(work: &WorkDir, facts: &Facts) -> Result<PathBuf, External
             .get(i)
             .cloned()
             .unwrap_or_else(|| format!("input{i}"));
-        let stem = if crate::kind::plain_file_name(&name) && used.insert(name.clone()) {
+        let stem = if crate::text::plain_file_name(&name) && used.insert(name.clone()) {
             name.clone()
         } else {
             format!("input{i}")
@@ -428,7 +428,7 @@ pub(crate) fn prepare(work: &WorkDir, facts: &Facts) -> Result<PathBuf, External
 fn write_file(
     path: &Path,
     body: impl FnOnce(&mut std::io::BufWriter<std::fs::File>) -> anyhow::Result<()>,
-) -> Result<(), ExternalError> {
+) -> Result<(), ProgramError> {
     let what = || format!("writing {}", path.display());
     let file = std::fs::File::create_new(path).map_err(|e| setup(&what(), e))?;
     let mut w = std::io::BufWriter::new(file);
@@ -479,7 +479,7 @@ pub struct ProgramArtifact {
 /// `-`, starting with a letter or digit (no hidden files, nothing a shell or a path could
 /// read as more than a name).
 pub(crate) fn artifact_name(name: &std::ffi::OsStr) -> Option<&str> {
-    name.to_str().filter(|n| crate::kind::plain_file_name(n))
+    name.to_str().filter(|n| crate::text::plain_file_name(n))
 }
 
 /// Reads the program's frame and artifacts back from `work`. `tail` is the end of its
@@ -488,8 +488,8 @@ pub(crate) fn collect(
     work: &WorkDir,
     bounds: &Bounds,
     tail: &str,
-) -> Result<(DataFrame, Vec<ProgramArtifact>), ExternalError> {
-    let bad = |file: &str, reason: String| ExternalError::BadFile {
+) -> Result<(DataFrame, Vec<ProgramArtifact>), ProgramError> {
+    let bad = |file: &str, reason: String| ProgramError::BadFile {
         file: file.into(),
         reason,
     };
@@ -506,7 +506,7 @@ pub(crate) fn collect(
     };
     let (parquet, csv) = (format!("{FRAME}.parquet"), format!("{FRAME}.csv"));
     let file = match (has(&parquet)?, has(&csv)?) {
-        (true, true) => return Err(ExternalError::BothFrames),
+        (true, true) => return Err(ProgramError::BothFrames),
         (true, false) => parquet,
         (false, true) => csv,
         (false, false) => {
@@ -515,7 +515,7 @@ pub(crate) fn collect(
             let names = out
                 .names(SHOWN)
                 .map_err(|e| bad("output/", format!("which cannot be listed ({e})")))?;
-            return Err(ExternalError::NoFrame {
+            return Err(ProgramError::NoFrame {
                 found: names
                     .iter()
                     .take(SHOWN)
@@ -531,7 +531,7 @@ pub(crate) fn collect(
         .file(std::ffi::OsStr::new(&file))
         .map_err(|r| bad(&shown, r))?;
     let too_large = |size: u64| {
-        ExternalError::TooLarge(format!(
+        ProgramError::TooLarge(format!(
             "the program's frame {shown} has {size} bytes, more than the limit of {} (a table read from text may take 8 bytes for each cell --max-cells allows; raise it with --max-cells if you mean it)",
             bounds.frame_bytes
         ))
@@ -543,15 +543,15 @@ pub(crate) fn collect(
         Some(size) => too_large(size),
         None => bad(&shown, "which cannot be read".into()),
     })?;
-    let malformed = |message: String| ExternalError::MalformedFrame {
+    let malformed = |message: String| ProgramError::MalformedFrame {
         file: shown.clone(),
         message,
     };
     let frame = if file.ends_with(".csv") {
-        crate::stages::frame::read_csv(&bytes).map_err(|e| {
+        crate::frames::read_csv(&bytes).map_err(|e| {
             let m = e.to_string();
             if m.contains("--max-cells") {
-                ExternalError::TooLarge(format!("the program's frame {shown}: {m}"))
+                ProgramError::TooLarge(format!("the program's frame {shown}: {m}"))
             } else {
                 malformed(m)
             }
@@ -581,15 +581,15 @@ fn read_bounded(f: std::fs::File, max: u64) -> Result<Vec<u8>, Option<u64>> {
 /// counted first from the footer's first bytes ([`parquet_schema_len`]): the footer holds
 /// metadata for every column (most of the 365 MB of a stored table of 10⁶ columns), and
 /// decoding it whole would be the very cost the limit is there to prevent.
-fn read_parquet(bytes: &[u8], shown: &str) -> Result<DataFrame, ExternalError> {
+fn read_parquet(bytes: &[u8], shown: &str) -> Result<DataFrame, ProgramError> {
     let what = format!("the program's frame {shown}");
     if let Some(elements) = parquet_schema_len(bytes) {
         // The root is an element of the schema, and so is every group; a column of a group
         // costs like any other.
         crate::limits::check_columns(&what, elements.saturating_sub(1))
-            .map_err(ExternalError::TooLarge)?;
+            .map_err(ProgramError::TooLarge)?;
     }
-    let malformed = |e: PolarsError| ExternalError::MalformedFrame {
+    let malformed = |e: PolarsError| ProgramError::MalformedFrame {
         file: shown.into(),
         message: e.to_string(),
     };
@@ -597,7 +597,7 @@ fn read_parquet(bytes: &[u8], shown: &str) -> Result<DataFrame, ExternalError> {
     let rows = reader.num_rows().map_err(malformed)? as u64;
     let cols = reader.schema().map_err(malformed)?.len() as u64;
     crate::limits::check_table_read(&what, rows, cols, bytes.len() as u64)
-        .map_err(ExternalError::TooLarge)?;
+        .map_err(ProgramError::TooLarge)?;
     let reader = ParquetReader::new(std::io::Cursor::new(bytes));
     reader.finish().map_err(malformed)
 }
@@ -650,8 +650,8 @@ fn varint(bytes: &mut impl Iterator<Item = u8>) -> Option<u64> {
     None
 }
 
-fn read_artifacts(work: &WorkDir, bounds: &Bounds) -> Result<Vec<ProgramArtifact>, ExternalError> {
-    let bad = |file: String, reason: String| ExternalError::BadFile { file, reason };
+fn read_artifacts(work: &WorkDir, bounds: &Bounds) -> Result<Vec<ProgramArtifact>, ProgramError> {
+    let bad = |file: String, reason: String| ProgramError::BadFile { file, reason };
     let dir = work
         .dir
         .dir("artifacts")
@@ -660,7 +660,7 @@ fn read_artifacts(work: &WorkDir, bounds: &Bounds) -> Result<Vec<ProgramArtifact
         .names(bounds.artifacts)
         .map_err(|e| bad("artifacts/".into(), format!("which cannot be listed ({e})")))?;
     if names.len() > bounds.artifacts {
-        return Err(ExternalError::TooLarge(format!(
+        return Err(ProgramError::TooLarge(format!(
             "the program wrote more than {} artifacts, more than the limit",
             bounds.artifacts
         )));
@@ -669,7 +669,7 @@ fn read_artifacts(work: &WorkDir, bounds: &Bounds) -> Result<Vec<ProgramArtifact
     let mut out = Vec::with_capacity(names.len());
     for raw in &names {
         let Some(name) = artifact_name(raw) else {
-            return Err(ExternalError::BadArtifactName {
+            return Err(ProgramError::BadArtifactName {
                 name: raw.to_string_lossy().into_owned(),
             });
         };
@@ -677,7 +677,7 @@ fn read_artifacts(work: &WorkDir, bounds: &Bounds) -> Result<Vec<ProgramArtifact
         let (f, meta) = dir.file(raw).map_err(|r| bad(shown.clone(), r))?;
         let left = bounds.artifact_bytes.saturating_sub(total);
         let too_large = || {
-            ExternalError::TooLarge(format!(
+            ProgramError::TooLarge(format!(
                 "the program's artifacts take more than the limit of {} bytes (at {shown})",
                 bounds.artifact_bytes
             ))

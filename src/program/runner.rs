@@ -1,15 +1,14 @@
-//! One external instance from start to end: a working directory, the description and
+//! One program's instance from start to end: a working directory, the description and
 //! inputs written into it, the program run, its frame and artifacts read back, the
-//! directory removed. What the `external` kind calls from its `run`.
+//! directory removed. What the `external` kind calls from its `run`; and a probe run once.
 
 use std::time::Duration;
 
 use polars::prelude::DataFrame;
 
-use super::error::ExternalError;
+use super::error::ProgramError;
 use super::process::{self, Invocation, Log};
 use super::protocol::{self, Bounds, Facts, ProgramArtifact, WorkDir};
-use crate::kind::{Ctx, Probe, Prober};
 
 /// The program of a stage, as its parameters give it.
 #[derive(Clone, Debug)]
@@ -44,26 +43,6 @@ pub struct Instance<'a> {
     pub code: &'a [(std::path::PathBuf, &'a [u8])],
 }
 
-impl<'a> Instance<'a> {
-    /// The instance a stage's `Ctx` describes.
-    pub fn of(
-        ctx: &'a Ctx,
-        params: &'a serde_json::Value,
-        axes: &'a serde_json::Map<String, serde_json::Value>,
-    ) -> Self {
-        Instance {
-            stage: ctx.stage,
-            label: ctx.label,
-            params,
-            axes,
-            seed: ctx.seed,
-            inputs: ctx.inputs,
-            input_names: ctx.input_names,
-            code: &[],
-        }
-    }
-}
-
 /// What a program that succeeded produced.
 #[derive(Debug)]
 pub struct Produced {
@@ -83,7 +62,7 @@ pub fn run(
     program: &Program,
     instance: &Instance,
     bounds: &Bounds,
-) -> Result<Produced, ExternalError> {
+) -> Result<Produced, ProgramError> {
     let (work, json) = prepare(program, instance)?;
     write_code(work.path(), instance.code)?;
     make_program_executable(work.path(), &program.command)?;
@@ -116,9 +95,9 @@ pub fn run(
 pub(super) fn prepare(
     program: &Program,
     instance: &Instance,
-) -> Result<(WorkDir, std::path::PathBuf), ExternalError> {
+) -> Result<(WorkDir, std::path::PathBuf), ProgramError> {
     let work = WorkDir::create().map_err(|e| {
-        ExternalError::Setup(format!(
+        ProgramError::Setup(format!(
             "creating a directory in {}: {e}",
             std::env::temp_dir().display()
         ))
@@ -144,7 +123,7 @@ pub(super) fn prepare(
 pub(super) fn make_program_executable(
     work: &std::path::Path,
     command: &[String],
-) -> Result<(), ExternalError> {
+) -> Result<(), ProgramError> {
     if let Some(program) = command.first().filter(|p| {
         p.contains('/')
             && std::path::Path::new(p).components().all(|c| {
@@ -158,7 +137,7 @@ pub(super) fn make_program_executable(
         let copy = work.join(program);
         if copy.is_file() {
             std::fs::set_permissions(&copy, std::fs::Permissions::from_mode(0o700))
-                .map_err(|e| ExternalError::Setup(format!("{}: {e}", copy.display())))?;
+                .map_err(|e| ProgramError::Setup(format!("{}: {e}", copy.display())))?;
         }
     }
     Ok(())
@@ -170,14 +149,14 @@ pub(super) fn make_program_executable(
 pub(super) fn write_code(
     work: &std::path::Path,
     code: &[(std::path::PathBuf, &[u8])],
-) -> Result<(), ExternalError> {
+) -> Result<(), ProgramError> {
     use std::path::Component;
     for (rel, bytes) in code {
         if !rel
             .components()
             .all(|c| matches!(c, Component::Normal(_) | Component::CurDir))
         {
-            return Err(ExternalError::Setup(format!(
+            return Err(ProgramError::Setup(format!(
                 "code path {} is not a plain relative path",
                 rel.display()
             )));
@@ -185,43 +164,25 @@ pub(super) fn write_code(
         let to = work.join(rel);
         if let Some(dir) = to.parent() {
             std::fs::create_dir_all(dir)
-                .map_err(|e| ExternalError::Setup(format!("{}: {e}", dir.display())))?;
+                .map_err(|e| ProgramError::Setup(format!("{}: {e}", dir.display())))?;
         }
         std::fs::write(&to, bytes)
-            .map_err(|e| ExternalError::Setup(format!("{}: {e}", to.display())))?;
+            .map_err(|e| ProgramError::Setup(format!("{}: {e}", to.display())))?;
     }
     Ok(())
 }
 
-/// Longest a probe may run: it prints a version, it does not compute.
-pub const PROBE_TIMEOUT: Duration = Duration::from_secs(60);
-
-/// Runs a stage's probe (e.g. `python3 --version`) once per process for each distinct probe:
-/// in a fresh, empty working directory, with the environment its programs get, under
-/// [`PROBE_TIMEOUT`]. What it printed (stdout and stderr, the last 64 KiB) is the output.
-/// Given to the planner only with the user's consent to run programs.
-#[derive(Default)]
-pub struct Probes {
-    done: std::sync::Mutex<std::collections::HashMap<Probe, Result<Vec<u8>, String>>>,
-}
-
-impl Prober for Probes {
-    fn probe(&self, probe: &Probe) -> Result<Vec<u8>, String> {
-        let mut done = self.done.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(r) = done.get(probe) {
-            return r.clone();
-        }
-        let r = run_probe(probe, PROBE_TIMEOUT).map_err(|e| e.to_string());
-        done.insert(probe.clone(), r.clone());
-        r
-    }
-}
-
-/// Runs `probe` under `timeout` ([`PROBE_TIMEOUT`] but in tests). Running past it is a
-/// [`ExternalError::ProbeTimeout`]: unlike a program's, a probe's limit is not a parameter.
-pub(super) fn run_probe(probe: &Probe, timeout: Duration) -> Result<Vec<u8>, ExternalError> {
+/// Runs a probe (`python3 --version`: `argv`, with `pass_env` passed through) in a fresh,
+/// empty working directory, with the environment its programs get, under `timeout`; returns
+/// what it printed (stdout and stderr, the end of it). Running past `timeout` is a
+/// [`ProgramError::ProbeTimeout`]: unlike a program's, a probe's limit is not a parameter.
+pub fn run_probe(
+    argv: &[String],
+    pass_env: &[String],
+    timeout: Duration,
+) -> Result<Vec<u8>, ProgramError> {
     let work = WorkDir::create().map_err(|e| {
-        ExternalError::Setup(format!(
+        ProgramError::Setup(format!(
             "creating a directory in {}: {e}",
             std::env::temp_dir().display()
         ))
@@ -232,10 +193,10 @@ pub(super) fn run_probe(probe: &Probe, timeout: Duration) -> Result<Vec<u8>, Ext
         &work.path().join("dplab.json"),
         work.path(),
         1,
-        &probe.pass_env,
+        pass_env,
     );
     let ran = process::run(&Invocation {
-        argv: &probe.argv,
+        argv,
         cwd: work.path(),
         env,
         timeout,
@@ -243,11 +204,11 @@ pub(super) fn run_probe(probe: &Probe, timeout: Duration) -> Result<Vec<u8>, Ext
         log_bytes: bounds.log_bytes,
     })
     .map_err(|e| match e {
-        ExternalError::Timeout {
+        ProgramError::Timeout {
             command,
             seconds,
             tail,
-        } => ExternalError::ProbeTimeout {
+        } => ProgramError::ProbeTimeout {
             command,
             seconds,
             tail,

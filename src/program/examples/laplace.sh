@@ -1,7 +1,7 @@
 #!/bin/sh
 # An external dplab stage in POSIX shell and awk (protocol 1): adds Laplace noise of scale
 # sensitivity/epsilon to the `count` column of its one input, and writes a summary artifact.
-# Nothing here is Python: dplab's hand-off is files (see src/stages/external/protocol.rs).
+# Nothing here is Python: dplab's hand-off is files (see src/program/protocol.rs).
 #
 #   kind: external
 #   with:

@@ -25,7 +25,7 @@ use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use super::error::ExternalError;
+use super::error::ProgramError;
 
 /// The last bytes a program wrote to stdout and stderr, interleaved as it wrote them.
 #[derive(Debug, Default)]
@@ -196,12 +196,12 @@ pub fn which(name: &str) -> Option<PathBuf> {
 /// searched in the instance's directory or the shared temporary directory above it); a
 /// path (a `code:` file) against the working directory, where its copy is. So that "not
 /// found" and "not executable" are told apart and said clearly instead of as an errno.
-fn resolve(program: &str, path_var: Option<&OsStr>, cwd: &Path) -> Result<PathBuf, ExternalError> {
-    let not_executable = |p: &Path, reason: &str| ExternalError::NotExecutable {
+fn resolve(program: &str, path_var: Option<&OsStr>, cwd: &Path) -> Result<PathBuf, ProgramError> {
+    let not_executable = |p: &Path, reason: &str| ProgramError::NotExecutable {
         program: program.into(),
         reason: format!("{} {reason}", p.display()),
     };
-    let check = |p: &Path| -> Result<(), ExternalError> {
+    let check = |p: &Path| -> Result<(), ProgramError> {
         let meta = std::fs::metadata(p).map_err(|_| not_found(program, None))?;
         if meta.is_dir() {
             return Err(not_executable(p, "is a directory"));
@@ -245,8 +245,8 @@ fn resolve(program: &str, path_var: Option<&OsStr>, cwd: &Path) -> Result<PathBu
         .unwrap_or_else(|| not_found(program, Some(path_var.to_string_lossy().into_owned()))))
 }
 
-fn not_found(program: &str, path: Option<String>) -> ExternalError {
-    ExternalError::NotFound {
+fn not_found(program: &str, path: Option<String>) -> ProgramError {
+    ProgramError::NotFound {
         program: program.into(),
         path,
     }
@@ -517,7 +517,7 @@ pub(crate) struct Ran {
 
 /// Runs a program to its end: `Ok` when it exited 0, else the error (with the tail of its
 /// log). Its process group is gone and every member reaped when this returns or unwinds.
-pub(crate) fn run(inv: &Invocation) -> Result<Ran, ExternalError> {
+pub(crate) fn run(inv: &Invocation) -> Result<Ran, ProgramError> {
     let (mut running, reader) = launch(inv, Stdio::null(), None)?;
     let mut reader = Some(reader);
     let mut log = Log::new(inv.log_bytes);
@@ -550,7 +550,7 @@ pub(crate) fn run(inv: &Invocation) -> Result<Ran, ExternalError> {
     }
     let status = running
         .finish()
-        .map_err(|e| ExternalError::Setup(format!("waiting for the program: {e}")))?;
+        .map_err(|e| ProgramError::Setup(format!("waiting for the program: {e}")))?;
     // The group is dead, so the pipe ends unless a process that left the group holds it:
     // read what is left for at most a moment.
     let drain_end = Instant::now() + Duration::from_millis(100);
@@ -563,7 +563,7 @@ pub(crate) fn run(inv: &Invocation) -> Result<Ran, ExternalError> {
     let command = command_text(inv.argv);
     let tail = log.tail(TAIL_LINES);
     if timed_out {
-        return Err(ExternalError::Timeout {
+        return Err(ProgramError::Timeout {
             command,
             seconds: inv.timeout.as_secs_f64(),
             tail,
@@ -571,12 +571,12 @@ pub(crate) fn run(inv: &Invocation) -> Result<Ran, ExternalError> {
     }
     match (status.code(), status.signal()) {
         (Some(0), _) => Ok(Ran { log, elapsed }),
-        (Some(code), _) => Err(ExternalError::Exit {
+        (Some(code), _) => Err(ProgramError::Exit {
             command,
             code,
             tail,
         }),
-        (None, signal) => Err(ExternalError::Signal {
+        (None, signal) => Err(ProgramError::Signal {
             command,
             signal: signal.unwrap_or(0),
             tail,
@@ -667,7 +667,7 @@ pub(crate) fn start(
     inv: &Invocation,
     stdin: OwnedFd,
     extra: Option<OwnedFd>,
-) -> Result<Started, ExternalError> {
+) -> Result<Started, ProgramError> {
     let (running, reader) = launch(inv, Stdio::from(stdin), extra)?;
     Ok(Started {
         running,
@@ -682,7 +682,7 @@ fn launch(
     inv: &Invocation,
     stdin: Stdio,
     keep: Option<OwnedFd>,
-) -> Result<(Running, PipeReader), ExternalError> {
+) -> Result<(Running, PipeReader), ProgramError> {
     let Some(program) = inv.argv.first() else {
         return Err(not_found("", None));
     };
@@ -692,11 +692,11 @@ fn launch(
         .find(|(k, _)| k == "PATH")
         .map(|(_, v)| v.as_os_str());
     let file = resolve(program, path_var, inv.cwd)?;
-    let (reader, writer) = std::io::pipe().map_err(|e| ExternalError::Setup(e.to_string()))?;
+    let (reader, writer) = std::io::pipe().map_err(|e| ProgramError::Setup(e.to_string()))?;
     let writer2 = writer
         .try_clone()
-        .map_err(|e| ExternalError::Setup(e.to_string()))?;
-    set_nonblocking(&reader).map_err(|e| ExternalError::Setup(e.to_string()))?;
+        .map_err(|e| ProgramError::Setup(e.to_string()))?;
+    set_nonblocking(&reader).map_err(|e| ProgramError::Setup(e.to_string()))?;
     let mut cmd = Command::new(&file);
     cmd.arg0(program)
         .args(&inv.argv[1..])
@@ -732,7 +732,7 @@ pub(crate) fn set_nonblocking(reader: &PipeReader) -> io::Result<()> {
 // The program file's first line, for its `#!` interpreter: only 256 bytes of it are read,
 // and only for this message (a FIFO or a device there fails the `exec` before this).
 #[expect(clippy::disallowed_methods)]
-fn spawn_error(program: &str, file: &Path, e: io::Error) -> ExternalError {
+fn spawn_error(program: &str, file: &Path, e: io::Error) -> ProgramError {
     let mut head = Vec::new();
     let _ = std::fs::File::open(file).and_then(|f| f.take(256).read_to_end(&mut head));
     let interpreter = Some(head).filter(|b| b.starts_with(b"#!")).map(|b| {
@@ -740,23 +740,23 @@ fn spawn_error(program: &str, file: &Path, e: io::Error) -> ExternalError {
         String::from_utf8_lossy(&line[..line.len().min(200)]).into_owned()
     });
     match (e.raw_os_error(), interpreter) {
-        (Some(libc::ENOENT), Some(line)) => ExternalError::NotExecutable {
+        (Some(libc::ENOENT), Some(line)) => ProgramError::NotExecutable {
             program: program.into(),
             reason: format!("its first line `{line}` names an interpreter that does not exist"),
         },
         (Some(libc::ENOENT), None) => not_found(program, None),
-        (Some(libc::EACCES), _) => ExternalError::NotExecutable {
+        (Some(libc::EACCES), _) => ProgramError::NotExecutable {
             program: program.into(),
             reason: format!("{}: permission denied", file.display()),
         },
-        (Some(libc::ENOEXEC), _) => ExternalError::NotExecutable {
+        (Some(libc::ENOEXEC), _) => ProgramError::NotExecutable {
             program: program.into(),
             reason: format!(
                 "{} is not a program the system can start (a script needs a first line such as `#!/bin/sh`)",
                 file.display()
             ),
         },
-        _ => ExternalError::NotExecutable {
+        _ => ProgramError::NotExecutable {
             program: program.into(),
             reason: e.to_string(),
         },

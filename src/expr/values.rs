@@ -1,0 +1,312 @@
+//! The values an expression computes ([`Vals`]: integers, numbers, truth values, text, each
+//! possibly missing), read from a frame's columns, and the rules that combine them: types
+//! unified, missing values propagated, non-finite numbers made missing, keys compared.
+
+use std::collections::HashMap;
+
+use polars::prelude::{Column, DataType};
+
+use super::Pos;
+
+/// The values of an expression over a frame's rows (or groups).
+#[derive(Clone, Debug, PartialEq)]
+pub enum Vals {
+    Int(Vec<Option<i64>>),
+    Float(Vec<Option<f64>>),
+    Bool(Vec<Option<bool>>),
+    Str(Vec<Option<String>>),
+    /// All missing, of no type yet (`NULL`, a column of nothing but missing cells).
+    Null(usize),
+}
+
+impl Vals {
+    pub(super) fn len(&self) -> usize {
+        match self {
+            Vals::Int(v) => v.len(),
+            Vals::Float(v) => v.len(),
+            Vals::Bool(v) => v.len(),
+            Vals::Str(v) => v.len(),
+            Vals::Null(n) => *n,
+        }
+    }
+
+    pub(super) fn type_name(&self) -> &'static str {
+        match self {
+            Vals::Int(_) => "an integer",
+            Vals::Float(_) => "a number",
+            Vals::Bool(_) => "a truth value",
+            Vals::Str(_) => "text",
+            Vals::Null(_) => "null",
+        }
+    }
+
+    /// The values as a frame column: Int64, Float64, Boolean or String (all-missing: Float64).
+    pub fn into_column(self, name: &str) -> Column {
+        match self {
+            Vals::Int(v) => Column::new(name.into(), v),
+            Vals::Float(v) => Column::new(name.into(), v),
+            Vals::Bool(v) => Column::new(name.into(), v),
+            Vals::Str(v) => Column::new(name.into(), v),
+            Vals::Null(n) => Column::full_null(name.into(), n, &DataType::Float64),
+        }
+    }
+}
+
+/// A column of a frame as values, or why expressions cannot read it.
+pub fn load(c: &Column) -> Result<Vals, String> {
+    let dt = c.dtype();
+    let s = c.as_materialized_series();
+    let bad = |e: polars::error::PolarsError| format!("column `{}`: {e}", c.name());
+    Ok(match dt {
+        DataType::Boolean => Vals::Bool(s.bool().map_err(bad)?.iter().collect()),
+        DataType::String => Vals::Str(
+            s.str()
+                .map_err(bad)?
+                .iter()
+                .map(|v| v.map(str::to_string))
+                .collect(),
+        ),
+        DataType::Null => Vals::Null(s.len()),
+        t if t.is_float() => Vals::Float(
+            s.cast(&DataType::Float64)
+                .map_err(bad)?
+                .f64()
+                .map_err(bad)?
+                .iter()
+                .collect(),
+        ),
+        t if t.is_integer() => Vals::Int(
+            s.strict_cast(&DataType::Int64)
+                .map_err(|_| {
+                    format!(
+                        "column `{}` ({t}) holds integers beyond 64 bits, which expressions do not read",
+                        c.name()
+                    )
+                })?
+                .i64()
+                .map_err(bad)?
+                .iter()
+                .collect(),
+        ),
+        t => {
+            return Err(format!(
+                "column `{}` holds {t}, which expressions do not read (they read integers, numbers, text and truth values)",
+                c.name()
+            ))
+        }
+    })
+}
+
+/// Row `i` of the chosen result: `rows[i]` names which of `results` (all of one type) it
+/// comes from.
+pub(super) fn gather(results: &[Vals], rows: &[usize]) -> Vals {
+    macro_rules! pick {
+        ($var:ident) => {
+            Vals::$var(
+                rows.iter()
+                    .enumerate()
+                    .map(|(i, &k)| match &results[k] {
+                        Vals::$var(v) => v[i].clone(),
+                        _ => None,
+                    })
+                    .collect(),
+            )
+        };
+    }
+    match results.first() {
+        Some(Vals::Int(_)) => pick!(Int),
+        Some(Vals::Float(_)) => pick!(Float),
+        Some(Vals::Bool(_)) => pick!(Bool),
+        Some(Vals::Str(_)) => pick!(Str),
+        _ => Vals::Null(rows.len()),
+    }
+}
+
+pub(super) fn is_null(v: &Vals, i: usize) -> bool {
+    match v {
+        Vals::Int(v) => v[i].is_none(),
+        Vals::Float(v) => v[i].is_none(),
+        Vals::Bool(v) => v[i].is_none(),
+        Vals::Str(v) => v[i].is_none(),
+        Vals::Null(_) => true,
+    }
+}
+
+/// Values of one type from several of compatible types: integers and numbers give numbers,
+/// null takes the others' type; text with numbers is an error.
+pub(super) fn unify(vals: Vec<Vals>, pos: Pos, what: &str) -> Result<Vec<Vals>, String> {
+    let typed: Vec<&Vals> = vals
+        .iter()
+        .filter(|v| !matches!(v, Vals::Null(_)))
+        .collect();
+    let any_float = typed.iter().any(|v| matches!(v, Vals::Float(_)));
+    let all_num = typed
+        .iter()
+        .all(|v| matches!(v, Vals::Int(_) | Vals::Float(_)));
+    if !all_num {
+        let first = typed[0];
+        if let Some(other) = typed
+            .iter()
+            .find(|v| std::mem::discriminant(**v) != std::mem::discriminant(first))
+        {
+            return Err(format!(
+                "{pos}{what} are {} and {}: they must all be numbers, all text or all truth values",
+                first.type_name(),
+                other.type_name()
+            ));
+        }
+    }
+    // What a missing branch becomes: the others' type.
+    let empty = |n: usize| -> Vals {
+        match typed.first() {
+            _ if any_float => Vals::Float(vec![None; n]),
+            Some(Vals::Int(_)) => Vals::Int(vec![None; n]),
+            Some(Vals::Bool(_)) => Vals::Bool(vec![None; n]),
+            Some(Vals::Str(_)) => Vals::Str(vec![None; n]),
+            _ => Vals::Null(n),
+        }
+    };
+    let nulls: Vec<Option<Vals>> = vals
+        .iter()
+        .map(|v| match v {
+            Vals::Null(n) => Some(empty(*n)),
+            _ => None,
+        })
+        .collect();
+    Ok(vals
+        .into_iter()
+        .zip(nulls)
+        .map(|(v, null)| match (v, null) {
+            (_, Some(typed)) => typed,
+            (Vals::Int(x), None) if any_float => {
+                Vals::Float(x.iter().map(|x| x.map(|x| x as f64)).collect())
+            }
+            (other, None) => other,
+        })
+        .collect())
+}
+
+pub(super) enum Num {
+    Int(Vec<Option<i64>>),
+    Float(Vec<Option<f64>>),
+}
+
+impl Num {
+    pub(super) fn floats(self) -> Vec<Option<f64>> {
+        match self {
+            Num::Int(v) => v.iter().map(|x| x.map(|x| x as f64)).collect(),
+            Num::Float(v) => v,
+        }
+    }
+}
+
+/// `v` as numbers, or an error naming the operation that needs them.
+pub(super) fn numeric(v: Vals, pos: Pos, what: &str) -> Result<Num, String> {
+    match v {
+        Vals::Int(v) => Ok(Num::Int(v)),
+        Vals::Float(v) => Ok(Num::Float(v)),
+        Vals::Null(n) => Ok(Num::Int(vec![None; n])),
+        other => Err(format!(
+            "{pos}`{what}` needs numbers, and this is {}",
+            other.type_name()
+        )),
+    }
+}
+
+pub(super) fn truth(v: Vals, pos: Pos, what: &str) -> Result<Vec<Option<bool>>, String> {
+    match v {
+        Vals::Bool(v) => Ok(v),
+        Vals::Null(n) => Ok(vec![None; n]),
+        other => Err(format!(
+            "{pos}`{what}` needs truth values (a comparison such as `x > 0`), and this is {}",
+            other.type_name()
+        )),
+    }
+}
+
+/// A number that is not finite (x/0, ln 0, an overflow) is missing: see the module's doc.
+pub(super) fn finite(x: f64) -> Option<f64> {
+    x.is_finite().then_some(x)
+}
+
+/// `f` on each present integer; `None` from `f` is an overflow, an error naming the row.
+pub(super) fn checked(
+    v: &[Option<i64>],
+    pos: Pos,
+    what: &str,
+    f: impl Fn(i64) -> Option<i64>,
+) -> Result<Vec<Option<i64>>, String> {
+    v.iter()
+        .enumerate()
+        .map(|(i, x)| match x {
+            None => Ok(None),
+            Some(x) => f(*x).map(Some).ok_or_else(|| {
+                format!(
+                    "{pos}`{what}` overflows 64-bit integers at row {} (x = {x})",
+                    i + 1
+                )
+            }),
+        })
+        .collect()
+}
+
+pub(super) fn zip_with<A: Copy, B>(
+    a: &[Option<A>],
+    b: &[Option<A>],
+    f: impl Fn(A, A) -> Option<B>,
+) -> Vec<Option<B>> {
+    a.iter()
+        .zip(b)
+        .map(|(x, y)| match (x, y) {
+            (Some(x), Some(y)) => f(*x, *y),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Row indices grouped by equal values of `keys` (first-seen order): numbers equal as numbers
+/// (an integer 1 and a number 1.0 are one key), a missing key is a group of its own.
+pub fn group_rows(keys: &[Vals]) -> Vec<Vec<usize>> {
+    let n = keys.first().map_or(0, Vals::len);
+    let mut index: HashMap<Vec<KeyCell>, usize> = HashMap::new();
+    let mut groups: Vec<Vec<usize>> = Vec::new();
+    for r in 0..n {
+        let key: Vec<KeyCell> = keys.iter().map(|k| KeyCell::of(k, r)).collect();
+        let g = *index.entry(key).or_insert_with(|| {
+            groups.push(Vec::new());
+            groups.len() - 1
+        });
+        groups[g].push(r);
+    }
+    groups
+}
+
+/// One cell of a key, hashable: an integer (or a number with an integer's value: 1 and 1.0
+/// are one key), another number by its bits (−0 is 0), text, truth, missing.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum KeyCell {
+    Missing,
+    Int(i64),
+    Num(u64),
+    Str(String),
+    Bool(bool),
+}
+
+impl KeyCell {
+    pub fn of(v: &Vals, r: usize) -> KeyCell {
+        match v {
+            Vals::Int(v) => v[r].map_or(KeyCell::Missing, KeyCell::Int),
+            Vals::Float(v) => v[r].map_or(KeyCell::Missing, |x| {
+                // Within ±2^63, an integral number is the integer it equals.
+                if x.fract() == 0.0 && x.abs() < 9.2e18 {
+                    KeyCell::Int(x as i64)
+                } else {
+                    KeyCell::Num(x.to_bits())
+                }
+            }),
+            Vals::Str(v) => v[r].clone().map_or(KeyCell::Missing, KeyCell::Str),
+            Vals::Bool(v) => v[r].map_or(KeyCell::Missing, KeyCell::Bool),
+            Vals::Null(_) => KeyCell::Missing,
+        }
+    }
+}
