@@ -607,15 +607,6 @@ fn meaning(p: &serde_json::Value) -> String {
     text
 }
 
-/// A number as a person writes it: 1 rather than 1.0, 1e-9 rather than 0.000000001.
-pub fn number_text(x: f64) -> String {
-    if x != 0.0 && !(1e-4..1e15).contains(&x.abs()) {
-        format!("{x:e}")
-    } else {
-        x.to_string()
-    }
-}
-
 /// A range as messages and `dplab list` write it: "> 0", "≥ 1", "≤ 12", "in (0, 1)",
 /// "in [0, 1)"; each end is (value, included). `None` when both ends are open-ended. The one
 /// renderer of ranges: the range types' messages (`stages::param`) and the types `dplab list`
@@ -623,15 +614,15 @@ pub fn number_text(x: f64) -> String {
 pub fn range_text(lo: Option<(f64, bool)>, hi: Option<(f64, bool)>) -> Option<String> {
     Some(match (lo, hi) {
         (None, None) => return None,
-        (Some((a, true)), None) => format!("≥ {}", number_text(a)),
-        (Some((a, false)), None) => format!("> {}", number_text(a)),
-        (None, Some((b, true))) => format!("≤ {}", number_text(b)),
-        (None, Some((b, false))) => format!("< {}", number_text(b)),
+        (Some((a, true)), None) => format!("≥ {}", crate::text::number_text(a)),
+        (Some((a, false)), None) => format!("> {}", crate::text::number_text(a)),
+        (None, Some((b, true))) => format!("≤ {}", crate::text::number_text(b)),
+        (None, Some((b, false))) => format!("< {}", crate::text::number_text(b)),
         (Some((a, ai)), Some((b, bi))) => format!(
             "in {}{}, {}{}",
             if ai { '[' } else { '(' },
-            number_text(a),
-            number_text(b),
+            crate::text::number_text(a),
+            crate::text::number_text(b),
             if bi { ']' } else { ')' }
         ),
     })
@@ -643,7 +634,9 @@ fn value_text(v: &serde_json::Value) -> String {
     match v {
         J::Null => "null".into(),
         J::String(s) => s.clone(),
-        J::Number(n) => n.as_f64().map_or_else(|| n.to_string(), number_text),
+        J::Number(n) => n
+            .as_f64()
+            .map_or_else(|| n.to_string(), crate::text::number_text),
         J::Array(a) => format!(
             "[{}]",
             a.iter().map(value_text).collect::<Vec<_>>().join(", ")

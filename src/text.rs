@@ -74,6 +74,47 @@ pub fn hex(bytes: &[u8]) -> String {
     out
 }
 
+/// A number for people, to `digits` significant digits without trailing zeros: 0.0532,
+/// 149.6, 2 (not 2.000); −0 is 0, and what is not finite is written as Rust writes it. The one
+/// rounding formatter of messages, audit events and verdicts; [`number_text`] writes a
+/// number exactly.
+pub fn significant(x: f64, digits: usize) -> String {
+    if x == 0.0 || !x.is_finite() {
+        return if x == 0.0 { "0".into() } else { x.to_string() };
+    }
+    let digits = digits.max(1);
+    let trim = |s: &str| {
+        if s.contains('.') {
+            s.trim_end_matches('0').trim_end_matches('.').to_string()
+        } else {
+            s.to_string()
+        }
+    };
+    // Too small or too large for decimals to say it in a few digits: 1.2e-7, 3e20.
+    if !(1e-4..1e15).contains(&x.abs()) {
+        let s = format!("{x:.*e}", digits - 1);
+        let (mantissa, exponent) = s.split_once('e').unwrap_or((&s, "0"));
+        return format!("{}e{exponent}", trim(mantissa));
+    }
+    let digits = digits as i32;
+    let decimals = (digits - 1 - x.abs().log10().floor() as i32).clamp(0, 17) as usize;
+    let s = trim(&format!("{x:.decimals$}"));
+    if s == "-0" {
+        "0".into()
+    } else {
+        s
+    }
+}
+
+/// A number as a person writes it: 1 rather than 1.0, 1e-9 rather than 0.000000001.
+pub fn number_text(x: f64) -> String {
+    if x != 0.0 && !(1e-4..1e15).contains(&x.abs()) {
+        format!("{x:e}")
+    } else {
+        x.to_string()
+    }
+}
+
 /// Whether `ext` is a plain file name, as an artifact's name must be (and an external
 /// program's input file is named): 1 to 100 letters, digits, `.`, `_`, `-`, starting with a
 /// letter or digit — nothing a path could read as more than a name.
@@ -88,6 +129,28 @@ pub fn plain_file_name(ext: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn numbers_for_people_have_the_digits_asked_and_no_trailing_zeros() {
+        for (x, digits, says) in [
+            (0.0532, 3, "0.0532"),
+            (149.6, 4, "149.6"),
+            (2.0, 4, "2"),
+            (-0.0, 3, "0"),
+            (-0.00001, 3, "-1e-5"),
+            (1.23456e-7, 3, "1.23e-7"),
+            (3e20, 4, "3e20"),
+            (123456.7, 3, "123457"),
+            (0.999_96, 4, "1"),
+            (-2.5, 1, "-3"),
+            (f64::INFINITY, 3, "inf"),
+        ] {
+            assert_eq!(significant(x, digits), says, "{x} to {digits}");
+        }
+        assert!(significant(f64::NAN, 3).contains("NaN"));
+        assert_eq!(number_text(1e-9), "1e-9");
+        assert_eq!(number_text(1.0), "1");
+    }
 
     #[test]
     fn scrub_escapes_control_characters_but_newline_and_tab() {

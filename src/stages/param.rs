@@ -330,6 +330,40 @@ pub fn yes() -> bool {
     true
 }
 
+/// One name (a column, a table), or a list of them: `y: eps` or `y: [lo, hi]`.
+#[derive(Deserialize, JsonSchema, Clone)]
+#[serde(untagged)]
+pub enum OneOrMany {
+    /// one
+    One(String),
+    /// a list
+    Many(Vec<String>),
+}
+
+impl OneOrMany {
+    pub fn list(&self) -> Vec<String> {
+        match self {
+            OneOrMany::One(s) => vec![s.clone()],
+            OneOrMany::Many(v) => v.clone(),
+        }
+    }
+
+    /// The columns it names, each with its path under `key` (`y`, or `y.1`); `""` names none.
+    pub fn named(&self, key: &str) -> Vec<(String, String)> {
+        match self {
+            OneOrMany::One(s) => vec![(key.to_string(), s.clone())],
+            OneOrMany::Many(v) => v
+                .iter()
+                .enumerate()
+                .map(|(i, c)| (format!("{key}.{i}"), c.clone()))
+                .collect(),
+        }
+        .into_iter()
+        .filter(|(_, c)| !c.is_empty())
+        .collect()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

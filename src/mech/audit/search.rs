@@ -13,6 +13,7 @@ use std::collections::{HashMap, HashSet};
 use nalgebra::{DMatrix, DVector};
 
 use super::{epsilon_lower_bound, Releases};
+use crate::text::significant;
 
 /// Distinct outcomes beyond which the discrete search does not apply; it does not either when
 /// they are more than a tenth of the draws (continuous outputs: every draw is its own outcome).
@@ -174,43 +175,26 @@ impl Event {
                             } else {
                                 sign
                             };
-                            s.push_str(&format!("{sign}{}·{}", short(w.abs()), name(j)));
+                            s.push_str(&format!("{sign}{}·{}", significant(w.abs(), 4), name(j)));
                         }
                         let sign = if offset.is_sign_negative() {
                             "−"
                         } else {
                             "+"
                         };
-                        format!("{s} {sign} {}", short(offset.abs()))
+                        format!("{s} {sign} {}", significant(offset.abs(), 4))
                     }
                 };
                 match (lo.is_finite(), hi.is_finite()) {
-                    (true, false) => format!("{what} ≥ {}", short(*lo)),
-                    (false, true) => format!("{what} < {}", short(*hi)),
-                    (true, true) => format!("{} ≤ {what} < {}", short(*lo), short(*hi)),
+                    (true, false) => format!("{what} ≥ {}", significant(*lo, 4)),
+                    (false, true) => format!("{what} < {}", significant(*hi, 4)),
+                    (true, true) => {
+                        format!("{} ≤ {what} < {}", significant(*lo, 4), significant(*hi, 4))
+                    }
                     (false, false) => "any output".to_string(),
                 }
             }
         }
-    }
-}
-
-/// A number for people: 4 significant digits, no trailing zeros.
-pub fn short(x: f64) -> String {
-    if x == 0.0 || !x.is_finite() {
-        return x.to_string();
-    }
-    let digits = (3 - x.abs().log10().floor() as i32).clamp(0, 12) as usize;
-    let s = format!("{x:.digits$}");
-    let s = if s.contains('.') {
-        s.trim_end_matches('0').trim_end_matches('.').to_string()
-    } else {
-        s
-    };
-    if s == "-0" {
-        "0".into()
-    } else {
-        s
     }
 }
 

@@ -154,7 +154,7 @@ fn scalar_search_flags_scale_epsilon_instead_of_delta_over_epsilon() {
     assert!(f.epsilon_lb > 1.5 && f.epsilon_lb <= 2.0, "{f:?}");
     let text = f
         .event
-        .describe(&|_| "noisy".into(), &|_, v| search::short(v));
+        .describe(&|_| "noisy".into(), &|_, v| crate::text::significant(v, 4));
     assert!(
         text.starts_with("noisy") || text.contains("≤ noisy <"),
         "{text}"

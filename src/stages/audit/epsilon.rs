@@ -27,7 +27,6 @@ use serde_yaml_ng::{Mapping, Value};
 use sha2::{Digest, Sha256};
 
 use super::neighbours::{Neighbours, Pair};
-use crate::mech::audit::search::short;
 use crate::mech::audit::{audit, Draw, Plan, Releases, Searches};
 use crate::stages::columns::{f64_col, str_col, FrameBuilder};
 use crate::stages::param::{Count, Fraction, Level, Positive};
@@ -35,6 +34,7 @@ use crate::stages::{
     check_size_at, params, product, rng_from_seed, substream, Ctx, FileSource, Gather, KindInfo,
     Limit, Output, ParamError, StageRun,
 };
+use crate::text::significant;
 
 /// What the audit needs of the registry: the kinds by name. The registry hands itself in
 /// (`kind::<Registry>()`), so this file never imports it and `src/stages` keeps its imports
@@ -639,9 +639,12 @@ impl StageRun for AuditRun {
                 self.pairs[f.pair].text(f.forward),
                 f.event.describe(&|j| self.coordinate_name(sh, j), &|_, v| {
                     if sh.text {
-                        names.get(&(v as u64)).cloned().unwrap_or_else(|| short(v))
+                        names
+                            .get(&(v as u64))
+                            .cloned()
+                            .unwrap_or_else(|| significant(v, 4))
                     } else {
-                        short(v)
+                        significant(v, 4)
                     }
                 }),
             ),

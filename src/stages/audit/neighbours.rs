@@ -61,7 +61,7 @@ impl<'de> Deserialize<'de> for Record {
                             "a record's value is a finite number or a text, got {f}"
                         )));
                     }
-                    crate::mech::audit::search::short(f)
+                    crate::text::significant(f, 4)
                 }
                 _ => n.to_string(),
             },
@@ -231,10 +231,7 @@ pub struct Pair {
 }
 
 fn vector(x: &[f64]) -> String {
-    let items: Vec<String> = x
-        .iter()
-        .map(|&v| crate::mech::audit::search::short(v))
-        .collect();
+    let items: Vec<String> = x.iter().map(|&v| crate::text::significant(v, 4)).collect();
     format!("[{}]", items.join(", "))
 }
 

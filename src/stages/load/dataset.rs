@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::data::{self, DataError, Registry};
 use crate::stages::columns::column;
+use crate::stages::param::OneOrMany;
 use crate::stages::{
     build, distinct, params, Ctx, Gather, KindInfo, Output, ParamError, Stage, Unavailable,
 };
@@ -22,14 +23,6 @@ pub const KIND: KindInfo = KindInfo {
     gather: Gather::Nothing,
     build: build::<LoadDataset>,
 };
-
-/// One table, or several whose rows are stacked.
-#[derive(Deserialize, JsonSchema)]
-#[serde(untagged)]
-enum OneOrMany {
-    One(String),
-    Many(Vec<String>),
-}
 
 #[derive(Deserialize, Serialize, JsonSchema, Default, Clone, Copy, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]

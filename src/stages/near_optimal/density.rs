@@ -55,15 +55,6 @@ fn thousand_and_one() -> AtLeast<2> {
     AtLeast::of(1001)
 }
 
-/// A number for a message: `1e300`, not its 301 digits.
-fn short(x: f64) -> String {
-    if x.abs() >= 1e15 {
-        format!("{x:e}")
-    } else {
-        format!("{x}")
-    }
-}
-
 impl Stage for Density {
     fn validate(&self) -> Result<(), ParamError> {
         self.neighbour_set.check()?;
@@ -76,7 +67,7 @@ impl Stage for Density {
                 Limit::Cells,
                 &format!(
                     "steps of width Δf in the range, range / Δf ({} / {df})",
-                    short(*r)
+                    crate::text::number_text(*r)
                 ),
                 steps_in(*r, df),
             )?;
@@ -131,7 +122,8 @@ impl Stage for Density {
         let parts = levels.partition()?;
         let shown = parts.partition_point(|(p, _)| sc.to_f64(p.lo) < range) as u64;
         let per_df = steps_in(range, df);
-        let per_df_text = per_df.map_or_else(|| short(range / df), |n| n.to_string());
+        let per_df_text =
+            per_df.map_or_else(|| crate::text::number_text(range / df), |n| n.to_string());
         check_size_run(
             Limit::Cells,
             &format!(

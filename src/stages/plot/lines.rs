@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 use super::figure_output;
 use crate::plot::{self, LineFigure, LineStyle, Panel, Series};
 use crate::stages::columns::{f64_col_or_nan as f64_col, str_col};
+use crate::stages::param::OneOrMany;
 use crate::stages::{build, params, Ctx, Gather, KindInfo, Output, ParamError, Stage};
 
 pub const KIND: KindInfo = KindInfo {
@@ -21,40 +22,6 @@ pub const KIND: KindInfo = KindInfo {
     gather: Gather::All,
     build: build::<Lines>,
 };
-
-/// One column, or a list of columns.
-#[derive(Deserialize, JsonSchema, Clone)]
-#[serde(untagged)]
-enum OneOrMany {
-    /// one column
-    One(String),
-    /// a list of columns
-    Many(Vec<String>),
-}
-
-impl OneOrMany {
-    fn list(&self) -> Vec<String> {
-        match self {
-            OneOrMany::One(s) => vec![s.clone()],
-            OneOrMany::Many(v) => v.clone(),
-        }
-    }
-
-    /// The columns it names, each with its path under `key` (`y`, or `y.1`); `""` names none.
-    fn named(&self, key: &str) -> Vec<(String, String)> {
-        match self {
-            OneOrMany::One(s) => vec![(key.to_string(), s.clone())],
-            OneOrMany::Many(v) => v
-                .iter()
-                .enumerate()
-                .map(|(i, c)| (format!("{key}.{i}"), c.clone()))
-                .collect(),
-        }
-        .into_iter()
-        .filter(|(_, c)| !c.is_empty())
-        .collect()
-    }
-}
 
 /// A y scale type (`Serialize` only so that the schema shows the default `{}`).
 #[derive(Deserialize, Serialize, JsonSchema, Clone, Copy, PartialEq, Eq)]

@@ -203,16 +203,12 @@ fn judge(
     }
 }
 
-/// Three significant digits for messages.
+/// Three significant digits for messages; "—" for a number that is not there.
 fn short(x: f64) -> String {
     if x.is_nan() {
         return "—".into();
     }
-    if x == 0.0 || !x.is_finite() {
-        return format!("{x}");
-    }
-    let decimals = (2 - x.abs().log10().floor() as i32).clamp(0, 12) as usize;
-    format!("{x:.decimals$}")
+    crate::text::significant(x, 3)
 }
 
 impl Stage for VerdictTable {
