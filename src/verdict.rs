@@ -68,6 +68,33 @@ impl Verdict {
     }
 }
 
+/// The one rule that holds a number a paper printed against ours. A printed `p` whose last
+/// digit is worth `2h` (`0.509`: h = 0.0005) stands for `T = [p − h, p + h]`: ours
+/// **agrees** when it lies in `T` ([`rounds_to`]); an interval of ours (a 95% interval)
+/// holds the printed value when it **meets** `T` ([`meets`]). Both allow a slack of a
+/// billionth of `h` plus one ulp of the larger magnitude: the printed text is itself rounded
+/// to binary (0.1 is not exact), and that rounding must not decide. The report kinds decide
+/// `agrees` and `within CI` with it, and nothing else does.
+fn slack(h: f64, a: f64, b: f64) -> f64 {
+    h * 1e-9 + f64::EPSILON * a.abs().max(b.abs())
+}
+
+/// Whether `ours` rounds to the printed `p` (half a unit of its last digit: `h`); see
+/// [`slack`].
+pub fn rounds_to(ours: f64, p: f64, h: f64) -> bool {
+    (ours - p).abs() <= h + slack(h, ours, p)
+}
+
+/// Whether the interval `[lo, hi]` meets the printed `p ± h`; an interval that is not one
+/// (an end not finite, `lo > hi`) meets nothing. See [`slack`].
+pub fn meets(p: f64, h: f64, lo: f64, hi: f64) -> bool {
+    if !(lo.is_finite() && hi.is_finite() && lo <= hi) {
+        return false;
+    }
+    let s = slack(h, p, lo.abs().max(hi.abs()));
+    p - h <= hi + s && lo - s <= p + h
+}
+
 /// What a table writes where nothing was compared: a cell whose σ was not run, a dataset not
 /// on this machine, a value shown beside the paper's without a verdict (a time), a cell the
 /// paper left empty. Neither agreement nor difference, so never counted.
@@ -151,6 +178,20 @@ impl std::fmt::Display for Verdict {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The printed 0.1 to one decimal stands for [0.05, 0.15]: its ends belong to it, though
+    /// neither 0.05 nor 0.15 is exact in binary; an interval meets it by touching an end, and
+    /// what is not an interval meets nothing.
+    #[test]
+    fn a_printed_number_stands_for_half_a_unit_of_its_last_digit_either_side() {
+        assert!(rounds_to(0.15, 0.1, 0.05) && rounds_to(0.05, 0.1, 0.05));
+        assert!(rounds_to(0.509, 0.509, 0.0005) && rounds_to(0.5085, 0.509, 0.0005));
+        assert!(!rounds_to(0.1501, 0.1, 0.05) && !rounds_to(0.5084, 0.509, 0.0005));
+        assert!(meets(0.1, 0.05, 0.15, 0.3) && meets(0.1, 0.05, -1.0, 0.05));
+        assert!(!meets(0.1, 0.05, 0.1501, 0.3) && !meets(0.1, 0.05, -1.0, 0.0499));
+        assert!(!meets(0.1, 0.05, f64::NAN, 0.3) && !meets(0.1, 0.05, 0.3, 0.2));
+        assert!(meets(0.1, 0.05, 0.12, 0.12), "a point is an interval");
+    }
 
     #[test]
     fn words_round_trip_and_serde_writes_the_same_words() {

@@ -514,17 +514,13 @@ fn key_text(v: &serde_yaml_ng::Value) -> Option<String> {
 /// when that printed interval meets our 95% interval `ci`; `None` when it differs (then a
 /// stated cause makes it `explained`, else it is `unexplained`).
 pub fn judge(ours: f64, paper: f64, half: f64, ci: Option<(f64, f64)>) -> Option<Verdict> {
-    // Rounding of the printed text itself (0.1 is not exact in binary) must not decide.
-    let slack = half * 1e-9 + f64::EPSILON * paper.abs().max(ours.abs());
-    if (ours - paper).abs() <= half + slack {
+    if crate::verdict::rounds_to(ours, paper, half) {
         return Some(Verdict::Agrees);
     }
-    if let Some((lo, hi)) = ci.filter(|(lo, hi)| lo.is_finite() && hi.is_finite() && lo <= hi) {
-        if paper - half <= hi + slack && paper + half >= lo - slack {
-            return Some(Verdict::WithinCi);
-        }
+    match ci {
+        Some((lo, hi)) if crate::verdict::meets(paper, half, lo, hi) => Some(Verdict::WithinCi),
+        _ => None,
     }
-    None
 }
 
 /// Keys match as text, or as numbers when both parse (so `0.5` matches `0.50`).

@@ -131,13 +131,14 @@ fn judge(
     slack: f64,
     causes: &[(String, Cell)],
 ) -> Judgement {
+    // A run of one repetition has no interval: its mean stands for it.
     let meets = |c: &Cell| {
         let (lo, hi) = if c.lo.is_finite() && c.hi.is_finite() {
             (c.lo, c.hi)
         } else {
             (c.mean, c.mean)
         };
-        p - h <= hi && lo <= p + h
+        crate::verdict::meets(p, h, lo, hi)
     };
     let hits: Vec<&str> = ours
         .iter()
