@@ -115,32 +115,13 @@ impl FrameBuilder {
         self
     }
 
-    /// Group-key columns ([`group_rows`]'s keys, as text) of the type they have in `df`: an
-    /// integer key stays an integer, text stays text. A column `df` lacks, or one its text
-    /// does not cast back to, is numeric when every key parses as a number (so it can be a
-    /// plot axis), text otherwise.
-    pub fn keys(mut self, df: &DataFrame, names: &[String], keys: Vec<Vec<String>>) -> Self {
-        for (name, kc) in names.iter().zip(keys) {
-            let text = Column::new(name.into(), kc.as_slice());
-            let typed = df
-                .column(name)
-                .ok()
-                .map(|c| c.dtype().clone())
-                .filter(|t| t != &DataType::String)
-                .and_then(|t| text.strict_cast(&t).ok());
-            self = match typed {
-                Some(c) => {
-                    self.cols.push(c);
-                    self
-                }
-                None if kc.iter().all(|s| s.parse::<f64>().is_ok()) => self.f64(
-                    name,
-                    kc.iter().map(|s| s.parse().unwrap_or(f64::NAN)).collect(),
-                ),
-                None => self.str(name, kc),
-            };
+    /// Group-key columns: each of `names` taken from `df` at `rows` (for each output row,
+    /// a row of its group), so a key keeps its type and a missing key stays missing.
+    pub fn keys(mut self, df: &DataFrame, names: &[String], rows: &[usize]) -> Result<Self> {
+        for name in names {
+            self.cols.push(take_rows(column(df, name)?, rows)?);
         }
-        self
+        Ok(self)
     }
 
     pub fn build(self) -> Result<DataFrame> {
@@ -148,59 +129,45 @@ impl FrameBuilder {
     }
 }
 
-/// Row indices grouped by the values of `keys` (first-seen order), for group-wise stages.
-/// Each group's key is the text [`str_col`] gives its row.
-///
-/// The key columns are read as text a window of rows at a time, and a group's key is owned
-/// once (its parts, length-prefixed, in one byte string), not once per row: a summary of 10⁶
-/// groups by two axes held 6·10⁶ strings, a third of a gigabyte, before it grouped them.
-pub fn group_rows(df: &DataFrame, keys: &[String]) -> Result<Vec<(Vec<String>, Vec<usize>)>> {
-    const WINDOW: usize = 1 << 16;
+/// Row indices grouped by the values of `keys` (first-seen order), for group-wise stages,
+/// each group with its key as text ([`str_col`]'s; `""` for a missing key) for labels and
+/// messages. Rows are one group when their keys are equal *as values*, by the rule of the
+/// expression language ([`crate::expr::KeyCell`]): 1 and 1.0 are one key, −0 is 0, a missing
+/// key is a group of its own (not the empty text) — the rule `frame.group` groups by, so
+/// every kind that groups means the same by "one group". An output's key columns come from
+/// a row of each group ([`FrameBuilder::keys`]), with their type.
+pub fn group_by(df: &DataFrame, keys: &[String]) -> Result<Vec<(Vec<String>, Vec<usize>)>> {
     let cols: Vec<&Column> = keys.iter().map(|k| column(df, k)).collect::<Result<_>>()?;
-    let mut groups: indexmap::IndexMap<Vec<u8>, Vec<usize>> = indexmap::IndexMap::new();
-    let mut key: Vec<u8> = Vec::new();
-    for start in (0..df.height()).step_by(WINDOW) {
-        let len = WINDOW.min(df.height() - start);
-        let text: Vec<Column> = cols
-            .iter()
-            .map(|c| {
-                Ok(c.slice(start as i64, len)
-                    .cast(&DataType::String)?
-                    .rechunk())
-            })
-            .collect::<Result<_>>()?;
-        let text: Vec<&StringChunked> =
-            text.iter().map(|c| c.str()).collect::<PolarsResult<_>>()?;
-        for row in 0..len {
-            key.clear();
-            for c in &text {
-                let part = c.get(row).unwrap_or("");
-                key.extend_from_slice(&(part.len() as u64).to_le_bytes());
-                key.extend_from_slice(part.as_bytes());
-            }
-            match groups.get_mut(key.as_slice()) {
-                Some(rows) => rows.push(start + row),
-                None => {
-                    groups.insert(key.clone(), vec![start + row]);
-                }
-            }
-        }
-    }
+    let vals: Vec<crate::expr::Vals> = cols
+        .iter()
+        .map(|c| crate::expr::load(c).map_err(anyhow::Error::msg))
+        .collect::<Result<_>>()?;
+    let groups = if vals.is_empty() {
+        // No key: one group of every row (none when there is no row).
+        (df.height() > 0)
+            .then(|| (0..df.height()).collect())
+            .into_iter()
+            .collect()
+    } else {
+        crate::expr::group_rows(&vals)
+    };
+    let firsts: Vec<usize> = groups.iter().map(|rows| rows[0]).collect();
+    let texts: Vec<Vec<String>> = cols
+        .iter()
+        .map(|c| {
+            let text = take_rows(c, &firsts)?.cast(&DataType::String)?;
+            Ok(text
+                .str()?
+                .iter()
+                .map(|v| v.unwrap_or("").to_string())
+                .collect())
+        })
+        .collect::<Result<_>>()?;
     Ok(groups
         .into_iter()
-        .map(|(k, rows)| (key_parts(&k), rows))
+        .enumerate()
+        .map(|(g, rows)| (texts.iter().map(|t| t[g].clone()).collect(), rows))
         .collect())
-}
-
-/// The parts of a [`group_rows`] key, each written as its length (8 bytes) and its text.
-fn key_parts(mut k: &[u8]) -> Vec<String> {
-    let mut parts = Vec::new();
-    while let Some((len, rest)) = k.split_first_chunk::<8>() {
-        let n = u64::from_le_bytes(*len) as usize;
-        parts.push(String::from_utf8_lossy(&rest[..n]).into_owned());
-        k = &rest[n..];
-    }
-    parts
 }
 
 /// Column `name` restricted to `rows`, keeping its type.
@@ -231,4 +198,44 @@ pub fn numeric_matrix(
         out.extend(cols.iter().map(|c| c[row]));
     }
     Ok((out, names))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Groups are equal values, as `frame.group` has them: −0 and 0 are one key, a missing key
+    /// is a group apart from the empty text, and the output's keys keep their type and their
+    /// missing values.
+    #[test]
+    fn rows_are_grouped_by_value_and_keys_keep_their_type() {
+        let df = df!(
+            "x" => [Some(0.0), Some(-0.0), None, Some(0.5)],
+            "t" => [Some(""), Some(""), None, Some("")],
+            "v" => [1.0, 2.0, 3.0, 4.0]
+        )
+        .unwrap();
+        let by = |keys: &[&str]| {
+            let keys: Vec<String> = keys.iter().map(|k| k.to_string()).collect();
+            group_by(&df, &keys).unwrap()
+        };
+        let rows =
+            |g: Vec<(Vec<String>, Vec<usize>)>| g.into_iter().map(|(_, r)| r).collect::<Vec<_>>();
+        assert_eq!(rows(by(&["x"])), [vec![0, 1], vec![2], vec![3]]);
+        assert_eq!(rows(by(&["t"])), [vec![0, 1, 3], vec![2]]);
+        assert_eq!(
+            by(&["x", "t"])[1].0,
+            ["", ""],
+            "a missing key reads as empty text"
+        );
+        assert_eq!(rows(by(&[])), [vec![0, 1, 2, 3]]);
+        let keys = FrameBuilder::new()
+            .keys(&df, &["x".to_string()], &[0, 2, 3])
+            .unwrap()
+            .build()
+            .unwrap();
+        let x = keys.column("x").unwrap();
+        assert_eq!(x.dtype(), &DataType::Float64);
+        assert_eq!(x.null_count(), 1);
+    }
 }

@@ -6,7 +6,7 @@ use anyhow::Result;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::stages::columns::{f64_col, group_rows, FrameBuilder};
+use crate::stages::columns::{f64_col, group_by, FrameBuilder};
 use crate::stages::param::Level;
 use crate::stages::{build, distinct, params, Ctx, Gather, KindInfo, Output, ParamError, Stage};
 
@@ -129,9 +129,10 @@ impl Stage for LogLogFit {
             .map(|c| f64_col(df, c))
             .collect::<Result<_>>()?;
         let mut kept_out: Vec<Vec<f64>> = vec![Vec::new(); kept.len()];
-        let groups = group_rows(df, &self.by)?;
+        let groups = group_by(df, &self.by)?;
         let mut fb = FrameBuilder::new();
-        let mut keys: Vec<Vec<String>> = vec![Vec::new(); self.by.len()];
+        // For each output row, a row of its group: where its key columns are taken from.
+        let mut key_rows: Vec<usize> = Vec::new();
         let mut cols: Vec<Vec<f64>> = vec![Vec::new(); 8];
         for (key, rows) in &groups {
             if rows.len() < 2 {
@@ -162,9 +163,7 @@ impl Stage for LogLogFit {
                 FitOutput::Lines => rows.clone(),
             };
             for r in emit {
-                for (k, kc) in key.iter().zip(&mut keys) {
-                    kc.push(k.clone());
-                }
+                key_rows.push(rows[0]);
                 let lxr = x[r].ln();
                 let row = [
                     x[r],
@@ -184,7 +183,7 @@ impl Stage for LogLogFit {
                 }
             }
         }
-        fb = fb.keys(df, &self.by, keys);
+        fb = fb.keys(df, &self.by, &key_rows)?;
         let names: [&str; 8] = [
             &self.x,
             &self.y,

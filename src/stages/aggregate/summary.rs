@@ -7,7 +7,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use crate::mech::stats::{quantile_sorted, summarise};
-use crate::stages::columns::{f64_col, group_rows, FrameBuilder};
+use crate::stages::columns::{f64_col, group_by, FrameBuilder};
 use crate::stages::param::{Interval, Level, Probability};
 use crate::stages::{
     build, check_size_run, distinct, params, product, Ctx, Gather, KindInfo, Limit, Output,
@@ -96,7 +96,7 @@ impl Stage for Summary {
 
     fn run(&self, ctx: &mut Ctx) -> Result<Output> {
         let df = ctx.input()?;
-        let groups = group_rows(df, &self.by)?;
+        let groups = group_by(df, &self.by)?;
         // One row per (group, value), with the keys, the value's name, 8 statistics and the
         // quantiles as columns.
         let (ng, nv) = (groups.len() as u64, self.values.len() as u64);
@@ -108,9 +108,8 @@ impl Stage for Summary {
         )?;
         // Sized once: 10⁶ groups grown by doubling held up to twice their rows.
         let rows_out = groups.len() * self.values.len();
-        let mut key_cols: Vec<Vec<String>> = (0..self.by.len())
-            .map(|_| Vec::with_capacity(rows_out))
-            .collect();
+        // For each output row, a row of its group: where its key columns are taken from.
+        let mut key_rows: Vec<usize> = Vec::with_capacity(rows_out);
         let mut value_name = Vec::with_capacity(rows_out);
         let mut stats: Vec<Vec<f64>> = (0..8 + self.quantiles.len())
             .map(|_| Vec::with_capacity(rows_out))
@@ -120,8 +119,8 @@ impl Stage for Summary {
             .iter()
             .map(|v| f64_col(df, v))
             .collect::<Result<_>>()?;
-        for (mut key, rows) in groups {
-            for (vi, (name, col)) in self.values.iter().zip(&columns).enumerate() {
+        for (key, rows) in groups {
+            for (name, col) in self.values.iter().zip(&columns) {
                 let xs: Vec<f64> = rows.iter().map(|&r| col[r]).collect();
                 let mut s = summarise(&xs, *self.level);
                 if let Some(&Interval { lo, hi }) = self.bounds.get(name) {
@@ -147,11 +146,7 @@ impl Stage for Summary {
                 }
                 let mut sorted = xs.clone();
                 sorted.sort_by(f64::total_cmp);
-                // The group's key moves into the last of its rows.
-                let last = vi + 1 == self.values.len();
-                for (k, kc) in key.iter_mut().zip(&mut key_cols) {
-                    kc.push(if last { std::mem::take(k) } else { k.clone() });
-                }
+                key_rows.push(rows[0]);
                 value_name.push(name.clone());
                 let row = [
                     s.n as f64, s.mean, s.std, s.se, s.ci_lo, s.ci_hi, s.min, s.max,
@@ -164,7 +159,7 @@ impl Stage for Summary {
                 }
             }
         }
-        let mut fb = FrameBuilder::new().keys(df, &self.by, key_cols);
+        let mut fb = FrameBuilder::new().keys(df, &self.by, &key_rows)?;
         fb = fb.str("value", value_name);
         for (i, (col, name)) in stats.into_iter().zip(self.stat_names()).enumerate() {
             fb = if i == 0 {

@@ -22,7 +22,7 @@ use polars::prelude::{Column, DataFrame};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use crate::stages::columns::{column, f64_col, group_rows, take_rows};
+use crate::stages::columns::{column, f64_col, group_by, take_rows};
 use crate::stages::param::Positive;
 use crate::stages::{
     build, check_size_run, distinct, params, product, Ctx, Gather, KindInfo, Limit, Output,
@@ -235,7 +235,7 @@ impl Stage for Errors {
         let groups = if self.by.is_empty() {
             vec![(Vec::new(), (0..frame.height()).collect())]
         } else {
-            group_rows(frame, &self.by)?
+            group_by(frame, &self.by)?
         };
         let (ng, width) = (
             groups.len() as u64,

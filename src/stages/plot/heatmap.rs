@@ -6,7 +6,7 @@ use serde::Deserialize;
 
 use super::figure_output;
 use crate::plot::{self, HeatPanel, HeatmapFigure};
-use crate::stages::columns::{f64_col_or_nan as f64_col, group_rows};
+use crate::stages::columns::{f64_col_or_nan as f64_col, group_by};
 use crate::stages::{
     build, check_size_run, params, product, Ctx, Gather, KindInfo, Limit, Output, Stage,
 };
@@ -94,7 +94,7 @@ impl Stage for Heatmap {
         let mut panels = Vec::new();
         // What the figure draws, cell by cell (a missing cell is empty).
         let mut drawn: (Vec<String>, Vec<f64>, Vec<f64>, Vec<Option<f64>>) = Default::default();
-        for (fkey, rows) in group_rows(df, &facet_keys)? {
+        for (fkey, rows) in group_by(df, &facet_keys)? {
             let grid = |v: &[f64]| {
                 let mut g: Vec<f64> = rows.iter().map(|&r| v[r]).collect();
                 g.sort_by(f64::total_cmp);

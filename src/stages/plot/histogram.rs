@@ -8,7 +8,7 @@ use serde::Deserialize;
 
 use super::figure_output;
 use crate::plot::{self, LineFigure, LineStyle, Panel, Series};
-use crate::stages::columns::{f64_col_or_nan as f64_col, group_rows, take_rows};
+use crate::stages::columns::{f64_col_or_nan as f64_col, group_by, take_rows};
 use crate::stages::param::Count;
 use crate::stages::{
     build, check_size_at, check_size_run, params, product, Ctx, Gather, KindInfo, Limit, Output,
@@ -116,10 +116,10 @@ impl Stage for Histogram {
         let width = (hi - lo) / bins as f64;
         let facet_keys: Vec<String> = self.facet.iter().cloned().collect();
         let series_keys: Vec<String> = self.series.iter().cloned().collect();
-        let facets = group_rows(df, &facet_keys)?;
+        let facets = group_by(df, &facet_keys)?;
         // Every (panel, series) gets an outline of 2 points per bin.
         let outlines = if self.series.is_some() {
-            group_rows(df, &[facet_keys.clone(), series_keys.clone()].concat())?.len()
+            group_by(df, &[facet_keys.clone(), series_keys.clone()].concat())?.len()
         } else {
             facets.len()
         } as u64;
@@ -137,7 +137,7 @@ impl Stage for Histogram {
         for (fkey, frows) in facets {
             let sub = frame_rows(df, &frows)?;
             let mut series = Vec::new();
-            for (skey, rows) in group_rows(&sub, &series_keys)? {
+            for (skey, rows) in group_by(&sub, &series_keys)? {
                 let mut counts = vec![0.0; bins];
                 let vals = f64_col(&sub, &self.column)?;
                 for &r in &rows {
