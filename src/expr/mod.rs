@@ -2,6 +2,9 @@
 //! `abs(noisy - count)`, `CASE WHEN eps < 1 THEN 'small' ELSE 'large' END`,
 //! `quantile(abs_err, 0.9)`.
 //!
+//! `load.dataset`'s `where:` conditions are written in it too (each must be true for a row
+//! to be kept).
+//!
 //! The text is SQL's expression syntax, read by `sqlparser` (the parser of DataFusion; without
 //! its default features it adds one crate to the build) and evaluated here, column by column, on
 //! the frame's values. Why not polars' own expressions or SQL: its `lazy` and `sql` features
@@ -18,7 +21,8 @@
 //! - **Nulls** propagate: an operation on a missing value gives a missing value; `least` and
 //!   `greatest` are missing if any argument is. `AND`, `OR`, `NOT` follow SQL's three-valued
 //!   logic (`false AND null` is false), `CASE` treats a missing condition as false, and
-//!   `x IS NULL` / `IS NOT NULL` test for it.
+//!   `x IS NULL` / `IS NOT NULL` test for it. `x IN (a, b)` is `x = a OR x = b` (so a
+//!   missing `x` gives a missing value), `NOT IN` its negation.
 //! - **Not a number.** A computed number that is not finite — division or `%` by zero,
 //!   `sqrt(-1)`, `ln(0)`, an overflow of `exp` — is missing (null), as in SQLite, rather than
 //!   an infinity that a CSV cell, a mean or a plot would carry on.

@@ -353,6 +353,25 @@ pub(super) fn convert(
             };
             Node::Bin(b, sub(left)?, sub(right)?, pos)
         }
+        // `x IN (a, b)` is `x = a OR x = b`, with SQL's missing values: a missing `x`, or no
+        // match where some value is missing, is missing, not false.
+        sql::Expr::InList {
+            expr,
+            list,
+            negated,
+        } => {
+            let x = sub(expr)?;
+            let eqs = list
+                .iter()
+                .map(|v| Ok(Node::Bin(Bin::Eq, x.clone(), sub(v)?, pos)))
+                .collect::<Result<Vec<_>, String>>()?;
+            let any = any_of(eqs, pos).ok_or_else(|| format!("{pos}`IN ()` lists no value"))?;
+            if *negated {
+                Node::Not(Box::new(any), pos)
+            } else {
+                any
+            }
+        }
         sql::Expr::IsNull(x) => Node::IsNull(sub(x)?, false),
         sql::Expr::IsNotNull(x) => Node::IsNull(sub(x)?, true),
         sql::Expr::Case {
@@ -381,11 +400,28 @@ pub(super) fn convert(
         } => Node::Call("ceil", vec![*sub(expr)?], pos),
         other => {
             return Err(format!(
-                "{pos}`{other}` is not supported: an expression is made of column names, numbers, 'text', TRUE/FALSE/NULL, operators, functions ({}) and CASE WHEN … THEN … ELSE … END",
+                "{pos}`{other}` is not supported: an expression is made of column names, numbers, 'text', TRUE/FALSE/NULL, operators, x IN (a, b), functions ({}) and CASE WHEN … THEN … ELSE … END",
                 supported(mode)
             ))
         }
     })
+}
+
+/// `a OR b OR …` as a balanced tree, so a long `IN` list is as deep as its logarithm.
+fn any_of(mut nodes: Vec<Node>, pos: Pos) -> Option<Node> {
+    match nodes.len() {
+        0 => None,
+        1 => nodes.pop(),
+        n => {
+            let right = nodes.split_off(n / 2);
+            Some(Node::Bin(
+                Bin::Or,
+                Box::new(any_of(nodes, pos)?),
+                Box::new(any_of(right, pos)?),
+                pos,
+            ))
+        }
+    }
 }
 
 /// The functions `mode` allows, for messages.

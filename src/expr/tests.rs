@@ -172,6 +172,34 @@ fn comparisons_and_logic() {
     );
 }
 
+/// `IN` is a chain of `=`: a missing value in or out of the list gives a missing result, not
+/// false; a long list is no deeper than its logarithm.
+#[test]
+fn in_lists() {
+    assert_eq!(
+        eval("s IN ('a', 'c')"),
+        bools(&[Some(true), Some(false), None])
+    );
+    assert_eq!(
+        eval("s NOT IN ('a')"),
+        bools(&[Some(false), Some(true), None])
+    );
+    assert_eq!(
+        eval("i IN (7, 2.0, NULL)"),
+        bools(&[Some(true), None, None])
+    );
+    let many: Vec<String> = (0..200).map(|v| v.to_string()).collect();
+    assert_eq!(
+        eval(&format!("x IN ({})", many.join(", "))),
+        bools(&[Some(false), Some(false), Some(true)])
+    );
+    assert!(
+        error("s IN (1, 2)").contains("compare"),
+        "{}",
+        error("s IN (1, 2)")
+    );
+}
+
 /// CASE picks the first branch whose condition holds (a missing one does not), ELSE or
 /// missing otherwise; integer and number branches give numbers.
 #[test]

@@ -30,7 +30,7 @@ impl Vals {
         }
     }
 
-    pub(super) fn type_name(&self) -> &'static str {
+    pub fn type_name(&self) -> &'static str {
         match self {
             Vals::Int(_) => "an integer",
             Vals::Float(_) => "a number",

@@ -284,7 +284,13 @@ fn load_dataset_in_a_pipeline() {
     assert!(e.contains("did you mean `main`"), "{e}");
     let p = pipeline(env.dir.path(), "{dataset: t, where: [\"b ~ 3\"]}");
     let e = stderr(&env.cmd().arg("validate").arg(&p).output().unwrap());
-    assert!(e.contains("COLUMN OP VALUE"), "{e}");
+    assert!(e.contains("where.0") && e.contains("~"), "{e}");
+    let p = pipeline(
+        env.dir.path(),
+        "{dataset: t, where: [\"b is not missing\"]}",
+    );
+    let e = stderr(&env.cmd().arg("validate").arg(&p).output().unwrap());
+    assert!(e.contains("write `b IS NOT NULL`"), "{e}");
 }
 
 /// The built-in registry against the real files, when this machine has the mirror: the two
@@ -300,9 +306,9 @@ fn real_datasets_from_the_mirror() {
     fs::write(
         &p,
         "name: real\ntitle: t\nsource: {paper: test, item: none}\ndescription: d\nseed: 1\nstages:\n  \
-r:\n    kind: load.dataset\n    with: {dataset: movielens-100k, table: ratings, where: [\"item_id == 785\"]}\n    store: false\n  \
+r:\n    kind: load.dataset\n    with: {dataset: movielens-100k, table: ratings, where: [\"item_id = 785\"]}\n    store: false\n  \
 p785:\n    kind: load.distribution\n    input: r\n    with: {column: rating}\n  \
-a:\n    kind: load.dataset\n    with: {dataset: adult, table: train, where: [\"occupation is not missing\"]}\n    store: false\n  \
+a:\n    kind: load.dataset\n    with: {dataset: adult, table: train, where: [\"occupation IS NOT NULL\"]}\n    store: false\n  \
 marital:\n    kind: load.distribution\n    input: a\n    with: {column: marital-status}\n  \
 c:\n    kind: load.dataset\n    with: {dataset: census-kdd, table: test}\n    store: false\n  \
 shape:\n    kind: frame.shape\n    input: [c]\n",

@@ -7,6 +7,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::data::{self, DataError, Registry};
+use crate::expr::{Expr, Mode, Vals};
 use crate::stages::columns::column;
 use crate::stages::param::OneOrMany;
 use crate::stages::{
@@ -42,8 +43,7 @@ struct LoadDataset {
     /// which table of the dataset (adult: train, test; default: the only table); a list
     /// stacks the tables' rows
     table: Option<OneOrMany>,
-    /// rows to keep, all must hold: `item_id == 785`, `occupation is not missing`,
-    /// `age >= 18`, `sex in [Male, Female]`; quote column names with spaces in backticks
+    /// rows to keep: conditions in the expression language of `frame.derive` (SQL's syntax), all true for a row to be kept (a missing value is not true): `item_id = 785`, `occupation IS NOT NULL`, `age >= 18`, `sex IN ('Male', 'Female')`; text in single quotes, a column name with spaces in double quotes
     #[serde(default, rename = "where")]
     #[schemars(title = "list of conditions")]
     conditions: Vec<String>,
@@ -158,9 +158,18 @@ impl Stage for LoadDataset {
             }
             _ => Ok(()),
         };
-        for (i, c) in self.conditions.iter().enumerate() {
-            let cond = Condition::parse(c).map_err(|m| ParamError::at(&format!("where.{i}"), m))?;
-            check(format!("where.{i}"), &cond.column)?;
+        for (i, expr) in self.parsed()?.iter().enumerate() {
+            for name in expr.columns() {
+                // An unquoted word is a column name: `sex = Male` names a column `Male`.
+                check(format!("where.{i}"), &name).map_err(|e| ParamError {
+                    message: if e.message.contains("did you mean") {
+                        e.message.clone()
+                    } else {
+                        format!("{} — if it is text, quote it: '{name}'", e.message)
+                    },
+                    ..e
+                })?;
+            }
         }
         if let Some(c) = &self.columns {
             if c.is_empty() {
@@ -209,9 +218,18 @@ impl Stage for LoadDataset {
             df.vstack_mut(&f)
                 .map_err(|e| anyhow!("the tables of `{}` do not stack: {e}", self.dataset))?;
         }
-        for c in &self.conditions {
-            let cond = Condition::parse(c).map_err(|m| anyhow!(m))?;
-            let mask = cond.mask(&df)?;
+        for (i, expr) in self.parsed()?.iter().enumerate() {
+            let text = &self.conditions[i];
+            let keep = match expr.eval(&df) {
+                Ok(Vals::Bool(v)) => v,
+                Ok(Vals::Null(n)) => vec![None; n],
+                Ok(other) => bail!(
+                    "where.{i}: `{text}` gives {}, not a truth value: write a condition (`x = 1`, `x IS NOT NULL`)",
+                    other.type_name()
+                ),
+                Err(e) => bail!("where.{i}: `{text}`: {e}"),
+            };
+            let mask: BooleanChunked = keep.into_iter().map(|k| k == Some(true)).collect();
             df = df.filter(&mask)?;
         }
         if let Some(cols) = &self.columns {
@@ -224,175 +242,53 @@ impl Stage for LoadDataset {
     }
 }
 
-#[derive(Debug, Clone, PartialEq)]
-enum Op {
-    Eq,
-    Ne,
-    Lt,
-    Le,
-    Gt,
-    Ge,
-    In,
-    Missing,
-    NotMissing,
-}
-
-/// One row filter: `column op value`, `column in [a, b]`, `column is (not) missing`.
-#[derive(Debug, Clone, PartialEq)]
-struct Condition {
-    column: String,
-    op: Op,
-    values: Vec<String>,
-}
-
-impl Condition {
-    fn parse(text: &str) -> Result<Condition, String> {
-        let t = text.trim();
-        let (column, rest) = if let Some(r) = t.strip_prefix('`') {
-            let end = r
-                .find('`')
-                .ok_or_else(|| format!("`{t}`: unclosed backtick"))?;
-            (r[..end].to_string(), r[end + 1..].trim_start())
-        } else {
-            let end = t
-                .find(|c: char| c.is_whitespace() || "=!<>".contains(c))
-                .unwrap_or(t.len());
-            (t[..end].to_string(), t[end..].trim_start())
-        };
-        let usage = || {
-            format!(
-                "cannot read the condition `{t}`: write `COLUMN OP VALUE` with OP one of == != < <= > >=, `COLUMN in [A, B]` or `COLUMN is (not) missing`"
-            )
-        };
-        if column.is_empty() {
-            return Err(usage());
-        }
-        let unquote = |v: &str| v.trim().trim_matches(|c| c == '"' || c == '\'').to_string();
-        if let Some(r) = rest.strip_prefix("is") {
-            let r = r.trim();
-            let op = match r {
-                "missing" => Op::Missing,
-                "not missing" => Op::NotMissing,
-                _ => return Err(usage()),
-            };
-            return Ok(Condition {
-                column,
-                op,
-                values: vec![],
-            });
-        }
-        if let Some(r) = rest
-            .strip_prefix("in ")
-            .or_else(|| rest.strip_prefix("in["))
-        {
-            let r = if rest.starts_with("in[") {
-                &rest[2..]
-            } else {
-                r.trim()
-            };
-            let inner = r
-                .strip_prefix('[')
-                .and_then(|x| x.strip_suffix(']'))
-                .ok_or_else(usage)?;
-            let values: Vec<String> = inner
-                .split(',')
-                .map(unquote)
-                .filter(|v| !v.is_empty())
-                .collect();
-            if values.is_empty() {
-                return Err(format!("`{t}`: the list is empty"));
-            }
-            return Ok(Condition {
-                column,
-                op: Op::In,
-                values,
-            });
-        }
-        for (sym, op) in [
-            ("==", Op::Eq),
-            ("!=", Op::Ne),
-            ("<=", Op::Le),
-            (">=", Op::Ge),
-            ("<", Op::Lt),
-            (">", Op::Gt),
-        ] {
-            if let Some(v) = rest.strip_prefix(sym) {
-                let v = unquote(v);
-                if v.is_empty() {
-                    return Err(usage());
-                }
-                if matches!(op, Op::Lt | Op::Le | Op::Gt | Op::Ge) && v.parse::<f64>().is_err() {
-                    return Err(format!(
-                        "`{t}`: `{v}` is not a number, so `{sym}` cannot compare it"
+impl LoadDataset {
+    /// The `where:` conditions, read by the expression language; a condition in the spelling
+    /// this kind used before it (`x is not missing`, `a == 1`, `s in [a, b]`) is refused with
+    /// its spelling now.
+    fn parsed(&self) -> Result<Vec<Expr>, ParamError> {
+        self.conditions
+            .iter()
+            .enumerate()
+            .map(|(i, text)| {
+                let at = format!("where.{i}");
+                if let Some(now) = old_spelling(text) {
+                    return Err(ParamError::at(
+                        &at,
+                        format!("`{text}` is the old spelling of a condition: write `{now}` (conditions are SQL expressions, as in frame.derive)"),
                     ));
                 }
-                return Ok(Condition {
-                    column,
-                    op,
-                    values: vec![v],
-                });
-            }
-        }
-        Err(usage())
+                Expr::parse(text, Mode::Rows).map_err(|m| ParamError::at(&at, m))
+            })
+            .collect()
     }
+}
 
-    fn mask(&self, df: &DataFrame) -> Result<BooleanChunked> {
-        let col = column(df, &self.column)?;
-        let numeric = col.dtype().is_primitive_numeric();
-        let n = df.height();
-        let mut out = Vec::with_capacity(n);
-        if numeric {
-            let cast = col.cast(&DataType::Float64)?;
-            let ca = cast.f64()?;
-            let targets: Vec<f64> = self
-                .values
-                .iter()
-                .map(|v| {
-                    v.parse::<f64>().map_err(|_| {
-                        anyhow!(
-                            "condition on numeric column `{}`: `{v}` is not a number",
-                            self.column
-                        )
-                    })
-                })
-                .collect::<Result<_>>()?;
-            for x in ca.iter() {
-                out.push(match (&self.op, x) {
-                    (Op::Missing, x) => x.is_none(),
-                    (Op::NotMissing, x) => x.is_some(),
-                    (_, None) => false,
-                    (Op::Eq, Some(x)) => x == targets[0],
-                    (Op::Ne, Some(x)) => x != targets[0],
-                    (Op::Lt, Some(x)) => x < targets[0],
-                    (Op::Le, Some(x)) => x <= targets[0],
-                    (Op::Gt, Some(x)) => x > targets[0],
-                    (Op::Ge, Some(x)) => x >= targets[0],
-                    (Op::In, Some(x)) => targets.contains(&x),
-                });
-            }
-        } else {
-            let cast = col.cast(&DataType::String)?;
-            let ca = cast.str()?;
-            if matches!(self.op, Op::Lt | Op::Le | Op::Gt | Op::Ge) {
-                bail!(
-                    "column `{}` is text: compare it with ==, != or in",
-                    self.column
-                );
-            }
-            for x in ca.iter() {
-                out.push(match (&self.op, x) {
-                    (Op::Missing, x) => x.is_none(),
-                    (Op::NotMissing, x) => x.is_some(),
-                    (_, None) => false,
-                    (Op::Eq, Some(x)) => x == self.values[0],
-                    (Op::Ne, Some(x)) => x != self.values[0],
-                    (Op::In, Some(x)) => self.values.iter().any(|v| v == x),
-                    _ => unreachable!("ordering operators rejected above"),
-                });
-            }
-        }
-        Ok(BooleanChunked::from_slice("mask".into(), &out))
+/// The condition `text` in today's spelling, when it is written in the spelling `where:` had
+/// before it took the expression language: `is missing` / `is not missing`, `==`, and
+/// `in [a, b]` (whose unquoted words were text).
+fn old_spelling(text: &str) -> Option<String> {
+    let t = text.trim();
+    if let Some(col) = t.strip_suffix(" is not missing") {
+        return Some(format!("{} IS NOT NULL", col.trim()));
     }
+    if let Some(col) = t.strip_suffix(" is missing") {
+        return Some(format!("{} IS NULL", col.trim()));
+    }
+    if let Some((col, list)) = t.split_once(" in [").or_else(|| t.split_once(" in[")) {
+        let list = list.trim_end().strip_suffix(']')?;
+        let values: Vec<String> = list
+            .split(',')
+            .map(|v| v.trim().trim_matches(|c| c == '"' || c == '\''))
+            .filter(|v| !v.is_empty())
+            .map(|v| match v.parse::<f64>() {
+                Ok(_) => v.to_string(),
+                Err(_) => format!("'{v}'"),
+            })
+            .collect();
+        return Some(format!("{} IN ({})", col.trim(), values.join(", ")));
+    }
+    t.contains("==").then(|| t.replace("==", "="))
 }
 
 #[cfg(test)]
@@ -413,7 +309,7 @@ mod tests {
                 .to_vec(),
         );
         assert_eq!(
-            out("{dataset: movielens-100k, table: ratings, where: [item_id == 785]}"),
+            out("{dataset: movielens-100k, table: ratings, where: ['item_id = 785']}"),
             ratings
         );
         // `columns` picks, in its order; names from a header row or a .names file are unknown.
@@ -438,11 +334,11 @@ mod tests {
             p.validate()
         };
         check(
-            "{dataset: movielens-100k, table: ratings, where: [item_id == 785], columns: [rating]}",
+            "{dataset: movielens-100k, table: ratings, where: ['item_id = 785'], columns: [rating]}",
         )
         .unwrap();
-        let e =
-            check("{dataset: movielens-100k, table: ratings, where: [itemid == 785]}").unwrap_err();
+        let e = check("{dataset: movielens-100k, table: ratings, where: ['itemid = 785']}")
+            .unwrap_err();
         assert_eq!(e.path, ["where", "0"]);
         assert!(
             e.message.contains(
@@ -463,48 +359,46 @@ mod tests {
         check("{dataset: adult, table: train, columns: [sexx]}").unwrap();
     }
 
+    /// Conditions are expressions: all must be true for a row to stay (a missing value is
+    /// not true); the old spelling is refused with the new one.
     #[test]
-    fn conditions_parse() {
-        let c = Condition::parse("item_id == 785").unwrap();
-        assert_eq!(
-            (c.column.as_str(), c.op.clone(), c.values[0].as_str()),
-            ("item_id", Op::Eq, "785")
-        );
-        let c = Condition::parse("`wage per hour` > 0").unwrap();
-        assert_eq!(c.column, "wage per hour");
-        assert_eq!(
-            Condition::parse("occupation is not missing").unwrap().op,
-            Op::NotMissing
-        );
-        let c = Condition::parse("sex in [Male, 'Female']").unwrap();
-        assert_eq!(c.values, vec!["Male", "Female"]);
-        assert!(Condition::parse("age >= old")
-            .unwrap_err()
-            .contains("not a number"));
-        assert!(Condition::parse("age ~ 3")
-            .unwrap_err()
-            .contains("COLUMN OP VALUE"));
-        assert!(Condition::parse("x in []").unwrap_err().contains("empty"));
-    }
-
-    #[test]
-    fn conditions_filter() {
+    fn conditions_are_expressions_and_the_old_spelling_is_refused() {
         let df = FrameBuilder::new()
-            .f64("a", vec![1.0, 2.0, 3.0])
-            .str("s", vec!["x".into(), "y".into(), "x".into()])
+            .opt_f64("a", vec![Some(1.0), Some(2.0), None, Some(3.0)])
+            .str("s", ["x", "y", "x", "x"].map(String::from).to_vec())
             .build()
             .unwrap();
-        let m = Condition::parse("a >= 2").unwrap().mask(&df).unwrap();
-        assert_eq!(
-            m.iter().collect::<Vec<_>>(),
-            vec![Some(false), Some(true), Some(true)]
-        );
-        let m = Condition::parse("s != x").unwrap().mask(&df).unwrap();
-        assert_eq!(
-            m.iter().collect::<Vec<_>>(),
-            vec![Some(false), Some(true), Some(false)]
-        );
-        assert!(Condition::parse("s < 3").unwrap().mask(&df).is_err());
+        let keep = |conditions: &[&str]| {
+            let p = LoadDataset {
+                dataset: "adult".into(),
+                table: None,
+                conditions: conditions.iter().map(|c| c.to_string()).collect(),
+                columns: None,
+                if_missing: IfMissing::Error,
+            };
+            let mut df = df.clone();
+            for e in p.parsed().unwrap() {
+                let Vals::Bool(v) = e.eval(&df).unwrap() else {
+                    panic!("not a condition")
+                };
+                let mask: BooleanChunked = v.into_iter().map(|k| k == Some(true)).collect();
+                df = df.filter(&mask).unwrap();
+            }
+            df.height()
+        };
+        assert_eq!(keep(&["a >= 2"]), 2);
+        assert_eq!(keep(&["a >= 2", "s = 'x'"]), 1);
+        assert_eq!(keep(&["s IN ('x', 'z')", "a IS NOT NULL"]), 2);
+        assert_eq!(keep(&["NOT (a < 2)"]), 2, "a missing value is not true");
+        for (old, now) in [
+            ("occupation is not missing", "occupation IS NOT NULL"),
+            ("occupation is missing", "occupation IS NULL"),
+            ("item_id == 785", "item_id = 785"),
+            ("sex in [Male, 'Female', 3]", "sex IN ('Male', 'Female', 3)"),
+        ] {
+            assert_eq!(old_spelling(old).as_deref(), Some(now), "{old}");
+        }
+        assert_eq!(old_spelling("a IS NOT NULL AND b = 'in [x]'"), None);
     }
 }
 
