@@ -273,6 +273,8 @@ pub trait StageRun: Send + Sync {
     fn columns_read(&self) -> Vec<(String, String)>;
     /// See [`Stage::columns_out`].
     fn columns_out(&self, inputs: &[Option<Vec<String>>]) -> Option<Vec<String>>;
+    /// See [`Stage::privacy`].
+    fn privacy(&self) -> Option<crate::mech::Privacy>;
 }
 
 /// A stage kind's typed parameters. Implement this and add one line to the registry of kinds
@@ -349,6 +351,13 @@ pub trait Stage: DeserializeOwned + Send + Sync + 'static {
     fn intervals(&self) -> Vec<[String; 3]> {
         Vec::new()
     }
+    /// The privacy a mechanism kind promises, from its own parameters (`None`: it states
+    /// none, as most kinds, which release nothing private or whose claim depends on their
+    /// data). An audit of the kind holds it to this claim when the pipeline writes none. The
+    /// engine never reads it.
+    fn privacy(&self) -> Option<crate::mech::Privacy> {
+        None
+    }
     fn run(&self, ctx: &mut Ctx) -> anyhow::Result<Output>;
 }
 
@@ -386,6 +395,9 @@ impl<T: Stage> StageRun for Typed<T> {
     }
     fn columns_out(&self, inputs: &[Option<Vec<String>>]) -> Option<Vec<String>> {
         self.0.columns_out(inputs)
+    }
+    fn privacy(&self) -> Option<crate::mech::Privacy> {
+        self.0.privacy()
     }
 }
 

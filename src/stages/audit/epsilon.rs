@@ -96,14 +96,75 @@ fn empty() -> Value {
     Value::Mapping(Mapping::new())
 }
 
-#[derive(Deserialize, JsonSchema)]
+#[derive(Deserialize, JsonSchema, Default)]
 #[serde(deny_unknown_fields)]
 struct Claim {
-    /// the ε the mechanism claims: a number, or {column: c}, the value of the mechanism's output column c on every row (a mechanism that computes its ε, as Wu et al.'s Algorithm 3 for a channel)
-    epsilon: Claimed,
-    /// the δ it claims (0: pure ε-DP)
-    #[serde(default = "pure")]
-    delta: Fraction,
+    /// the ε the mechanism claims: a number, or {column: c}, the value of the mechanism's output column c on every row (a mechanism that computes its ε, as Wu et al.'s Algorithm 3 for a channel); default: the claim the mechanism's kind states from its own parameters (mechanism.noise, mechanism.select, near_optimal.noise) — an external program must be given one
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    epsilon: Option<Claimed>,
+    /// the δ it claims (0: pure ε-DP); default: the δ of the mechanism's own claim, else 0. For a ρ-zCDP mechanism (Gaussian with the zCDP calibration, discrete Gaussian) the δ at which its ρ is audited as ε = ρ + 2√(ρ ln(1/δ)), and then required
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    delta: Option<Fraction>,
+}
+
+/// The claim an audit holds its mechanism to: written in `claim:` or stated by the mechanism
+/// kind ([`crate::kind::Stage::privacy`]), and its δ.
+struct Held {
+    epsilon: HeldEpsilon,
+    delta: f64,
+}
+
+enum HeldEpsilon {
+    Value(f64),
+    /// The value of this output column of the mechanism, the same on every row and run.
+    Column(String),
+}
+
+/// The claim to hold `kind` to: what `claim` writes, else the mechanism's own (`own`).
+fn held(claim: &Claim, own: Option<crate::mech::Privacy>, kind: &str) -> Result<Held, ParamError> {
+    use crate::mech::Privacy;
+    let written = claim.delta.map(|d| *d);
+    let epsilon = match (&claim.epsilon, own) {
+        (Some(Claimed::Value(v)), _) => HeldEpsilon::Value(**v),
+        (Some(Claimed::Column(c)), _) => HeldEpsilon::Column(c.column.clone()),
+        (None, None) => {
+            return Err(ParamError::at(
+                "claim",
+                format!("kind `{kind}` states no privacy claim of its own: give the one to audit, `claim: {{epsilon: …}}`"),
+            ))
+        }
+        (None, Some(Privacy::Approx { epsilon, delta })) => {
+            if let Some(d) = written.filter(|d| *d != delta) {
+                return Err(ParamError::at(
+                    "claim.delta",
+                    format!("δ = {d}, but the mechanism claims δ = {delta} from its own parameters: audit another claim by giving `claim.epsilon` too"),
+                ));
+            }
+            return Ok(Held {
+                epsilon: HeldEpsilon::Value(epsilon),
+                delta,
+            });
+        }
+        (None, Some(p @ Privacy::Zcdp { rho })) => {
+            let (Some(d), Some(epsilon)) = (
+                written,
+                written.and_then(|d| p.epsilon_at(d)),
+            ) else {
+                return Err(ParamError::at(
+                    "claim.delta",
+                    format!("the mechanism claims ρ-zCDP (ρ = {rho}), which an audit holds to (ε, δ)-DP at a δ: give `claim: {{delta: …}}` in (0, 1) (ε = ρ + 2√(ρ ln(1/δ)))"),
+                ));
+            };
+            return Ok(Held {
+                epsilon: HeldEpsilon::Value(epsilon),
+                delta: d,
+            });
+        }
+    };
+    Ok(Held {
+        epsilon,
+        delta: written.unwrap_or(0.0),
+    })
 }
 
 /// The claimed ε: written, or reported by the mechanism itself.
@@ -119,10 +180,6 @@ enum Claimed {
 struct ClaimColumn {
     /// the mechanism's output column holding the ε it claims (the same on every row and run)
     column: String,
-}
-
-fn pure() -> Fraction {
-    Fraction::of(0.0)
 }
 
 /// The event searches.
@@ -149,7 +206,8 @@ struct Audit {
     /// when the mechanism reports its draws as a histogram (mechanism.select), the column counting each row's draws
     #[serde(default, skip_serializing_if = "Option::is_none")]
     count: Option<String>,
-    /// the privacy the mechanism claims
+    /// the privacy the mechanism claims (default: what its kind states)
+    #[serde(default)]
     claim: Claim,
     /// the neighbouring inputs
     neighbours: Neighbours,
@@ -191,6 +249,8 @@ fn samples_key() -> String {
 /// The audit, its pairs, and the audited stage built once per chunk size it is run with.
 struct AuditRun {
     audit: Audit,
+    /// The claim it holds the mechanism to.
+    held: Held,
     pairs: Vec<Pair>,
     kind: &'static str,
     inner: BTreeMap<u64, Box<dyn StageRun>>,
@@ -228,8 +288,10 @@ fn build<K: Kinds>(with: &Value) -> Result<Box<dyn StageRun>, ParamError> {
         inner.insert(n, built(n)?);
     }
     let shown = built(CHUNK.min(audit.samples.get()))?;
+    let held = held(&audit.claim, shown.privacy(), kind.name)?;
     Ok(Box::new(AuditRun {
         audit,
+        held,
         pairs,
         kind: kind.name,
         inner,
@@ -332,10 +394,6 @@ impl Audit {
             ));
         }
         Ok(())
-    }
-
-    fn delta(&self) -> f64 {
-        *self.claim.delta
     }
 }
 
@@ -446,14 +504,13 @@ impl AuditRun {
             )
         };
         let out = inner.run(&mut ictx).with_context(where_)?;
-        if let Claimed::Column(c) = &self.audit.claim.epsilon {
-            let eps = claimed_in(&out.frame, &c.column).with_context(where_)?;
+        if let HeldEpsilon::Column(c) = &self.held.epsilon {
+            let eps = claimed_in(&out.frame, c).with_context(where_)?;
             let first = *claimed.get_or_init(|| eps);
             if first.to_bits() != eps.to_bits() {
                 bail!(
-                    "{}: its claimed ε (column `{}`) changed between runs ({first}, then {eps})",
+                    "{}: its claimed ε (column `{c}`) changed between runs ({first}, then {eps})",
                     where_(),
-                    c.column
                 );
             }
         }
@@ -585,7 +642,7 @@ impl StageRun for AuditRun {
             samples: a.samples.get(),
             chunk: CHUNK,
             confidence: *a.confidence,
-            delta: a.delta(),
+            delta: self.held.delta,
             searches,
         };
         let ctx: &Ctx = ctx;
@@ -620,15 +677,12 @@ impl StageRun for AuditRun {
         let found = audit(&plan(searches), |d| {
             self.draw(ctx, &inputs, d, &names, &shape, &claimed)
         })?;
-        let eps = match &a.claim.epsilon {
-            Claimed::Value(v) => **v,
+        let eps = match &self.held.epsilon {
+            HeldEpsilon::Value(v) => *v,
             // The probe above ran the mechanism, so its claim is known.
-            Claimed::Column(c) => *claimed.get().with_context(|| {
-                format!(
-                    "the mechanism reported no claimed ε in column `{}`",
-                    c.column
-                )
-            })?,
+            HeldEpsilon::Column(c) => *claimed
+                .get()
+                .with_context(|| format!("the mechanism reported no claimed ε in column `{c}`"))?,
         };
         let names = names.into_inner().unwrap_or_default();
         let (lb, p1, p2, pair, event) = match &found {
@@ -658,7 +712,7 @@ impl StageRun for AuditRun {
         };
         let frame = FrameBuilder::new()
             .f64("epsilon", vec![eps])
-            .f64("delta", vec![a.delta()])
+            .f64("delta", vec![self.held.delta])
             .f64("epsilon_lb", vec![lb])
             .f64("confidence", vec![*a.confidence])
             .i64("samples", vec![a.samples.get() as i64])
@@ -687,6 +741,10 @@ impl StageRun for AuditRun {
     }
     fn sources(&self) -> Vec<String> {
         self.inner_any().sources()
+    }
+    /// An audit releases nothing private of its own.
+    fn privacy(&self) -> Option<crate::mech::Privacy> {
+        None
     }
     fn trees(&self) -> Vec<(&'static str, &std::path::Path)> {
         self.inner_any()
@@ -889,6 +947,74 @@ mod tests {
         };
         assert!((kind().build)(&crate::kind::testing::yaml(&with("0"))).is_ok());
         assert!(refused(kind(), &with("1")).starts_with("claim.delta: "));
+    }
+
+    /// Without `claim:`, a mechanism is held to what its kind states: ε (and δ) from its own
+    /// parameters, ρ-zCDP at the δ the audit gives; a kind that states nothing, and ρ-zCDP
+    /// without a δ, are refused at `claim`.
+    #[test]
+    fn a_mechanism_states_its_claim_once() {
+        let audit = |mechanism: &str, claim: &str| {
+            format!(
+                "{{mechanism: {{kind: mechanism.noise, with: {{column: value, {mechanism}}}}},
+                  output: [noisy], {claim}
+                  neighbours: {{column: value, relation: l1, base: [0], patterns: [one_above]}},
+                  samples: 2000, search_samples: 1000, searches: [scalar]}}"
+            )
+        };
+        let claim_of = |mechanism: &str, claim: &str| {
+            let out = run(kind(), &audit(mechanism, claim), &[], 3).unwrap().frame;
+            (floats(&out, "epsilon")[0], floats(&out, "delta")[0])
+        };
+        assert_eq!(claim_of("noise: laplace, epsilon: 0.7", ""), (0.7, 0.0));
+        assert_eq!(
+            claim_of(
+                "noise: gaussian, calibration: analytic, epsilon: 0.7, delta: 1.0e-5",
+                ""
+            ),
+            (0.7, 1e-5)
+        );
+        let (eps, delta) = claim_of(
+            "noise: gaussian, calibration: zcdp, rho: 0.02",
+            "claim: {delta: 1.0e-5},",
+        );
+        assert!(
+            (eps - 0.979_706).abs() < 1e-6 && delta == 1e-5,
+            "{eps} {delta}"
+        );
+        // A written claim wins (a mechanism run at one ε and claiming another).
+        assert_eq!(
+            claim_of("noise: laplace, epsilon: 2", "claim: {epsilon: 0.5},"),
+            (0.5, 0.0)
+        );
+        let e = refused(
+            kind(),
+            &audit("noise: gaussian, calibration: zcdp, rho: 0.02", ""),
+        );
+        assert!(
+            e.starts_with("claim.delta: ") && e.contains("ρ = 0.02"),
+            "{e}"
+        );
+        let e = refused(
+            kind(),
+            &audit(
+                "noise: gaussian, calibration: analytic, epsilon: 0.7, delta: 1.0e-5",
+                "claim: {delta: 1.0e-6},",
+            ),
+        );
+        assert!(
+            e.starts_with("claim.delta: ") && e.contains("claims δ = 0.00001"),
+            "{e}"
+        );
+        let e = refused(
+            kind(),
+            "{mechanism: {kind: external, with: {command: [sh, -c, 'true'], params: {}}}, output: [noisy], samples_at: params.samples,
+              neighbours: {column: value, relation: l1, base: [0], patterns: [one_above]}}",
+        );
+        assert!(
+            e.starts_with("claim: kind `external` states no privacy claim"),
+            "{e}"
+        );
     }
 
     /// What cannot be audited is refused before anything runs, where it is written.

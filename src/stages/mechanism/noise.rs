@@ -298,6 +298,20 @@ impl AddNoise {
 }
 
 impl Stage for AddNoise {
+    /// ε-DP (Laplace, geometric, staircase), (ε, δ)-DP (Gaussian, classic or analytic), or
+    /// ρ-zCDP (Gaussian with the zCDP calibration, discrete Gaussian), at its parameters, for
+    /// inputs that differ by at most `sensitivity`.
+    fn privacy(&self) -> Option<crate::mech::Privacy> {
+        use crate::mech::Privacy;
+        if self.by_rho() {
+            return self.rho.map(|rho| Privacy::Zcdp { rho: *rho });
+        }
+        Some(Privacy::Approx {
+            epsilon: *self.epsilon?,
+            delta: self.delta.map_or(0.0, |d| *d),
+        })
+    }
+
     fn validate(&self) -> Result<(), ParamError> {
         let samples = self.samples.get();
         check_size_at("samples", Limit::Draws, "samples", Some(samples))?;

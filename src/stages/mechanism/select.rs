@@ -165,6 +165,16 @@ pub(crate) fn range_error(e: ParamRangeError) -> ParamError {
 }
 
 impl Stage for Select {
+    /// ε-DP for utilities of sensitivity `sensitivity` (with `monotone`: for monotone
+    /// utilities only). `naive_exponential` states ε as the naive analysis does, and does
+    /// not keep it (it is 2ε-DP): that is what an audit of it shows.
+    fn privacy(&self) -> Option<crate::mech::Privacy> {
+        Some(crate::mech::Privacy::Approx {
+            epsilon: *self.epsilon,
+            delta: 0.0,
+        })
+    }
+
     fn validate(&self) -> Result<(), ParamError> {
         check_size_at("samples", Limit::Draws, "samples", Some(self.samples))?;
         if self.monotone

@@ -62,6 +62,14 @@ fn noisy() -> String {
 }
 
 impl Stage for NearOptimalNoise {
+    /// ε-DP for the neighbour set it was built for (Wu, He & Xia 2017, Theorem 3).
+    fn privacy(&self) -> Option<crate::mech::Privacy> {
+        Some(crate::mech::Privacy::Approx {
+            epsilon: *self.epsilon,
+            delta: 0.0,
+        })
+    }
+
     fn validate(&self) -> Result<(), ParamError> {
         self.neighbour_set.check()?;
         check_decimals("delta", *self.delta)?;
