@@ -69,11 +69,24 @@ def of_instance(row, svg_path, frame_path):
     return True
 
 
+def rendered(png):
+    """Whether `png` is a PNG image with a width and a height: what rendering made, whatever
+    its byte count (a renderer compresses a nearly blank image to a few hundred bytes)."""
+    try:
+        head = Path(png).read_bytes()[:24]
+    except OSError:
+        return False
+    if len(head) < 24 or head[:8] != b"\x89PNG\r\n\x1a\n" or head[12:16] != b"IHDR":
+        return False
+    width, height = int.from_bytes(head[16:20], "big"), int.from_bytes(head[20:24], "big")
+    return width > 0 and height > 0
+
+
 def check_figure(svg_path, frame_path, png_dir):
     problems = []
     png = Path(png_dir) / (svg_path.stem + ".png")
     r = subprocess.run(["rsvg-convert", "-o", str(png), str(svg_path)], capture_output=True, text=True)
-    if r.returncode != 0 or not png.exists() or png.stat().st_size < 1000:
+    if r.returncode != 0 or not rendered(png):
         return [f"{svg_path}: rsvg-convert could not render it: {r.stderr.strip()[:300]}"]
     with open(frame_path, newline="") as f:
         rows = [r for r in csv.DictReader(f) if of_instance(r, svg_path, frame_path)]
@@ -168,6 +181,8 @@ def self_test():
         for name, text in [("ok", ok_svg), ("empty", empty_svg)]:
             (d / f"{name}.svg").write_text(text)
         assert check_figure(d / "ok.svg", d / "f.csv", d) == [], "a good figure must pass"
+        (d / "broken.png").write_bytes(b"<svg/>")
+        assert not rendered(d / "broken.png") and not rendered(d / "missing.png")
         p = check_figure(d / "empty.svg", d / "f.csv", d)
         assert any("drawn nowhere" in x for x in p), p
         p = check_figure(d / "ok.svg", d / "g.csv", d)
