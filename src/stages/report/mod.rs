@@ -20,6 +20,17 @@ pub fn format_column(values: &[Option<f64>], digits: usize) -> Vec<String> {
     let nonzero = finite.iter().filter(|x| **x != 0.0).map(|x| x.abs());
     let (lo, hi) = nonzero.fold((f64::INFINITY, 0f64), |(lo, hi), x| (lo.min(x), hi.max(x)));
     let scientific = !whole && (hi >= 1e6 || (lo.is_finite() && lo < 1e-3));
+    // A column of short decimals (a paper's printed values, a grid of λ) is written with the
+    // decimals that write every value exactly, when that is no more than the digits allow
+    // each: 0.509 and 0.081 as printed, not 0.5090 and 0.08100, which claim digits nobody
+    // printed. A computed value is no short decimal, and keeps the column's usual format.
+    let sig_decimals =
+        |x: f64| (digits as i32 - 1 - x.abs().log10().floor() as i32).clamp(0, 17) as usize;
+    let exact = finite
+        .iter()
+        .filter(|x| **x != 0.0)
+        .map(|&x| exact_decimals(x).filter(|&d| d <= sig_decimals(x)))
+        .try_fold(0, |most, d| d.map(|d| most.max(d)));
     values
         .iter()
         .map(|v| match v {
@@ -37,10 +48,17 @@ pub fn format_column(values: &[Option<f64>], digits: usize) -> Vec<String> {
                     x.abs().log10().floor() as i32
                 };
                 let decimals = (digits as i32 - 1 - mag).clamp(0, 17) as usize;
+                let decimals = exact.unwrap_or(decimals);
                 format!("{x:.decimals$}")
             }
         })
         .collect()
+}
+
+/// The fewest decimals (up to 17) at which `x` is written exactly: 0.509 → 3, 2.0 → 0;
+/// `None` for a value no short decimal is (0.50858000001, ⅓).
+fn exact_decimals(x: f64) -> Option<usize> {
+    (0..=17).find(|&d| format!("{x:.d$}").parse::<f64>().ok() == Some(x))
 }
 
 /// A printed number and half a unit of its last printed digit: `0.509` → (0.509, 0.0005),
@@ -185,6 +203,16 @@ mod tests {
     fn a_column_has_one_number_format() {
         let col = format_column(&[Some(2.0), Some(0.50858), None], 4);
         assert_eq!(col, ["2.000", "0.5086", "—"]);
+        // Short decimals as they were printed: the fewest decimals that write all exactly.
+        let printed = format_column(&[Some(0.509), Some(0.081), Some(0.27), Some(0.0)], 4);
+        assert_eq!(printed, ["0.509", "0.081", "0.270", "0"]);
+        let grid = format_column(&[Some(0.5), Some(1.0), Some(1.5)], 4);
+        assert_eq!(grid, ["0.5", "1.0", "1.5"]);
+        // One value that is not short, or needs more digits than allowed: the usual format.
+        let mixed = format_column(&[Some(0.509), Some(0.50900001)], 4);
+        assert_eq!(mixed, ["0.5090", "0.5090"]);
+        let long = format_column(&[Some(0.12346)], 4);
+        assert_eq!(long, ["0.1235"]);
         let whole = format_column(&[Some(1993.0), Some(100000.0)], 4);
         assert_eq!(whole, ["1993", "100000"]);
         let small = format_column(&[Some(0.001), Some(0.00012345), Some(-0.0)], 3);
