@@ -382,7 +382,8 @@ fn render_with(fig: &LineFigure, place: Place) -> Result<(String, f64), PlotErro
             });
         }
     }
-    if prepared.iter().flatten().any(|pr| !pr.below.is_empty()) {
+    let any_below = prepared.iter().flatten().any(|pr| !pr.below.is_empty());
+    if any_below {
         entries.push(Entry {
             label: if fig.below_label.is_empty() {
                 BELOW_LABEL.to_string()
@@ -480,7 +481,8 @@ fn render_with(fig: &LineFigure, place: Place) -> Result<(String, f64), PlotErro
             };
             let p_log_y = log_y(panel);
             let (y_lo, y_hi) = scale::pad(p_log_y, y_lo, y_hi, 0.05);
-            let x_area = (TICK_PX + 14.0) as i32;
+            let ticks_h = (TICK_PX + 14.0) as i32;
+            let x_area = ticks_h + if any_below { BELOW_STRIP } else { 0 };
             let (mut chart, xa, ya) = panel_chart(
                 &cell,
                 (fig.log_x, p_log_y),
@@ -533,9 +535,6 @@ fn render_with(fig: &LineFigure, place: Place) -> Result<(String, f64), PlotErro
                         .map_err(draw_err)?;
                 }
             }
-            // Triangles of points below the axis drawn so far: one that would fall on another
-            // (two series at 0 at the same x) is stacked above it, so every series shows.
-            let mut below_drawn: Vec<(i32, i32)> = Vec::new();
             for pr in series {
                 let pix: Vec<Option<(i32, i32)>> =
                     pr.pts.iter().map(|p| p.map(|(x, y)| map(x, y))).collect();
@@ -566,19 +565,26 @@ fn render_with(fig: &LineFigure, place: Place) -> Result<(String, f64), PlotErro
                         draw_marker(&root, *p, pr.marker, pr.color)?;
                     }
                 }
-                for &bx in &pr.below {
-                    let (px, _) = map(bx, f64::NEG_INFINITY);
-                    let level = (0..)
-                        .find(|l| {
-                            !below_drawn
-                                .iter()
-                                .any(|&(x, k)| k == *l && (x - px).abs() <= 2 * (MARKER_R + 1))
-                        })
-                        .unwrap_or(0);
-                    below_drawn.push((px, level));
-                    let bottom = ypix.end - 1 - level * (2 * (MARKER_R + 1) + 3);
-                    draw_below(&root, (px, bottom), pr.color)?;
-                }
+            }
+            // Points a log axis cannot show (≤ 0): marked in a strip under the x tick labels,
+            // outside the frame, since a mark inside it would stand where a value could be
+            // (stacked upward, eight of them once read as 1.1–5.7 steps); series that share
+            // an x stand side by side.
+            let below: Vec<(i32, RGBColor)> = series
+                .iter()
+                .flat_map(|pr| {
+                    pr.below
+                        .iter()
+                        .map(|&bx| (map(bx, f64::NEG_INFINITY).0, pr.color))
+                })
+                .collect();
+            let step = 2 * (MARKER_R + 1) + 2;
+            for (i, &(px, color)) in below.iter().enumerate() {
+                let near = |&&(x, _): &&(i32, RGBColor)| (x - px).abs() <= 2 * (MARKER_R + 1);
+                let n = below.iter().filter(near).count() as i32;
+                let k = below[..i].iter().filter(near).count() as i32;
+                let x = px + ((2 * k + 1 - n) * step) / 2;
+                draw_below(&root, (x, ypix.end + ticks_h + BELOW_STRIP - 2), color)?;
             }
             root.draw(&Rectangle::new(
                 [(xpix.start, ypix.start), (xpix.end - 1, ypix.end - 1)],
@@ -641,10 +647,13 @@ fn layout_strip(entries: &[Entry], max_w: i32) -> Vec<Vec<(usize, i32)>> {
     rows
 }
 
+/// Height of the strip under a panel's x tick labels where [`draw_below`]'s triangles stand.
+const BELOW_STRIP: i32 = 2 * (MARKER_R + 1) + 6;
+
 /// What the legend says of [`draw_below`]'s triangle, unless the figure says otherwise.
 const BELOW_LABEL: &str = "value ≤ 0, below the log axis";
 
-/// An open triangle pointing down whose tip touches the bottom edge at `x`: a point whose
+/// An open triangle pointing down whose tip is just above `bottom` at `x`: a point whose
 /// value the logarithmic axis cannot show.
 fn draw_below<DB: DrawingBackend>(
     root: &DrawingArea<DB, Shift>,

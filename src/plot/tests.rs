@@ -857,9 +857,11 @@ fn huge_titles_wrap_quickly() {
     }
 }
 
-/// Two series at 0 at the same x on a log axis: each gets its triangle, the second stacked
-/// above the first, so neither hides the other (the Monte-Carlo 0 and Report Noisy Max's 0 at
-/// ε = 2, c = 10 of the permute-and-flip example were drawn on one spot).
+/// Two series at 0 at the same x on a log axis: each gets its triangle, side by side, so
+/// neither hides the other (the Monte-Carlo 0 and Report Noisy Max's 0 at ε = 2, c = 10 of
+/// the permute-and-flip example were drawn on one spot); and every triangle stands below the
+/// panel's frame, never inside it, where it would read as a value (#41: eight triangles
+/// stacked upward stood where the log axis reads 1.1–5.7 steps).
 #[test]
 fn coinciding_points_below_the_axis_are_all_visible() {
     let mut fig = sample_lines();
@@ -886,13 +888,42 @@ fn coinciding_points_below_the_axis_are_all_visible() {
         3 + 1,
         "three series and the legend's sample: {tips:?}"
     );
-    let at_x: Vec<&(String, String)> = tips.iter().filter(|t| t.0 == tips[0].0).collect();
-    let mut ys: Vec<&String> = at_x.iter().map(|t| &t.1).collect();
-    ys.sort();
-    ys.dedup();
-    assert_eq!(
-        ys.len(),
-        3,
-        "three triangles at one x, at three heights: {tips:?}"
+    // The frame: the grey rectangle with no fill.
+    let frame_bottom = svg
+        .split("<rect")
+        .skip(1)
+        .filter(|r| r.contains("stroke=\"#666666\"") && r.contains("fill=\"none\""))
+        .map(|r| {
+            let attr = |name: &str| -> f64 {
+                r.split(&format!(" {name}=\""))
+                    .nth(1)
+                    .unwrap()
+                    .split('"')
+                    .next()
+                    .unwrap()
+                    .parse()
+                    .unwrap()
+            };
+            attr("y") + attr("height")
+        })
+        .fold(f64::NAN, f64::max);
+    assert!(frame_bottom.is_finite(), "no frame found");
+    let marks: Vec<(f64, f64)> = tips
+        .iter()
+        .map(|(x, y)| (x.parse().unwrap(), y.parse().unwrap()))
+        .collect();
+    // The legend's sample is the last drawn; the three before it are the series'.
+    let series = &marks[..3];
+    assert!(
+        series
+            .iter()
+            .all(|&(_, y)| y == series[0].1 && y > frame_bottom),
+        "one height, under the frame (bottom {frame_bottom}): {marks:?}"
+    );
+    let mut xs: Vec<f64> = series.iter().map(|m| m.0).collect();
+    xs.sort_by(f64::total_cmp);
+    assert!(
+        xs.windows(2).all(|w| w[1] - w[0] >= 10.0),
+        "side by side, a marker (8 px) and more apart: {marks:?}"
     );
 }

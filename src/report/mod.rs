@@ -230,8 +230,13 @@ pub fn build(
         by_paper.entry(ex.paper.clone()).or_default().push(ex);
     }
     let mut ordered: Vec<&Experiment> = Vec::new();
+    // The papers first, in name order; experiments of one's own (audits, examples) after
+    // them: a reader comes for the reproductions (the page had 19 700 px of audits and
+    // examples before its first paper).
+    let mut by_paper: Vec<(&String, &Vec<&Experiment>)> = by_paper.iter().collect();
+    by_paper.sort_by_key(|(id, _)| (id.is_empty(), id.as_str()));
     let papers: Vec<Paper> = by_paper
-        .iter()
+        .into_iter()
         .map(|(id, exs)| {
             ordered.extend(exs.iter().copied());
             Paper {

@@ -193,7 +193,7 @@ for (const k of ['agrees', 'within', 'explained', 'unexplained']) {
 }
 if (coloured.mismatch) fail(`${coloured.mismatch} verdict cells are coloured as another verdict than their word`);
 
-// Layout: the summary, the experiments, then the list of differences; nothing wider than the
+// Layout: the summary, the papers' experiments, one's own, the audits, then the list of differences; nothing wider than the
 // column; verdict cells inside what their scroll box shows; figures open at full size.
 const layout = await page.evaluate(() => {
   const main = document.querySelector('main');
@@ -204,6 +204,11 @@ const layout = await page.evaluate(() => {
   const diff = secs.indexOf('differences');
   const lastExp = secs.lastIndexOf('experiment');
   if (secs[0] !== 'summary' || diff < lastExp) out.problems.push(`sections in order ${secs[0]} … ${secs.slice(-2).join(', ')}: the list of differences must come after the experiments`);
+  // The papers' experiments first, then one's own (audits, examples), then the audits table.
+  const papers = [...document.querySelectorAll('main > section.experiment')].map((s) => s.dataset.paper !== '');
+  if (papers.indexOf(false) !== -1 && papers.lastIndexOf(true) > papers.indexOf(false)) out.problems.push('an experiment of one\'s own comes before a paper\'s experiment');
+  const audits = secs.indexOf('audits');
+  if (audits !== -1 && audits < lastExp) out.problems.push('the audits table comes before the experiments');
   for (const w of document.querySelectorAll('.table-wrap')) {
     const r = w.getBoundingClientRect();
     if (r.width > 0 && r.right > right + 1) out.problems.push(`a table box in ${w.closest('section')?.id} reaches x = ${Math.round(r.right)}, beyond the column (${Math.round(right)})`);
