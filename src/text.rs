@@ -115,6 +115,167 @@ pub fn number_text(x: f64) -> String {
     }
 }
 
+/// A number a description or a finding quotes from a frame the pipeline writes, written
+/// `{{stage.column[row]}}` and shown to 3 significant digits, or `{{stage.column[row]|%}}` as
+/// a percentage (0.538 → 54 %), `|N` to N significant digits. The row is a number (from 0, in
+/// the frame's order) or conditions on other columns, `[mechanism=Laplace, r=50]`: the first
+/// row where each holds (numbers equal as numbers), which stays right under a profile that
+/// changes how many rows there are. The report fills it from the frame, so the words cannot
+/// drift from the numbers (a description said "some 35 steps" of a frame that held 38).
+/// Planning checks that the stage exists and writes a frame, and the column where it is
+/// known.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CellRef {
+    /// Where it stands in its text, braces included.
+    pub at: std::ops::Range<usize>,
+    pub stage: String,
+    pub column: String,
+    pub row: RowRef,
+    pub format: CellFormat,
+}
+
+/// Which row of its frame a [`CellRef`] quotes.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RowRef {
+    /// The row at this place, from 0.
+    At(usize),
+    /// The first row whose columns hold these values.
+    Where(Vec<(String, String)>),
+}
+
+impl RowRef {
+    /// The row of a frame given as column names and rows of text.
+    pub fn find(&self, names: &[String], rows: &[Vec<String>]) -> Result<usize, String> {
+        match self {
+            RowRef::At(i) if *i < rows.len() => Ok(*i),
+            RowRef::At(_) => Err(format!("the frame has {} rows", rows.len())),
+            RowRef::Where(conds) => {
+                let cols = conds
+                    .iter()
+                    .map(|(c, v)| {
+                        let i = names
+                            .iter()
+                            .position(|n| n == c)
+                            .ok_or_else(|| format!("no column `{c}`"))?;
+                        Ok((i, v.as_str()))
+                    })
+                    .collect::<Result<Vec<_>, String>>()?;
+                let same = |a: &str, b: &str| {
+                    a == b
+                        || matches!((a.parse::<f64>(), b.parse::<f64>()), (Ok(x), Ok(y)) if x == y)
+                };
+                rows.iter()
+                    .position(|row| cols.iter().all(|&(i, v)| same(&row[i], v)))
+                    .ok_or_else(|| "no row holds those values".to_string())
+            }
+        }
+    }
+}
+
+impl std::fmt::Display for RowRef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RowRef::At(i) => write!(f, "{i}"),
+            RowRef::Where(c) => {
+                let parts: Vec<String> = c.iter().map(|(k, v)| format!("{k}={v}")).collect();
+                f.write_str(&parts.join(", "))
+            }
+        }
+    }
+}
+
+/// How a [`CellRef`] shows its cell.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum CellFormat {
+    Significant(usize),
+    Percent,
+}
+
+impl CellFormat {
+    /// The cell's text as shown: a number formatted, anything else as it is.
+    pub fn show(self, cell: &str) -> String {
+        match (cell.trim().parse::<f64>(), self) {
+            (Ok(x), CellFormat::Percent) if x.is_finite() => format!("{:.0} %", x * 100.0),
+            (Ok(x), CellFormat::Significant(d)) if x.is_finite() => significant(x, d),
+            _ => cell.to_string(),
+        }
+    }
+}
+
+/// The [`CellRef`]s of `text`, in order; an error names the first one that cannot be read.
+pub fn cell_refs(text: &str) -> Result<Vec<CellRef>, String> {
+    let mut out = Vec::new();
+    let mut from = 0;
+    while let Some(open) = text[from..].find("{{").map(|i| from + i) {
+        let close = text[open..]
+            .find("}}")
+            .map(|i| open + i)
+            .ok_or_else(|| format!("`{}`: `{{{{` without its `}}}}`", brief(&text[open..], 40)))?;
+        let inner = text[open + 2..close].trim();
+        let bad = |why: &str| {
+            format!("`{{{{{}}}}}`: {why}: write {{{{stage.column[row]}}}}, {{{{stage.column[row]|%}}}} or {{{{stage.column[row]|4}}}}", brief(inner, 60))
+        };
+        let (cell, format) = match inner.split_once('|') {
+            None => (inner, CellFormat::Significant(3)),
+            Some((c, "%")) => (c.trim(), CellFormat::Percent),
+            Some((c, d)) => match d.trim().parse::<usize>() {
+                Ok(d @ 1..=17) => (c.trim(), CellFormat::Significant(d)),
+                _ => return Err(bad("the format is `%` or a number of digits from 1 to 17")),
+            },
+        };
+        let (name, row) = cell
+            .strip_suffix(']')
+            .and_then(|c| c.split_once('['))
+            .ok_or_else(|| bad("no [row]"))?;
+        let row = match row.trim().parse::<usize>() {
+            Ok(i) => RowRef::At(i),
+            Err(_) => RowRef::Where(
+                row.split(',')
+                    .map(|c| {
+                        let (k, v) = c
+                            .split_once('=')
+                            .ok_or_else(|| bad("the row is a number from 0 or column=value, …"))?;
+                        Ok((k.trim().to_string(), v.trim().to_string()))
+                    })
+                    .collect::<Result<_, String>>()?,
+            ),
+        };
+        let (stage, column) = name.split_once('.').ok_or_else(|| bad("no stage.column"))?;
+        if stage.trim().is_empty() || column.trim().is_empty() {
+            return Err(bad("no stage.column"));
+        }
+        out.push(CellRef {
+            at: open..close + 2,
+            stage: stage.trim().to_string(),
+            column: column.trim().to_string(),
+            row,
+            format,
+        });
+        from = close + 2;
+    }
+    Ok(out)
+}
+
+/// `text` with each of its [`CellRef`]s replaced by what `cell` gives for it (the cell's text,
+/// or why there is none, which is shown in its place, marked).
+pub fn fill_cells(text: &str, cell: impl Fn(&CellRef) -> Result<String, String>) -> String {
+    let Ok(refs) = cell_refs(text) else {
+        return text.to_string();
+    };
+    let mut out = String::with_capacity(text.len());
+    let mut last = 0;
+    for r in refs {
+        out.push_str(&text[last..r.at.start]);
+        match cell(&r) {
+            Ok(v) => out.push_str(&r.format.show(&v)),
+            Err(why) => out.push_str(&format!("[{}.{}[{}]: {why}]", r.stage, r.column, r.row)),
+        }
+        last = r.at.end;
+    }
+    out.push_str(&text[last..]);
+    out
+}
+
 /// Whether `ext` is a plain file name, as an artifact's name must be (and an external
 /// program's input file is named): 1 to 100 letters, digits, `.`, `_`, `-`, starting with a
 /// letter or digit — nothing a path could read as more than a name.
@@ -150,6 +311,60 @@ mod tests {
         assert!(significant(f64::NAN, 3).contains("NaN"));
         assert_eq!(number_text(1e-9), "1e-9");
         assert_eq!(number_text(1.0), "1");
+    }
+
+    /// A quoted cell is read with its format, filled from what the frame holds, and a
+    /// reference that cannot be read is an error that says how to write one.
+    #[test]
+    fn cells_quoted_in_text_are_read_and_filled() {
+        let text = "holds at {{conclusions.holds_share[0]|%}} of {{ conclusions.grid_points[0] }} points, worst {{c.worst[1]|2}}";
+        let refs = cell_refs(text).unwrap();
+        assert_eq!(refs.len(), 3);
+        assert_eq!(
+            (
+                refs[0].stage.as_str(),
+                refs[0].column.as_str(),
+                &refs[0].row
+            ),
+            ("conclusions", "holds_share", &RowRef::At(0))
+        );
+        assert_eq!(refs[1].format, CellFormat::Significant(3));
+        let filled = fill_cells(text, |r| match (r.column.as_str(), &r.row) {
+            ("holds_share", RowRef::At(0)) => Ok("0.5383".into()),
+            ("grid_points", RowRef::At(0)) => Ok("961".into()),
+            _ => Err("no such row".into()),
+        });
+        assert_eq!(
+            filled,
+            "holds at 54 % of 961 points, worst [c.worst[1]: no such row]"
+        );
+        for bad in [
+            "{{a.b}}",
+            "{{a[0]}}",
+            "{{a.b[x]}}",
+            "{{a.b[0]|0}}",
+            "{{a.b[0]",
+        ] {
+            assert!(cell_refs(bad).is_err(), "{bad}");
+        }
+        assert_eq!(cell_refs("no braces { here }").unwrap(), []);
+        // A row by the values of other columns: the first that holds them, numbers as numbers.
+        let r = &cell_refs("{{d.level[mechanism=Algorithm 1, r=50]}}").unwrap()[0];
+        let names = ["mechanism", "r", "level"].map(String::from);
+        let rows: Vec<Vec<String>> = [
+            ["Laplace", "50.0", "1"],
+            ["Algorithm 1", "-50.0", "36"],
+            ["Algorithm 1", "50.0", "35"],
+        ]
+        .iter()
+        .map(|r| r.map(String::from).to_vec())
+        .collect();
+        assert_eq!(r.row.find(&names, &rows), Ok(2));
+        assert_eq!(
+            RowRef::At(3).find(&names, &rows),
+            Err("the frame has 3 rows".into())
+        );
+        assert!(cell_refs("{{d.level[r]}}").is_err());
     }
 
     #[test]

@@ -29,7 +29,7 @@ mod model;
 pub mod read;
 mod tables;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
 use crate::verdict::Finding;
@@ -352,6 +352,22 @@ fn experiment(
             tables.push(t);
         }
     }
+    // Numbers the description and the findings quote from the frames (`{{stage.column[row]}}`).
+    let frames = std::cell::RefCell::new(HashMap::new());
+    let fill = |text: &str| {
+        crate::text::fill_cells(text, |r| {
+            let mut frames = frames.borrow_mut();
+            let csv = frames
+                .entry(r.stage.clone())
+                .or_insert_with(|| outputs.frame(name, &format!("{}.csv", r.stage)));
+            let csv = csv.as_ref().map_err(|e| e.clone())?;
+            let col = csv
+                .col(&r.column)
+                .ok_or_else(|| format!("no column `{}`", r.column))?;
+            let row = r.row.find(&csv.names, &csv.rows)?;
+            Ok(csv.rows[row][col].clone())
+        })
+    };
     let mut stated = Tally::default();
     let findings: Vec<FindingRow> = m
         .pipeline
@@ -359,7 +375,13 @@ fn experiment(
         .iter()
         .map(|f| {
             stated.add(f.verdict);
-            finding_row(name, f)
+            let f = Finding {
+                claim: fill(&f.claim),
+                found: fill(&f.found),
+                why: f.why.as_deref().map(fill),
+                ..f.clone()
+            };
+            finding_row(name, &f)
         })
         .collect();
     let (run, cached) = m.stages.iter().fold((0, 0), |(r, c), s| {
@@ -429,7 +451,7 @@ fn experiment(
         title: m.pipeline.title.clone(),
         paper: m.pipeline.source.paper.clone(),
         item: m.pipeline.source.item.clone(),
-        description: markdown::to_html(&m.pipeline.description),
+        description: markdown::to_html(&fill(&m.pipeline.description)),
         status,
         message,
         command: String::new(),

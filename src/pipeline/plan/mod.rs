@@ -498,6 +498,8 @@ fn plan_one(
         stages.push(st);
     }
     let raw = &spec.raw;
+    check_cells(&mut p, raw, &stages);
+    p.stop()?;
     Ok(Plan {
         profile_replaces: p.replaced,
         file: spec.path.clone(),
@@ -516,6 +518,54 @@ fn plan_one(
         locs: spec.locs.clone(),
         left_out: Vec::new(),
     })
+}
+
+/// The cells the description and the findings quote (`{{stage.column[row]}}`, see
+/// [`crate::text::CellRef`]) name a stage that writes its frame, and a column it has where
+/// its columns are known before running.
+fn check_cells(p: &mut Planner, raw: &RawPipeline, stages: &[PlannedStage]) {
+    let mut texts = vec![("description".to_string(), raw.description.as_str())];
+    for (i, f) in raw.findings.iter().enumerate() {
+        texts.push((format!("findings.{i}.claim"), f.claim.as_str()));
+        texts.push((format!("findings.{i}.found"), f.found.as_str()));
+        if let Some(why) = &f.why {
+            texts.push((format!("findings.{i}.why"), why.as_str()));
+        }
+    }
+    for (path, text) in texts {
+        let refs = match crate::text::cell_refs(text) {
+            Ok(refs) => refs,
+            Err(e) => {
+                p.err(&path, e);
+                continue;
+            }
+        };
+        for r in refs {
+            let Some(stage) = stages.iter().find(|s| s.name == r.stage) else {
+                let hint = suggest(&r.stage, stages.iter().map(|s| s.name.as_str()))
+                    .map(|s| format!("; did you mean `{s}`?"))
+                    .unwrap_or_default();
+                p.err(&path, format!("`{}.{}[{}]` quotes a cell of stage `{}`, which the pipeline does not have{hint}", r.stage, r.column, r.row, r.stage));
+                continue;
+            };
+            if !stage.store {
+                p.err(&path, format!("`{}.{}[{}]` quotes a cell of stage `{}`, which writes no frame (`store: false`)", r.stage, r.column, r.row, r.stage));
+            } else if let Some(cols) = stage.columns.as_ref().filter(|c| !c.contains(&r.column)) {
+                let names: Vec<&str> = cols.iter().map(String::as_str).collect();
+                p.err(
+                    &path,
+                    format!(
+                        "`{}.{}[{}]`: stage `{}` has {}",
+                        r.stage,
+                        r.column,
+                        r.row,
+                        r.stage,
+                        no_column(&r.column, &names).replacen("in its input ", "", 1)
+                    ),
+                );
+            }
+        }
+    }
 }
 
 /// The directory of the pipeline file: relative paths in parameters resolve against it.

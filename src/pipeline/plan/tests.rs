@@ -563,3 +563,36 @@ fn a_stage_error_names_its_parameter_its_axis_and_stops_only_that_stage() {
         messages(&errors)
     );
 }
+
+/// A number the description or a finding quotes (`{{stage.column[row]}}`) names a stage the
+/// pipeline has, and a frame it writes, where it is written.
+#[test]
+fn quoted_cells_name_a_stage_that_writes_a_frame() {
+    let with = |quote: &str| {
+        let body = format!(
+            "findings:\n  - {{claim: c, found: \"{quote}\", verdict: agrees}}\n{}",
+            SWEEP.replace(
+                "h: {kind: t.all, input: g}",
+                "h: {kind: t.all, input: g}\n  q: {kind: t.all, input: g, store: false}"
+            )
+        );
+        plan(&file(&body), &Overrides::default(), KINDS)
+    };
+    with("{{h.x[0]}} at {{g.x[1]|%}}").unwrap();
+    for (quote, says) in [
+        (
+            "{{hh.x[0]}}",
+            "quotes a cell of stage `hh`, which the pipeline does not have; did you mean `h`?",
+        ),
+        (
+            "{{q.x[0]}}",
+            "stage `q`, which writes no frame (`store: false`)",
+        ),
+        ("{{h.x}}", "no [row]"),
+    ] {
+        let e = with(quote).map(|_| ()).unwrap_err();
+        let m = messages(&e);
+        assert!(m.iter().any(|m| m.contains(says)), "{quote}: {m:?}");
+        assert_eq!(e[0].pos.map(|p| p.line), Some(7), "{quote}: at the finding");
+    }
+}
