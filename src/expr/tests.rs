@@ -265,7 +265,7 @@ fn errors_name_the_place() {
     );
     let e = error("t.x + 1");
     assert!(e.contains("double quotes"), "{e}");
-    let e = error("x IN (1, 2)");
+    let e = error("x BETWEEN 1 AND 2");
     assert!(e.contains("is not supported"), "{e}");
     let e = error("(x + 1");
     assert!(e.contains("cannot read the expression"), "{e}");

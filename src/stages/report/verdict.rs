@@ -1052,8 +1052,9 @@ mod tests {
                 "1.10e-3 [1.00e-4, 2.20e-3]",
                 "—",
                 "0.5000 [0.4500, 0.5500] (partial)",
-                // A time shown side by side: the run's worst case, no interval.
-                "0.110",
+                // A time shown side by side: the run's worst case, no interval; exactly 0.11,
+                // so written as the short decimal it is.
+                "0.11",
             ]
         );
         // Only times: no grid (the report shows every column instead).
