@@ -1,12 +1,12 @@
 //! How an instance's inputs reach it — a whole upstream stage, or the instances of it that it
 //! reads — and a stage's frames gathered in plan order as its instances finish in any order.
+//! Knows nothing of the scheduler, which holds the frames and hands them over (`run.rs`).
 
 use std::collections::BTreeMap;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use polars::prelude::*;
 
-use super::run::{lock, Run};
 use crate::frames::concat;
 use crate::pipeline::plan::Plan;
 
@@ -114,55 +114,4 @@ pub(super) fn sources<'p>(
                 Source::Pieces(offset[up], js)
             }
         })
-}
-
-impl Run<'_> {
-    /// The input frames of instance `ii` of stage `si`, whose inputs are all done: a whole
-    /// stage as gathered, pieces joined in plan order, an input that ran at no value of this
-    /// instance as an empty frame of its columns.
-    pub(super) fn inputs(&self, si: usize, ii: usize) -> Result<Vec<DataFrame>> {
-        let plan = self.plan;
-        let stage = &plan.stages[si];
-        let mut inputs = Vec::with_capacity(stage.inputs.len());
-        for (k, src) in sources(plan, &self.offset, si, ii).enumerate() {
-            let frame = match src {
-                Source::Whole(up) => {
-                    let whole = lock(&self.stages[up].whole).clone();
-                    (*whole.expect("a whole input is gathered before its readers start")).clone()
-                }
-                // An input that ran only at other values (`only:`): no rows, with the
-                // columns planning knows it has (of no type yet: stacked, they take the
-                // type of the frames that have values).
-                p if p.pieces().next().is_none() => {
-                    let up = &plan.stages[stage.inputs[k]];
-                    let cols: Vec<Column> = up
-                        .columns
-                        .iter()
-                        .flatten()
-                        .map(|c| Column::full_null(c.as_str().into(), 0, &DataType::Null))
-                        .collect();
-                    DataFrame::new(0, cols)?
-                }
-                p => {
-                    let frames: Vec<DataFrame> = p
-                        .pieces()
-                        .map(|u| {
-                            *lock(&self.frames[u])
-                                .clone()
-                                .expect("a piece is kept until its readers ran")
-                        })
-                        .collect();
-                    let refs: Vec<&DataFrame> = frames.iter().collect();
-                    concat(&refs).with_context(|| {
-                        format!(
-                            "joining the instances of input `{}`",
-                            plan.stages[stage.inputs[k]].name
-                        )
-                    })?
-                }
-            };
-            inputs.push(frame);
-        }
-        Ok(inputs)
-    }
 }

@@ -9,12 +9,13 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use polars::prelude::*;
 
 use super::gather::{sources, InPlanOrder, Source};
 use super::steps::{self, Looked, Lookup, Names};
 use super::{RunError, RunOptions};
+use crate::frames::concat;
 use crate::kind::Artifact;
 use crate::pipeline::failures::Failures;
 use crate::pipeline::instance_store::{InstanceResult, InstanceStore};
@@ -867,6 +868,55 @@ impl<'a> Run<'a> {
             RunError::of_instance(self.plan, &stage.name, inst, message, false),
         );
         None
+    }
+
+    /// The input frames of instance `ii` of stage `si`, whose inputs are all done: a whole
+    /// stage as gathered, pieces joined in plan order, an input that ran at no value of this
+    /// instance as an empty frame of its columns.
+    pub(super) fn inputs(&self, si: usize, ii: usize) -> Result<Vec<DataFrame>> {
+        let plan = self.plan;
+        let stage = &plan.stages[si];
+        let mut inputs = Vec::with_capacity(stage.inputs.len());
+        for (k, src) in sources(plan, &self.offset, si, ii).enumerate() {
+            let frame = match src {
+                Source::Whole(up) => {
+                    let whole = lock(&self.stages[up].whole).clone();
+                    (*whole.expect("a whole input is gathered before its readers start")).clone()
+                }
+                // An input that ran only at other values (`only:`): no rows, with the
+                // columns planning knows it has (of no type yet: stacked, they take the
+                // type of the frames that have values).
+                p if p.pieces().next().is_none() => {
+                    let up = &plan.stages[stage.inputs[k]];
+                    let cols: Vec<Column> = up
+                        .columns
+                        .iter()
+                        .flatten()
+                        .map(|c| Column::full_null(c.as_str().into(), 0, &DataType::Null))
+                        .collect();
+                    DataFrame::new(0, cols)?
+                }
+                p => {
+                    let frames: Vec<DataFrame> = p
+                        .pieces()
+                        .map(|u| {
+                            *lock(&self.frames[u])
+                                .clone()
+                                .expect("a piece is kept until its readers ran")
+                        })
+                        .collect();
+                    let refs: Vec<&DataFrame> = frames.iter().collect();
+                    concat(&refs).with_context(|| {
+                        format!(
+                            "joining the instances of input `{}`",
+                            plan.stages[stage.inputs[k]].name
+                        )
+                    })?
+                }
+            };
+            inputs.push(frame);
+        }
+        Ok(inputs)
     }
 
     /// Computes instance `ii` of stage `si` on its inputs ([`steps::compute`]); `again` for
