@@ -6,6 +6,7 @@
 //! - `out.rs`: how it prints (`out!`, `out_raw!`, `errln!`), and a reader that went away;
 //! - `exit.rs`: how a command ends ([`exit::Outcome`]) and the one outcome → exit-status map;
 //! - `load.rs`: finding pipeline files, reading each once, planning them;
+//! - `progress.rs`: how a run's progress is drawn (the engine only counts);
 //! - one file per command (`run.rs` runs and validates, `show.rs` shows and graphs, `docs.rs`
 //!   lists kinds and prints the schema, completions and manual, and `compare`, `data`,
 //!   `report`, `slurm`, `store`, `new`).
@@ -21,6 +22,7 @@ mod docs;
 mod exit;
 mod load;
 mod new;
+mod progress;
 mod report;
 mod run;
 mod show;

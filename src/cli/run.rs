@@ -190,7 +190,9 @@ pub(crate) fn run(args: &RunArgs, quiet: bool) -> Outcome {
     }
     let opts = exec::RunOptions {
         out_dir: out.clone(),
-        terminal: !quiet && std::io::stderr().is_terminal(),
+        reporter: std::sync::Arc::new(super::progress::Shown::new(
+            !quiet && std::io::stderr().is_terminal(),
+        )),
         jobs: threads,
         set: common.set_args(),
         store: store.store(),

@@ -1,25 +1,53 @@
-//! Progress of a run as a person sees it: a bar on a terminal, a plain line every few seconds
-//! otherwise, counting instances computed, taken from the store, and failed or not run; and the
-//! line an interrupt prints ([`interrupted`]). Apart from the executor, which only ticks it.
+//! Progress of a run: the engine counts instances computed, taken from the store, and failed
+//! or not run, and tells a [`Reporter`] after each — the command line draws it (a bar on a
+//! terminal, a line every few seconds otherwise), as cargo-nextest's runner hands events to
+//! its reporter. Also the line an interrupt prints ([`interrupted`]). Apart from the
+//! executor, which only ticks it.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::sync::Arc;
 
-use indicatif::{ProgressBar, ProgressStyle};
+/// A pipeline's counts, as a [`Reporter`] is told them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Counts {
+    /// Instances the run goes through.
+    pub total: usize,
+    /// Done: computed, or taken from the store.
+    pub done: usize,
+    /// How many of `done` came from the instance store.
+    pub from_store: usize,
+    /// Failed, or not run (an input failed, or their stage stopped).
+    pub failed: usize,
+}
 
-/// Progress over all instances: a bar on a terminal, a plain line every few seconds otherwise.
-/// Failures count too, so a stage that fails on everything is seen while it runs.
+/// Whoever shows a run's progress. Called from the worker threads, after every instance.
+pub trait Reporter: Send + Sync {
+    /// A pipeline starts, with `total` instances to go through.
+    fn started(&self, pipeline: &str, total: usize);
+    /// The counts after one more instance.
+    fn progressed(&self, pipeline: &str, counts: Counts);
+    /// The pipeline's instances are all through.
+    fn finished(&self, pipeline: &str);
+}
+
+/// Shows nothing (a library caller, a test).
+pub struct Silent;
+
+impl Reporter for Silent {
+    fn started(&self, _: &str, _: usize) {}
+    fn progressed(&self, _: &str, _: Counts) {}
+    fn finished(&self, _: &str) {}
+}
+
+/// A run's counters, each instance told to the [`Reporter`]. Failures count too, so a stage
+/// that fails on everything is seen while it runs.
 pub struct Progress {
-    bar: Option<ProgressBar>,
+    reporter: Arc<dyn Reporter>,
+    label: String,
     total: usize,
     pub(super) done: AtomicUsize,
-    /// How many of `done` came from the instance store.
     cached: AtomicUsize,
-    /// Instances that failed, or were not run (an input failed, or their stage stopped).
     failed: AtomicUsize,
-    last_line: Mutex<Instant>,
-    label: String,
 }
 
 /// This process's counts over every pipeline it ran, for the line an interrupt prints
@@ -52,28 +80,15 @@ pub fn interrupted() -> String {
 }
 
 impl Progress {
-    pub fn new(label: &str, total: usize, terminal: bool) -> Self {
-        let bar = terminal.then(|| {
-            let b = ProgressBar::new(total as u64);
-            b.set_style(
-                ProgressStyle::with_template(
-                    "{prefix} [{bar:30}] {pos}/{len} instances ({msg}), ETA {eta}",
-                )
-                .expect("static template")
-                .progress_chars("=> "),
-            );
-            b.set_prefix(label.to_string());
-            b.set_message("0 from the store");
-            b
-        });
+    pub fn new(label: &str, total: usize, reporter: Arc<dyn Reporter>) -> Self {
+        reporter.started(label, total);
         Progress {
-            bar,
+            reporter,
+            label: label.to_string(),
             total,
             done: AtomicUsize::new(0),
             cached: AtomicUsize::new(0),
             failed: AtomicUsize::new(0),
-            last_line: Mutex::new(Instant::now()),
-            label: label.to_string(),
         }
     }
 
@@ -85,48 +100,28 @@ impl Progress {
         self.cached
             .fetch_add(usize::from(cached), Ordering::Relaxed);
         self.done.fetch_add(1, Ordering::Relaxed);
-        self.show();
+        self.tell();
     }
 
     /// One more instance failed, or was not run (an input failed, its stage stopped).
     pub(super) fn tick_failed(&self) {
         self.failed.fetch_add(1, Ordering::Relaxed);
-        self.show();
+        self.tell();
     }
 
-    fn show(&self) {
-        let done = self.done.load(Ordering::Relaxed);
-        let hits = self.cached.load(Ordering::Relaxed);
-        let failed = self.failed.load(Ordering::Relaxed);
-        let failures = if failed > 0 {
-            format!(", {failed} failed or not run")
-        } else {
-            String::new()
-        };
-        match &self.bar {
-            Some(b) => {
-                b.set_message(format!("{hits} from the store{failures}"));
-                b.set_position((done + failed) as u64);
-            }
-            None => {
-                let mut last = self.last_line.lock().unwrap_or_else(|e| e.into_inner());
-                if last.elapsed() >= Duration::from_secs(5) || done + failed == self.total {
-                    *last = Instant::now();
-                    tracing::info!(
-                        "{}: {}/{} instances ({} computed, {hits} from the store{failures})",
-                        self.label,
-                        done + failed,
-                        self.total,
-                        done - hits
-                    );
-                }
-            }
-        }
+    fn tell(&self) {
+        self.reporter.progressed(
+            &self.label,
+            Counts {
+                total: self.total,
+                done: self.done.load(Ordering::Relaxed),
+                from_store: self.cached.load(Ordering::Relaxed),
+                failed: self.failed.load(Ordering::Relaxed),
+            },
+        );
     }
 
     pub fn finish(&self) {
-        if let Some(b) = &self.bar {
-            b.finish_and_clear();
-        }
+        self.reporter.finished(&self.label);
     }
 }

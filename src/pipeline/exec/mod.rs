@@ -110,7 +110,8 @@ impl RunError {
 /// Where and how to run.
 pub struct RunOptions {
     pub out_dir: PathBuf,
-    pub terminal: bool,
+    /// Told the counts as the run goes ([`super::progress::Silent`] shows nothing).
+    pub reporter: Arc<dyn super::progress::Reporter>,
     pub jobs: usize,
     pub set: Vec<String>,
     /// The instance store, unless disabled (`--no-store`).

@@ -353,7 +353,7 @@ impl<'a> Run<'a> {
                 &plan.name,
                 need.as_ref()
                     .map_or(n, |x| x.need.iter().filter(|&&b| b).count()),
-                opts.terminal,
+                opts.reporter.clone(),
             ),
             offset,
             waiting,
