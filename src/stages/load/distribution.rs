@@ -6,7 +6,7 @@ use indexmap::IndexMap;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use crate::stages::columns::{opt_str_col, FrameBuilder};
+use crate::stages::columns::{f64_col, opt_str_col, FrameBuilder};
 use crate::stages::param::{Fraction, NonNegative};
 use crate::stages::{
     build, check_size_run, distinct, params, product, Ctx, Gather, KindInfo, Limit, Output,
@@ -138,9 +138,14 @@ impl Stage for LoadDistribution {
 
     fn columns_out(&self, _: &[Option<Vec<String>>]) -> Option<Vec<String>> {
         let cols: &[&str] = match (&self.column, &self.joint) {
-            (None, _) => &["label", "probability", "printed"],
-            (Some(_), None) => &["label", "count", "probability"],
-            (Some(_), Some(_)) => &["label", "joint_label", "count", "probability"],
+            (None, _) => &[column::LABEL, column::PROBABILITY, column::PRINTED],
+            (Some(_), None) => &[column::LABEL, column::COUNT, column::PROBABILITY],
+            (Some(_), Some(_)) => &[
+                column::LABEL,
+                column::JOINT_LABEL,
+                column::COUNT,
+                column::PROBABILITY,
+            ],
         };
         Some(cols.iter().map(|c| c.to_string()).collect())
     }
@@ -156,12 +161,12 @@ impl Stage for LoadDistribution {
             .clone()
             .unwrap_or_else(|| (0..probabilities.len()).map(|i| i.to_string()).collect());
         Ok(FrameBuilder::new()
-            .str("label", labels)
+            .str(column::LABEL, labels)
             .f64(
-                "probability",
+                column::PROBABILITY,
                 probabilities.iter().map(|p| p / sum).collect(),
             )
-            .f64("printed", probabilities)
+            .f64(column::PRINTED, probabilities)
             .build()?
             .into())
     }
@@ -263,19 +268,42 @@ impl LoadDistribution {
                 joint.push(z.clone());
             }
         }
-        let mut fb = FrameBuilder::new().str("label", labels);
+        let mut fb = FrameBuilder::new().str(column::LABEL, labels);
         if self.joint.is_some() {
-            fb = fb.str("joint_label", joint);
+            fb = fb.str(column::JOINT_LABEL, joint);
         }
         Ok(fb
-            .i64("count", counts.iter().map(|&c| c as i64).collect())
+            .i64(column::COUNT, counts.iter().map(|&c| c as i64).collect())
             .f64(
-                "probability",
+                column::PROBABILITY,
                 counts.iter().map(|&c| c as f64 / total).collect(),
             )
             .build()?
             .into())
     }
+}
+
+/// The frame a distribution writes, and what the privacy channels of Wu et al. 2020
+/// (`mechanism.rate_distortion`, `mechanism.symmetric_channel`, `mechanism.channel`) read of
+/// it ([`source`]): its column names, written once for both sides.
+pub(crate) mod column {
+    pub const LABEL: &str = "label";
+    /// The second category of a joint distribution.
+    pub const JOINT_LABEL: &str = "joint_label";
+    pub const COUNT: &str = "count";
+    /// Normalised to sum to 1.
+    pub const PROBABILITY: &str = "probability";
+    /// The probabilities as the pipeline gave them, before normalising.
+    pub const PRINTED: &str = "printed";
+}
+
+/// p(x) from a distribution frame's probability column, in its row order, normalised.
+pub(crate) fn source(df: &polars::prelude::DataFrame) -> Result<Vec<f64>> {
+    let p = f64_col(df, column::PROBABILITY)?;
+    crate::mech::rate_distortion::check_distribution(&p)
+        .map_err(|e| anyhow::anyhow!("the source distribution: {e}"))?;
+    let s: f64 = p.iter().sum();
+    Ok(p.into_iter().map(|v| v / s).collect())
 }
 
 #[cfg(test)]

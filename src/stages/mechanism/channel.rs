@@ -18,10 +18,10 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::rate_distortion::RateDistortion;
-use super::source::source;
 use super::symmetric_channel::Symmetric;
 use crate::mech::rate_distortion::{self as rd, Channel as Matrix};
 use crate::stages::columns::{f64_col, str_col, FrameBuilder};
+use crate::stages::load::distribution::source;
 use crate::stages::param::Count;
 use crate::stages::{
     build, check_size_at, check_size_run, params, product, Ctx, Gather, KindInfo, Limit, Output,

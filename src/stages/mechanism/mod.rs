@@ -4,6 +4,5 @@ pub mod channel;
 pub mod noise;
 pub mod rate_distortion;
 pub mod select;
-pub mod source;
 pub mod symmetric_channel;
 pub mod trigonometric;

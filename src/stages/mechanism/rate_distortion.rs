@@ -7,9 +7,9 @@ use polars::prelude::DataFrame;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::source::source;
 use crate::mech::rate_distortion::{self as rd, Channel, Distortion};
 use crate::stages::columns::{f64_col, str_col, FrameBuilder};
+use crate::stages::load::distribution::source;
 use crate::stages::param::{Count, NonNegative, Positive};
 use crate::stages::{
     build, check_size_at, check_size_run, params, product, Ctx, Gather, KindInfo, Limit, Output,

@@ -2,7 +2,7 @@
 //! exponential mechanism and the noisy-arg-max family — with its exact output distribution
 //! and, optionally, Monte-Carlo draws.
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use rand::Rng;
 use rayon::prelude::*;
 use schemars::JsonSchema;
@@ -244,20 +244,23 @@ impl Stage for Select {
             );
         let n = self.samples.max(1) as f64;
         let mut fb = FrameBuilder::new()
-            .str("method", vec![self.method.name().to_string(); u.len()])
-            .str("candidate", names)
-            .f64("utility", u.clone());
+            .str(
+                column::METHOD,
+                vec![self.method.name().to_string(); u.len()],
+            )
+            .str(column::CANDIDATE, names)
+            .f64(column::UTILITY, u.clone());
         fb = fb.opt_f64(
-            "probability",
+            column::PROBABILITY,
             match &probs {
                 Some(p) => p.iter().map(|&x| Some(x)).collect(),
                 None => vec![None; u.len()],
             },
         );
         fb = fb
-            .i64("count", counts.iter().map(|&c| c as i64).collect())
+            .i64(column::COUNT, counts.iter().map(|&c| c as i64).collect())
             .f64(
-                "frequency",
+                column::FREQUENCY,
                 counts
                     .iter()
                     .map(|&c| {
@@ -270,6 +273,62 @@ impl Stage for Select {
                     .collect(),
             );
         Ok(fb.build()?.into())
+    }
+}
+
+/// The frame a selection writes, one row per candidate, and what the `evaluate.*` kinds read
+/// of it ([`Dist`]): its column names, written once for both sides.
+pub(crate) mod column {
+    /// The method's name (one per frame).
+    pub const METHOD: &str = "method";
+    pub const CANDIDATE: &str = "candidate";
+    pub const UTILITY: &str = "utility";
+    /// The exact probability of the candidate, where the method has one in closed form.
+    pub const PROBABILITY: &str = "probability";
+    /// How many of the `samples` draws chose it, and their share.
+    pub const COUNT: &str = "count";
+    pub const FREQUENCY: &str = "frequency";
+}
+
+/// One `mechanism.select` output: utilities, exact probabilities (if known), counts.
+pub(crate) struct Dist {
+    pub(crate) method: String,
+    pub(crate) utility: Vec<f64>,
+    pub(crate) prob: Option<Vec<f64>>,
+    pub(crate) count: Vec<u64>,
+}
+
+impl Dist {
+    pub(crate) fn read(df: &polars::prelude::DataFrame, what: &str) -> Result<Self> {
+        let ctx = || format!("{what} must be the output of a mechanism.select stage");
+        let method = str_col(df, column::METHOD).with_context(ctx)?;
+        if method.iter().any(|m| m != &method[0]) {
+            anyhow::bail!("{what} holds several selections (methods {:?}…); evaluate one selection per instance", &method[..method.len().min(3)]);
+        }
+        let utility = f64_col(df, column::UTILITY).with_context(ctx)?;
+        let prob = f64_col(df, column::PROBABILITY).ok();
+        let count = f64_col(df, column::COUNT)
+            .with_context(ctx)?
+            .iter()
+            .map(|&c| c as u64)
+            .collect();
+        Ok(Dist {
+            method: method.first().cloned().unwrap_or_default(),
+            utility,
+            prob,
+            count,
+        })
+    }
+
+    pub(crate) fn samples(&self) -> u64 {
+        self.count.iter().sum()
+    }
+
+    pub(crate) fn opt(&self) -> f64 {
+        self.utility
+            .iter()
+            .copied()
+            .fold(f64::NEG_INFINITY, f64::max)
     }
 }
 

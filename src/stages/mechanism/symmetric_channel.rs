@@ -6,9 +6,9 @@ use polars::prelude::*;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use super::source::source;
 use crate::mech::rate_distortion as rd;
 use crate::stages::columns::{column, f64_col};
+use crate::stages::load::distribution::source;
 use crate::stages::param::NonNegative;
 use crate::stages::{
     build, check_size_run, params, product, Ctx, Gather, KindInfo, Limit, Output, ParamError, Stage,
