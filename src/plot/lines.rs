@@ -519,6 +519,20 @@ fn render_with(fig: &LineFigure, place: Place) -> Result<(String, f64), PlotErro
             // Bands first so every line stays visible on top of every band.
             for pr in series {
                 for run in runs(&pr.band) {
+                    // An isolated point has no neighbour to stretch a band to: its interval
+                    // is an error bar (a Monte-Carlo point drawn bare read as exact).
+                    if let [(x, lo, hi)] = run[..] {
+                        let ((px, top), (_, bottom)) = (map(x, hi), map(x, lo));
+                        let bar = pr.color.mix(0.7).stroke_width(2);
+                        for seg in [
+                            vec![(px, top), (px, bottom)],
+                            vec![(px - MARKER_R, top), (px + MARKER_R, top)],
+                            vec![(px - MARKER_R, bottom), (px + MARKER_R, bottom)],
+                        ] {
+                            root.draw(&PathElement::new(seg, bar)).map_err(draw_err)?;
+                        }
+                        continue;
+                    }
                     let mut poly: Vec<(i32, i32)> =
                         run.iter().map(|&(x, _, h)| map(x, h)).collect();
                     poly.extend(run.iter().rev().map(|&(x, l, _)| map(x, l)));

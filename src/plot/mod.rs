@@ -124,7 +124,7 @@ pub struct Series {
     /// The x of points below the y axis: y ≤ 0 on a logarithmic axis, or below the lower end
     /// a figure sets. They have no position on it, yet "the estimate is 0" is a result (a
     /// thesis's printed 0.000, a Monte-Carlo count of 0): each is drawn as an open triangle
-    /// pointing down on the panel's bottom edge, in the series' colour, and the legend says
+    /// pointing down in a strip under the panel's x tick labels, in the series' colour, and the legend says
     /// what the triangle means ([`LineFigure::below_label`]). Their `y` stays NaN.
     pub below: Vec<f64>,
 }

@@ -928,3 +928,28 @@ fn coinciding_points_below_the_axis_are_all_visible() {
         "side by side, a marker (8 px) and more apart: {marks:?}"
     );
 }
+
+/// A point with an interval but no neighbour (the Monte-Carlo estimate at ε = 1, c = 16 of
+/// dr-two-diseases) shows its interval as an error bar: a band needs two points.
+#[test]
+fn an_isolated_point_shows_its_interval_as_an_error_bar() {
+    let lone = |band: bool| Series {
+        below: Vec::new(),
+        name: "Monte-Carlo".into(),
+        x: vec![0.2, 0.5],
+        y: vec![0.04, f64::NAN],
+        band: band.then(|| (vec![0.03, f64::NAN], vec![0.05, f64::NAN])),
+        style: LineStyle::Markers,
+    };
+    let polylines = |band: bool| {
+        let mut f = sample_lines();
+        f.panels.truncate(1);
+        f.panels[0].series.push(lone(band));
+        render_lines(&f).unwrap().matches("<polyline").count()
+    };
+    assert_eq!(
+        polylines(true),
+        polylines(false) + 3,
+        "a bar and its two caps"
+    );
+}
