@@ -143,10 +143,6 @@ impl IntervalSet {
         &self.pieces
     }
 
-    pub fn into_pieces(self) -> Vec<Interval> {
-        self.pieces
-    }
-
     /// Number of stored pieces (components under [`Touching::Merge`]).
     pub fn len(&self) -> usize {
         self.pieces.len()

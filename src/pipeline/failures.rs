@@ -205,13 +205,6 @@ impl Failures {
         }
         out
     }
-
-    /// Instances not run because their stage stopped, in all.
-    pub fn not_run_count(&self) -> usize {
-        (0..self.stages.len())
-            .map(|si| self.stage(si).not_run)
-            .sum()
-    }
 }
 
 /// A message on one line, cut short: its lines joined by ` | `, empty ones left out.
