@@ -38,7 +38,7 @@ pub struct Record {
 
 impl Record {
     /// The value at a dotted field path (`["load", "table"]`), if the record has it.
-    pub fn field(&self, path: &[&str]) -> Option<&Value> {
+    pub(crate) fn field(&self, path: &[&str]) -> Option<&Value> {
         let (first, rest) = path.split_first()?;
         let mut at = self.fields.get(*first)?;
         for k in rest {
@@ -61,7 +61,7 @@ impl AxisValue {
     }
 
     /// The value as written in a pipeline file (a record: its whole mapping).
-    pub fn to_yaml(&self) -> Value {
+    pub(crate) fn to_yaml(&self) -> Value {
         match self {
             AxisValue::Num(x) if x.fract() == 0.0 && x.abs() < 9.0e15 => {
                 Value::Number(serde_yaml_ng::Number::from(*x as i64))
@@ -92,7 +92,7 @@ impl fmt::Display for AxisValue {
 }
 
 /// Grids larger than this are refused as a likely typo (a step of 1e-9…).
-pub const MAX_AXIS_LEN: usize = 1_000_000;
+pub(crate) const MAX_AXIS_LEN: usize = 1_000_000;
 
 /// Rounds to 15 significant digits, so that `0.1 + 2·0.1` prints as 0.3 and seeds stay
 /// stable under harmless floating-point noise in grid arithmetic.
@@ -108,7 +108,7 @@ fn tidy(x: f64) -> f64 {
 
 /// Parses an axis grid: a list, a scalar, `{from, to, step}`, `{linspace: {from, to, num}}`
 /// or `{logspace: {from, to, num}}`. Errors carry the path (relative to the axis) and message.
-pub fn parse_axis(v: &Value) -> Result<Vec<AxisValue>, (String, String)> {
+pub(crate) fn parse_axis(v: &Value) -> Result<Vec<AxisValue>, (String, String)> {
     let mut out = Vec::new();
     walk(v, MAX_AXIS_LEN as u64, true, &mut |x| {
         out.push(x);
@@ -166,7 +166,7 @@ fn range_count(from: f64, to: f64, step: f64) -> f64 {
 /// How many values the grid `v` describes, worked out without building it; `None` when `v`
 /// is not a well-formed grid (then [`parse_grid`] says why). Stage parameters that are grids
 /// check this against a limit before [`parse_grid`] allocates.
-pub fn grid_len(v: &Value) -> Option<u64> {
+pub(crate) fn grid_len(v: &Value) -> Option<u64> {
     match v {
         Value::Sequence(items) => Some(items.len() as u64),
         Value::Number(_) | Value::String(_) => Some(1),
@@ -187,8 +187,10 @@ pub fn grid_len(v: &Value) -> Option<u64> {
     }
 }
 
-/// [`parse_axis`] with `max_len` values at most instead of [`MAX_AXIS_LEN`].
-pub fn parse_grid(v: &Value, max_len: u64) -> Result<Vec<AxisValue>, (String, String)> {
+/// [`parse_axis`] with `max_len` values at most instead of [`MAX_AXIS_LEN`] (what the
+/// tests hold [`walk_grid`] to).
+#[cfg(test)]
+pub(crate) fn parse_grid(v: &Value, max_len: u64) -> Result<Vec<AxisValue>, (String, String)> {
     let mut out = Vec::new();
     walk_grid(v, max_len, &mut |x| {
         out.push(x);
@@ -200,7 +202,7 @@ pub fn parse_grid(v: &Value, max_len: u64) -> Result<Vec<AxisValue>, (String, St
 /// The longest text axis value, in bytes. A value is copied into every instance's key, label
 /// and file name: a long one times many instances is memory a planner cannot afford, and a
 /// file name cannot hold it anyway.
-pub const MAX_TEXT_VALUE: usize = 256;
+pub(crate) const MAX_TEXT_VALUE: usize = 256;
 
 /// A text axis value, checked: at most [`MAX_TEXT_VALUE`] bytes and no control characters
 /// (labels are printed to terminals, where an escape sequence would be obeyed).
@@ -226,12 +228,12 @@ fn text(s: &str, at: &str) -> Result<AxisValue, (String, String)> {
 /// The largest record on an axis, in bytes of YAML. Its fields are copied into the
 /// parameters of every instance that reads them: a few KiB is a dataset's cleaning settings,
 /// a megabyte is a mistake that would cost memory times the instances.
-pub const MAX_RECORD: usize = 64 * 1024;
+pub(crate) const MAX_RECORD: usize = 64 * 1024;
 
 /// Whether `s` can be one step of a reference (`$axis.field.sub`): letters, digits and `_`,
 /// as axis names are. A record's keys must be, so that every field can be read.
 /// (`dplab schema` writes the same rule as a pattern: `pipeline::schema::AXIS_REF`.)
-pub fn is_word(s: &str) -> bool {
+pub(crate) fn is_word(s: &str) -> bool {
     !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
@@ -310,7 +312,7 @@ fn fits(v: &Value, budget: &mut usize) -> bool {
 /// without keeping them: a `{from, to, step}`, `linspace` or `logspace` grid of any length
 /// is checked in constant memory (its values are monotone, so equal ones are neighbours).
 /// Returns the number of values.
-pub fn walk_grid(
+pub(crate) fn walk_grid(
     v: &Value,
     max_len: u64,
     sink: &mut dyn FnMut(AxisValue) -> Result<(), (String, String)>,
@@ -571,13 +573,13 @@ fn check_keys(
 /// `{from, to, step}` range, or `{linspace: …}` / `{logspace: …}`. Titled "grid" so that
 /// `dplab list` names it in one word. The full checks (step sign, counts, limits) stay in
 /// [`walk_grid`]; the schema gives editors the shape.
-pub fn grid_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+pub(crate) fn grid_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
     schema_of(false)
 }
 
 /// The JSON Schema of an axis: a grid ([`grid_schema`]), or a list of records
 /// (`{name: …, field: …}`).
-pub fn axis_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+pub(crate) fn axis_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
     schema_of(true)
 }
 

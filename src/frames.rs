@@ -12,7 +12,7 @@ use polars::prelude::*;
 /// gives. A stage swept over a records axis of datasets (`normalise` of tables with 129 and
 /// 43 columns) thus keeps every column of every instance; frames with one schema, the usual
 /// case, are stacked as they are.
-pub fn concat(frames: &[&DataFrame]) -> Result<DataFrame> {
+pub(crate) fn concat(frames: &[&DataFrame]) -> Result<DataFrame> {
     let Some((first, rest)) = frames.split_first() else {
         return Ok(DataFrame::empty());
     };
@@ -36,7 +36,7 @@ pub fn concat(frames: &[&DataFrame]) -> Result<DataFrame> {
 
 /// The union of the frames' columns in first-seen order, each with the type every frame's
 /// values fit ([`common_type`]).
-pub fn union_schema<'a>(frames: impl IntoIterator<Item = &'a DataFrame>) -> Schema {
+pub(crate) fn union_schema<'a>(frames: impl IntoIterator<Item = &'a DataFrame>) -> Schema {
     let mut schema = Schema::default();
     for f in frames {
         for c in f.columns() {
@@ -55,7 +55,7 @@ pub fn union_schema<'a>(frames: impl IntoIterator<Item = &'a DataFrame>) -> Sche
 /// for integers of other widths; 64-bit floats for other pairs of numbers (integers up to
 /// 2⁵³ are exact); otherwise text, in which every value is
 /// written as it prints, so nothing is lost.
-pub fn common_type(a: &DataType, b: &DataType) -> DataType {
+pub(crate) fn common_type(a: &DataType, b: &DataType) -> DataType {
     match (a, b) {
         _ if a == b => a.clone(),
         (DataType::Null, t) | (t, DataType::Null) => t.clone(),
@@ -68,7 +68,7 @@ pub fn common_type(a: &DataType, b: &DataType) -> DataType {
 }
 
 /// `df` with the columns of `schema`, in its order and types: a column `df` lacks is nulls.
-pub fn aligned(df: &DataFrame, schema: &Schema) -> Result<DataFrame> {
+pub(crate) fn aligned(df: &DataFrame, schema: &Schema) -> Result<DataFrame> {
     let height = df.height();
     let cols = schema
         .iter()
@@ -87,7 +87,7 @@ pub fn aligned(df: &DataFrame, schema: &Schema) -> Result<DataFrame> {
 /// metadata; a sweep of 10⁵ tiny instances spent 90% of its time there) or Arrow IPC (a
 /// further polars feature to build); `None` for a column type it does not cover, which the
 /// store then writes as Parquet.
-pub fn encode(df: &DataFrame) -> Option<Vec<u8>> {
+pub(crate) fn encode(df: &DataFrame) -> Option<Vec<u8>> {
     let h = df.height();
     let mut out = Vec::with_capacity(64 + df.width() * (16 + 9 * h));
     out.extend_from_slice(MAGIC);
@@ -263,7 +263,7 @@ impl<'a> Reader<'a> {
 /// rows and columns are counted first and checked against what `--max-cells` allows a table
 /// read from text (`limits::check_table_read`): a 250 MB file of one short column aborted the
 /// process, and so did a header of 2·10⁷ names.
-pub fn read_csv(bytes: &[u8]) -> Result<DataFrame> {
+pub(crate) fn read_csv(bytes: &[u8]) -> Result<DataFrame> {
     let lines = bytes.iter().filter(|&&b| b == b'\n').count() as u64
         + u64::from(!bytes.is_empty() && !bytes.ends_with(b"\n"));
     let header = bytes.split(|&b| b == b'\n').next().unwrap_or_default();

@@ -61,12 +61,12 @@ pub fn check(what: &str, value: u64, limit: u64, flag: &str) -> Result<(), Strin
 }
 
 /// `draws` against [`Limits::draws`].
-pub fn check_draws(what: &str, value: u64) -> Result<(), String> {
+pub(crate) fn check_draws(what: &str, value: u64) -> Result<(), String> {
     check(what, value, get().draws, "--max-draws")
 }
 
 /// `cells` against [`Limits::cells`].
-pub fn check_cells(what: &str, value: u64) -> Result<(), String> {
+pub(crate) fn check_cells(what: &str, value: u64) -> Result<(), String> {
     check(what, value, get().cells, "--max-cells")
 }
 
@@ -74,11 +74,11 @@ pub fn check_cells(what: &str, value: u64) -> Result<(), String> {
 /// CSV a parameter names): a column of undeclared type holds each value as text (16 bytes) until
 /// the whole column is known to be numbers, which are then parsed into an `Option<f64>` (16
 /// bytes) before the text is dropped; polars' CSV reader stays within this too.
-pub const BYTES_PER_CELL_READ: u64 = 32;
+pub(crate) const BYTES_PER_CELL_READ: u64 = 32;
 
 /// What a column costs while a table is parsed from text, whatever its rows: its name, its
 /// buffers and polars' bookkeeping (a header of 2·10⁷ names took a minute and aborted).
-pub const BYTES_PER_COLUMN_READ: u64 = 1024;
+pub(crate) const BYTES_PER_COLUMN_READ: u64 = 1024;
 
 /// What one column of a table costs, in cells, whatever its rows: its name, its buffers,
 /// polars' bookkeeping and the metadata of its Parquet copy in the store. Counted so that
@@ -86,17 +86,17 @@ pub const BYTES_PER_COLUMN_READ: u64 = 1024;
 /// columns (a 14 MB CSV file, 10⁶ cells) took two minutes and 5.8 GB and was stored as 365 MB
 /// of Parquet; one of 10⁵ columns read by `load.table` and stored took 9 s and 690 MB, 6.9 KB
 /// (some 870 cells of 8 bytes) a column.
-pub const CELLS_PER_COLUMN: u64 = 1000;
+pub(crate) const CELLS_PER_COLUMN: u64 = 1000;
 
 /// The most columns a table read from a file may have: one for each [`CELLS_PER_COLUMN`]
 /// cells [`Limits::cells`] allows (2·10⁵ by default).
-pub fn max_columns() -> u64 {
+pub(crate) fn max_columns() -> u64 {
     get().cells / CELLS_PER_COLUMN
 }
 
 /// Checks the columns of a table against [`max_columns`] before anything is allocated for
 /// them: `what` names the file.
-pub fn check_columns(what: &str, cols: u64) -> Result<(), String> {
+pub(crate) fn check_columns(what: &str, cols: u64) -> Result<(), String> {
     let max = max_columns();
     if cols <= max {
         return Ok(());
@@ -109,7 +109,7 @@ pub fn check_columns(what: &str, cols: u64) -> Result<(), String> {
 
 /// The memory a table parsed from text may take: what the largest matrix [`Limits::cells`]
 /// allows takes (8 bytes a cell, 1.6 GB by default), so that the one flag bounds both.
-pub fn table_bytes() -> u64 {
+pub(crate) fn table_bytes() -> u64 {
     get().cells.saturating_mul(8)
 }
 
@@ -117,7 +117,7 @@ pub fn table_bytes() -> u64 {
 /// most [`max_columns`] and fits [`table_bytes`]: `what` names the file. Counting rows and
 /// columns costs a pass over the text; parsing 10⁸ rows of `1` (a 190 KB gzip file) took
 /// 3.2 GB and aborted.
-pub fn check_table_read(what: &str, rows: u64, cols: u64, bytes: u64) -> Result<(), String> {
+pub(crate) fn check_table_read(what: &str, rows: u64, cols: u64, bytes: u64) -> Result<(), String> {
     check_columns(what, cols)?;
     let need = rows
         .saturating_mul(cols)

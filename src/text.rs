@@ -4,7 +4,7 @@
 /// and a file with thousands of names and as many typos (8 000 stages reading a missing one:
 /// a 300 KB file) made `validate` quadratic — minutes — for a hint. Real lists (the stage
 /// kinds, a pipeline's stages, axes, profiles, parameters, datasets) are far shorter.
-pub const MAX_SUGGEST_CANDIDATES: usize = 1000;
+pub(crate) const MAX_SUGGEST_CANDIDATES: usize = 1000;
 
 /// The candidate nearest to `word`, if it is plausibly a typo of it.
 ///
@@ -78,7 +78,7 @@ pub fn hex(bytes: &[u8]) -> String {
 /// 149.6, 2 (not 2.000); −0 is 0, and what is not finite is written as Rust writes it. The one
 /// rounding formatter of messages, audit events and verdicts; [`number_text`] writes a
 /// number exactly.
-pub fn significant(x: f64, digits: usize) -> String {
+pub(crate) fn significant(x: f64, digits: usize) -> String {
     if x == 0.0 || !x.is_finite() {
         return if x == 0.0 { "0".into() } else { x.to_string() };
     }
@@ -107,7 +107,7 @@ pub fn significant(x: f64, digits: usize) -> String {
 }
 
 /// A number as a person writes it: 1 rather than 1.0, 1e-9 rather than 0.000000001.
-pub fn number_text(x: f64) -> String {
+pub(crate) fn number_text(x: f64) -> String {
     if x != 0.0 && !(1e-4..1e15).contains(&x.abs()) {
         format!("{x:e}")
     } else {
@@ -125,7 +125,7 @@ pub fn number_text(x: f64) -> String {
 /// Planning checks that the stage exists and writes a frame, and the column where it is
 /// known.
 #[derive(Debug, Clone, PartialEq)]
-pub struct CellRef {
+pub(crate) struct CellRef {
     /// Where it stands in its text, braces included.
     pub at: std::ops::Range<usize>,
     pub stage: String,
@@ -136,7 +136,7 @@ pub struct CellRef {
 
 /// Which row of its frame a [`CellRef`] quotes.
 #[derive(Debug, Clone, PartialEq)]
-pub enum RowRef {
+pub(crate) enum RowRef {
     /// The row at this place, from 0.
     At(usize),
     /// The first row whose columns hold these values.
@@ -186,7 +186,7 @@ impl std::fmt::Display for RowRef {
 
 /// How a [`CellRef`] shows its cell.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub enum CellFormat {
+pub(crate) enum CellFormat {
     Significant(usize),
     Percent,
 }
@@ -203,7 +203,7 @@ impl CellFormat {
 }
 
 /// The [`CellRef`]s of `text`, in order; an error names the first one that cannot be read.
-pub fn cell_refs(text: &str) -> Result<Vec<CellRef>, String> {
+pub(crate) fn cell_refs(text: &str) -> Result<Vec<CellRef>, String> {
     let mut out = Vec::new();
     let mut from = 0;
     while let Some(open) = text[from..].find("{{").map(|i| from + i) {
@@ -258,7 +258,7 @@ pub fn cell_refs(text: &str) -> Result<Vec<CellRef>, String> {
 
 /// `text` with each of its [`CellRef`]s replaced by what `cell` gives for it (the cell's text,
 /// or why there is none, which is shown in its place, marked).
-pub fn fill_cells(text: &str, cell: impl Fn(&CellRef) -> Result<String, String>) -> String {
+pub(crate) fn fill_cells(text: &str, cell: impl Fn(&CellRef) -> Result<String, String>) -> String {
     let Ok(refs) = cell_refs(text) else {
         return text.to_string();
     };
@@ -279,7 +279,7 @@ pub fn fill_cells(text: &str, cell: impl Fn(&CellRef) -> Result<String, String>)
 /// Whether `ext` is a plain file name, as an artifact's name must be (and an external
 /// program's input file is named): 1 to 100 letters, digits, `.`, `_`, `-`, starting with a
 /// letter or digit — nothing a path could read as more than a name.
-pub fn plain_file_name(ext: &str) -> bool {
+pub(crate) fn plain_file_name(ext: &str) -> bool {
     (1..=100).contains(&ext.len())
         && ext.starts_with(|c: char| c.is_ascii_alphanumeric())
         && ext

@@ -49,7 +49,7 @@ impl Verdict {
 
     /// The verdict a word names, if it names one (other words a table may hold — `not run`,
     /// `no data`, `side by side` — are not verdicts: nothing was compared).
-    pub fn from_word(word: &str) -> Option<Verdict> {
+    pub(crate) fn from_word(word: &str) -> Option<Verdict> {
         Verdict::ALL.into_iter().find(|v| v.word() == word.trim())
     }
 
@@ -81,13 +81,13 @@ fn slack(h: f64, a: f64, b: f64) -> f64 {
 
 /// Whether `ours` rounds to the printed `p` (half a unit of its last digit: `h`); see
 /// [`slack`].
-pub fn rounds_to(ours: f64, p: f64, h: f64) -> bool {
+pub(crate) fn rounds_to(ours: f64, p: f64, h: f64) -> bool {
     (ours - p).abs() <= h + slack(h, ours, p)
 }
 
 /// Whether the interval `[lo, hi]` meets the printed `p ± h`; an interval that is not one
 /// (an end not finite, `lo > hi`) meets nothing. See [`slack`].
-pub fn meets(p: f64, h: f64, lo: f64, hi: f64) -> bool {
+pub(crate) fn meets(p: f64, h: f64, lo: f64, hi: f64) -> bool {
     if !(lo.is_finite() && hi.is_finite() && lo <= hi) {
         return false;
     }
@@ -98,11 +98,11 @@ pub fn meets(p: f64, h: f64, lo: f64, hi: f64) -> bool {
 /// What a table writes where nothing was compared: a cell whose σ was not run, a dataset not
 /// on this machine, a value shown beside the paper's without a verdict (a time), a cell the
 /// paper left empty. Neither agreement nor difference, so never counted.
-pub const NOT_RUN: &str = "not run";
-pub const NO_DATA: &str = "no data";
-pub const SIDE_BY_SIDE: &str = "side by side";
-pub const NO_PAPER_VALUE: &str = "no paper value";
-pub const NOT_COMPARED: [&str; 4] = [NOT_RUN, NO_DATA, SIDE_BY_SIDE, NO_PAPER_VALUE];
+pub(crate) const NOT_RUN: &str = "not run";
+pub(crate) const NO_DATA: &str = "no data";
+pub(crate) const SIDE_BY_SIDE: &str = "side by side";
+pub(crate) const NO_PAPER_VALUE: &str = "no paper value";
+pub(crate) const NOT_COMPARED: [&str; 4] = [NOT_RUN, NO_DATA, SIDE_BY_SIDE, NO_PAPER_VALUE];
 
 /// A pipeline's finding about a claim of the paper that is not a printed number (a theorem, a
 /// figure's trend, a number in the text): the claim, what our frames show, and the verdict. The

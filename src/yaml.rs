@@ -6,7 +6,7 @@ use serde_yaml_ng::Value;
 
 /// A value that failed to deserialise: the path of keys (and list indices) to it, and why.
 #[derive(Debug, Clone)]
-pub struct DeError {
+pub(crate) struct DeError {
     pub path: Vec<String>,
     pub message: String,
 }
@@ -17,7 +17,7 @@ const OUT_OF_RANGE: &str = "\u{1}out of range\u{1}";
 
 /// The error message of a type whose values have a range (ε > 0, a level in (0, 1)), for
 /// `serde::de::Error::custom`: `value` and the range it must be in (`must` is e.g. "> 0").
-pub fn out_of_range(value: impl std::fmt::Display, must: &str) -> String {
+pub(crate) fn out_of_range(value: impl std::fmt::Display, must: &str) -> String {
     format!("{OUT_OF_RANGE}{value} is invalid: must be {must}")
 }
 
@@ -25,7 +25,7 @@ pub fn out_of_range(value: impl std::fmt::Display, must: &str) -> String {
 /// is accepted where `T` expects an integer: people write counts in scientific notation.
 /// Only the values serde rejected as "floating point, expected an integer" are rewritten,
 /// so a float kept in an untyped parameter stays a float.
-pub fn deserialize<T: DeserializeOwned>(mut value: Value) -> Result<T, DeError> {
+pub(crate) fn deserialize<T: DeserializeOwned>(mut value: Value) -> Result<T, DeError> {
     // Each retry turns one more float into an integer; a file has finitely many floats.
     loop {
         match serde_path_to_error::deserialize::<_, T>(value.clone()) {
@@ -104,7 +104,7 @@ fn integer_at(value: &mut Value, path: &[String]) -> bool {
 }
 
 /// Rewrites serde's messages for people: unknown keys get the nearest valid key.
-pub fn humanise_serde(msg: &str) -> String {
+pub(crate) fn humanise_serde(msg: &str) -> String {
     // serde_yaml prefixes the dotted path ("stages.noisy: …"); we print a position instead.
     let owned;
     let msg = match msg.split_once(": ") {

@@ -39,7 +39,7 @@ impl Env<'_> {
 }
 
 /// "no column `c` in its input (columns: …); did you mean `d`?"
-pub fn no_column(name: &str, available: &[&str]) -> String {
+pub(crate) fn no_column(name: &str, available: &[&str]) -> String {
     let hint = crate::text::suggest(name, available.iter().copied())
         .map(|s| format!("; did you mean `{s}`?"))
         .unwrap_or_default();

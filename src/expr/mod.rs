@@ -52,24 +52,23 @@ use polars::prelude::DataFrame;
 use eval::Env;
 use syntax::{children, walk, Node};
 
-pub use eval::no_column;
-pub use values::{group_rows, load, KeyCell, Vals};
+pub(crate) use values::{group_rows, load, KeyCell, Vals};
 
 /// The longest expression read, in characters.
-pub const MAX_CHARS: usize = 4000;
+pub(crate) const MAX_CHARS: usize = 4000;
 /// The most names, numbers, operators and punctuation an expression may hold.
-pub const MAX_TOKENS: usize = 500;
+pub(crate) const MAX_TOKENS: usize = 500;
 /// How deeply parentheses, calls and `CASE` may nest.
-pub const MAX_NESTING: usize = 40;
+pub(crate) const MAX_NESTING: usize = 40;
 /// The parser's recursion limit (its default), a backstop behind [`MAX_NESTING`]:
 /// `recursive-protection`, the feature that would grow its stack, is off (it adds crates).
-pub const MAX_RECURSION: usize = 50;
+pub(crate) const MAX_RECURSION: usize = 50;
 /// How deep the tree of an expression may be (a chain of 100 `+` is 100 deep).
 pub const MAX_DEPTH: usize = 200;
 
 /// Where a part of an expression starts: line and character (1-based) inside its text.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub struct Pos {
+pub(crate) struct Pos {
     pub line: u64,
     pub col: u64,
 }
@@ -95,14 +94,14 @@ impl std::fmt::Display for Pos {
 
 /// What an expression may contain: row-wise operations only, or aggregates too.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Mode {
+pub(crate) enum Mode {
     Rows,
     Groups,
 }
 
 /// A parsed expression.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Expr {
+pub(crate) struct Expr {
     node: Node,
 }
 
@@ -130,7 +129,7 @@ impl Expr {
 
     /// The columns it reads outside aggregates (in `frame.group`: they must be keys), with
     /// where each is.
-    pub fn columns_outside_aggregates(&self) -> Vec<(String, Pos)> {
+    pub(crate) fn columns_outside_aggregates(&self) -> Vec<(String, Pos)> {
         fn go(n: &Node, out: &mut Vec<(String, Pos)>) {
             match n {
                 Node::Agg(..) => {}
@@ -144,7 +143,7 @@ impl Expr {
     }
 
     /// Its values on every row of `frame`. Errors name where in the expression they arise.
-    pub fn eval(&self, frame: &DataFrame) -> Result<Vals, String> {
+    pub(crate) fn eval(&self, frame: &DataFrame) -> Result<Vals, String> {
         let env = Env {
             frame,
             n: frame.height(),
@@ -155,7 +154,7 @@ impl Expr {
 
     /// Its values per group: `keys` has one row per group (the key columns), `rows` the
     /// frame the groups' rows are taken from, `groups` each group's rows.
-    pub fn eval_groups(
+    pub(crate) fn eval_groups(
         &self,
         keys: &DataFrame,
         rows: &DataFrame,

@@ -10,7 +10,7 @@ use super::Pos;
 
 /// The values of an expression over a frame's rows (or groups).
 #[derive(Clone, Debug, PartialEq)]
-pub enum Vals {
+pub(crate) enum Vals {
     Int(Vec<Option<i64>>),
     Float(Vec<Option<f64>>),
     Bool(Vec<Option<bool>>),
@@ -30,7 +30,7 @@ impl Vals {
         }
     }
 
-    pub fn type_name(&self) -> &'static str {
+    pub(crate) fn type_name(&self) -> &'static str {
         match self {
             Vals::Int(_) => "an integer",
             Vals::Float(_) => "a number",
@@ -41,7 +41,7 @@ impl Vals {
     }
 
     /// The values as a frame column: Int64, Float64, Boolean or String (all-missing: Float64).
-    pub fn into_column(self, name: &str) -> Column {
+    pub(crate) fn into_column(self, name: &str) -> Column {
         match self {
             Vals::Int(v) => Column::new(name.into(), v),
             Vals::Float(v) => Column::new(name.into(), v),
@@ -266,7 +266,7 @@ pub(super) fn zip_with<A: Copy, B>(
 
 /// Row indices grouped by equal values of `keys` (first-seen order): numbers equal as numbers
 /// (an integer 1 and a number 1.0 are one key), a missing key is a group of its own.
-pub fn group_rows(keys: &[Vals]) -> Vec<Vec<usize>> {
+pub(crate) fn group_rows(keys: &[Vals]) -> Vec<Vec<usize>> {
     let n = keys.first().map_or(0, Vals::len);
     let mut index: HashMap<Vec<KeyCell>, usize> = HashMap::new();
     let mut groups: Vec<Vec<usize>> = Vec::new();
@@ -284,7 +284,7 @@ pub fn group_rows(keys: &[Vals]) -> Vec<Vec<usize>> {
 /// One cell of a key, hashable: an integer (or a number with an integer's value: 1 and 1.0
 /// are one key), another number by its bits (−0 is 0), text, truth, missing.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub enum KeyCell {
+pub(crate) enum KeyCell {
     Missing,
     Int(i64),
     Num(u64),

@@ -1,4 +1,3 @@
-
 use std::path::{Path, PathBuf};
 
 use polars::prelude::{DataFrame, DataType};

@@ -1,4 +1,3 @@
-
 use polars::prelude::{Column, DataFrame};
 
 /// An interval that leaves its estimate fails the run, naming the row, the columns and

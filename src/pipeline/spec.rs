@@ -252,11 +252,12 @@ pub fn name_problem(name: &str, kind: NameKind) -> Option<String> {
     })
 }
 
-pub use crate::axis::{grid_len, parse_axis, parse_grid, walk_grid, AxisValue, MAX_AXIS_LEN};
+pub(crate) use crate::axis::parse_axis;
+pub use crate::axis::AxisValue;
 
 pub use crate::text::suggest;
 
-pub use crate::yaml::humanise_serde;
+pub(crate) use crate::yaml::humanise_serde;
 
 /// A parsed file with its positions.
 #[derive(Debug)]

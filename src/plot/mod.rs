@@ -49,7 +49,7 @@ use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 /// Why a figure could not be rendered. Rendering never panics on user data.
 #[derive(Debug, thiserror::Error)]
-pub enum PlotError {
+pub(crate) enum PlotError {
     /// The figure has no panels at all.
     #[error("figure `{figure}` has no panels")]
     NoPanels { figure: String },
@@ -99,7 +99,7 @@ pub enum PlotError {
 
 /// How a series is drawn.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub enum LineStyle {
+pub(crate) enum LineStyle {
     /// A solid line.
     #[default]
     Solid,
@@ -112,7 +112,7 @@ pub enum LineStyle {
 }
 
 /// One named curve. `x`, `y` and the band vectors are parallel.
-pub struct Series {
+pub(crate) struct Series {
     /// Legend entry; series with the same name in different panels share a colour.
     pub name: String,
     pub x: Vec<f64>,
@@ -130,7 +130,7 @@ pub struct Series {
 }
 
 /// One facet of a line figure.
-pub struct Panel {
+pub(crate) struct Panel {
     /// Shown above the panel; may be empty.
     pub title: String,
     pub series: Vec<Series>,
@@ -147,7 +147,7 @@ pub struct Panel {
 }
 
 /// A faceted line figure.
-pub struct LineFigure {
+pub(crate) struct LineFigure {
     pub title: String,
     /// Axis labels, shared by all panels (include units).
     pub x_label: String,
@@ -169,12 +169,12 @@ pub struct LineFigure {
 }
 
 /// Renders a line figure to an SVG document (`^` and `_` in its texts as in [`mathtext`]).
-pub fn render_lines(fig: &LineFigure) -> Result<String, PlotError> {
+pub(crate) fn render_lines(fig: &LineFigure) -> Result<String, PlotError> {
     lines::render(fig).map(|svg| mathtext::svg(&svg))
 }
 
 /// One facet of a heatmap: values on a rectilinear grid.
-pub struct HeatPanel {
+pub(crate) struct HeatPanel {
     /// Shown above the panel; may be empty.
     pub title: String,
     /// Cell-centre coordinates, strictly ascending.
@@ -185,7 +185,7 @@ pub struct HeatPanel {
 }
 
 /// A faceted heatmap with one colour scale shared by all panels.
-pub struct HeatmapFigure {
+pub(crate) struct HeatmapFigure {
     pub title: String,
     pub x_label: String,
     pub y_label: String,
@@ -207,7 +207,7 @@ pub struct HeatmapFigure {
 }
 
 /// Renders a heatmap figure to an SVG document (`^` and `_` in its texts as in [`mathtext`]).
-pub fn render_heatmap(fig: &HeatmapFigure) -> Result<String, PlotError> {
+pub(crate) fn render_heatmap(fig: &HeatmapFigure) -> Result<String, PlotError> {
     heatmap::render(fig).map(|svg| mathtext::svg(&svg))
 }
 
@@ -232,7 +232,7 @@ const LEGEND_PX: f64 = 14.0;
 
 /// The font family every figure's text asks for: the font its layout is measured with, then
 /// any sans-serif.
-pub const FONT_FAMILY: &str = "DejaVu Sans, sans-serif";
+pub(crate) const FONT_FAMILY: &str = "DejaVu Sans, sans-serif";
 
 /// DejaVu Sans 2.37 (Bitstream Vera licence, `assets/fonts/LICENSE-DejaVu.txt`): only its
 /// advance widths are read.

@@ -39,7 +39,7 @@ impl Axis {
     /// Builds an axis whose tick labels fit in `pixels` along the axis:
     /// shrinks the tick count until neighbouring labels (estimated at `char_px`
     /// per character plus a gap) no longer collide.
-    pub fn fitted(
+    pub(crate) fn fitted(
         log: bool,
         lo: f64,
         hi: f64,
@@ -79,7 +79,7 @@ impl Axis {
     }
 
     /// The label plotters should print at transformed position `t`.
-    pub fn label_for(&self, t: f64) -> String {
+    pub(crate) fn label_for(&self, t: f64) -> String {
         let tol = (self.hi - self.lo).abs() * 1e-9 + 1e-12;
         self.ticks
             .iter()
@@ -88,12 +88,12 @@ impl Axis {
             .unwrap_or_default()
     }
 
-    pub fn tick_positions(&self) -> Vec<f64> {
+    pub(crate) fn tick_positions(&self) -> Vec<f64> {
         self.ticks.iter().map(|(t, _)| *t).collect()
     }
 
     /// Widest tick label in pixels at `font_px`.
-    pub fn widest_label(&self, font_px: f64) -> f64 {
+    pub(crate) fn widest_label(&self, font_px: f64) -> f64 {
         self.ticks
             .iter()
             .map(|(_, s)| super::text_width(s, font_px))

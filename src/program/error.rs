@@ -11,7 +11,7 @@ use crate::text::scrub;
 
 /// Why an external program did not give an instance its result.
 #[derive(Debug)]
-pub enum ProgramError {
+pub(crate) enum ProgramError {
     /// `command[0]` is neither on the program's `PATH` nor an existing path.
     NotFound {
         program: String,

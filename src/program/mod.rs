@@ -23,10 +23,10 @@ pub mod protocol;
 mod runner;
 pub mod worker;
 
-pub use error::ProgramError;
-pub use process::{check_pass_env, kill_running, stop_programs, Log};
-pub use protocol::{Bounds, ProgramArtifact, PROTOCOL, PYTHON_HELPER};
-pub use runner::{run, run_probe, Instance, Produced, Program};
+pub(crate) use error::ProgramError;
+pub use process::stop_programs;
+pub(crate) use protocol::{Bounds, PROTOCOL, PYTHON_HELPER};
+pub(crate) use runner::{run, run_probe, Instance, Program};
 
 #[cfg(test)]
 // Tests read the files their programs wrote.

@@ -29,7 +29,7 @@ use super::error::ProgramError;
 
 /// The last bytes a program wrote to stdout and stderr, interleaved as it wrote them.
 #[derive(Debug, Default)]
-pub struct Log {
+pub(crate) struct Log {
     buf: VecDeque<u8>,
     cap: usize,
     dropped: u64,
@@ -58,7 +58,9 @@ impl Log {
         self.buf.iter().copied().collect()
     }
 
-    /// How many earlier bytes were dropped to keep the log bounded.
+    /// How many earlier bytes were dropped to keep the log bounded (what the tests hold the
+    /// bound to).
+    #[cfg(test)]
     pub fn dropped(&self) -> u64 {
         self.dropped
     }
@@ -79,7 +81,7 @@ impl Log {
 }
 
 /// Lines of output a failure message quotes.
-pub const TAIL_LINES: usize = 20;
+pub(crate) const TAIL_LINES: usize = 20;
 
 /// What [`run`] needs to start a program.
 pub(crate) struct Invocation<'a> {
@@ -94,7 +96,7 @@ pub(crate) struct Invocation<'a> {
 }
 
 /// Environment variables that dplab sets itself and a `pass_env` list may not name.
-pub const SET_BY_DPLAB: &[&str] = &[
+pub(crate) const SET_BY_DPLAB: &[&str] = &[
     "TMPDIR",
     "OMP_NUM_THREADS",
     "OPENBLAS_NUM_THREADS",
@@ -104,7 +106,7 @@ pub const SET_BY_DPLAB: &[&str] = &[
 /// Checks a name of a `pass_env` list: a variable name that dplab does not set itself.
 /// (`PATH`, `HOME` and `LANG` are passed anyway; `PYTHONPATH` is passed after the helper's
 /// directory.)
-pub fn check_pass_env(name: &str) -> Result<(), String> {
+pub(crate) fn check_pass_env(name: &str) -> Result<(), String> {
     if name.is_empty() || name.contains(['=', '\0']) {
         return Err(format!(
             "{name:?} is not an environment variable name (no `=`, not empty)"
@@ -293,7 +295,7 @@ pub fn stopping() -> bool {
 /// Kills (SIGKILL) the process group of every program this process is running. For the
 /// engine's interrupt handling (Ctrl-C, SIGTERM): call it from an ordinary thread, not from
 /// inside a signal handler (it takes a lock). Each `run` then returns an error.
-pub fn kill_running() {
+pub(crate) fn kill_running() {
     let live = LIVE.lock().unwrap_or_else(|e| e.into_inner());
     for &pgid in live.iter() {
         // SAFETY: signalling a process group whose leader is unreaped (it is deregistered
@@ -509,10 +511,9 @@ pub(crate) fn command_text(argv: &[String]) -> String {
     shlex::try_join(argv.iter().map(String::as_str)).unwrap_or_else(|_| argv.join(" "))
 }
 
-/// What a program left: its log and how long it ran.
+/// What a program left: its log.
 pub(crate) struct Ran {
     pub log: Log,
-    pub elapsed: Duration,
 }
 
 /// Runs a program to its end: `Ok` when it exited 0, else the error (with the tail of its
@@ -535,7 +536,6 @@ pub(crate) fn run(inv: &Invocation) -> Result<Ran, ProgramError> {
         let left = deadline.map_or(Duration::from_secs(3600), |d| d - now);
         wait_event(reader.as_ref(), running.pidfd.as_ref(), left);
     };
-    let elapsed = start.elapsed();
     if timed_out {
         running.signal(libc::SIGTERM);
         let grace_end = Instant::now() + inv.grace;
@@ -570,7 +570,7 @@ pub(crate) fn run(inv: &Invocation) -> Result<Ran, ProgramError> {
         });
     }
     match (status.code(), status.signal()) {
-        (Some(0), _) => Ok(Ran { log, elapsed }),
+        (Some(0), _) => Ok(Ran { log }),
         (Some(code), _) => Err(ProgramError::Exit {
             command,
             code,

@@ -79,13 +79,13 @@ use super::dir::Dir;
 use super::error::ProgramError;
 
 /// The protocol version written into `dplab.json`.
-pub const PROTOCOL: u32 = 1;
+pub(crate) const PROTOCOL: u32 = 1;
 
 /// The Python helper, written into every working directory.
-pub const PYTHON_HELPER: &str = include_str!("../../python/dplab_external.py");
+pub(crate) const PYTHON_HELPER: &str = include_str!("../../python/dplab_external.py");
 
 /// The file name of the frame, without its extension.
-pub const FRAME: &str = "out";
+pub(crate) const FRAME: &str = "out";
 
 /// A fresh private working directory, removed (with everything in it) when dropped.
 pub(crate) struct WorkDir {
@@ -469,7 +469,7 @@ impl Bounds {
 
 /// A file the program wrote into its artifacts directory.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ProgramArtifact {
+pub(crate) struct ProgramArtifact {
     /// Its file name (checked: see [`artifact_name`]).
     pub name: String,
     pub bytes: Vec<u8>,

@@ -12,7 +12,7 @@ use super::protocol::{self, Bounds, Facts, ProgramArtifact, WorkDir};
 
 /// The program of a stage, as its parameters give it.
 #[derive(Clone, Debug)]
-pub struct Program {
+pub(crate) struct Program {
     /// The argv, run without a shell. `command[0]` is looked up in the absolute entries of
     /// `PATH` unless it holds a `/`: then it is a file of the instance's `code:`, found in the
     /// working directory (the kind allows no other path). Other relative paths are relative
@@ -27,7 +27,7 @@ pub struct Program {
 }
 
 /// The instance a program runs for.
-pub struct Instance<'a> {
+pub(crate) struct Instance<'a> {
     pub stage: &'a str,
     pub label: &'a str,
     /// The stage's `params:` after `$axis` substitution, as JSON.
@@ -45,14 +45,12 @@ pub struct Instance<'a> {
 
 /// What a program that succeeded produced.
 #[derive(Debug)]
-pub struct Produced {
+pub(crate) struct Produced {
     pub frame: DataFrame,
     /// Sorted by name.
     pub artifacts: Vec<ProgramArtifact>,
     /// The end of its stdout and stderr, interleaved.
     pub log: Log,
-    /// From its start to its exit.
-    pub elapsed: Duration,
 }
 
 /// Runs `program` for `instance` under [`protocol`] version 1 and reads back what it wrote.
@@ -86,7 +84,6 @@ pub fn run(
         frame,
         artifacts,
         log: ran.log,
-        elapsed: ran.elapsed,
     })
 }
 
@@ -176,7 +173,7 @@ pub(super) fn write_code(
 /// empty working directory, with the environment its programs get, under `timeout`; returns
 /// what it printed (stdout and stderr, the end of it). Running past `timeout` is a
 /// [`ProgramError::ProbeTimeout`]: unlike a program's, a probe's limit is not a parameter.
-pub fn run_probe(
+pub(crate) fn run_probe(
     argv: &[String],
     pass_env: &[String],
     timeout: Duration,

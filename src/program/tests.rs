@@ -10,6 +10,9 @@ use std::time::{Duration, Instant};
 use polars::prelude::*;
 use serde_json::{json, Map, Value};
 
+use super::process::{check_pass_env, kill_running};
+use super::protocol::ProgramArtifact;
+use super::runner::Produced;
 use super::*;
 
 /// [`kill_running`] kills every program of this process: its test runs alone.

@@ -49,7 +49,7 @@ use super::protocol::{self, Bounds, WorkDir};
 use super::runner::{write_code, Instance, Produced, Program};
 
 /// The version of the worker protocol above.
-pub const WORKER_PROTOCOL: u32 = 1;
+pub(crate) const WORKER_PROTOCOL: u32 = 1;
 
 /// Longest answer line read: `{"ok": false, "error": …}` with a long error.
 const MAX_ANSWER: usize = 64 << 10;
@@ -84,7 +84,7 @@ thread_local! {
 /// Computes `instance` in a worker of `program`: this thread's, when it serves the same
 /// program and code, else a new one. With `fresh`, in a worker started for this instance
 /// alone (`--verify`'s second computation).
-pub fn run(
+pub(crate) fn run(
     program: &Program,
     instance: &Instance,
     bounds: &Bounds,
@@ -134,13 +134,12 @@ pub fn run(
             served
         })
     };
-    let (log, elapsed) = served.map_err(|(e, _)| e)?;
+    let (log, _) = served.map_err(|(e, _)| e)?;
     let (frame, artifacts) = protocol::collect(&work, bounds, &log.tail(process::TAIL_LINES))?;
     Ok(Produced {
         frame,
         artifacts,
         log,
-        elapsed,
     })
 }
 

@@ -1,4 +1,3 @@
-
 use crate::kind::testing::{fails, floats, refused, run, strings};
 use crate::kind::KindInfo;
 

@@ -1,4 +1,3 @@
-
 use super::*;
 
 fn cell(mean: f64, lo: f64, hi: f64) -> Cell {
