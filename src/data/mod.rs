@@ -291,7 +291,7 @@ impl Verified {
     }
 
     /// The file's name, for messages.
-    pub fn display_name(&self) -> String {
+    pub(crate) fn display_name(&self) -> String {
         self.path
             .file_name()
             .map(|f| f.to_string_lossy().into_owned())
@@ -312,7 +312,7 @@ impl std::fmt::Debug for Verified {
 }
 
 /// Hex sha256 of bytes.
-pub fn sha256_hex(bytes: &[u8]) -> String {
+pub(crate) fn sha256_hex(bytes: &[u8]) -> String {
     hex(&Sha256::digest(bytes))
 }
 
@@ -321,7 +321,7 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
 /// A file whose length on disk exceeds the registered size is refused before it is read; the
 /// read itself stops one byte past the registered size, so a file that grows meanwhile is
 /// refused too rather than read whole.
-pub fn read_verified(entry: &FileEntry, path: &Path) -> Result<Verified, DataError> {
+pub(crate) fn read_verified(entry: &FileEntry, path: &Path) -> Result<Verified, DataError> {
     let io = |e: std::io::Error| DataError::Io(format!("{}: {e}", path.display()));
     let (file, meta) = crate::regular::open_regular(path)
         .map_err(|e| DataError::Io(format!("{}: {e}", path.display())))?;
@@ -344,7 +344,7 @@ pub fn read_verified(entry: &FileEntry, path: &Path) -> Result<Verified, DataErr
 
 /// Verifies bytes already in memory against a registry entry (`origin` names them in
 /// messages); the message says expected vs got.
-pub fn verify_bytes(
+pub(crate) fn verify_bytes(
     entry: &FileEntry,
     bytes: Vec<u8>,
     origin: &Path,
@@ -470,7 +470,7 @@ pub fn resolve(dataset: &str, file: &str) -> Result<Verified, DataError> {
 }
 
 /// Reads one registered table into a frame, parsing exactly the bytes that were verified.
-pub fn load_table(
+pub(crate) fn load_table(
     dataset: &str,
     table: Option<&str>,
 ) -> Result<polars::prelude::DataFrame, DataError> {

@@ -99,7 +99,7 @@ impl TableSpec {
     /// The table's column names when the registry lists them (`columns`, then
     /// `append_columns` for text files): known without reading any file. `None` when they come
     /// from the file's header row or a `.names` file.
-    pub fn known_columns(&self) -> Option<Vec<String>> {
+    pub(crate) fn known_columns(&self) -> Option<Vec<String>> {
         if self.header || self.names.is_some() {
             return None;
         }
@@ -260,12 +260,15 @@ fn parse_number(s: &str) -> Option<(f64, bool)> {
 }
 
 /// Column names and kinds from the verified bytes of a `.names` file.
-pub fn read_names(names: &Verified, style: NamesStyle) -> Result<Vec<(String, bool)>, DataError> {
+pub(crate) fn read_names(
+    names: &Verified,
+    style: NamesStyle,
+) -> Result<Vec<(String, bool)>, DataError> {
     parse_names(names.bytes(), &names.display_name(), style)
 }
 
 /// Column names and kinds from the text of a `.names` file; `file` names it in messages.
-pub fn parse_names(
+pub(crate) fn parse_names(
     bytes: &[u8],
     file: &str,
     style: NamesStyle,
@@ -321,7 +324,7 @@ pub fn parse_names(
 /// Reads a registered table from the verified bytes of its file (and of its `.names` file, if
 /// any). There is deliberately no variant taking a path: parsing reopens nothing, so the data is
 /// exactly what was hashed.
-pub fn read_table(
+pub(crate) fn read_table(
     spec: &TableSpec,
     data: &Verified,
     names: Option<&Verified>,
@@ -351,7 +354,7 @@ pub fn read_table(
 /// of a gigabyte (a gzip bomb: a few MB that decompress to one endless line) would be a
 /// gigabyte of memory, and doubling it as it grows aborted the process. The widest registered
 /// file (communities) has lines of 1.2 KB; a table of 10⁵ columns fits in this.
-pub const MAX_LINE_BYTES: usize = 16 << 20;
+pub(crate) const MAX_LINE_BYTES: usize = 16 << 20;
 
 /// Reads one line (with its `\n`) into `buf`, refusing one longer than [`MAX_LINE_BYTES`]
 /// before more than that is held. Returns the bytes read (0 at the end).
@@ -488,7 +491,7 @@ fn survey(spec: &TableSpec, file: &str, mut input: impl BufRead) -> Result<Surve
 /// against `--max-cells` before anything of that size is allocated, and every column is then
 /// allocated once at its final size (a growing one needs up to three times its size while it
 /// is copied).
-pub fn read_text<'a, R: BufRead + 'a>(
+pub(crate) fn read_text<'a, R: BufRead + 'a>(
     spec: &TableSpec,
     file: &str,
     open: impl Fn() -> R,

@@ -68,7 +68,7 @@ pub const MAX_DEPTH: usize = 200;
 
 /// Where a part of an expression starts: line and character (1-based) inside its text.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub(crate) struct Pos {
+pub struct Pos {
     pub line: u64,
     pub col: u64,
 }

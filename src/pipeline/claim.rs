@@ -25,10 +25,10 @@ use std::time::{Duration, Instant, SystemTime};
 use super::key::Key;
 
 /// How often a holder touches its claims.
-pub const HEARTBEAT: Duration = Duration::from_secs(10);
+pub(crate) const HEARTBEAT: Duration = Duration::from_secs(10);
 /// A claim untouched this long is broken (six missed heartbeats: a busy NFS server can delay a
 /// few).
-pub const STALE: Duration = Duration::from_secs(60);
+pub(crate) const STALE: Duration = Duration::from_secs(60);
 
 /// The claims of one store, and the ones this process holds.
 pub struct Claims {

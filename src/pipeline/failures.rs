@@ -27,7 +27,7 @@ pub enum MaxFailures {
 }
 
 /// See [`MaxFailures::Auto`].
-pub const AUTO_FIRST: usize = 5;
+pub(crate) const AUTO_FIRST: usize = 5;
 
 impl MaxFailures {
     /// `--max-failures`'s value: a count ≥ 1, `auto` or `all`.
@@ -69,7 +69,7 @@ impl MaxFailures {
 const SHOWN: usize = 3;
 
 /// Failures of a run, per stage.
-pub struct Failures {
+pub(crate) struct Failures {
     pipeline: String,
     limit: MaxFailures,
     stages: Vec<Mutex<Stage>>,

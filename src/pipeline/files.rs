@@ -18,17 +18,17 @@ use std::sync::Arc;
 
 /// A file named by a parameter larger than this is refused (paper tables and inline data
 /// are small; datasets go through the registry).
-pub const MAX_FILE_BYTES: u64 = 256 << 20;
+pub(crate) const MAX_FILE_BYTES: u64 = 256 << 20;
 
 /// Most files a tree may hold, and most bytes all of them together (a code folder is a few
 /// files; a tree of a dataset's size is a mistake to report, not to hash).
-pub const MAX_TREE_FILES: usize = 4096;
-pub const MAX_TREE_BYTES: u64 = 256 << 20;
+pub(crate) const MAX_TREE_FILES: usize = 4096;
+pub(crate) const MAX_TREE_BYTES: u64 = 256 << 20;
 /// Deepest folder nesting a tree may have.
-pub const MAX_TREE_DEPTH: usize = 32;
+pub(crate) const MAX_TREE_DEPTH: usize = 32;
 
 /// What to tell a user whose path was refused.
-pub const HINT: &str = "paths are relative to the pipeline file and stay inside its directory; allow another directory with --allow-read DIR";
+pub(crate) const HINT: &str = "paths are relative to the pipeline file and stay inside its directory; allow another directory with --allow-read DIR";
 
 /// The files of one plan, by the path as written in the parameters.
 #[derive(Default, Clone)]
@@ -68,7 +68,12 @@ impl InputFiles {
 
     /// Checks and reads the tree `rel` (a file, or a folder and every regular file under
     /// it), once per distinct path.
-    pub fn add_tree(&mut self, base: &Path, rel: &Path, allow: &[PathBuf]) -> Result<(), String> {
+    pub(crate) fn add_tree(
+        &mut self,
+        base: &Path,
+        rel: &Path,
+        allow: &[PathBuf],
+    ) -> Result<(), String> {
         if self.trees.contains_key(rel) {
             return Ok(());
         }
@@ -114,7 +119,7 @@ impl InputFiles {
     }
 
     /// A tree's digest (see [`InputFiles::digest`]), worked out once when it was read.
-    pub fn tree_digest(&self, rel: &Path) -> Option<&str> {
+    pub(crate) fn tree_digest(&self, rel: &Path) -> Option<&str> {
         self.trees.get(rel).map(|(_, d)| d.as_str())
     }
 
@@ -210,7 +215,7 @@ impl crate::kind::FileSource for InputFiles {
 }
 
 /// Reads `base/rel` if its canonical path lies under `base` or one of `allow`.
-pub fn read_confined(base: &Path, rel: &Path, allow: &[PathBuf]) -> Result<Vec<u8>, String> {
+pub(crate) fn read_confined(base: &Path, rel: &Path, allow: &[PathBuf]) -> Result<Vec<u8>, String> {
     let shown = rel.display();
     let full = base.join(rel);
     let real = full.canonicalize().map_err(|e| match e.kind() {

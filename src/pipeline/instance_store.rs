@@ -91,7 +91,7 @@ impl Made {
     }
 
     /// Its time as RFC 3339 UTC, to the second.
-    pub fn at_text(&self) -> String {
+    pub(crate) fn at_text(&self) -> String {
         humantime::format_rfc3339_seconds(
             std::time::UNIX_EPOCH + std::time::Duration::from_secs(self.at),
         )
@@ -128,11 +128,11 @@ pub struct InstanceStore {
 }
 
 /// Entries smaller than this go into packs.
-pub const SMALL: usize = 64 * 1024;
+pub(crate) const SMALL: usize = 64 * 1024;
 /// A pack is closed (and indexed) when it holds this many bytes…
-pub const PACK_BYTES: usize = 16 << 20;
+pub(crate) const PACK_BYTES: usize = 16 << 20;
 /// …or this many entries.
-pub const PACK_ENTRIES: usize = 16384;
+pub(crate) const PACK_ENTRIES: usize = 16384;
 /// What precedes each entry in a pack: this magic, the key (32 bytes), the entry's length
 /// (8 bytes, little-endian).
 const ENTRY_MAGIC: &[u8; 4] = b"DPE1";
@@ -351,7 +351,7 @@ impl InstanceStore {
     /// Packs are not looked at again: what goes into them took under [`SLOW`] to compute.
     // An entry file of the instance store: dplab wrote it under the store root.
     #[expect(clippy::disallowed_methods)]
-    pub fn get_fresh(&self, key: &Key) -> Option<InstanceResult> {
+    pub(crate) fn get_fresh(&self, key: &Key) -> Option<InstanceResult> {
         let found = decode(&fs::read(self.entry(key)).ok()?)?;
         self.remember(|m| m.own_file(key.0));
         Some(found)
@@ -408,13 +408,23 @@ impl InstanceStore {
 
     /// [`Self::put`] under each of `keys` (an instance's key and its key by content), the
     /// entry encoded once.
-    pub fn put_as(&self, keys: &[Key], kind: &str, result: &InstanceResult) -> Result<[u8; 32]> {
+    pub(crate) fn put_as(
+        &self,
+        keys: &[Key],
+        kind: &str,
+        result: &InstanceResult,
+    ) -> Result<[u8; 32]> {
         self.put_entry(keys, kind, result, true)
     }
 
     /// [`Self::put`] in a file of its own, whatever its size: what other processes wait for
     /// (a claimed instance) must be where [`Self::get_fresh`] looks when the claim ends.
-    pub fn put_now(&self, keys: &[Key], kind: &str, result: &InstanceResult) -> Result<[u8; 32]> {
+    pub(crate) fn put_now(
+        &self,
+        keys: &[Key],
+        kind: &str,
+        result: &InstanceResult,
+    ) -> Result<[u8; 32]> {
         self.put_entry(keys, kind, result, false)
     }
 
@@ -580,7 +590,7 @@ impl InstanceStore {
     /// Takes the entries of `keys` out of the store (a `--verify` found their stage not
     /// deterministic): their files, and their parts of packs (each pack rewritten once,
     /// without them). How many entries were removed.
-    pub fn forget(&self, keys: &[Key]) -> Result<usize> {
+    pub(crate) fn forget(&self, keys: &[Key]) -> Result<usize> {
         self.flush()?;
         let set: std::collections::HashSet<[u8; 32]> = keys.iter().map(|k| k.0).collect();
         let mut n = 0;

@@ -25,7 +25,7 @@ impl Key {
     }
 
     /// Its 64 lower-case hex digits, without allocating.
-    pub fn hex_digits(&self) -> [u8; 64] {
+    pub(crate) fn hex_digits(&self) -> [u8; 64] {
         const DIGITS: &[u8; 16] = b"0123456789abcdef";
         let mut out = [0u8; 64];
         for (i, b) in self.0.iter().enumerate() {

@@ -12,13 +12,13 @@ pub const MAX_DEPTH: usize = 64;
 /// so a long key above many nodes (`? <2 MiB key>` over a list of a thousand numbers) made the
 /// index of a 2 MB file take 2 GB. Past this budget no more paths are recorded and positions
 /// fall back to the nearest recorded ancestor; a real pipeline needs a few hundred KiB.
-pub const MAX_PATH_BYTES: usize = 64 << 20;
+pub(crate) const MAX_PATH_BYTES: usize = 64 << 20;
 
 /// Most bytes a file may stand for once its aliases are expanded, counting each scalar's text
 /// and [`NODE_BYTES`] per node. Expanding is what the YAML parser does before anything else
 /// looks at the file, and its repetition limit counts aliases, not bytes: ten thousand aliases
 /// of a 60 KB anchor took 4.4 GB in ten seconds. A real pipeline stands for a few hundred KiB.
-pub const MAX_EXPANDED_BYTES: u64 = 64 << 20;
+pub(crate) const MAX_EXPANDED_BYTES: u64 = 64 << 20;
 
 /// What one parsed node costs besides its text (about the size of a parsed YAML value).
 const NODE_BYTES: u64 = 32;

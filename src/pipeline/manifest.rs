@@ -64,11 +64,11 @@ pub struct Incomplete {
 }
 
 /// A manifest read without the per-instance lists of its stages.
-pub type WithoutSeeds = Manifest<IgnoredAny>;
+pub(crate) type WithoutSeeds = Manifest<IgnoredAny>;
 
 impl<Seeds> Manifest<Seeds> {
     /// Whether it is a manifest dplab wrote: it names its version and its pipeline.
-    pub fn is_dplab(&self) -> bool {
+    pub(crate) fn is_dplab(&self) -> bool {
         !self.dplab_version.is_empty() && !self.pipeline.name.is_empty()
     }
 

@@ -30,15 +30,6 @@ pub trait Reporter: Send + Sync {
     fn finished(&self, pipeline: &str);
 }
 
-/// Shows nothing (a library caller, a test).
-pub struct Silent;
-
-impl Reporter for Silent {
-    fn started(&self, _: &str, _: usize) {}
-    fn progressed(&self, _: &str, _: Counts) {}
-    fn finished(&self, _: &str) {}
-}
-
 /// A run's counters, each instance told to the [`Reporter`]. Failures count too, so a stage
 /// that fails on everything is seen while it runs.
 pub struct Progress {

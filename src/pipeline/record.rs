@@ -39,7 +39,7 @@ fn index_path(store: &InstanceStore, pipeline: &str) -> std::path::PathBuf {
 /// read).
 // The store's run record (runs/<pipeline>.json): dplab wrote it under the store root.
 #[expect(clippy::disallowed_methods)]
-pub fn last_run(store: &InstanceStore, pipeline: &str) -> Index {
+pub(crate) fn last_run(store: &InstanceStore, pipeline: &str) -> Index {
     fs::read(index_path(store, pipeline))
         .ok()
         .and_then(|b| serde_json::from_slice(&b).ok())
@@ -63,7 +63,7 @@ fn files_path(store: &InstanceStore, pipeline: &str) -> std::path::PathBuf {
 /// The files the last run of `pipeline` recorded (empty when there is no record).
 // The store's run record: dplab wrote it under the store root.
 #[expect(clippy::disallowed_methods)]
-pub fn last_files(store: &InstanceStore, pipeline: &str) -> Files {
+pub(crate) fn last_files(store: &InstanceStore, pipeline: &str) -> Files {
     fs::read(files_path(store, pipeline))
         .ok()
         .and_then(|b| serde_json::from_slice(&b).ok())

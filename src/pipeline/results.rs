@@ -568,7 +568,7 @@ fn rerun(plan: &Plan, dir: &Path) -> Result<Vec<OutputFile>> {
 }
 
 /// The folder of a results directory that holds what `dplab run` needs to run it again.
-pub const RERUN: &str = "rerun";
+pub(crate) const RERUN: &str = "rerun";
 const AS_RUN: &str = "pipeline.as-run";
 
 /// What a results Parquet file says of itself (file-level key-value metadata), so that a
@@ -706,7 +706,11 @@ impl OutputNames {
 /// case of a letter. Non-ASCII text is encoded because such file systems fold (and
 /// normalise) it by rules of their own. A name too long for a file system ends in a hash of
 /// the full one instead.
-pub fn instance_file(stage: &str, key: &[(std::sync::Arc<str>, AxisValue)], ext: &str) -> String {
+pub(crate) fn instance_file(
+    stage: &str,
+    key: &[(std::sync::Arc<str>, AxisValue)],
+    ext: &str,
+) -> String {
     let label = key
         .iter()
         .map(|(a, v)| format!("{}={}", encode(a), encode(&v.canonical())))

@@ -9,7 +9,7 @@ use sha2::{Digest, Sha256};
 use super::spec::AxisValue;
 
 /// The 128-bit seed of one stage instance.
-pub fn instance_seed(
+pub(crate) fn instance_seed(
     pipeline_seed: u64,
     stage: &str,
     key: &[(std::sync::Arc<str>, AxisValue)],

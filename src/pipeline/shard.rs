@@ -99,9 +99,9 @@ impl Shard {
 }
 
 /// The owner of an instance that several shards read (each computes it if it is missing).
-pub const SHARED: u32 = u32::MAX;
+pub(crate) const SHARED: u32 = u32::MAX;
 /// The owner of an instance that only the merge runs (it gathers, or reads a gather).
-pub const MERGE: u32 = u32::MAX - 1;
+pub(crate) const MERGE: u32 = u32::MAX - 1;
 const UNSET: u32 = u32::MAX - 2;
 
 /// Per instance (global id: instances of stage 0, then of stage 1, …, in plan order), the

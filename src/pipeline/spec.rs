@@ -280,7 +280,7 @@ impl SpecFile {
 }
 
 /// A pipeline file larger than this is refused before it is read (a real one is a few KiB).
-pub const MAX_FILE_BYTES: u64 = 4 << 20;
+pub(crate) const MAX_FILE_BYTES: u64 = 4 << 20;
 
 /// Reads and parses a pipeline file; every error names the file, line and column.
 ///

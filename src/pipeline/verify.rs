@@ -48,7 +48,7 @@ pub fn choose(plan: &Plan, offset: &[usize], n: usize) -> Vec<bool> {
 
 /// The first difference between two results of one instance, bit for bit (a NaN equals a
 /// NaN of the same bits, `-0.0` differs from `0.0`), or `None` when they are the same.
-pub fn first_difference(a: &InstanceResult, b: &InstanceResult) -> Option<String> {
+pub(crate) fn first_difference(a: &InstanceResult, b: &InstanceResult) -> Option<String> {
     frame_difference(&a.frame, &b.frame).or_else(|| {
         let names = |r: &InstanceResult| -> Vec<String> {
             r.artifacts.iter().map(|x| x.ext.to_string()).collect()

@@ -27,7 +27,7 @@ pub(crate) struct Program {
 }
 
 /// The instance a program runs for.
-pub(crate) struct Instance<'a> {
+pub struct Instance<'a> {
     pub stage: &'a str,
     pub label: &'a str,
     /// The stage's `params:` after `$axis` substitution, as JSON.

@@ -85,7 +85,7 @@ impl Tally {
 /// verdict, and its note (the stated cause, or what an agreement or an unexplained difference
 /// rests on).
 #[derive(Debug, Clone)]
-pub struct Judged {
+pub(crate) struct Judged {
     pub row: usize,
     pub column: usize,
     pub ours: Option<String>,
@@ -98,7 +98,7 @@ pub struct Judged {
 /// the tables, counts the numbers and lists the differences. A word that is neither a verdict
 /// nor one of the words for "not compared" is an error (a frame of another dplab, or damage),
 /// not a cell silently left out.
-pub fn judgements(frame: &Csv) -> Result<Vec<Judged>, String> {
+pub(crate) fn judgements(frame: &Csv) -> Result<Vec<Judged>, String> {
     let mut out = Vec::new();
     for (vi, vname) in frame.names.iter().enumerate() {
         let ours = if vname == "verdict" {

@@ -12,7 +12,7 @@ fn safe_url(url: &str) -> bool {
         || lower.starts_with('#')
 }
 
-pub fn to_html(text: &str) -> String {
+pub(crate) fn to_html(text: &str) -> String {
     let opts = Options::ENABLE_TABLES | Options::ENABLE_STRIKETHROUGH;
     let events = Parser::new_ext(text, opts).map(|e| match e {
         Event::Html(s) | Event::InlineHtml(s) => Event::Text(s),

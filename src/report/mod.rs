@@ -35,9 +35,11 @@ use std::path::{Path, PathBuf};
 use crate::verdict::Finding;
 use read::{Manifest, Outputs};
 
-pub use audits::AuditRow;
-pub use counts::{class, judgements, Judged, Tally};
-pub use model::{Disagreement, Expected, FindingRow, Summary, Written};
+pub(crate) use audits::AuditRow;
+pub use counts::class;
+pub(crate) use counts::Tally;
+pub(crate) use model::{Disagreement, FindingRow, Summary};
+pub use model::{Expected, Written};
 use model::{Experiment, Figure, Paper};
 
 const TEMPLATE: &str = include_str!("../../templates/report.html");

@@ -13,11 +13,11 @@ use crate::pipeline::manifest::OutputFile;
 /// Largest manifest read (a sweep of 10⁶ instances writes about 200 MB of seeds).
 const MAX_MANIFEST: u64 = 1 << 30;
 /// Largest table frame read.
-pub const MAX_CSV: u64 = 64 << 20;
+pub(crate) const MAX_CSV: u64 = 64 << 20;
 /// Largest table layout or Markdown read.
 const MAX_SMALL: u64 = 4 << 20;
 /// Most rows of one table counted.
-pub const MAX_ROWS: usize = 1_000_000;
+pub(crate) const MAX_ROWS: usize = 1_000_000;
 
 /// A `manifest.json` as the report reads it: everything but the per-instance seeds, which are
 /// skipped as they are read.
@@ -25,7 +25,7 @@ pub type Manifest = crate::pipeline::manifest::WithoutSeeds;
 
 /// Whether `name` may be used as one file name inside a results directory: a plain
 /// component, not hidden, no separators or control characters.
-pub fn plain_file_name(name: &str) -> bool {
+pub(crate) fn plain_file_name(name: &str) -> bool {
     !name.is_empty()
         && name.len() <= 255
         && !name.starts_with('.')
@@ -75,7 +75,7 @@ pub fn manifest(dir: &Path) -> Result<Manifest, String> {
 }
 
 /// The files a manifest lists, by name, with what it recorded of them.
-pub struct Outputs<'m> {
+pub(crate) struct Outputs<'m> {
     dir: PathBuf,
     listed: HashMap<&'m str, &'m OutputFile>,
     order: Vec<&'m str>,
@@ -99,7 +99,7 @@ impl<'m> Outputs<'m> {
 
     /// Listed file names ending in `.ext`, in the manifest's order: the directory's own
     /// files, not those of its `rerun/` folder (a copy of the pipeline's inputs).
-    pub fn with_ext(&self, ext: &str) -> Vec<&'m str> {
+    pub(crate) fn with_ext(&self, ext: &str) -> Vec<&'m str> {
         let suffix = format!(".{ext}");
         self.order
             .iter()
@@ -183,7 +183,7 @@ impl<'m> Outputs<'m> {
 }
 
 /// A frame as text: its column names and rows.
-pub struct Csv {
+pub(crate) struct Csv {
     pub names: Vec<String>,
     pub rows: Vec<Vec<String>>,
 }

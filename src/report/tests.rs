@@ -8,6 +8,7 @@ use std::path::Path;
 
 use sha2::{Digest, Sha256};
 
+use super::counts::judgements;
 use super::*;
 use crate::verdict::Verdict;
 

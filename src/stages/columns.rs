@@ -7,7 +7,7 @@ use polars::prelude::*;
 
 /// A column of a frame as `f64`, with an error naming the available columns when absent
 /// or not numeric.
-pub fn f64_col(df: &DataFrame, name: &str) -> Result<Vec<f64>> {
+pub(crate) fn f64_col(df: &DataFrame, name: &str) -> Result<Vec<f64>> {
     let col = column(df, name)?;
     let cast = col.cast(&DataType::Float64).map_err(|e| {
         anyhow!(
@@ -36,7 +36,7 @@ pub fn f64_col(df: &DataFrame, name: &str) -> Result<Vec<f64>> {
 }
 
 /// A numeric column where missing cells become NaN (plots skip them).
-pub fn f64_col_or_nan(df: &DataFrame, name: &str) -> Result<Vec<f64>> {
+pub(crate) fn f64_col_or_nan(df: &DataFrame, name: &str) -> Result<Vec<f64>> {
     let col = column(df, name)?;
     let cast = col.cast(&DataType::Float64).map_err(|e| {
         anyhow!(
@@ -48,7 +48,7 @@ pub fn f64_col_or_nan(df: &DataFrame, name: &str) -> Result<Vec<f64>> {
 }
 
 /// A column of a frame as text (numbers are formatted as polars prints them).
-pub fn str_col(df: &DataFrame, name: &str) -> Result<Vec<String>> {
+pub(crate) fn str_col(df: &DataFrame, name: &str) -> Result<Vec<String>> {
     let col = column(df, name)?;
     let cast = col.cast(&DataType::String)?;
     Ok(cast
@@ -59,7 +59,7 @@ pub fn str_col(df: &DataFrame, name: &str) -> Result<Vec<String>> {
 }
 
 /// A column as optional text: numbers as written by polars (integers without `.0`).
-pub fn opt_str_col(df: &DataFrame, name: &str) -> Result<Vec<Option<String>>> {
+pub(crate) fn opt_str_col(df: &DataFrame, name: &str) -> Result<Vec<Option<String>>> {
     let col = column(df, name)?;
     let cast = col.cast(&DataType::String)?;
     Ok(cast.str()?.iter().map(|v| v.map(str::to_string)).collect())
@@ -79,13 +79,13 @@ pub fn column<'a>(df: &'a DataFrame, name: &str) -> Result<&'a Column> {
     })
 }
 
-pub fn has_col(df: &DataFrame, name: &str) -> bool {
+pub(crate) fn has_col(df: &DataFrame, name: &str) -> bool {
     df.column(name).is_ok()
 }
 
 /// Builds a frame column by column.
 #[derive(Default)]
-pub struct FrameBuilder {
+pub(crate) struct FrameBuilder {
     cols: Vec<Column>,
 }
 
@@ -100,7 +100,7 @@ impl FrameBuilder {
     }
 
     /// A float column where `None` is a missing value (written as an empty CSV cell).
-    pub fn opt_f64(mut self, name: &str, values: Vec<Option<f64>>) -> Self {
+    pub(crate) fn opt_f64(mut self, name: &str, values: Vec<Option<f64>>) -> Self {
         self.cols.push(Column::new(name.into(), values));
         self
     }
@@ -136,7 +136,7 @@ impl FrameBuilder {
 /// key is a group of its own (not the empty text) — the rule `frame.group` groups by, so
 /// every kind that groups means the same by "one group". An output's key columns come from
 /// a row of each group ([`FrameBuilder::keys`]), with their type.
-pub fn group_by(df: &DataFrame, keys: &[String]) -> Result<Vec<(Vec<String>, Vec<usize>)>> {
+pub(crate) fn group_by(df: &DataFrame, keys: &[String]) -> Result<Vec<(Vec<String>, Vec<usize>)>> {
     let cols: Vec<&Column> = keys.iter().map(|k| column(df, k)).collect::<Result<_>>()?;
     let vals: Vec<crate::expr::Vals> = cols
         .iter()
@@ -171,7 +171,7 @@ pub fn group_by(df: &DataFrame, keys: &[String]) -> Result<Vec<(Vec<String>, Vec
 }
 
 /// Column `name` restricted to `rows`, keeping its type.
-pub fn take_rows(col: &Column, rows: &[usize]) -> Result<Column> {
+pub(crate) fn take_rows(col: &Column, rows: &[usize]) -> Result<Column> {
     let idx: Vec<IdxSize> = rows.iter().map(|&r| r as IdxSize).collect();
     let idx = IdxCa::from_vec("idx".into(), idx);
     Ok(col.take(&idx)?)
@@ -179,7 +179,7 @@ pub fn take_rows(col: &Column, rows: &[usize]) -> Result<Column> {
 
 /// The numeric columns of `df` not rejected by `skip`, as one row-major matrix: (values, names).
 /// Stages that treat a frame as a point set use it, skipping axis and bookkeeping columns.
-pub fn numeric_matrix(
+pub(crate) fn numeric_matrix(
     df: &DataFrame,
     skip: impl Fn(&str) -> bool,
 ) -> Result<(Vec<f64>, Vec<String>)> {

@@ -37,7 +37,7 @@ pub use crate::kind::{
 
 /// The shared limit a size counts against (see [`crate::limits`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Limit {
+pub(crate) enum Limit {
     /// Random draws, Monte-Carlo trials, replicates, evaluations (`--max-draws`).
     Draws,
     /// Elements of one matrix, grid, candidate set or table (`--max-cells`).
@@ -54,7 +54,7 @@ pub fn product(factors: &[u64]) -> Option<u64> {
 /// `what` names the quantity as the user wrote it ("samples", "rows × samples (3 × 10)");
 /// the message adds the value, the limit and the flag that raises it. `None` is a product
 /// that overflowed.
-pub fn check_size(limit: Limit, what: &str, value: Option<u64>) -> Result<(), String> {
+pub(crate) fn check_size(limit: Limit, what: &str, value: Option<u64>) -> Result<(), String> {
     match (limit, value) {
         (Limit::Draws, Some(v)) => crate::limits::check_draws(what, v),
         (Limit::Cells, Some(v)) => crate::limits::check_cells(what, v),
@@ -71,7 +71,7 @@ pub fn check_size(limit: Limit, what: &str, value: Option<u64>) -> Result<(), St
 }
 
 /// [`check_size`] located at the parameter `key` of `with:` (for `validate`).
-pub fn check_size_at(
+pub(crate) fn check_size_at(
     key: &str,
     limit: Limit,
     what: &str,
@@ -81,14 +81,14 @@ pub fn check_size_at(
 }
 
 /// [`check_size`] for `run`, where a size depends on input frames.
-pub fn check_size_run(limit: Limit, what: &str, value: Option<u64>) -> anyhow::Result<()> {
+pub(crate) fn check_size_run(limit: Limit, what: &str, value: Option<u64>) -> anyhow::Result<()> {
     check_size(limit, what, value).map_err(|m| anyhow::anyhow!(m))
 }
 
 /// A grid parameter at `key` (a list, `{from, to, step}`, `{linspace: …}`, `{logspace: …}`),
 /// built: its number of points is checked against `--max-cells` first. For `run`; `validate`
 /// uses [`check_grid_param`], which keeps no values.
-pub fn grid_param(key: &str, v: &Value) -> Result<Vec<crate::axis::AxisValue>, ParamError> {
+pub(crate) fn grid_param(key: &str, v: &Value) -> Result<Vec<crate::axis::AxisValue>, ParamError> {
     let mut out = Vec::new();
     check_grid_param(key, v, &mut |x| {
         out.push(x);
@@ -100,7 +100,7 @@ pub fn grid_param(key: &str, v: &Value) -> Result<Vec<crate::axis::AxisValue>, P
 /// Checks a grid parameter at `key` and hands each value to `each` without keeping them:
 /// the number of points against `--max-cells`, then the grid's form. Returns the number of
 /// points. A generated grid of any length is checked in constant memory.
-pub fn check_grid_param(
+pub(crate) fn check_grid_param(
     key: &str,
     v: &Value,
     each: &mut dyn FnMut(crate::axis::AxisValue) -> Result<(), ParamError>,

@@ -27,7 +27,7 @@ pub enum End {
 
 /// The values a parameter may take.
 #[derive(Clone, Copy, Debug)]
-pub struct Range {
+pub(crate) struct Range {
     pub lo: End,
     pub hi: End,
 }
@@ -100,7 +100,7 @@ macro_rules! number {
         pub struct $name(f64);
 
         impl $name {
-            pub const RANGE: Range = Range { lo: $lo, hi: $hi };
+            pub(crate) const RANGE: Range = Range { lo: $lo, hi: $hi };
 
             /// `x`, checked against the range. Private: its message carries the marker that
             /// [`crate::yaml::deserialize`] turns into `key = value is invalid: …`.
@@ -193,7 +193,7 @@ number!(
 /// range of a value. Written `[lo, hi]`.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 #[serde(into = "[f64; 2]")]
-pub struct Interval {
+pub(crate) struct Interval {
     pub lo: f64,
     pub hi: f64,
 }
@@ -250,7 +250,7 @@ impl JsonSchema for Interval {
 pub struct Between<const LO: u64, const HI: u64>(u64);
 
 /// An integer ≥ `MIN` (a count of samples, points, bins).
-pub type AtLeast<const MIN: u64> = Between<MIN, { u64::MAX }>;
+pub(crate) type AtLeast<const MIN: u64> = Between<MIN, { u64::MAX }>;
 
 /// A count ≥ 1.
 pub type Count = AtLeast<1>;
@@ -261,7 +261,7 @@ pub fn one() -> Count {
 }
 
 impl<const LO: u64, const HI: u64> Between<LO, HI> {
-    pub const RANGE: Range = Range {
+    pub(crate) const RANGE: Range = Range {
         lo: End::Closed(LO as f64),
         hi: if HI == u64::MAX {
             End::Unbounded
@@ -321,7 +321,7 @@ impl<const LO: u64, const HI: u64> JsonSchema for Between<LO, HI> {
 }
 
 /// The default confidence level, 95 %.
-pub fn level_95() -> Level {
+pub(crate) fn level_95() -> Level {
     Level::of(0.95)
 }
 
@@ -333,7 +333,7 @@ pub fn yes() -> bool {
 /// One name (a column, a table), or a list of them: `y: eps` or `y: [lo, hi]`.
 #[derive(Deserialize, JsonSchema, Clone)]
 #[serde(untagged)]
-pub enum OneOrMany {
+pub(crate) enum OneOrMany {
     /// one
     One(String),
     /// a list

@@ -7,15 +7,15 @@ use anyhow::Result;
 use super::columns::{f64_col, has_col, numeric_matrix};
 
 /// Columns that describe a synthesis rather than hold data.
-pub const DIAGNOSTIC_PREFIX: &str = "synthesis_";
+pub(crate) const DIAGNOSTIC_PREFIX: &str = "synthesis_";
 
 /// The weights of a weighted point set.
-pub const WEIGHT: &str = "weight";
+pub(crate) const WEIGHT: &str = "weight";
 
 /// A point set read from a frame: every numeric column except the axis columns, `weight`
 /// and the `synthesis_*` diagnostics, as row-major values; with the column names and the
 /// weights (when the frame has a `weight` column).
-pub struct PointSet {
+pub(crate) struct PointSet {
     pub points: Vec<f64>,
     pub names: Vec<String>,
     pub weights: Option<Vec<f64>>,

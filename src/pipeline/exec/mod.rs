@@ -24,7 +24,7 @@
 //!
 //! Progress is ticked in [`super::progress`], failures told in [`super::failures`].
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Instant;
@@ -110,7 +110,7 @@ impl RunError {
 /// Where and how to run.
 pub struct RunOptions {
     pub out_dir: PathBuf,
-    /// Told the counts as the run goes ([`super::progress::Silent`] shows nothing).
+    /// Told the counts as the run goes.
     pub reporter: Arc<dyn super::progress::Reporter>,
     pub jobs: usize,
     pub set: Vec<String>,
@@ -360,9 +360,4 @@ pub fn execute_shard(
         .map(|s| lock(&s.seconds).iter().sum::<f64>())
         .sum();
     Ok(report)
-}
-
-/// Where a pipeline's results go.
-pub fn results_dir(out: &Path, plan: &Plan) -> PathBuf {
-    out.join(&plan.name)
 }

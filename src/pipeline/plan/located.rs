@@ -7,7 +7,7 @@ impl Plan {
     /// A stage's run-time error that a parameter names a column its input lacks, pointed at
     /// that parameter (the value in the instance's parameters equal to the name: in the file,
     /// the profile, or a `--set` argument) with the nearest column that exists.
-    pub fn column_error(&self, si: usize, inst: &Instance, e: &MissingColumn) -> String {
+    pub(crate) fn column_error(&self, si: usize, inst: &Instance, e: &MissingColumn) -> String {
         let stage = &self.stages[si];
         let available: Vec<&str> = e.available.iter().map(String::as_str).collect();
         let what = no_column(&e.name, &available);

@@ -45,7 +45,7 @@ use refs::*;
 use set::*;
 
 /// The implicit axis of repetitions.
-pub const REP: &str = "rep";
+pub(crate) const REP: &str = "rep";
 
 /// How the user asked to change the file's settings on the command line.
 #[derive(Debug, Clone, Default)]
@@ -147,7 +147,7 @@ impl PlannedStage {
 
     /// An instance's parameters in canonical form (see [`canonical`]): what its store key
     /// hashes.
-    pub fn canonical_params(&self, inst: &Instance) -> String {
+    pub(crate) fn canonical_params(&self, inst: &Instance) -> String {
         canonical(&self.params(inst))
     }
 
@@ -166,7 +166,7 @@ impl PlannedStage {
 
 /// An instance's axis values, in the stage's axis order. Axis names are shared by every
 /// instance (a string per instance and axis was a tenth of a 10⁶-instance plan).
-pub type AxisKey = Vec<(Arc<str>, AxisValue)>;
+pub(crate) type AxisKey = Vec<(Arc<str>, AxisValue)>;
 
 /// The values of a stage's axes (`rep` as 0, 1, …), shared by its instances: each instance
 /// keeps only its position in their product ([`Instance::key`]), one number instead of a
@@ -186,7 +186,7 @@ impl AxisGrid {
     }
 
     /// How many combinations of values there are (the first axis varies slowest).
-    pub fn combinations(&self) -> u64 {
+    pub(crate) fn combinations(&self) -> u64 {
         self.values.iter().map(|v| v.len() as u64).product()
     }
 
@@ -301,7 +301,7 @@ impl Instance {
 
     /// Its label with the axes in name order: what names it whatever order `axes:` lists
     /// them in (the run record's, so a swap of two axes is not "a new instance").
-    pub fn label_by_name(&self) -> String {
+    pub(crate) fn label_by_name(&self) -> String {
         let mut key = self.key();
         key.sort_by(|a, b| a.0.cmp(&b.0));
         label(&key)
@@ -408,7 +408,7 @@ pub fn plan(
 /// (`with: {x: [$zz, $zz, …]}` under a thousand axes: 5 s and 400 MB for 32 000 of them,
 /// minutes and more than 4 GB for a 4 MiB file) must not produce a million errors. Planning
 /// stops at this many; the first ones are the useful ones.
-pub const MAX_ERRORS: usize = 100;
+pub(crate) const MAX_ERRORS: usize = 100;
 
 /// `errors` cut to [`MAX_ERRORS`], with a last one saying so.
 fn capped(spec: &SpecFile, mut errors: Vec<SpecError>) -> Vec<SpecError> {

@@ -44,7 +44,7 @@ pub trait Kinds: 'static {
 }
 
 /// The kind's name (the report finds audit frames by it in the manifest).
-pub const KIND_NAME: &str = "audit.epsilon";
+pub(crate) const KIND_NAME: &str = "audit.epsilon";
 
 /// The kind, given the registry that builds the audited mechanism.
 pub const fn kind<K: Kinds>() -> KindInfo {
@@ -68,7 +68,7 @@ pub const fn kind<K: Kinds>() -> KindInfo {
 const CHUNK: u64 = 1 << 17;
 
 /// The output's columns (after the instance's axis columns in a gathered frame).
-pub const COLUMNS: [&str; 10] = [
+pub(crate) const COLUMNS: [&str; 10] = [
     "epsilon",
     "delta",
     "epsilon_lb",

@@ -16,7 +16,7 @@ use crate::stages::ParamError;
 /// How far the answers of two neighbouring inputs may move apart.
 #[derive(Deserialize, JsonSchema, Clone, Copy, Debug, PartialEq, Eq)]
 #[serde(rename_all = "snake_case")]
-pub enum Relation {
+pub(crate) enum Relation {
     /// each query answer moves by at most Δ (ℓ∞; the utilities of Report Noisy Max)
     Linf,
     /// the answers move by at most Δ in total (ℓ1; the Laplace mechanism on a vector query)
@@ -46,7 +46,7 @@ impl Relation {
 /// One record of a dataset: a number or a text, compared by its text (`2` and `2.0` are one
 /// value, as YAML writes either).
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct Record(pub String);
+pub(crate) struct Record(pub String);
 
 impl<'de> Deserialize<'de> for Record {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
@@ -89,7 +89,7 @@ impl JsonSchema for Record {
 /// A generated pair: the base answers x against x + Δ·d/‖d‖, with the direction d below.
 #[derive(Deserialize, JsonSchema, Clone, Copy, Debug, PartialEq, Eq)]
 #[serde(rename_all = "snake_case")]
-pub enum Pattern {
+pub(crate) enum Pattern {
     /// the first answer up
     OneAbove,
     /// the first answer down
@@ -139,7 +139,7 @@ impl Pattern {
 
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct Neighbours {
+pub(crate) struct Neighbours {
     /// the mechanism's input column that holds the query answers (mechanism.noise: its `column`; mechanism.select: its `utility`)
     pub column: String,
     /// how neighbours differ: answers moved by at most Δ (linf, l1), or datasets differing in one record (add_remove, replace)
@@ -178,7 +178,7 @@ fn bin() -> String {
 }
 
 /// At most this many pairs generated from `dataset` (each costs a search split).
-pub const MAX_GENERATED: usize = 64;
+pub(crate) const MAX_GENERATED: usize = 64;
 
 /// A dataset as a multiset in words: `{a ×2, b}`; `{}` when empty.
 fn multiset(counts: &BTreeMap<&Record, usize>) -> String {
@@ -221,7 +221,7 @@ fn tally(records: &[Record]) -> BTreeMap<&Record, usize> {
 
 /// One neighbouring pair and how it came about.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Pair {
+pub(crate) struct Pair {
     pub x: Vec<f64>,
     pub x2: Vec<f64>,
     /// `one_above`, `pair 2`, `remove b`.
@@ -237,7 +237,7 @@ fn vector(x: &[f64]) -> String {
 
 impl Pair {
     /// One side in words: `x = [0] (one_above)`, `x' = [1] (one_above)`.
-    pub fn side_text(&self, side: usize) -> String {
+    pub(crate) fn side_text(&self, side: usize) -> String {
         let name = if side == 0 { "x" } else { "x'" };
         format!("{name} = {} ({})", self.shown(side), self.origin)
     }
@@ -438,7 +438,7 @@ impl Neighbours {
     }
 
     /// The key column's values, one per bin (record relations only).
-    pub fn key_column(&self) -> Option<(&str, Vec<String>)> {
+    pub(crate) fn key_column(&self) -> Option<(&str, Vec<String>)> {
         self.relation.of_records().then(|| {
             (
                 self.key.as_str(),

@@ -386,7 +386,7 @@ impl Stage for External {
 }
 
 /// Longest a probe may run: it prints a version, it does not compute.
-pub const PROBE_TIMEOUT: Duration = Duration::from_secs(60);
+pub(crate) const PROBE_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// Runs a stage's probe (e.g. `python3 --version`) once per process for each distinct probe,
 /// under [`PROBE_TIMEOUT`] ([`program::run_probe`]). Given to the planner only with the

@@ -287,14 +287,14 @@ impl LoadDistribution {
 /// (`mechanism.rate_distortion`, `mechanism.symmetric_channel`, `mechanism.channel`) read of
 /// it ([`source`]): its column names, written once for both sides.
 pub(crate) mod column {
-    pub const LABEL: &str = "label";
+    pub(crate) const LABEL: &str = "label";
     /// The second category of a joint distribution.
-    pub const JOINT_LABEL: &str = "joint_label";
-    pub const COUNT: &str = "count";
+    pub(crate) const JOINT_LABEL: &str = "joint_label";
+    pub(crate) const COUNT: &str = "count";
     /// Normalised to sum to 1.
-    pub const PROBABILITY: &str = "probability";
+    pub(crate) const PROBABILITY: &str = "probability";
     /// The probabilities as the pipeline gave them, before normalising.
-    pub const PRINTED: &str = "printed";
+    pub(crate) const PRINTED: &str = "printed";
 }
 
 /// p(x) from a distribution frame's probability column, in its row order, normalised.

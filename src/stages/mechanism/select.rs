@@ -280,14 +280,14 @@ impl Stage for Select {
 /// of it ([`Dist`]): its column names, written once for both sides.
 pub(crate) mod column {
     /// The method's name (one per frame).
-    pub const METHOD: &str = "method";
-    pub const CANDIDATE: &str = "candidate";
-    pub const UTILITY: &str = "utility";
+    pub(crate) const METHOD: &str = "method";
+    pub(crate) const CANDIDATE: &str = "candidate";
+    pub(crate) const UTILITY: &str = "utility";
     /// The exact probability of the candidate, where the method has one in closed form.
-    pub const PROBABILITY: &str = "probability";
+    pub(crate) const PROBABILITY: &str = "probability";
     /// How many of the `samples` draws chose it, and their share.
-    pub const COUNT: &str = "count";
-    pub const FREQUENCY: &str = "frequency";
+    pub(crate) const COUNT: &str = "count";
+    pub(crate) const FREQUENCY: &str = "frequency";
 }
 
 /// One `mechanism.select` output: utilities, exact probabilities (if known), counts.

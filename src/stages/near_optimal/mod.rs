@@ -74,14 +74,14 @@ impl JsonSchema for Set {
 }
 
 /// `max_steps`: give up if Definition 2 does not hold by this step.
-pub type MaxSteps = Between<1, { MAX_STEPS as u64 }>;
+pub(crate) type MaxSteps = Between<1, { MAX_STEPS as u64 }>;
 
-pub fn max_steps() -> MaxSteps {
+pub(crate) fn max_steps() -> MaxSteps {
     MaxSteps::of(100_000)
 }
 
 /// ⌈x / step⌉ for step > 0 (0 for x ≤ 0); `None` when it does not fit in 64 bits.
-pub fn steps_in(x: f64, step: f64) -> Option<u64> {
+pub(crate) fn steps_in(x: f64, step: f64) -> Option<u64> {
     let n = (x / step).ceil();
     if x <= 0.0 {
         Some(0)
@@ -94,7 +94,7 @@ pub fn steps_in(x: f64, step: f64) -> Option<u64> {
 
 /// δ as an exact decimal (at most 18 decimals, bounded magnitude), as the interval arithmetic
 /// needs it; its range (δ ≥ 0) is the parameter's type.
-pub fn check_decimals(key: &str, delta: f64) -> Result<(), ParamError> {
+pub(crate) fn check_decimals(key: &str, delta: f64) -> Result<(), ParamError> {
     Decimal::from_f64("delta", delta)
         .map(|_| ())
         .map_err(|e| ParamError::at(key, e.to_string()))
@@ -130,7 +130,7 @@ pub fn grid(key: &str, v: &Value) -> Result<Vec<f64>> {
 
 /// The values a grid of numbers must each satisfy.
 #[derive(Clone, Copy)]
-pub enum GridOf {
+pub(crate) enum GridOf {
     /// δ ≥ 0, an exact decimal.
     Delta,
     /// ε > 0.
@@ -138,7 +138,7 @@ pub enum GridOf {
 }
 
 /// Checks a numeric grid parameter value by value, keeping none; returns its length.
-pub fn check_grid(key: &str, v: &Value, of: GridOf) -> Result<u64, ParamError> {
+pub(crate) fn check_grid(key: &str, v: &Value, of: GridOf) -> Result<u64, ParamError> {
     let check = match of {
         GridOf::Delta => check_grid_delta,
         GridOf::Epsilon => check_grid_eps,
@@ -158,11 +158,11 @@ pub fn options(max_steps: usize, keep_sets: bool) -> Options {
 }
 
 /// The columns naming the set, leading every frame made with [`RowBuilder::with_set`].
-pub const SET_COLUMNS: [&str; 3] = ["V", "sensitivity", "measure"];
+pub(crate) const SET_COLUMNS: [&str; 3] = ["V", "sensitivity", "measure"];
 
 /// A column's type in a [`RowBuilder`].
 #[derive(Clone, Copy, PartialEq, Eq)]
-pub enum Col {
+pub(crate) enum Col {
     F,
     I,
     S,
@@ -170,7 +170,7 @@ pub enum Col {
 
 /// The names of `cols`, after the set's columns when `with_set`: what a kind's `columns_out`
 /// declares, from the same list its [`RowBuilder`] is made from.
-pub fn column_names(with_set: bool, cols: &[(&str, Col)]) -> Vec<String> {
+pub(crate) fn column_names(with_set: bool, cols: &[(&str, Col)]) -> Vec<String> {
     let set = if with_set { &SET_COLUMNS[..] } else { &[] };
     set.iter()
         .copied()
@@ -180,7 +180,7 @@ pub fn column_names(with_set: bool, cols: &[(&str, Col)]) -> Vec<String> {
 }
 
 /// Columns filled row by row, declared up front (so an empty table has them too).
-pub struct RowBuilder {
+pub(crate) struct RowBuilder {
     f: IndexMap<&'static str, Vec<f64>>,
     i: IndexMap<&'static str, Vec<i64>>,
     s: IndexMap<&'static str, Vec<String>>,
@@ -208,7 +208,7 @@ impl RowBuilder {
         self.s.entry(name).or_default().push(x.into());
     }
     /// Leading columns naming the set: V, Δf and μ(V).
-    pub fn with_set(mut self, v: &NeighbourSet) -> Self {
+    pub(crate) fn with_set(mut self, v: &NeighbourSet) -> Self {
         self.set = Some((v.to_string(), v.sensitivity(), v.measure()));
         self
     }
@@ -245,7 +245,7 @@ impl RowBuilder {
 }
 
 /// The columns of a gathered `near_optimal.rate` frame that summaries need.
-pub struct RateFrame {
+pub(crate) struct RateFrame {
     pub sets: Vec<String>,
     pub sensitivity: Vec<f64>,
     pub measure: Vec<f64>,
@@ -268,7 +268,7 @@ impl RateFrame {
     }
 
     /// Per (set, ε), in first-seen order, the best δ of the grid.
-    pub fn best_delta(&self) -> IndexMap<(String, u64), Best> {
+    pub(crate) fn best_delta(&self) -> IndexMap<(String, u64), Best> {
         let mut acc: IndexMap<(String, u64), Best> = IndexMap::new();
         for r in 0..self.rate.len() {
             let e = acc
@@ -292,7 +292,7 @@ impl RateFrame {
 }
 
 /// The smallest rate over the δ grid for one (set, ε).
-pub struct Best {
+pub(crate) struct Best {
     /// A row of the set and ε (for the set's Δf and μ(V)).
     pub row: usize,
     pub delta: f64,

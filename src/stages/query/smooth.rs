@@ -48,7 +48,7 @@ const MAX_EXACT_SEED: u64 = 1 << 53;
 /// The query family: `count` mixtures of `per_query` kernels, fixed by `seed`.
 #[derive(Deserialize, JsonSchema, Clone, Copy)]
 #[serde(deny_unknown_fields)]
-pub struct QuerySpec {
+pub(crate) struct QuerySpec {
     /// how many queries
     pub count: Count,
     /// J, kernels per query (thesis: 10)
@@ -118,7 +118,7 @@ impl QuerySpec {
 
 /// The most memory the kept query families may hold: the five of h14-table3.2 take 157 MB
 /// (10^5 centres of d = 8 … 101 coordinates); a family larger than this is not kept.
-pub const FAMILY_CACHE_BYTES: usize = 256 << 20;
+pub(crate) const FAMILY_CACHE_BYTES: usize = 256 << 20;
 
 /// (count, J, seed, dimension): what fixes a family.
 type FamilyKey = (usize, u64, u64, usize);
@@ -154,7 +154,7 @@ impl Families {
 }
 
 /// The columns of `query.smooth`'s frame that say which family its answers are of.
-pub const IDENTITY: [&str; 3] = ["query_dim", "query_per_query", "query_seed"];
+pub(crate) const IDENTITY: [&str; 3] = ["query_dim", "query_per_query", "query_seed"];
 
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 /// How the report shows one table: its title, notes, digits, which frame columns, in what
 /// order, under which headers and in which role, and in which view.
 #[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
-pub struct Layout {
+pub(crate) struct Layout {
     /// The table's heading.
     pub title: String,
     /// Markdown printed under the table (how to read it, deviations).
@@ -90,7 +90,7 @@ fn four() -> usize {
 
 /// One column of the frame as the table shows it.
 #[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
-pub struct LayoutColumn {
+pub(crate) struct LayoutColumn {
     /// The frame's column.
     pub name: String,
     /// Its header on the page.
@@ -101,7 +101,7 @@ pub struct LayoutColumn {
 /// What a column is to the comparison with the paper, which decides how its cells are shown.
 #[derive(Serialize, Deserialize, Debug, Clone, Copy, PartialEq, Eq)]
 #[serde(rename_all = "snake_case")]
-pub enum Role {
+pub(crate) enum Role {
     /// Names the row (a `join` key): shown as written, and it names the row's differences.
     Key,
     /// A value of ours that is not compared.

@@ -9,7 +9,7 @@ pub mod verdict;
 /// significant digits, in scientific notation for the whole column when its magnitudes need it
 /// (one format per column, not 0.001 above 1e-4). Shared by the report kinds' Markdown and
 /// the HTML report's tables.
-pub fn format_column(values: &[Option<f64>], digits: usize) -> Vec<String> {
+pub(crate) fn format_column(values: &[Option<f64>], digits: usize) -> Vec<String> {
     let finite: Vec<f64> = values
         .iter()
         .flatten()
@@ -63,7 +63,7 @@ fn exact_decimals(x: f64) -> Option<usize> {
 
 /// A printed number and half a unit of its last printed digit: `0.509` → (0.509, 0.0005),
 /// `100000` → (100000, 0.5), `1.5e-3` → (0.0015, 0.00005). Empty text or `NA` is no number.
-pub fn printed_value(text: &str) -> Option<(f64, f64)> {
+pub(crate) fn printed_value(text: &str) -> Option<(f64, f64)> {
     let t = text.trim();
     let v: f64 = t.parse().ok().filter(|v: &f64| v.is_finite())?;
     let (mantissa, exp) = match t.find(['e', 'E']) {
@@ -76,7 +76,7 @@ pub fn printed_value(text: &str) -> Option<(f64, f64)> {
 
 /// Decimals a printed number shows (`0.050` → 3, `1.5e-3` → 4, `12` → 0); `None` when the
 /// text is not a number.
-pub fn printed_decimals(text: &str) -> Option<usize> {
+pub(crate) fn printed_decimals(text: &str) -> Option<usize> {
     let (_, half) = printed_value(text)?;
     Some((-(2.0 * half).log10()).round().max(0.0) as usize)
 }
@@ -86,7 +86,7 @@ pub fn printed_decimals(text: &str) -> Option<usize> {
 /// its rows, so that ours never looks equal to a printed value it differs from (1.54286 beside
 /// the printed 1.5428, not 1.543). Columns of whole numbers and columns in scientific notation
 /// keep their format: their digits already differ where the values do.
-pub fn format_ours(values: &[Option<f64>], texts: &[&str], digits: usize) -> Vec<String> {
+pub(crate) fn format_ours(values: &[Option<f64>], texts: &[&str], digits: usize) -> Vec<String> {
     let base = format_column(values, digits);
     let Some(need) = texts.iter().filter_map(|t| printed_decimals(t)).max() else {
         return base;
@@ -112,7 +112,7 @@ pub fn format_ours(values: &[Option<f64>], texts: &[&str], digits: usize) -> Vec
 }
 
 /// A paper's CSV as text, so that each value keeps the digits it was printed with.
-pub struct Printed {
+pub(crate) struct Printed {
     pub names: Vec<String>,
     pub cells: Vec<Vec<String>>,
     pub rows: usize,

@@ -513,7 +513,7 @@ fn key_text(v: &serde_yaml_ng::Value) -> Option<String> {
 /// [paper − half, paper + half]: `agrees` when ours rounds to what was printed; `within CI`
 /// when that printed interval meets our 95% interval `ci`; `None` when it differs (then a
 /// stated cause makes it `explained`, else it is `unexplained`).
-pub fn judge(ours: f64, paper: f64, half: f64, ci: Option<(f64, f64)>) -> Option<Verdict> {
+pub(crate) fn judge(ours: f64, paper: f64, half: f64, ci: Option<(f64, f64)>) -> Option<Verdict> {
     if crate::verdict::rounds_to(ours, paper, half) {
         return Some(Verdict::Agrees);
     }
