@@ -137,6 +137,52 @@ impl Pattern {
     }
 }
 
+/// A published auditor whose neighbouring pairs `standard:` names.
+#[derive(Deserialize, JsonSchema, Clone, Copy, Debug, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum Standard {
+    /// StatDP's patterns (Ding et al., CCS'18), as DP-Sniper (Bichsel et al., S&P'21) uses them
+    Statdp,
+}
+
+/// StatDP's pairs on `n` answers, before scaling by Δ: (name, x, x′), in its order. Its names
+/// describe the first input against the second (`one_above`: x is one above x′), and `x_shape`
+/// is the one pair that does not start from 1s. Under ℓ1 (`single`) only the two pairs that move
+/// one answer are neighbours.
+fn statdp(n: usize, single: bool) -> Vec<(&'static str, Vec<f64>, Vec<f64>)> {
+    let ones = vec![1.0; n];
+    let first = |a: f64, rest: f64| (0..n).map(|i| if i == 0 { a } else { rest }).collect();
+    let halves = |a: f64, b: f64| (0..n).map(|i| if i < n / 2 { a } else { b }).collect();
+    let mut out = vec![
+        ("one_above", ones.clone(), first(0.0, 1.0)),
+        ("one_below", ones.clone(), first(2.0, 1.0)),
+    ];
+    if single {
+        return out;
+    }
+    out.extend([
+        ("one_above_rest_below", ones.clone(), first(2.0, 0.0)),
+        ("one_below_rest_above", ones.clone(), first(0.0, 2.0)),
+        ("half_half", ones.clone(), halves(2.0, 0.0)),
+        ("all_above", ones.clone(), vec![2.0; n]),
+        ("all_below", ones.clone(), vec![0.0; n]),
+        ("x_shape", halves(1.0, 0.0), halves(0.0, 1.0)),
+    ]);
+    // With one answer some patterns coincide or pair an input with itself.
+    let mut seen: Vec<(Vec<f64>, Vec<f64>)> = Vec::new();
+    out.retain(|(_, x, x2)| {
+        let new = x != x2
+            && !seen
+                .iter()
+                .any(|(a, b)| (a, b) == (x, x2) || (a, b) == (x2, x));
+        if new {
+            seen.push((x.clone(), x2.clone()));
+        }
+        new
+    });
+    out
+}
+
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct Neighbours {
@@ -156,6 +202,12 @@ pub(crate) struct Neighbours {
     /// the answers the patterns start from
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub base: Option<Vec<f64>>,
+    /// the neighbouring pairs of a published auditor, by name, on `answers` answers: `statdp`, StatDP's eight patterns (Ding et al., CCS'18, as DP-Sniper's PatternGenerator writes them: 1s against one_above [0, 1, …], one_below [2, 1, …], one_above_rest_below [2, 0, …], one_below_rest_above [0, 2, …], half_half, all_above, all_below, and x_shape), scaled by Δ; under l1 the two that move one answer. (`patterns` are this kind's own, named from the second input's side.)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub standard: Option<Standard>,
+    /// how many answers the `standard` pairs have (default 5, as StatDP's)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answers: Option<crate::stages::param::Between<1, 10000>>,
     /// input columns identical on both sides, one text per answer (mechanism.select's `candidate` names)
     #[serde(default)]
     pub same: indexmap::IndexMap<String, Vec<String>>,
@@ -385,10 +437,32 @@ impl Neighbours {
             }
             len.get_or_insert(base.len());
         }
+        match (self.standard, &self.answers) {
+            (Some(Standard::Statdp), answers) => {
+                let n = answers.as_ref().map_or(5, |a| **a as usize);
+                for (name, x, x2) in statdp(n, self.relation == Relation::L1) {
+                    let scale = |v: Vec<f64>| v.into_iter().map(|a| a * delta).collect();
+                    out.push(Pair {
+                        x: scale(x),
+                        x2: scale(x2),
+                        origin: format!("statdp {name}"),
+                        shown: None,
+                    });
+                }
+                len.get_or_insert(n);
+            }
+            (None, Some(_)) => {
+                return Err(at(
+                    "answers".into(),
+                    "`answers` is the length of the `standard` pairs: name them (`standard: statdp`), or drop it".into(),
+                ))
+            }
+            (None, None) => {}
+        }
         if out.is_empty() {
             return Err(at(
                 "pairs".into(),
-                "no neighbouring inputs: write `pairs: [[x, x'], …]` or `patterns` with `base`"
+                "no neighbouring inputs: write `pairs: [[x, x'], …]`, `patterns` with `base`, or `standard: statdp`"
                     .into(),
             ));
         }
@@ -689,6 +763,57 @@ mod tests {
 
     /// Explicit pairs are held to the relation; what cannot be a pair is refused where it is
     /// written.
+    /// StatDP's pairs as DP-Sniper writes them: 1s against the eight patterns under ℓ∞, the two
+    /// that move one answer under ℓ1, scaled by Δ; x_shape starts from its own halves.
+    #[test]
+    fn the_standard_pairs_are_statdp_s() {
+        let pairs = parse("{column: u, relation: linf, standard: statdp}")
+            .pairs()
+            .unwrap();
+        let got: Vec<(String, Vec<f64>, Vec<f64>)> = pairs
+            .iter()
+            .map(|p| (p.origin.clone(), p.x.clone(), p.x2.clone()))
+            .collect();
+        let one = vec![1.0; 5];
+        assert_eq!(got.len(), 8, "{got:?}");
+        assert_eq!(
+            got[0],
+            (
+                "statdp one_above".into(),
+                one.clone(),
+                vec![0.0, 1.0, 1.0, 1.0, 1.0]
+            )
+        );
+        assert_eq!(
+            got[4],
+            (
+                "statdp half_half".into(),
+                one.clone(),
+                vec![2.0, 2.0, 0.0, 0.0, 0.0]
+            )
+        );
+        assert_eq!(
+            got[7],
+            (
+                "statdp x_shape".into(),
+                vec![1.0, 1.0, 0.0, 0.0, 0.0],
+                vec![0.0, 0.0, 1.0, 1.0, 1.0]
+            )
+        );
+        let l1 = parse("{column: u, relation: l1, sensitivity: 2, standard: statdp, answers: 3}")
+            .pairs()
+            .unwrap();
+        assert_eq!(l1.len(), 2);
+        assert_eq!(
+            (l1[1].x.clone(), l1[1].x2.clone()),
+            (vec![2.0; 3], vec![4.0, 2.0, 2.0])
+        );
+        assert!(refused(
+            "{column: u, relation: linf, base: [1], patterns: [one_above], answers: 3}"
+        )
+        .starts_with("neighbours.answers: "));
+    }
+
     #[test]
     fn pairs_are_held_to_the_relation() {
         let ok = parse("{column: u, relation: l1, pairs: [[[0, 0], [0.5, 0.5]]]}");
