@@ -1,22 +1,16 @@
 //! Small helpers so stage kinds read and build polars frames in one line each: a column as
 //! numbers or text with an error that names what there is, a frame built column by column,
-//! rows grouped by the text of their keys. Every kind may import them; they are no kind's.
+//! rows grouped by the values of their keys. Every kind may import them; they are no kind's.
 
 use anyhow::{anyhow, Result};
 use polars::prelude::*;
 
 /// A column of a frame as `f64`, with an error naming the available columns when absent
-/// or not numeric.
+/// or not numeric, and the row of a missing value or of a text that is not a number.
 pub(crate) fn f64_col(df: &DataFrame, name: &str) -> Result<Vec<f64>> {
-    let col = column(df, name)?;
-    let cast = col.cast(&DataType::Float64).map_err(|e| {
-        anyhow!(
-            "column `{name}` is not numeric (it is {}): {e}",
-            col.dtype()
-        )
-    })?;
-    let ca = cast.f64()?;
-    ca.iter()
+    let (col, cast) = numbers(df, name)?;
+    cast.f64()?
+        .iter()
         .enumerate()
         .map(|(i, v)| {
             v.ok_or_else(|| {
@@ -37,6 +31,12 @@ pub(crate) fn f64_col(df: &DataFrame, name: &str) -> Result<Vec<f64>> {
 
 /// A numeric column where missing cells become NaN (plots skip them).
 pub(crate) fn f64_col_or_nan(df: &DataFrame, name: &str) -> Result<Vec<f64>> {
+    let (_, cast) = numbers(df, name)?;
+    Ok(cast.f64()?.iter().map(|v| v.unwrap_or(f64::NAN)).collect())
+}
+
+/// The column `name` and its values cast to `f64`, or why it has none.
+fn numbers<'a>(df: &'a DataFrame, name: &str) -> Result<(&'a Column, Column)> {
     let col = column(df, name)?;
     let cast = col.cast(&DataType::Float64).map_err(|e| {
         anyhow!(
@@ -44,7 +44,7 @@ pub(crate) fn f64_col_or_nan(df: &DataFrame, name: &str) -> Result<Vec<f64>> {
             col.dtype()
         )
     })?;
-    Ok(cast.f64()?.iter().map(|v| v.unwrap_or(f64::NAN)).collect())
+    Ok((col, cast))
 }
 
 /// A column of a frame as text (numbers are formatted as polars prints them).
