@@ -1310,7 +1310,7 @@ mod tests {
     }
 
     /// The cheap Hamming step against the full one on the same r, with a reference Z′ = Z·(1 + δ)
-    /// for |δ| up to just inside the bound: Z equal bit for bit, 1/Z (through w) within 2.2u
+    /// for |δ| up to just inside the bound: Z equal bit for bit, 1/Z (through w) within 1.2u
     /// relative, the MI terms within their bound (1.5 ulp of ln Z + 1.3u, times p, plus the
     /// full step's own ulp); the dispatched copy (AVX-512, AVX2 or the baseline) and the
     /// baseline compiled here agree bitwise; a reference beyond the bound is refused.
