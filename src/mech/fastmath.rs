@@ -236,27 +236,33 @@ fn exp_normal_slice_portable(xs: &mut [f64]) {
 
 /// e^x for the kernel queries (src/mech/trig/kernel.rs), whose values are ≤ 1 and whose
 /// answers need 10⁻¹² absolute (issue #39): [`exp_normal`] with a Taylor polynomial of degree
-/// 11 instead of 13 (its coefficients and Estrin's scheme, the last pair C₈ + C₉r), and no
-/// branch
-/// for tiny results: x below −708 is taken as −708, whose e^x ≈ 3.3·10⁻³⁰⁸ stands for the
-/// true value (an absolute error under 3.4·10⁻³⁰⁸). For x ≤ 709, NaN excluded.
+/// 11 instead of 13 (its coefficients and Estrin's scheme, the last pair C₈ + C₉r), one
+/// constant for ln 2 instead of two, and no branch for tiny results: x below −707 is taken as −707, whose e^x ≈ 9·10⁻³⁰⁸ stands
+/// for the true value (an absolute error under 10⁻³⁰⁷). For x ≤ 709, NaN excluded.
 ///
-/// # Error bound (relative, x ∈ [−708, 709]; u = 2⁻⁵³)
-/// - reduction as in [`exp_normal`]: e^r within 0.35·u of e^{x − n ln 2};
+/// # Error bound (relative, x ∈ [−707, 709]; u = 2⁻⁵³)
+/// - reduction: n = round(x/ln 2) as in [`exp_normal`]; r = x − n·LN2 by one fused
+///   multiply-add (exact product, one rounding: 0.35u of e^r as there), where LN2 is ln 2
+///   rounded, |LN2 − ln 2| < 2.4·10⁻¹⁷: e^r is e^{x − n ln 2} within 0.35u + |n|·2.4·10⁻¹⁷
+///   relative. The last term is at most 2.5·10⁻¹⁴ (n = −1020) but only 2ⁿ·|n|·2.4·10⁻¹⁷ ≤
+///   1.2·10⁻¹⁷ absolute, and for a k-th power k·|n|·2.4·10⁻¹⁷·2^{kn} ≤ 1.2·10⁻¹⁷ absolute
+///   (the largest of m·2⁻ᵐ is ½): below, "relative" leaves it out and "absolute" includes it;
 /// - truncation: the Lagrange remainder e^ξ·r¹²/12! with |ξ| ≤ |r| ≤ 0.3466, over e^r ≥
 ///   e^{−|r|}: ≤ e^{0.694}·0.3466¹²/12! < 1.3·10⁻¹⁴ relative;
 /// - polynomial, as in [`exp_normal`]: |r²q(r)| < 0.068 and its roundings cost ≤ 4u relative
 ///   of it (≤ 0.28u absolute), the fma r + r²q and the 1 + (…) round once each (≤ 0.5u and
-///   ≤ u absolute), over e^r ≥ 0.70: < 2.6u relative; the product with 2ⁿ: ≤ u.
+///   ≤ u absolute), over e^r ≥ 0.70: < 2.6u relative; the product with 2ⁿ is exact.
 ///
-/// In all < 1.3·10⁻¹⁴ + 4u < 1.4·10⁻¹⁴ relative, so for values ≤ 1 at most 1.4·10⁻¹⁴
+/// In all < 1.3·10⁻¹⁴ + 3u < 1.4·10⁻¹⁴ relative, so for values ≤ 1 at most 1.4·10⁻¹⁴
 /// absolute, and the k-th power of one (k ≤ 16, see the kernel's "Several bandwidths at once")
 /// within 16·1.4·10⁻¹⁴ + 15u < 2.3·10⁻¹³: a kernel answer (Σ|α| ≤ 1) moves by less than
 /// 2.3·10⁻¹³ from the exact exponentials, within the 10⁻¹² absolute of issue #39.
 /// `exp_kernel_within_its_bound` checks it against libm.
 ///
 /// Why: the kernel queries at d = 8 spend most of their time in the exponential; the two
-/// degrees and the branch [`exp_normal`] spends on the last ulp are ~15 % of its operations.
+/// degrees, the second constant and the branch [`exp_normal`] spends on the last ulp are ~15 %
+/// of its operations (measured at d = 8, one σ, AVX-512: ~2 % for the degree and the branch,
+/// ~7 % more for the constant, loaded machine).
 #[inline(always)]
 pub fn exp_kernel(x: f64) -> f64 {
     let [y] = exp_kernel_lanes(&[x]);
@@ -272,7 +278,7 @@ pub fn exp_kernel_lanes<const N: usize>(x: &[f64; N]) -> [f64; N] {
     let mut t = [0.0; N];
     let mut r = [0.0; N];
     for i in 0..N {
-        (t[i], r[i]) = exp_reduce(x[i]);
+        (t[i], r[i]) = exp_kernel_reduce(x[i]);
     }
     let mut r2 = [0.0; N];
     for i in 0..N {
@@ -296,12 +302,35 @@ pub fn exp_kernel_lanes<const N: usize>(x: &[f64; N]) -> [f64; N] {
         let r4 = r2[i] * r2[i];
         let p = e2[i].mul_add(r4 * r4, e1[i].mul_add(r4, e0[i]));
         let er = 1.0 + r2[i].mul_add(p, r[i]);
-        // The low bits of t hold n; n + 1023 shifted into the exponent field is 2ⁿ.
+        // 2ⁿ from the low bits of t, as in exp_normal; the product is exact (a normal result:
+        // e^r ≥ 0.7 and n ≥ −1020 above the clamp). Adding n to e^r's exponent bits instead,
+        // one operation fewer, made the compiler vectorise the kernel's loop over chunks with
+        // gathers and scatters again (1.7× slower).
         let scale = f64::from_bits(t[i].to_bits().wrapping_add(1023) << 52);
         out[i] = er * scale;
     }
     out
 }
+
+/// The reduction of [`exp_kernel`]: t = 1.5·2⁵² + n (n in its low bits) and r = x − n·LN2.
+#[inline(always)]
+fn exp_kernel_reduce(x: f64) -> (f64, f64) {
+    const LOG2_E: f64 = std::f64::consts::LOG2_E;
+    const LN2: f64 = std::f64::consts::LN_2;
+    const SHIFT: f64 = 6_755_399_441_055_744.0; // 1.5·2⁵²
+    let xc = if x < EXP_KERNEL_LOWEST {
+        EXP_KERNEL_LOWEST
+    } else {
+        x
+    };
+    let t = xc.mul_add(LOG2_E, SHIFT);
+    let n = t - SHIFT;
+    (t, (-n).mul_add(LN2, xc))
+}
+
+/// Where [`exp_kernel`] clamps its argument: e⁻⁷⁰⁷ = 2ⁿ·e^r with n = −1020, so 2ⁿ·e^r is a
+/// normal number and its product exact.
+const EXP_KERNEL_LOWEST: f64 = -707.0;
 
 /// C[i] = 1/(i + 2)!, the coefficient of r^i in [`exp_normal`]'s p.
 const EXP_C: [f64; 12] = [
