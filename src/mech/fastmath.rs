@@ -204,8 +204,7 @@ pub const EXP_LANES: usize = 16;
 
 /// Replaces every value by [`exp_normal`] of it (same range conditions), [`EXP_LANES`] at a
 /// time through [`exp_normal_lanes`]; the body is compiled twice, for AVX2 with FMA (chosen at
-/// run time) and for the baseline instruction set, and both give [`exp_normal`]'s bits. The throughput of
-/// the exponential the kernel queries use (benches/kernel_queries.rs measures it).
+/// run time) and for the baseline instruction set, and both give [`exp_normal`]'s bits.
 pub fn exp_normal_slice(xs: &mut [f64]) {
     #[cfg(target_arch = "x86_64")]
     if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
@@ -231,6 +230,52 @@ fn exp_normal_slice_portable(xs: &mut [f64]) {
     }
     for x in chunks.into_remainder() {
         *x = exp_normal(*x);
+    }
+}
+
+/// Replaces every value by [`exp_kernel`] of it, [`EXP_LANES`] at a time through
+/// [`exp_kernel_lanes`], compiled for AVX-512, for AVX2 with FMA (chosen at run time) and for
+/// the baseline instruction set, all with [`exp_kernel`]'s bits: the throughput of the
+/// exponential the kernel queries use, as they use it (benches/kernel_queries.rs measures it).
+pub fn exp_kernel_slice(xs: &mut [f64]) {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx512f")
+        && std::arch::is_x86_feature_detected!("avx512dq")
+    {
+        // SAFETY: the CPU supports AVX-512 F and DQ (checked just above).
+        unsafe { exp_kernel_slice_avx512(xs) };
+        return;
+    }
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
+        // SAFETY: the CPU supports AVX2 and FMA (checked just above).
+        unsafe { exp_kernel_slice_avx2(xs) };
+        return;
+    }
+    exp_kernel_slice_portable(xs)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512dq,avx2,fma")]
+unsafe fn exp_kernel_slice_avx512(xs: &mut [f64]) {
+    exp_kernel_slice_portable(xs)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn exp_kernel_slice_avx2(xs: &mut [f64]) {
+    exp_kernel_slice_portable(xs)
+}
+
+#[inline(always)]
+fn exp_kernel_slice_portable(xs: &mut [f64]) {
+    let mut chunks = xs.chunks_exact_mut(EXP_LANES);
+    for c in &mut chunks {
+        let x: &mut [f64; EXP_LANES] = c.try_into().expect("a chunk of EXP_LANES");
+        *x = exp_kernel_lanes(x);
+    }
+    for x in chunks.into_remainder() {
+        *x = exp_kernel(*x);
     }
 }
 
@@ -458,6 +503,36 @@ mod tests {
         for (chunk, want) in xs.chunks_exact(5).zip(reference.chunks_exact(5)) {
             let x: &[f64; 5] = chunk.try_into().unwrap();
             assert_eq!(bits(&exp_normal_lanes(x)), bits(want));
+        }
+    }
+
+    /// exp_kernel's slices (dispatched, baseline) and lanes give its bits.
+    #[test]
+    fn exp_kernel_slices_equal_exp_kernel_bitwise() {
+        let mut rng = rand_pcg::Pcg64Mcg::seed_from_u64(13);
+        let mut xs: Vec<f64> = (0..50_000).map(|_| rng.random_range(-60.0..=0.0)).collect();
+        xs.extend((0..50_000).map(|_| rng.random_range(-750.0..=709.0)));
+        xs.extend([
+            0.0,
+            -0.0,
+            -707.0,
+            -707.5,
+            -1e300,
+            f64::NEG_INFINITY,
+            709.0,
+            -3.0,
+        ]);
+        let bits = |v: &[f64]| -> Vec<u64> { v.iter().map(|x| x.to_bits()).collect() };
+        let reference: Vec<f64> = xs.iter().map(|&x| exp_kernel(x)).collect();
+        let mut slice = xs.clone();
+        exp_kernel_slice(&mut slice);
+        assert_eq!(bits(&slice), bits(&reference));
+        let mut baseline = xs.clone();
+        exp_kernel_slice_portable(&mut baseline);
+        assert_eq!(bits(&baseline), bits(&reference));
+        for (chunk, want) in xs.chunks_exact(7).zip(reference.chunks_exact(7)) {
+            let x: &[f64; 7] = chunk.try_into().unwrap();
+            assert_eq!(bits(&exp_kernel_lanes(x)), bits(want));
         }
     }
 
