@@ -684,6 +684,12 @@ fn sum_lanes(v: &[f64]) -> f64 {
             acc[l] += c[l];
         }
     }
+    lanes_tree(acc) + tail
+}
+
+/// [`sum_lanes`]' running sums added pairwise in a fixed order.
+#[inline(always)]
+fn lanes_tree(mut acc: [f64; SUM_LANES]) -> f64 {
     let mut width = SUM_LANES;
     while width > 1 {
         width /= 2;
@@ -691,7 +697,7 @@ fn sum_lanes(v: &[f64]) -> f64 {
             acc[i] += acc[i + width];
         }
     }
-    acc[0] + tail
+    acc[0]
 }
 
 /// Running sums of [`sum_lanes`]: four AVX-512 vectors, eight AVX2 ones.
@@ -748,10 +754,23 @@ fn cheap_term(
 /// running sums).
 #[inline(always)]
 fn hamming_update_sum(c: f64, sw: f64, w: &[f64], r: &mut [f64]) -> f64 {
-    for (rj, wj) in r.iter_mut().zip(w) {
-        *rj *= c * sw + (1.0 - c) * wj;
+    // One pass: the running sums of sum_lanes taken as r is written (the same additions in the
+    // same order, so sum_lanes' bits).
+    let mut acc = [0.0; SUM_LANES];
+    let mut rc = r.chunks_exact_mut(SUM_LANES);
+    let mut wc = w.chunks_exact(SUM_LANES);
+    for (rr, ww) in (&mut rc).zip(&mut wc) {
+        for l in 0..SUM_LANES {
+            rr[l] *= c * sw + (1.0 - c) * ww[l];
+            acc[l] += rr[l];
+        }
     }
-    sum_lanes(r)
+    let mut tail = 0.0;
+    for (rj, wj) in rc.into_remainder().iter_mut().zip(wc.remainder()) {
+        *rj *= c * sw + (1.0 - c) * wj;
+        tail += *rj;
+    }
+    lanes_tree(acc) + tail
 }
 
 #[cfg(target_arch = "x86_64")]
