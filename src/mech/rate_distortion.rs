@@ -606,7 +606,10 @@ const SERIES_DEGREE: usize = 7;
 /// cheap. Measured (one-core 200-λ sweep, M = 1000, loaded machine): 1.44 s → 0.79 s with the
 /// cheap terms (1/Z then by the series y(1 + e + … + e⁷)), → 0.63–0.70 s with the sums in 32
 /// running sums instead of `sum4`'s 4, → 0.58–0.59 s (0.63–0.67 s side by side) with Newton's
-/// 5 operations for 1/Z instead of the series' 8 and the MI term in 3 operations instead of 5.
+/// 5 operations for 1/Z instead of the series' 8 and the MI term in 3 operations instead of 5,
+/// → 0.52–0.56 s (0.58–0.61 s side by side) with Σr taken by the update as it writes r. Σw and
+/// the MI terms taken the same way in this pass measured slower (0.59–0.68 s against
+/// 0.53–0.54 s): the compiler's code for the heavier loop got worse, so they are summed after.
 ///
 /// # Error bound (|e| ≤ 2⁻⁷, u = 2⁻⁵³)
 /// - 1/Z: Z·y₁ = 1 − e² exactly before y₁'s rounding, so y₁ is within e² + u of 1/Z, y₂
