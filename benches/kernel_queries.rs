@@ -133,7 +133,7 @@ fn kernel_floor(c: &mut Criterion) {
     let mut buf: Vec<f64> = (0..2048).map(|i| -(i as f64) / 102.4).collect();
     let rounds = 500;
     g.throughput(Throughput::Elements((buf.len() * rounds) as u64));
-    g.bench_function("exp_normal_values", |b| {
+    g.bench_function("exp_kernel_values", |b| {
         b.iter(|| {
             for _ in 0..rounds {
                 exp_kernel_slice(black_box(&mut buf));
