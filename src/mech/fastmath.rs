@@ -204,8 +204,7 @@ pub const EXP_LANES: usize = 16;
 
 /// Replaces every value by [`exp_normal`] of it (same range conditions), [`EXP_LANES`] at a
 /// time through [`exp_normal_lanes`]; the body is compiled twice, for AVX2 with FMA (chosen at
-/// run time) and for the baseline instruction set, and both give [`exp_normal`]'s bits. The throughput of
-/// the exponential the kernel queries use (benches/kernel_queries.rs measures it).
+/// run time) and for the baseline instruction set, and both give [`exp_normal`]'s bits.
 pub fn exp_normal_slice(xs: &mut [f64]) {
     #[cfg(target_arch = "x86_64")]
     if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
@@ -233,6 +232,150 @@ fn exp_normal_slice_portable(xs: &mut [f64]) {
         *x = exp_normal(*x);
     }
 }
+
+/// Replaces every value by [`exp_kernel`] of it, [`EXP_LANES`] at a time through
+/// [`exp_kernel_lanes`], compiled for AVX-512, for AVX2 with FMA (chosen at run time) and for
+/// the baseline instruction set, all with [`exp_kernel`]'s bits: the throughput of the
+/// exponential the kernel queries use, as they use it (benches/kernel_queries.rs measures it).
+pub fn exp_kernel_slice(xs: &mut [f64]) {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx512f")
+        && std::arch::is_x86_feature_detected!("avx512dq")
+    {
+        // SAFETY: the CPU supports AVX-512 F and DQ (checked just above).
+        unsafe { exp_kernel_slice_avx512(xs) };
+        return;
+    }
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
+        // SAFETY: the CPU supports AVX2 and FMA (checked just above).
+        unsafe { exp_kernel_slice_avx2(xs) };
+        return;
+    }
+    exp_kernel_slice_portable(xs)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512dq,avx2,fma")]
+unsafe fn exp_kernel_slice_avx512(xs: &mut [f64]) {
+    exp_kernel_slice_portable(xs)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn exp_kernel_slice_avx2(xs: &mut [f64]) {
+    exp_kernel_slice_portable(xs)
+}
+
+#[inline(always)]
+fn exp_kernel_slice_portable(xs: &mut [f64]) {
+    let mut chunks = xs.chunks_exact_mut(EXP_LANES);
+    for c in &mut chunks {
+        let x: &mut [f64; EXP_LANES] = c.try_into().expect("a chunk of EXP_LANES");
+        *x = exp_kernel_lanes(x);
+    }
+    for x in chunks.into_remainder() {
+        *x = exp_kernel(*x);
+    }
+}
+
+/// e^x for the kernel queries (src/mech/trig/kernel.rs), whose values are ≤ 1 and whose
+/// answers need 10⁻¹² absolute (issue #39): [`exp_normal`] with a Taylor polynomial of degree
+/// 11 instead of 13 (its coefficients and Estrin's scheme, the last pair C₈ + C₉r), one
+/// constant for ln 2 instead of two, and no branch for tiny results: x below −707 is taken as −707, whose e^x ≈ 9·10⁻³⁰⁸ stands
+/// for the true value (an absolute error under 10⁻³⁰⁷). For x ≤ 709, NaN excluded.
+///
+/// # Error bound (relative, x ∈ [−707, 709]; u = 2⁻⁵³)
+/// - reduction: n = round(x/ln 2) as in [`exp_normal`]; r = x − n·LN2 by one fused
+///   multiply-add (exact product, one rounding: 0.35u of e^r as there), where LN2 is ln 2
+///   rounded, |LN2 − ln 2| < 2.4·10⁻¹⁷: e^r is e^{x − n ln 2} within 0.35u + |n|·2.4·10⁻¹⁷
+///   relative. The last term is at most 2.5·10⁻¹⁴ (n = −1020) but only 2ⁿ·|n|·2.4·10⁻¹⁷ ≤
+///   1.2·10⁻¹⁷ absolute, and for a k-th power k·|n|·2.4·10⁻¹⁷·2^{kn} ≤ 1.2·10⁻¹⁷ absolute
+///   (the largest of m·2⁻ᵐ is ½): below, "relative" leaves it out and "absolute" includes it;
+/// - truncation: the Lagrange remainder e^ξ·r¹²/12! with |ξ| ≤ |r| ≤ 0.3466, over e^r ≥
+///   e^{−|r|}: ≤ e^{0.694}·0.3466¹²/12! < 1.3·10⁻¹⁴ relative;
+/// - polynomial, as in [`exp_normal`]: |r²q(r)| < 0.068 and its roundings cost ≤ 4u relative
+///   of it (≤ 0.28u absolute), the fma r + r²q and the 1 + (…) round once each (≤ 0.5u and
+///   ≤ u absolute), over e^r ≥ 0.70: < 2.6u relative; the product with 2ⁿ is exact.
+///
+/// In all < 1.3·10⁻¹⁴ + 3u < 1.4·10⁻¹⁴ relative, so for values ≤ 1 at most 1.4·10⁻¹⁴
+/// absolute, and the k-th power of one (k ≤ 16, see the kernel's "Several bandwidths at once")
+/// within 16·1.4·10⁻¹⁴ + 15u < 2.3·10⁻¹³: a kernel answer (Σ|α| ≤ 1) moves by less than
+/// 2.3·10⁻¹³ from the exact exponentials, within the 10⁻¹² absolute of issue #39.
+/// `exp_kernel_within_its_bound` checks it against libm.
+///
+/// Why: the kernel queries at d = 8 spend most of their time in the exponential; the two
+/// degrees, the second constant and the branch [`exp_normal`] spends on the last ulp are ~15 %
+/// of its operations (measured at d = 8, one σ, AVX-512: ~2 % for the degree and the branch,
+/// ~7 % more for the constant, loaded machine).
+#[inline(always)]
+pub fn exp_kernel(x: f64) -> f64 {
+    let [y] = exp_kernel_lanes(&[x]);
+    y
+}
+
+/// [`exp_kernel`] of N values at once, stage by stage over the lanes as
+/// [`exp_normal_lanes`] (every lane has [`exp_kernel`]'s bits).
+#[inline(always)]
+pub fn exp_kernel_lanes<const N: usize>(x: &[f64; N]) -> [f64; N] {
+    // The stages of exp_normal_lanes (the same shape: written otherwise, the compiler once
+    // vectorised the kernel's loop over these chunks instead, with gathers and scatters).
+    let mut t = [0.0; N];
+    let mut r = [0.0; N];
+    for i in 0..N {
+        (t[i], r[i]) = exp_kernel_reduce(x[i]);
+    }
+    let mut r2 = [0.0; N];
+    for i in 0..N {
+        r2[i] = r[i] * r[i];
+    }
+    let mut e0 = [0.0; N];
+    let mut e1 = [0.0; N];
+    let mut e2 = [0.0; N];
+    for i in 0..N {
+        e0[i] = exp_pair(r[i], r2[i], 0);
+    }
+    for i in 0..N {
+        e1[i] = exp_pair(r[i], r2[i], 1);
+    }
+    for i in 0..N {
+        // The last pair of the degree-11 polynomial is C₈ + C₉r.
+        e2[i] = EXP_C[9].mul_add(r[i], EXP_C[8]);
+    }
+    let mut out = [0.0; N];
+    for i in 0..N {
+        let r4 = r2[i] * r2[i];
+        let p = e2[i].mul_add(r4 * r4, e1[i].mul_add(r4, e0[i]));
+        let er = 1.0 + r2[i].mul_add(p, r[i]);
+        // 2ⁿ from the low bits of t, as in exp_normal; the product is exact (a normal result:
+        // e^r ≥ 0.7 and n ≥ −1020 above the clamp). Adding n to e^r's exponent bits instead,
+        // one operation fewer, made the compiler vectorise the kernel's loop over chunks with
+        // gathers and scatters again (1.7× slower).
+        let scale = f64::from_bits(t[i].to_bits().wrapping_add(1023) << 52);
+        out[i] = er * scale;
+    }
+    out
+}
+
+/// The reduction of [`exp_kernel`]: t = 1.5·2⁵² + n (n in its low bits) and r = x − n·LN2.
+#[inline(always)]
+fn exp_kernel_reduce(x: f64) -> (f64, f64) {
+    const LOG2_E: f64 = std::f64::consts::LOG2_E;
+    const LN2: f64 = std::f64::consts::LN_2;
+    const SHIFT: f64 = 6_755_399_441_055_744.0; // 1.5·2⁵²
+    let xc = if x < EXP_KERNEL_LOWEST {
+        EXP_KERNEL_LOWEST
+    } else {
+        x
+    };
+    let t = xc.mul_add(LOG2_E, SHIFT);
+    let n = t - SHIFT;
+    (t, (-n).mul_add(LN2, xc))
+}
+
+/// Where [`exp_kernel`] clamps its argument: e⁻⁷⁰⁷ = 2ⁿ·e^r with n = −1020, so 2ⁿ·e^r is a
+/// normal number and its product exact.
+const EXP_KERNEL_LOWEST: f64 = -707.0;
 
 /// C[i] = 1/(i + 2)!, the coefficient of r^i in [`exp_normal`]'s p.
 const EXP_C: [f64; 12] = [
@@ -360,6 +503,36 @@ mod tests {
         for (chunk, want) in xs.chunks_exact(5).zip(reference.chunks_exact(5)) {
             let x: &[f64; 5] = chunk.try_into().unwrap();
             assert_eq!(bits(&exp_normal_lanes(x)), bits(want));
+        }
+    }
+
+    /// exp_kernel's slices (dispatched, baseline) and lanes give its bits.
+    #[test]
+    fn exp_kernel_slices_equal_exp_kernel_bitwise() {
+        let mut rng = rand_pcg::Pcg64Mcg::seed_from_u64(13);
+        let mut xs: Vec<f64> = (0..50_000).map(|_| rng.random_range(-60.0..=0.0)).collect();
+        xs.extend((0..50_000).map(|_| rng.random_range(-750.0..=709.0)));
+        xs.extend([
+            0.0,
+            -0.0,
+            -707.0,
+            -707.5,
+            -1e300,
+            f64::NEG_INFINITY,
+            709.0,
+            -3.0,
+        ]);
+        let bits = |v: &[f64]| -> Vec<u64> { v.iter().map(|x| x.to_bits()).collect() };
+        let reference: Vec<f64> = xs.iter().map(|&x| exp_kernel(x)).collect();
+        let mut slice = xs.clone();
+        exp_kernel_slice(&mut slice);
+        assert_eq!(bits(&slice), bits(&reference));
+        let mut baseline = xs.clone();
+        exp_kernel_slice_portable(&mut baseline);
+        assert_eq!(bits(&baseline), bits(&reference));
+        for (chunk, want) in xs.chunks_exact(7).zip(reference.chunks_exact(7)) {
+            let x: &[f64; 7] = chunk.try_into().unwrap();
+            assert_eq!(bits(&exp_kernel_lanes(x)), bits(want));
         }
     }
 

@@ -26,13 +26,16 @@
 //! - takes an exponential only for bandwidths that are no power of another (see "Several
 //!   bandwidths at once" below): for σ ∈ {2, 4, 6, 8, 10}, 3 exponentials and 4 multiplies
 //!   per kernel value instead of 5 exponentials;
-//! - takes the exponential with [`exp_normal`](fastmath::exp_normal), a branch-free polynomial
-//!   with fused multiply-adds that vectorises (within 2⁻⁵¹ relative, proof in its doc),
-//!   sixteen values side by side ([`exp_normal_lanes`]: independent chains the CPU overlaps,
+//! - takes the exponential with [`exp_kernel`](fastmath::exp_kernel), a branch-free polynomial
+//!   with fused multiply-adds that vectorises (within 1.4·10⁻¹⁴ relative, proof in its doc:
+//!   since issue #39 the answers need 10⁻¹² absolute, not the last bits, and its Taylor
+//!   polynomial is of degree 11 instead of [`exp_normal`](fastmath::exp_normal)'s 13),
+//!   sixteen values side by side ([`exp_kernel_lanes`]: independent chains the CPU overlaps,
 //!   where one value at a time leaves it waiting on each chain's latency), and compiles the
-//!   whole inner loop twice, for AVX2 + FMA (chosen at run time) and for the baseline
-//!   instruction set (its fused multiply-adds by the software `fma`, correctly rounded like the
-//!   instruction): both give the same bits.
+//!   whole inner loop three times, for AVX-512, for AVX2 + FMA (chosen at run time) and for the
+//!   baseline instruction set (its fused multiply-adds by the software `fma`, correctly rounded
+//!   like the instruction): all give the same bits (the AVX-512 copy takes the distances 8
+//!   points at a time instead of 4, which changes which are computed together, not how).
 //!
 //! # Several bandwidths at once
 //! With s = −1/(2σ²), e^{k·s·d} = (e^{s·d})^k. `plan_steps` orders the bandwidths from the
@@ -45,14 +48,16 @@
 //! σ = 4 from σ = 8 (k = 4, two squarings), σ = 2 from σ = 4 (two more,
 //! 16 in all relative to σ = 8's exponential); 6 and 10 take exponentials.
 //!
-//! Error bound: the exponential is within 2⁻⁵¹ relative; its k-th power by multiplies is
-//! within 2k·2⁻⁵² of the exact power of the exponential's argument, plus k − 1 roundings of
-//! 2⁻⁵³ each: ≤ 2.5·k·2⁻⁵² ≤ 40·2⁻⁵² ≈ 8.9·10⁻¹⁵ relative at k = 16, beyond the
-//! rounding of the argument s·d itself (|s·d|·2⁻⁵³ relative, which the direct exponential has as
-//! well). Results below 2⁻¹⁰²² (arguments below −708) are 0 from the exponential and may be
-//! subnormal or 0 from a power: an absolute difference under 2.3·10⁻³⁰⁸. The tests check the
-//! bound value by value against f64::exp (k = 1 … 16), and whole answers against
-//! single-bandwidth calls (within 10⁻¹⁴) and the naive double loop.
+//! Error bound: the exponential is within δ = 1.4·10⁻¹⁴ relative; its k-th power by
+//! multiplies is within k·δ of the exact power of the exponential's argument, plus k − 1
+//! roundings of 2⁻⁵³ each: ≤ 16δ + 15·2⁻⁵³ < 2.3·10⁻¹³ relative at k = 16, beyond the rounding
+//! of the argument s·d itself (|s·d|·2⁻⁵³ relative, which the direct exponential has as well).
+//! Kernel values are ≤ 1, so that is also their absolute error, and an answer (Σ|α| ≤ 1) is
+//! within 2.3·10⁻¹³ + its summation's roundings of the exact one: within the 10⁻¹² absolute of
+//! issue #39. Arguments below −708 give e⁻⁷⁰⁸ ≈ 3.3·10⁻³⁰⁸ from the exponential (and less or 0
+//! from a power): an absolute difference under 3.4·10⁻³⁰⁸. The tests check the bound value
+//! by value against f64::exp (k = 1 … 16), and whole answers against single-bandwidth calls
+//! and the naive double loop (within 10⁻¹² absolute, d = 1 … 101).
 //!
 //! Distances from the expanded form carry an absolute rounding error of a few ulp of
 //! ‖x‖² + ‖c‖² (≤ 2d), so kernel values have a relative error of about 2d·ε/(2σ²)·few,
@@ -64,15 +69,15 @@
 //! coordinates in order, each centre's kernel sum over the points in order, in fixed blocks of
 //! points whose partial sums are added in order. No sum crosses a block, so answers are
 //! bit-identical for any number of threads and any block size (which therefore may follow the
-//! thread count), and also with or without AVX2. A bandwidth's values depend on which other
+//! thread count), and also with or without AVX2 or AVX-512. A bandwidth's values depend on which other
 //! bandwidths are asked for in the same call (an exponential alone, possibly a power with a
-//! wider one), by at most the bound above. Memory per block is about (3·#σ + 4)·256 values
+//! wider one), by at most the bound above. Memory per block is about (3·#σ + 8)·256 values
 //! besides the inputs, the points laid out in strips once per call, and the family, which holds
 //! its centres once, laid out for the kernel.
 
+use crate::mech::fastmath::{self, exp_kernel_lanes};
 #[cfg(test)]
-use crate::mech::fastmath::exp_normal;
-use crate::mech::fastmath::{self, exp_normal_lanes};
+use crate::mech::fastmath::{exp_kernel, exp_normal};
 use rand::Rng;
 use rand_distr::{Distribution, Exp1};
 use rayon::prelude::*;
@@ -397,13 +402,15 @@ fn point_strips(points: &[f64], dim: usize) -> Vec<f64> {
 }
 
 /// Centres per block, about: enough to amortise a block's buffers and parallel task, few
-/// enough that the distances of four points and the partial sums for five σ stay in L1
+/// enough that the distances of a strip's points and the partial sums for five σ stay in L1
 /// (≈ 256·8 B per row).
 const TARGET_CENTRES: usize = 256;
-/// Columns of the distance micro-kernel (two AVX2 vectors) and rows (points) per strip.
+/// Columns of the distance micro-kernel (two AVX2 vectors, one AVX-512 vector) and rows
+/// (points) per strip: 8, so that the AVX-512 copy takes a strip as one 8 × 8 tile and the
+/// others as two 4 × 8 tiles ([`distances`]).
 const LANES: usize = 8;
-const ROWS: usize = 4;
-/// Exponentials taken side by side (a multiple of LANES; see [`exp_normal_lanes`]).
+const ROWS: usize = 8;
+/// Exponentials taken side by side (a multiple of LANES; see [`exp_kernel_lanes`]).
 const EXP_LANES: usize = fastmath::EXP_LANES;
 /// Points per partial sum; partial sums are then added in order, so the rounding error grows
 /// with POINT_BLOCK + n/POINT_BLOCK instead of n. A multiple of ROWS.
@@ -535,11 +542,19 @@ fn pow_lanes<const N: usize>(x: &[f64; N], k: u32) -> [f64; N] {
 /// Answers of queries `first..last` for every σ, laid out [σ][query].
 fn block_answers(ctx: &Context, first: usize, last: usize) -> Vec<f64> {
     #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx512f")
+        && std::arch::is_x86_feature_detected!("avx512dq")
+    {
+        // SAFETY: the CPU supports AVX-512 F and DQ (checked just above), and with them AVX2
+        // and FMA.
+        return unsafe { block_answers_avx512(ctx, first, last) };
+    }
+    #[cfg(target_arch = "x86_64")]
     if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
         // SAFETY: the CPU supports AVX2 and FMA (checked just above).
         return unsafe { block_answers_avx2(ctx, first, last) };
     }
-    block_answers_portable(ctx, first, last)
+    block_answers_portable::<4>(ctx, first, last)
 }
 
 /// The same code compiled with AVX2 and FMA (4 lanes instead of SSE2's 2, and the fused
@@ -549,11 +564,21 @@ fn block_answers(ctx: &Context, first: usize, last: usize) -> Vec<f64> {
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
 unsafe fn block_answers_avx2(ctx: &Context, first: usize, last: usize) -> Vec<f64> {
-    block_answers_portable(ctx, first, last)
+    block_answers_portable::<4>(ctx, first, last)
 }
 
+/// The same code compiled with AVX-512 (8 lanes): again only wider vectors, the same
+/// operations in the same order, so the same bits.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512dq,avx2,fma")]
+unsafe fn block_answers_avx512(ctx: &Context, first: usize, last: usize) -> Vec<f64> {
+    block_answers_portable::<8>(ctx, first, last)
+}
+
+/// `TILE` is the number of points the distance micro-kernel takes at once ([`distances`]):
+/// it changes which distances are computed together, not how any one is computed.
 #[inline(always)]
-fn block_answers_portable(ctx: &Context, first: usize, last: usize) -> Vec<f64> {
+fn block_answers_portable<const TILE: usize>(ctx: &Context, first: usize, last: usize) -> Vec<f64> {
     let mix = ctx.mix;
     let (dim, per_query) = (mix.dim, mix.per_query);
     let m = (last - first) * per_query;
@@ -579,7 +604,7 @@ fn block_answers_portable(ctx: &Context, first: usize, last: usize) -> Vec<f64> 
         let rows = ROWS.min(n - start);
         let mut norms = [0.0; ROWS];
         norms[..rows].copy_from_slice(&ctx.point_norms[start..start + rows]);
-        distances(strip, panels, &norms, centre_norms, &mut dist);
+        distances::<TILE>(strip, panels, &norms, centre_norms, &mut dist);
 
         for (r, d_row) in dist.chunks_exact(width).take(rows).enumerate() {
             match ctx.weights.map(|u| u[start + r]) {
@@ -630,7 +655,12 @@ fn add_kernels<const WEIGHTED: bool>(
         let acc = &mut partial[step.target * width..][..width];
         match step.source {
             Source::Exp(scale) => {
-                exps_into::<WEIGHTED>(acc, out, d, scale, w, step.kept);
+                // `kept` as a constant: a run-time test per chunk showed in the profile.
+                if step.kept {
+                    exps_into::<WEIGHTED, true>(acc, out, d, scale, w);
+                } else {
+                    exps_into::<WEIGHTED, false>(acc, out, d, scale, w);
+                }
             }
             Source::Power { from, k } => {
                 let base = &done[from * width..][..width];
@@ -647,18 +677,17 @@ fn add_kernels<const WEIGHTED: bool>(
     }
 }
 
-/// acc[j] += w·exp(scale·d[j]) (and out[j] = exp(scale·d[j]) if `keep`), EXP_LANES
+/// acc[j] += w·exp(scale·d[j]) (and out[j] = exp(scale·d[j]) if KEEP), EXP_LANES
 /// exponentials side by side. (No closure builds the arguments: a closure may be compiled as a
 /// function of its own, without the AVX2 + FMA of its caller, and the exponential's fused
 /// multiply-adds would then be calls of the software `fma`.)
 #[inline(always)]
-fn exps_into<const WEIGHTED: bool>(
+fn exps_into<const WEIGHTED: bool, const KEEP: bool>(
     acc: &mut [f64],
     out: &mut [f64],
     d: &[f64],
     scale: f64,
     w: f64,
-    keep: bool,
 ) {
     for ((a, o), d) in acc
         .chunks_exact_mut(EXP_LANES)
@@ -669,7 +698,7 @@ fn exps_into<const WEIGHTED: bool>(
         for l in 0..EXP_LANES {
             x[l] = d[l] * scale;
         }
-        accumulate::<WEIGHTED>(a, o, &exp_normal_lanes(&x), w, keep);
+        accumulate::<WEIGHTED>(a, o, &exp_kernel_lanes(&x), w, KEEP);
     }
 }
 
@@ -693,10 +722,17 @@ fn accumulate<const WEIGHTED: bool>(
 /// Squared distances of ROWS points (`strip`, dim × ROWS) to every centre of `panels` (with
 /// their `centre_norms`), written row by row into `dist` (ROWS × width, width ≥ the panels'
 /// centres; columns past them are left as they are): ‖x‖² + ‖c‖² − 2x·c, clamped at 0.
-/// Register-blocked ROWS × LANES so that each loaded panel value serves ROWS points; one fused
-/// multiply-add per coordinate and pair.
+/// Register-blocked TILE × LANES (TILE dividing ROWS: the strip is taken TILE points at a
+/// time) so that each loaded panel value serves TILE points; one fused multiply-add per
+/// coordinate and pair, in coordinate order whatever TILE is. The TILE × LANES accumulators:
+/// 4 × 8 are eight AVX2 vectors (of 16 registers, which also hold a panel row and a
+/// broadcast), 8 × 8 are eight AVX-512 vectors, enough to cover the fused multiply-add's
+/// latency on two ports (4 × 8 there are four vectors). Measured at AVX-512 (one core, loaded
+/// machine, 10³ queries, d = 101 / 19): 4 × 8 0.115 / 0.093 s, 8 × 8 0.105–0.114 / 0.078–0.087 s,
+/// two panels of 4 × 8 side by side the same as 8 × 8; 8 × 16 (two panels) made the compiler
+/// keep its 16 vectors in memory (7× slower).
 #[inline(always)]
-fn distances(
+fn distances<const TILE: usize>(
     strip: &[f64],
     panels: &[f64],
     point_norms: &[f64; ROWS],
@@ -705,20 +741,23 @@ fn distances(
 ) {
     let width = dist.len() / ROWS;
     let dim = strip.len() / ROWS;
-    for (p, panel) in panels.chunks_exact(dim * LANES).enumerate() {
-        let mut acc = [[0.0f64; LANES]; ROWS];
-        for (c, x) in panel.chunks_exact(LANES).zip(strip.chunks_exact(ROWS)) {
-            for r in 0..ROWS {
-                for l in 0..LANES {
-                    acc[r][l] = x[r].mul_add(c[l], acc[r][l]);
+    for t in (0..ROWS).step_by(TILE) {
+        for (p, panel) in panels.chunks_exact(dim * LANES).enumerate() {
+            let mut acc = [[0.0f64; LANES]; TILE];
+            for (c, x) in panel.chunks_exact(LANES).zip(strip.chunks_exact(ROWS)) {
+                let x = &x[t..t + TILE];
+                for r in 0..TILE {
+                    for l in 0..LANES {
+                        acc[r][l] = x[r].mul_add(c[l], acc[r][l]);
+                    }
                 }
             }
-        }
-        let cn = &centre_norms[p * LANES..][..LANES];
-        for (r, acc_row) in acc.iter().enumerate() {
-            let out = &mut dist[r * width + p * LANES..][..LANES];
-            for l in 0..LANES {
-                out[l] = (point_norms[r] + cn[l] - acc_row[l]).max(0.0);
+            let cn = &centre_norms[p * LANES..][..LANES];
+            for (r, acc_row) in acc.iter().enumerate() {
+                let out = &mut dist[(t + r) * width + p * LANES..][..LANES];
+                for l in 0..LANES {
+                    out[l] = (point_norms[t + r] + cn[l] - acc_row[l]).max(0.0);
+                }
             }
         }
     }
@@ -843,10 +882,10 @@ mod tests {
     }
 
     /// Every step's kernel values against f64::exp of the argument computed directly: the
-    /// relative difference stays within (2.5·k + 2 + |x|)·2⁻⁵² for a k-th power of an
-    /// exponential (2k·2⁻⁵² from the exponential's own error, 2⁻⁵¹, raised to the k-th power,
-    /// k − 1 roundings, one ulp for libm, |x|·2⁻⁵² for the arguments' roundings),
-    /// on every power 1 ..= MAX_POWER and the thesis's bandwidths.
+    /// relative difference stays within k·1.4·10⁻¹⁴ + (k + 1 + |x|)·2⁻⁵² for a k-th power of
+    /// an exponential (the exponential's own error, 1.4·10⁻¹⁴, raised to the k-th power, k − 1
+    /// roundings, one ulp for libm, |x|·2⁻⁵² for the arguments' roundings), on every power
+    /// 1 ..= MAX_POWER and the thesis's bandwidths; and (values ≤ 1) within 2.3·10⁻¹³ absolute.
     #[test]
     fn powers_stay_within_their_error_bound() {
         let mut rng = Pcg64Mcg::seed_from_u64(21);
@@ -875,8 +914,14 @@ mod tests {
                 if want < 1e-300 {
                     continue;
                 }
+                assert!(
+                    (g - want).abs() <= 2.3e-13,
+                    "σ = {}, d = {d}",
+                    sigmas[step.target]
+                );
                 let rel = ((g - want) / want).abs() / f64::EPSILON;
-                let bound = 2.5 * f64::from(step.total) + 2.0 + x.abs();
+                let k = f64::from(step.total);
+                let bound = k * 1.4e-14 / f64::EPSILON + k + 1.0 + x.abs();
                 assert!(
                     rel <= bound,
                     "σ = {}, k = {}, d = {d}: {rel} ulp > {bound}",
@@ -912,9 +957,13 @@ mod tests {
                 let slow = naive(&mix, &points, None, sigma);
                 for q in 0..queries {
                     let (a, b, c) = (all[s][q], one[0][q], slow[q]);
-                    // k ≤ 16: (1.5·16 + 2)·2⁻⁵² plus summation roundings, well under 1e-14.
-                    assert!((a - b).abs() <= 1e-14 * b, "d={dim} σ={sigma}: {a} vs {b}");
+                    // k ≤ 16: 16·1.4·10⁻¹⁴ + 17·2⁻⁵² relative plus summation roundings.
+                    assert!(
+                        (a - b).abs() <= 2.5e-13 * b,
+                        "d={dim} σ={sigma}: {a} vs {b}"
+                    );
                     assert!((a - c).abs() <= 1e-12 * c, "d={dim} σ={sigma}: {a} vs {c}");
+                    assert!((a - c).abs() <= 1e-12, "d={dim} σ={sigma}: {a} vs {c}");
                 }
             }
         }
@@ -945,9 +994,10 @@ mod tests {
         }
     }
 
-    /// The baseline copy (SSE2, its fused multiply-adds by the software `fma`) and the copy
-    /// the CPU is given (AVX2 + FMA instructions where it has them) give the same bits, on
-    /// d = 1, 19 and 101, point counts that are no multiple of the strip, weighted or not.
+    /// The baseline copy (SSE2, its fused multiply-adds by the software `fma`), the copy the
+    /// CPU is given, and each of the AVX2 + FMA and AVX-512 copies this CPU can run give the
+    /// same bits, as does the baseline with the AVX-512 copy's 8-point tiles, on d = 1, 19 and
+    /// 101, point counts that are no multiple of the strip, weighted or not.
     #[test]
     fn baseline_and_dispatched_code_agree_bitwise() {
         let mut rng = Pcg64Mcg::seed_from_u64(8);
@@ -969,10 +1019,32 @@ mod tests {
                 // Inlined here, the portable body is compiled for the baseline (SSE2 on
                 // x86-64); block_answers picks the AVX2 + FMA copy where the CPU has it.
                 // (A block starts on a panel of LANES centres: 4 queries of 10.)
-                let baseline = block_answers_portable(&ctx, 4, 39);
+                let baseline = block_answers_portable::<4>(&ctx, 4, 39);
                 let dispatched = block_answers(&ctx, 4, 39);
                 let bits = |v: &[f64]| -> Vec<u64> { v.iter().map(|x| x.to_bits()).collect() };
                 assert_eq!(bits(&baseline), bits(&dispatched), "d = {dim}, n = {n}");
+                // The AVX-512 copy's tile of 8 points, compiled for the baseline.
+                let tiles8 = block_answers_portable::<8>(&ctx, 4, 39);
+                assert_eq!(bits(&baseline), bits(&tiles8), "d = {dim}, n = {n}");
+                // Each wider copy the CPU has, called directly.
+                #[cfg(target_arch = "x86_64")]
+                {
+                    use std::arch::is_x86_feature_detected as has;
+                    if has!("avx2") && has!("fma") {
+                        // SAFETY: the CPU supports AVX2 and FMA (checked just above).
+                        let avx2 = unsafe { block_answers_avx2(&ctx, 4, 39) };
+                        assert_eq!(bits(&baseline), bits(&avx2), "AVX2, d = {dim}, n = {n}");
+                    }
+                    if has!("avx512f") && has!("avx512dq") {
+                        // SAFETY: the CPU supports AVX-512 F and DQ (checked just above).
+                        let avx512 = unsafe { block_answers_avx512(&ctx, 4, 39) };
+                        assert_eq!(
+                            bits(&baseline),
+                            bits(&avx512),
+                            "AVX-512, d = {dim}, n = {n}"
+                        );
+                    }
+                }
             }
         }
     }
@@ -1073,6 +1145,90 @@ mod tests {
         assert!(worst <= 1, "{worst} ulp");
         assert_eq!(exp_normal(-708.5), 0.0);
         assert_eq!(exp_normal(f64::NEG_INFINITY), 0.0);
+    }
+
+    /// exp_kernel within its proven bound of libm (itself within one ulp) on the normal range:
+    /// 1.4·10⁻¹⁴ plus |n|·2.4·10⁻¹⁷ relative, and 1.4·10⁻¹⁴·e^x plus 1.2·10⁻¹⁷ absolute; below
+    /// −707 the value of −707 (an absolute error under 10⁻³⁰⁷).
+    #[test]
+    fn exp_kernel_within_its_bound() {
+        let mut rng = Pcg64Mcg::seed_from_u64(39);
+        let mut xs: Vec<f64> = (0..400_000)
+            .map(|_| rng.random_range(-60.0..=0.0))
+            .collect();
+        xs.extend((0..200_000).map(|_| rng.random_range(-707.0..=709.0)));
+        xs.extend([
+            0.0,
+            -0.0,
+            -1e-300,
+            -707.0,
+            709.0,
+            -1.0,
+            -0.5 * std::f64::consts::LN_2,
+        ]);
+        let mut worst = 0.0f64;
+        for x in xs {
+            let (a, b) = (exp_kernel(x), x.exp());
+            let rel = ((a - b) / b).abs();
+            worst = worst.max(rel);
+            // 1.4e-14 plus the single ln 2 constant's |n|·2.4e-17 (n = x/ln 2, rounded).
+            let n = (x / std::f64::consts::LN_2).abs() + 0.5;
+            let bound = 1.4e-14 + f64::EPSILON + n * 2.4e-17;
+            assert!(rel <= bound, "exp({x}) = {a}, libm {b}");
+            if b <= 1.0 {
+                assert!((a - b).abs() <= 1.4e-14 * b + 1.2e-17, "exp({x}): absolute");
+            }
+        }
+        assert!(worst > 1e-16, "{worst}");
+        for x in [-707.5, -1e4, f64::NEG_INFINITY] {
+            assert!(exp_kernel(x) <= 1e-307 && exp_kernel(x) > 0.0);
+        }
+        // Lanes give the single value's bits.
+        let x: [f64; 5] = [-0.3, -3.0, -30.0, -300.0, -800.0];
+        let lanes = exp_kernel_lanes(&x);
+        for (l, x) in lanes.iter().zip(x) {
+            assert_eq!(l.to_bits(), exp_kernel(x).to_bits());
+        }
+    }
+
+    /// Issue #39's rule against the plain reference: every answer within 10⁻¹² absolute of the
+    /// naive double loop (f64::exp, explicit differences), for the thesis's five bandwidths at
+    /// once and alone, random shapes (d = 1, 2, 8, 19, 101; n and the query count no multiple
+    /// of a strip, tile, panel or point block), weighted and not.
+    #[test]
+    fn answers_within_1e_12_of_the_plain_reference() {
+        let mut rng = Pcg64Mcg::seed_from_u64(390);
+        let sigmas = [2.0, 4.0, 6.0, 8.0, 10.0];
+        let mut worst = 0.0f64;
+        for &(queries, per_query, dim, n) in &[
+            (13, 10, 1, 1001),
+            (7, 3, 2, 77),
+            (11, 10, 8, 523),
+            (5, 7, 19, 259),
+            (9, 10, 101, 131),
+            (3, 1, 101, 9),
+        ] {
+            let mix = KernelMixtures::random(queries, per_query, dim, &mut rng);
+            let points = uniform_points(n, dim, &mut rng);
+            let raw: Vec<f64> = (0..n).map(|_| rng.random::<f64>()).collect();
+            let total: f64 = raw.iter().sum();
+            let probs: Vec<f64> = raw.iter().map(|u| u / total).collect();
+            for weights in [None, Some(probs.as_slice())] {
+                let all = mean_answers(&mix, &points, weights, &sigmas).unwrap();
+                for (s, &sigma) in sigmas.iter().enumerate() {
+                    let one = mean_answers(&mix, &points, weights, &[sigma]).unwrap();
+                    let slow = naive(&mix, &points, weights, sigma);
+                    for q in 0..queries {
+                        for got in [all[s][q], one[0][q]] {
+                            let diff = (got - slow[q]).abs();
+                            worst = worst.max(diff);
+                            assert!(diff <= 1e-12, "d={dim} n={n} σ={sigma} q={q}: {diff}");
+                        }
+                    }
+                }
+            }
+        }
+        assert!(worst > 0.0);
     }
 
     #[test]
