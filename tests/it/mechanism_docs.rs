@@ -51,6 +51,12 @@ const HELPERS: &[&str] = &[
     "trig/ellipsoid.rs", // sampling in an ellipsoid: touches no data
     "trig/kernel.rs",    // the smooth queries and their answers
     "trig/lp.rs",        // the ℓ₁ fit: post-processing of the noisy answers
+    // tests kept beside their modules
+    "near_optimal/tests.rs",
+    "rate_distortion/tests.rs",
+    "rate_distortion/underflow_tests.rs",
+    "trig/kernel/tests.rs",
+    "trig/lp/tests.rs",
 ];
 
 fn mech_dir() -> PathBuf {
