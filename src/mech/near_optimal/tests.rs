@@ -1,4 +1,3 @@
-
 use super::*;
 use crate::mech::staircase::Staircase;
 use crate::mech::stats::ks_statistic;

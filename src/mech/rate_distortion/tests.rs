@@ -1,4 +1,3 @@
-
 use super::*;
 
 /// Draws of each row follow its probabilities (4·10⁵ draws, within 5 standard errors)

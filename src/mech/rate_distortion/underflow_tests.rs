@@ -1,4 +1,3 @@
-
 use super::*;
 
 /// At λ = 1.25 BA drives the output letter "1" out of the support: after ~4000 iterations

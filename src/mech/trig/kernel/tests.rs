@@ -1,4 +1,3 @@
-
 use super::*;
 use rand::SeedableRng;
 use rand_pcg::Pcg64Mcg;

@@ -1,4 +1,3 @@
-
 use super::*;
 use rand::{Rng, SeedableRng};
 use rand_distr::{Distribution, Exp1};
