@@ -888,12 +888,13 @@ fn coinciding_points_below_the_axis_are_all_visible() {
         3 + 1,
         "three series and the legend's sample: {tips:?}"
     );
-    // The panel's frame: the first grey rectangle with no fill (the legend's box comes after).
+    // The panel's frame: the grey rectangle with no fill (the legend's box is lighter). Each
+    // piece is cut at its tag's end: what follows belongs to other elements.
     let frame_bottom = svg
         .split("<rect")
         .skip(1)
+        .map(|r| &r[..r.find('>').unwrap_or(r.len())])
         .filter(|r| r.contains("stroke=\"#666666\"") && r.contains("fill=\"none\""))
-        .take(1)
         .map(|r| {
             let attr = |name: &str| -> f64 {
                 r.split(&format!(" {name}=\""))
