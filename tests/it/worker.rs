@@ -150,7 +150,7 @@ fn nothing_a_worker_starts_outlives_the_run() {
     let d = tempfile::tempdir().unwrap();
     let pids = d.path().join("daemons.txt");
     let body = format!(
-        "import subprocess\np = subprocess.Popen(['setsid', 'sleep', '300'], start_new_session=True)\nwith open({:?}, 'a') as f:\n    f.write(str(p.pid) + '\\n')\njob.write({{'x2': [x * x], 'u': [0.5]}})",
+        "import subprocess\np = subprocess.Popen(['setsid', 'sleep', '297.31'], start_new_session=True)\nwith open({:?}, 'a') as f:\n    f.write(str(p.pid) + '\\n')\njob.write({{'x2': [x * x], 'u': [0.5]}})",
         pids.display().to_string()
     );
     let p = pipeline(d.path(), 4, true, &body, 60.0);
@@ -158,8 +158,9 @@ fn nothing_a_worker_starts_outlives_the_run() {
     assert!(o.status.success(), "{}", text(&o));
     let pids = std::fs::read_to_string(&pids).unwrap();
     assert_eq!(pids.lines().count(), 4, "{pids}");
-    // A PID namespace's pids are its own: the `sleep 300`s are found by their command line
-    // (as this test's own process sees them: `/proc` of the machine).
+    // A PID namespace's pids are its own: the `sleep 297.31`s are found by their command line
+    // (as this test's own process sees them: `/proc` of the machine); a duration no other test
+    // sleeps, since tests running beside this one start `sleep 300`s of their own.
     std::thread::sleep(std::time::Duration::from_millis(300));
     let left: Vec<String> = std::fs::read_dir("/proc")
         .unwrap()
@@ -170,7 +171,7 @@ fn nothing_a_worker_starts_outlives_the_run() {
                 .bytes()
                 .all(|b| b.is_ascii_digit())
         })
-        .filter(|e| std::fs::read(e.path().join("cmdline")).is_ok_and(|c| c == b"sleep\x00300\x00"))
+        .filter(|e| std::fs::read(e.path().join("cmdline")).is_ok_and(|c| c == b"sleep\x00297.31\x00"))
         .map(|e| e.file_name().to_string_lossy().to_string())
         .collect();
     assert!(left.is_empty(), "still running: {left:?}");
