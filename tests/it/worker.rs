@@ -171,7 +171,9 @@ fn nothing_a_worker_starts_outlives_the_run() {
                 .bytes()
                 .all(|b| b.is_ascii_digit())
         })
-        .filter(|e| std::fs::read(e.path().join("cmdline")).is_ok_and(|c| c == b"sleep\x00297.31\x00"))
+        .filter(|e| {
+            std::fs::read(e.path().join("cmdline")).is_ok_and(|c| c == b"sleep\x00297.31\x00")
+        })
         .map(|e| e.file_name().to_string_lossy().to_string())
         .collect();
     assert!(left.is_empty(), "still running: {left:?}");
