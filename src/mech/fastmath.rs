@@ -202,12 +202,42 @@ pub fn exp_normal_lanes<const N: usize>(x: &[f64; N]) -> [f64; N] {
 /// Values taken side by side by [`exp_normal_slice`] (four AVX2 vectors).
 pub const EXP_LANES: usize = 16;
 
+/// The widest instruction set of this CPU among those the hot loops are compiled for: AVX-512
+/// (F and DQ, with AVX2 and FMA), AVX2 with FMA, or the x86-64 baseline. Every copy of a loop
+/// gives the same bits as the baseline's (tested), so this decides speed only; one rule, read
+/// once, for every dispatcher (the kernel's block, the exponentials, Blahut–Arimoto's steps).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Isa {
+    Avx512,
+    Avx2,
+    Baseline,
+}
+
+/// This CPU's [`Isa`], detected once.
+pub(crate) fn isa() -> Isa {
+    static ISA: std::sync::OnceLock<Isa> = std::sync::OnceLock::new();
+    *ISA.get_or_init(|| {
+        #[cfg(target_arch = "x86_64")]
+        {
+            use std::arch::is_x86_feature_detected as has;
+            if has!("avx2") && has!("fma") {
+                return if has!("avx512f") && has!("avx512dq") {
+                    Isa::Avx512
+                } else {
+                    Isa::Avx2
+                };
+            }
+        }
+        Isa::Baseline
+    })
+}
+
 /// Replaces every value by [`exp_normal`] of it (same range conditions), [`EXP_LANES`] at a
 /// time through [`exp_normal_lanes`]; the body is compiled twice, for AVX2 with FMA (chosen at
 /// run time) and for the baseline instruction set, and both give [`exp_normal`]'s bits.
 pub fn exp_normal_slice(xs: &mut [f64]) {
     #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
+    if isa() != Isa::Baseline {
         // SAFETY: the CPU supports AVX2 and FMA (checked just above).
         unsafe { exp_normal_slice_avx2(xs) };
         return;
@@ -239,15 +269,13 @@ fn exp_normal_slice_portable(xs: &mut [f64]) {
 /// exponential the kernel queries use, as they use it (benches/kernel_queries.rs measures it).
 pub fn exp_kernel_slice(xs: &mut [f64]) {
     #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("avx512f")
-        && std::arch::is_x86_feature_detected!("avx512dq")
-    {
+    if isa() == Isa::Avx512 {
         // SAFETY: the CPU supports AVX-512 F and DQ (checked just above).
         unsafe { exp_kernel_slice_avx512(xs) };
         return;
     }
     #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
+    if isa() != Isa::Baseline {
         // SAFETY: the CPU supports AVX2 and FMA (checked just above).
         unsafe { exp_kernel_slice_avx2(xs) };
         return;

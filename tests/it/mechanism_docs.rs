@@ -53,6 +53,7 @@ const HELPERS: &[&str] = &[
     "trig/lp.rs",        // the ℓ₁ fit: post-processing of the noisy answers
     // tests kept beside their modules
     "near_optimal/tests.rs",
+    "rate_distortion/hamming.rs", // its O(m) Hamming kernel (the same iterates, cheaper)
     "rate_distortion/tests.rs",
     "rate_distortion/underflow_tests.rs",
     "trig/kernel/tests.rs",

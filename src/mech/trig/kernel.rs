@@ -542,15 +542,13 @@ fn pow_lanes<const N: usize>(x: &[f64; N], k: u32) -> [f64; N] {
 /// Answers of queries `first..last` for every σ, laid out [σ][query].
 fn block_answers(ctx: &Context, first: usize, last: usize) -> Vec<f64> {
     #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("avx512f")
-        && std::arch::is_x86_feature_detected!("avx512dq")
-    {
+    if crate::mech::fastmath::isa() == crate::mech::fastmath::Isa::Avx512 {
         // SAFETY: the CPU supports AVX-512 F and DQ (checked just above), and with them AVX2
         // and FMA.
         return unsafe { block_answers_avx512(ctx, first, last) };
     }
     #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
+    if crate::mech::fastmath::isa() != crate::mech::fastmath::Isa::Baseline {
         // SAFETY: the CPU supports AVX2 and FMA (checked just above).
         return unsafe { block_answers_avx2(ctx, first, last) };
     }
