@@ -134,7 +134,7 @@ pub(crate) fn run(
             served
         })
     };
-    let (log, _) = served.map_err(|(e, _)| e)?;
+    let log = served.map_err(|(e, _)| e)?;
     let (frame, artifacts) = protocol::collect(&work, bounds, &log.tail(process::TAIL_LINES))?;
     Ok(Produced {
         frame,
@@ -209,14 +209,14 @@ impl Worker {
     }
 
     /// Hands the worker one request and waits for its answer under the program's timeout.
-    /// `Ok`: the instance's log and time. `Err((error, broken))`: the instance failed; when
+    /// `Ok`: the instance's log. `Err((error, broken))`: the instance failed; when
     /// `broken`, the worker is unusable (exited, timed out, broke the protocol).
     fn serve(
         &mut self,
         request: &str,
         program: &Program,
         bounds: &Bounds,
-    ) -> Result<(Log, Duration), (ProgramError, bool)> {
+    ) -> Result<Log, (ProgramError, bool)> {
         let command = process::command_text(&program.command);
         let mut log = Log::new(bounds.log_bytes);
         let start = Instant::now();
@@ -233,9 +233,8 @@ impl Worker {
             self.started.pump(&mut log);
             match self.read_answer() {
                 Ok(Some(line)) => {
-                    let elapsed = start.elapsed();
                     return answer(&line, &command, &log)
-                        .map(|()| (log, elapsed))
+                        .map(|()| log)
                         .map_err(|e| (e, false));
                 }
                 Ok(None) => {}
@@ -254,9 +253,8 @@ impl Worker {
             if self.started.exited() {
                 // Whatever it answered before exiting is read first.
                 if let Ok(Some(line)) = self.read_answer() {
-                    let elapsed = start.elapsed();
                     return answer(&line, &command, &log)
-                        .map(|()| (log, elapsed))
+                        .map(|()| log)
                         .map_err(|e| (e, true));
                 }
                 return Err((self.ended(&command, &mut log, bounds), true));
