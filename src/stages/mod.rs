@@ -17,6 +17,7 @@ pub mod columns;
 pub mod evaluate;
 pub mod external;
 pub mod frame;
+pub(crate) mod kept;
 pub mod load;
 pub mod mechanism;
 pub mod near_optimal;

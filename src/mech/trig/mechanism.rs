@@ -87,9 +87,10 @@ use rand::{Rng, SeedableRng};
 use rand_distr::{Binomial, Distribution};
 
 use super::basis::{self, MultiIndex, Schedule};
+use super::data::Data;
 use super::ellipsoid::{sample_ellipsoid, EllipsoidSampler};
 use super::lp::{l1_simplex_fit, LpError, LpOptions};
-use super::psi::{covariance, private_subspace_iteration, LaplaceScale, PsiNoise};
+use super::psi::{private_subspace_iteration, LaplaceScale, PsiNoise};
 use crate::mech::laplace::Laplace;
 use crate::mech::ParamRangeError;
 
@@ -267,13 +268,12 @@ fn check_lp_size(rows: f64, cols: f64) -> Result<(), ParamRangeError> {
 /// Guarantee: ε-DP (I) or (ε, δ)-DP (II) for replace-one neighbours with
 /// [`Calibration::ReplaceOne`]; see the module docs for [`Calibration::AsPrinted`].
 pub fn trigonometric<R: Rng + ?Sized>(
-    points: &[f64],
-    dim: usize,
+    data: &Data,
     settings: &Settings,
     rng: &mut R,
 ) -> Result<SyntheticDatabase, TrigError> {
     let started = Instant::now();
-    let n = check_points(points, dim)?;
+    let (n, dim) = (data.rows(), data.dim());
     settings.privacy.check()?;
     let schedule = schedule(n, dim, settings)?;
     let cells = (schedule.grid as f64).powi(dim as i32);
@@ -287,16 +287,7 @@ pub fn trigonometric<R: Rng + ?Sized>(
     }
     check_lp_size((schedule.t as f64).powi(dim as i32), cells)?;
     let bases = basis::full_grid(dim, schedule.t)?;
-    let b = noisy_answers(
-        points,
-        dim,
-        n,
-        &bases,
-        &schedule,
-        settings,
-        settings.privacy,
-        rng,
-    )?;
+    let b = noisy_answers(data, &bases, &schedule, settings, settings.privacy, rng)?;
     let grid = grid_points(schedule.grid, dim);
     finish(
         grid, dim, &bases, b.0, b.1, schedule, None, None, None, settings, started, rng,
@@ -310,14 +301,13 @@ pub fn trigonometric<R: Rng + ?Sized>(
 /// budget split in thirds between basis answers, mean and private PCA; see the module docs
 /// for what [`Calibration::AsPrinted`] gives.
 pub fn improved_trigonometric<R: Rng + ?Sized>(
-    points: &[f64],
-    dim: usize,
+    data: &Data,
     settings: &Settings,
     improvement: &Improvement,
     rng: &mut R,
 ) -> Result<SyntheticDatabase, TrigError> {
     let started = Instant::now();
-    let n = check_points(points, dim)?;
+    let (n, dim) = (data.rows(), data.dim());
     settings.privacy.check()?;
     check_improvement(improvement, dim)?;
     check_lp_size(improvement.bases as f64, improvement.candidates as f64)?;
@@ -337,19 +327,10 @@ pub fn improved_trigonometric<R: Rng + ?Sized>(
             delta: basis_delta * delta,
         },
     };
-    let (b, basis_noise) = noisy_answers(
-        points,
-        dim,
-        n,
-        &bases,
-        &schedule,
-        settings,
-        basis_privacy,
-        rng,
-    )?;
+    let (b, basis_noise) = noisy_answers(data, &bases, &schedule, settings, basis_privacy, rng)?;
 
     // Line 10: the mean, Lap(6d/(nε)) per coordinate = sensitivity 2d/n at ε/3.
-    let (mean, cov) = covariance(points, dim);
+    let (mean, cov) = data.moments();
     let mean_noise = 2.0 * dim as f64 / (n as f64 * third);
     let lap = Laplace::new(mean_noise)?;
     let noisy_mean: Vec<f64> = mean
@@ -382,7 +363,7 @@ pub fn improved_trigonometric<R: Rng + ?Sized>(
         },
     };
     let mut eigen = private_subspace_iteration(
-        &cov,
+        cov,
         n,
         mean_norm,
         improvement.pca_dim,
@@ -396,7 +377,7 @@ pub fn improved_trigonometric<R: Rng + ?Sized>(
         let mut fixed = rand_pcg::Pcg64Mcg::seed_from_u64(0);
         let noise_scale = eigen.noise_scale;
         eigen = private_subspace_iteration(
-            &cov,
+            cov,
             n,
             mean_norm,
             improvement.pca_dim,
@@ -448,17 +429,13 @@ pub fn improved_trigonometric<R: Rng + ?Sized>(
 /// distinct grid point weighted by its share of the records. No noise, no LP: the error of
 /// this database is what snapping alone costs, and a mechanism whose output lives on A^d
 /// cannot be expected below it on queries the snap distorts. Not private.
-pub fn grid_floor(
-    points: &[f64],
-    dim: usize,
-    settings: &Settings,
-) -> Result<SyntheticDatabase, TrigError> {
+pub fn grid_floor(data: &Data, settings: &Settings) -> Result<SyntheticDatabase, TrigError> {
     let started = Instant::now();
-    let n = check_points(points, dim)?;
+    let (n, dim) = (data.rows(), data.dim());
     settings.privacy.check()?;
     let schedule = schedule(n, dim, settings)?;
     let mut cells: std::collections::BTreeMap<Vec<u64>, u64> = std::collections::BTreeMap::new();
-    for row in points.chunks_exact(dim) {
+    for row in data.points().chunks_exact(dim) {
         // The grid index of each coordinate; a BTreeMap keeps the output order deterministic.
         let key = row.iter().map(|&x| basis::cell(x, schedule.grid)).collect();
         *cells.entry(key).or_default() += 1;
@@ -508,26 +485,19 @@ fn schedule(n: usize, dim: usize, settings: &Settings) -> Result<Schedule, Param
     }
 }
 
-/// Lines 3–10 (Algorithm 4) / 3–8 (Algorithm 9): snap, answer, add noise, round. Returns the
-/// rounded noisy answers and the Laplace scale used.
-#[allow(clippy::too_many_arguments)]
+/// Lines 3–10 (Algorithm 4) / 3–8 (Algorithm 9): snap, answer (both kept with the data),
+/// add noise, round. Returns the rounded noisy answers and the Laplace scale used.
 fn noisy_answers<R: Rng + ?Sized>(
-    points: &[f64],
-    dim: usize,
-    n: usize,
+    data: &Data,
     bases: &[MultiIndex],
     schedule: &Schedule,
     settings: &Settings,
     privacy: Privacy,
     rng: &mut R,
 ) -> Result<(Vec<f64>, f64), ParamRangeError> {
-    let snapped: Vec<f64> = points
-        .iter()
-        .map(|&x| basis::snap(x, schedule.grid))
-        .collect();
-    let b = basis::basis_means(bases, &snapped, dim);
+    let b = data.basis_answers(bases, schedule.grid);
     let count = bases.len() as f64;
-    let n = n as f64;
+    let n = data.rows() as f64;
     let scale = match (settings.calibration, privacy) {
         // Printed: sensitivity 1/n per answer; ε-DP by basic composition over the R answers,
         // (ε, δ) by the leading term of advanced composition.
@@ -691,28 +661,6 @@ fn grid_points(n: u64, dim: usize) -> Vec<f64> {
     out
 }
 
-fn check_points(points: &[f64], dim: usize) -> Result<usize, ParamRangeError> {
-    if dim == 0 || points.is_empty() || !points.len().is_multiple_of(dim) {
-        return Err(ParamRangeError {
-            name: "data",
-            value: format!("{} values in {dim} columns", points.len()),
-            valid: "needs at least one row and d ≥ 1 columns".into(),
-        });
-    }
-    if let Some((i, v)) = points
-        .iter()
-        .enumerate()
-        .find(|(_, v)| !(-1.0..=1.0).contains(*v))
-    {
-        return Err(ParamRangeError {
-            name: "data value",
-            value: format!("{v} (row {}, column {})", i / dim, i % dim),
-            valid: "must be in [−1, 1]: the trigonometric mechanism's domain is [−1, 1]^d (normalise the data first)".into(),
-        });
-    }
-    Ok(points.len() / dim)
-}
-
 fn check_improvement(im: &Improvement, dim: usize) -> Result<(), ParamRangeError> {
     let bad = |name, value: String, valid: String| ParamRangeError { name, value, valid };
     if im.bases == 0 {
@@ -752,15 +700,16 @@ mod tests {
         }
     }
 
-    fn data(n: usize, dim: usize, seed: u64) -> Vec<f64> {
+    fn data(n: usize, dim: usize, seed: u64) -> Data {
         let mut rng = Pcg64Mcg::seed_from_u64(seed);
-        (0..n * dim)
+        let points = (0..n * dim)
             .map(|_| {
                 // A smooth, skewed density: 2·max(U1, U2) − 1.
                 let (a, b): (f64, f64) = (rng.random(), rng.random());
                 2.0 * a.max(b) - 1.0
             })
-            .collect()
+            .collect();
+        Data::new(points, dim).unwrap()
     }
 
     #[test]
@@ -775,7 +724,7 @@ mod tests {
         let pts = data(2000, 1, 1);
         let mut rng = Pcg64Mcg::seed_from_u64(2);
         let s = settings(Privacy::Pure { epsilon: 1.0 });
-        let db = trigonometric(&pts, 1, &s, &mut rng).unwrap();
+        let db = trigonometric(&pts, &s, &mut rng).unwrap();
         let total: f64 = db.weights.iter().sum();
         assert!((total - 1.0).abs() < 1e-9);
         let sched = db.report.schedule;
@@ -802,7 +751,7 @@ mod tests {
         let mut s = settings(Privacy::Pure { epsilon: 0.9 });
         s.calibration = Calibration::AsPrinted;
         let mut rng = Pcg64Mcg::seed_from_u64(4);
-        let db = improved_trigonometric(&pts, 3, &s, &im, &mut rng).unwrap();
+        let db = improved_trigonometric(&pts, &s, &im, &mut rng).unwrap();
         // Algorithm 9 line 7: 3R/(nε); line 10: 6d/(nε).
         assert!((db.report.basis_noise - 3.0 * 7.0 / (1000.0 * 0.9)).abs() < 1e-15);
         assert!((db.report.mean_noise.unwrap() - 6.0 * 3.0 / (1000.0 * 0.9)).abs() < 1e-15);
@@ -813,7 +762,7 @@ mod tests {
             },
             ..s
         };
-        let db = improved_trigonometric(&pts, 3, &s2, &im, &mut rng).unwrap();
+        let db = improved_trigonometric(&pts, &s2, &im, &mut rng).unwrap();
         // Algorithm 10 line 7: 3·sqrt(2R ln(1/δ))/(nε).
         let want = 3.0 * (2.0 * 7.0 * 1000f64.ln()).sqrt() / (1000.0 * 0.9);
         assert!((db.report.basis_noise - want).abs() < 1e-12);
@@ -834,7 +783,7 @@ mod tests {
         let mut s = settings(Privacy::Pure { epsilon: 1.0 });
         s.synthetic = Synthetic::Sample { size: Some(1000) };
         let mut rng = Pcg64Mcg::seed_from_u64(6);
-        let db = improved_trigonometric(&pts, 2, &s, &im, &mut rng).unwrap();
+        let db = improved_trigonometric(&pts, &s, &im, &mut rng).unwrap();
         let total: f64 = db.weights.iter().sum();
         assert!((total - 1.0).abs() < 1e-12);
         for w in &db.weights {
@@ -882,15 +831,18 @@ mod tests {
     #[test]
     fn bad_input_is_an_error_not_a_panic() {
         let mut rng = Pcg64Mcg::seed_from_u64(8);
+        let e = Data::new(vec![0.5, 1.5], 1).unwrap_err();
+        assert!(e.to_string().contains("1.5 (row 1, column 0)"), "{e}");
+        assert!(Data::new(vec![], 1).is_err());
+        assert!(Data::new(vec![0.5, 0.5, 0.5], 2).is_err());
+        assert!(Data::new(vec![0.5], 0).is_err());
         let s = settings(Privacy::Pure { epsilon: 1.0 });
-        let e = trigonometric(&[0.5, 1.5], 1, &s, &mut rng).unwrap_err();
-        assert!(e.to_string().contains("1.5"), "{e}");
-        assert!(trigonometric(&[], 1, &s, &mut rng).is_err());
         let bad = settings(Privacy::Approx {
             epsilon: 1.0,
             delta: 1.0,
         });
-        assert!(trigonometric(&[0.5], 1, &bad, &mut rng).is_err());
+        let one = Data::new(vec![0.5], 1).unwrap();
+        assert!(trigonometric(&one, &bad, &mut rng).is_err());
         let im = Improvement {
             bases: 3,
             candidates: 10,
@@ -900,12 +852,53 @@ mod tests {
             sampler: EllipsoidSampler::Uniform,
             pca_noise: LaplaceScale::Algorithm,
         };
-        let e = improved_trigonometric(&[0.1, 0.2], 2, &s, &im, &mut rng).unwrap_err();
+        let two = Data::new(vec![0.1, 0.2], 2).unwrap();
+        let e = improved_trigonometric(&two, &s, &im, &mut rng).unwrap_err();
         assert!(e.to_string().contains("pca_dim"), "{e}");
         // d = 6 with a huge grid: refused before allocating.
         let mut big = settings(Privacy::Pure { epsilon: 1.0 });
         big.smoothness = 200.0;
-        let e = trigonometric(&data(5000, 6, 9), 6, &big, &mut rng).unwrap_err();
+        let e = trigonometric(&data(5000, 6, 9), &big, &mut rng).unwrap_err();
         assert!(e.to_string().contains("N^d"), "{e}");
+    }
+
+    /// What a `Data` keeps changes nothing: runs on one kept `Data` (its covariance and basis
+    /// answers computed by the first run, several grids) give the bits of runs on fresh ones,
+    /// and the kept answers are those of the grid asked for.
+    #[test]
+    fn a_kept_database_gives_the_bits_of_a_fresh_one() {
+        let im = Improvement {
+            bases: 6,
+            candidates: 400,
+            pca_dim: 2,
+            pca_iterations: 4,
+            kappa: 2.0,
+            sampler: EllipsoidSampler::Uniform,
+            pca_noise: LaplaceScale::Text,
+        };
+        let kept = data(700, 3, 12);
+        let mut grids = vec![];
+        for (seed, smoothness) in [(1, 2.0), (2, 9.0), (3, 2.0), (4, 9.0)] {
+            let mut s = settings(Privacy::Pure { epsilon: 1.0 });
+            s.smoothness = smoothness;
+            let run = |d: &Data| {
+                let mut rng = Pcg64Mcg::seed_from_u64(seed);
+                improved_trigonometric(d, &s, &im, &mut rng).unwrap()
+            };
+            let (a, b) = (run(&kept), run(&data(700, 3, 12)));
+            assert_eq!(a.points, b.points);
+            assert_eq!(a.weights, b.weights);
+            assert_eq!(a.report.basis_noise, b.report.basis_noise);
+            grids.push(a.report.schedule.grid);
+        }
+        assert_ne!(grids[0], grids[1], "two smoothness orders, two grids kept");
+        let bases = basis::lowest_order(3, 4, 6).unwrap();
+        let (coarse, fine) = (kept.basis_answers(&bases, 2), kept.basis_answers(&bases, 7));
+        assert_ne!(coarse, fine);
+        let snapped: Vec<f64> = kept.points().iter().map(|&x| basis::snap(x, 7)).collect();
+        assert_eq!(*fine, basis::basis_means(&bases, &snapped, 3));
+        assert!(kept.holds(data(700, 3, 12).points(), 3));
+        assert!(!kept.holds(data(700, 3, 13).points(), 3));
+        assert!(!kept.holds(data(700, 3, 12).points(), 1));
     }
 }

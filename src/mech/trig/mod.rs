@@ -3,6 +3,7 @@
 //!
 //! - [`mechanism::trigonometric`] — trigonometric mechanisms I and II (Algorithms 4 and 5);
 //! - [`mechanism::improved_trigonometric`] — improved mechanisms I and II (Algorithms 9, 10);
+//! - [`data`] — the database a synthesis reads, with what depends on it alone kept beside it;
 //! - [`basis`] — the Chebyshev basis φ_r, its order, the grid A^d, the lattice 1/L, the
 //!   parameter schedules of line 1;
 //! - [`lp`] — min ‖Wu − b‖₁ over the probability simplex (Algorithm 4 line 20);
@@ -11,6 +12,7 @@
 //! - [`kernel`] — the Gaussian-kernel-mixture queries of chapter 3 (eq. 2.1) and their answers.
 
 pub mod basis;
+pub mod data;
 pub mod ellipsoid;
 pub mod kernel;
 pub mod lp;

@@ -23,6 +23,7 @@ use serde::Deserialize;
 
 use crate::mech::trig::kernel::{mean_answers, KernelMixtures};
 use crate::stages::columns::FrameBuilder;
+use crate::stages::kept::{self, Footprint, Kept};
 use crate::stages::param::{Between, Count, Positive};
 use crate::stages::point_set::PointSet;
 use crate::stages::{
@@ -91,11 +92,7 @@ impl QuerySpec {
             product(&[self.count.get(), self.per_query.get(), dim as u64]),
         )?;
         let key = (self.count(), self.per_query.get(), self.seed.get(), dim);
-        if let Some(kept) = FAMILIES
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .take(&key)
-        {
+        if let Some(kept) = kept::lock(&FAMILIES).take(&key) {
             return Ok(kept);
         }
         // Drawn without the lock, so other instances go on meanwhile; two instances that miss
@@ -107,11 +104,7 @@ impl QuerySpec {
             dim,
             &mut rng,
         ));
-        FAMILIES.lock().unwrap_or_else(|e| e.into_inner()).keep(
-            key,
-            Arc::clone(&family),
-            FAMILY_CACHE_BYTES,
-        );
+        kept::lock(&FAMILIES).keep(key, Arc::clone(&family), FAMILY_CACHE_BYTES);
         Ok(family)
     }
 }
@@ -123,33 +116,12 @@ pub(crate) const FAMILY_CACHE_BYTES: usize = 256 << 20;
 /// (count, J, seed, dimension): what fixes a family.
 type FamilyKey = (usize, u64, u64, usize);
 
-/// Families made by this process, the most recently used last.
-static FAMILIES: Mutex<Families> = Mutex::new(Families(Vec::new()));
+/// Families made by this process.
+static FAMILIES: Mutex<Kept<FamilyKey, KernelMixtures>> = Mutex::new(Kept::new());
 
-struct Families(Vec<(FamilyKey, Arc<KernelMixtures>)>);
-
-impl Families {
-    /// The kept family for `key`, now the most recently used.
-    fn take(&mut self, key: &FamilyKey) -> Option<Arc<KernelMixtures>> {
-        let at = self.0.iter().position(|(k, _)| k == key)?;
-        let entry = self.0.remove(at);
-        let family = Arc::clone(&entry.1);
-        self.0.push(entry);
-        Some(family)
-    }
-
-    /// Keeps `family`, dropping the least recently used ones beyond `cap` bytes.
-    fn keep(&mut self, key: FamilyKey, family: Arc<KernelMixtures>, cap: usize) {
-        let size = family.bytes();
-        if size > cap || self.0.iter().any(|(k, _)| *k == key) {
-            return;
-        }
-        let mut held: usize = self.0.iter().map(|(_, f)| f.bytes()).sum();
-        while held + size > cap {
-            let (_, dropped) = self.0.remove(0);
-            held -= dropped.bytes();
-        }
-        self.0.push((key, family));
+impl Footprint for KernelMixtures {
+    fn bytes(&self) -> usize {
+        KernelMixtures::bytes(self)
     }
 }
 
@@ -213,7 +185,7 @@ impl Stage for Answers {
 
 #[cfg(test)]
 mod tests {
-    use super::{Families, KernelMixtures, QuerySpec, KIND};
+    use super::{KernelMixtures, QuerySpec, KIND};
     use crate::kind::testing::{floats, refused, run, Instance};
     use rand::SeedableRng;
     use std::sync::Arc;
@@ -241,29 +213,6 @@ mod tests {
             serde_yaml_ng::from_str("{count: 7, per_query: 3, seed: 4243}").unwrap();
         let c = reseeded.generate(5).unwrap();
         assert!(!Arc::ptr_eq(&a, &c) && a.weights() != c.weights());
-    }
-
-    /// Beyond the cap the least recently used family goes; one larger than the cap is not kept.
-    #[test]
-    fn the_least_recently_used_family_goes_first() {
-        let family = |dim| {
-            let mut rng = rand_pcg::Pcg64Mcg::seed_from_u64(1);
-            Arc::new(KernelMixtures::random(10, 1, dim, &mut rng))
-        };
-        let size = |dim| family(dim).bytes();
-        let (small, both) = (size(1) + size(2), size(3) + size(1));
-        assert!(size(3) < small && size(9) > both);
-        let mut kept = Families(Vec::new());
-        kept.keep((10, 1, 1, 1), family(1), small);
-        kept.keep((10, 1, 1, 2), family(2), small);
-        assert!(kept.take(&(10, 1, 1, 1)).is_some()); // now the most recently used
-        kept.keep((10, 1, 1, 3), family(3), small); // fits only alone: both others go
-        assert_eq!(kept.0.len(), 1);
-        kept.keep((10, 1, 1, 1), family(1), both);
-        assert!(kept.take(&(10, 1, 1, 3)).is_some() && kept.take(&(10, 1, 1, 1)).is_some());
-        kept.keep((10, 1, 1, 9), family(9), both); // larger than the cap
-        assert!(kept.take(&(10, 1, 1, 9)).is_none());
-        assert_eq!(kept.0.len(), 2);
     }
 
     /// The answers are means over the point set, whose `weight`s are a distribution: a point
