@@ -540,3 +540,90 @@ fn rejects_bad_input() {
     let at = mean_answers(&built, &[0.0, 0.0], None, &[3.0]).unwrap();
     assert_eq!(at, vec![vec![1.0, 1.0]]);
 }
+
+/// The Taylor route (kernel/taylor.rs) at the degree its bound picks, against the definition:
+/// d = 1 … 8, point and centre counts that are no multiple of a block, a mean and signed
+/// weights, σ from 1.5 to 10. Cut lower, the series misses: the degree matters and the
+/// comparison can fail.
+#[test]
+fn the_series_is_within_1e_12_of_the_plain_reference() {
+    let mut rng = Pcg64Mcg::seed_from_u64(4711);
+    let (mut worst, mut misses) = (0.0f64, 0);
+    for &(queries, per_query, dim, n) in &[
+        (9, 10, 1, 700),
+        (7, 3, 2, 300),
+        (5, 10, 5, 517),
+        (4, 10, 8, 1001),
+    ] {
+        let mix = KernelMixtures::random(queries, per_query, dim, &mut rng);
+        let points = uniform_points(n, dim, &mut rng);
+        let norms = check_rows("point", &points, dim).unwrap();
+        let signed: Vec<f64> = (0..n)
+            .map(|_| rng.random_range(-1.0..1.0) / n as f64)
+            .collect();
+        for weights in [None, Some(signed.as_slice())] {
+            let w: f64 = weights.map_or(1.0, |u| u.iter().map(|v| v.abs()).sum());
+            let largest = |v: &[f64]| v.iter().fold(0.0f64, |a, &b| a.max(b)).sqrt();
+            let factor = if weights.is_some() {
+                1.0
+            } else {
+                1.0 / n as f64
+            };
+            for sigma in [1.5, 3.0, 6.0, 10.0] {
+                let z = largest(&norms) * largest(&mix.centre_norms) / (sigma * sigma);
+                let p = taylor::degree(z, 2.0 * w).unwrap();
+                let slow = naive(&mix, &points, weights, sigma);
+                let at = |p| taylor::answers(&mix, &points, &norms, weights, &[(sigma, p)], factor);
+                let got = at(p);
+                for (g, s) in got[0].iter().zip(&slow) {
+                    worst = worst.max((g - s).abs());
+                    assert!(
+                        (g - s).abs() <= 1e-12,
+                        "d={dim} σ={sigma} p={p}: {g} vs {s}"
+                    );
+                }
+                if p >= 4 {
+                    let short = at(p - 3);
+                    let miss = short[0]
+                        .iter()
+                        .zip(&slow)
+                        .map(|(g, s)| (g - s).abs())
+                        .fold(0.0, f64::max);
+                    misses += usize::from(miss > 1e-12);
+                }
+            }
+        }
+    }
+    assert!(
+        misses >= 8,
+        "only {misses} series cut three degrees short miss"
+    );
+    assert!(worst > 0.0);
+}
+
+/// The rule: the series for a CSN-sized call (d = 8, 10⁵ points and centres) at σ ≥ 4, the
+/// direct sum at σ = 2 and in d = 101; small calls take it only where its monomials are
+/// few against n·m.
+#[test]
+fn the_series_is_taken_where_it_pays() {
+    let mut rng = Pcg64Mcg::seed_from_u64(12);
+    let csn = KernelMixtures::random(10_000, 10, 8, &mut rng);
+    let norms = vec![5.5; 99_762]; // ‖x‖ ≈ 2.35
+    let got = taylor::degrees(99_762, &norms, None, &csn, &[2.0, 4.0, 6.0, 8.0, 10.0]);
+    assert!(got[0].is_none(), "{got:?}");
+    assert!(got[1..].iter().all(|p| p.is_some()), "{got:?}");
+    assert!(
+        got[1] > got[2] && got[2] > got[3] && got[3] > got[4],
+        "wider, lower degree: {got:?}"
+    );
+    let crm = KernelMixtures::random(1000, 10, 101, &mut rng);
+    let got = taylor::degrees(1993, &vec![30.0; 1993], None, &crm, &[10.0]);
+    assert_eq!(got, [None]);
+    let small = KernelMixtures::random(2, 10, 8, &mut rng);
+    let got = taylor::degrees(50, &vec![5.5; 50], None, &small, &[10.0]);
+    assert_eq!(
+        got,
+        [None],
+        "20 centres, 50 points: the direct sum is cheaper"
+    );
+}
