@@ -399,12 +399,33 @@ pub fn improved_trigonometric<R: Rng + ?Sized>(
     let k = improvement.pca_dim;
     let mut candidates = vec![0.0; improvement.candidates * dim];
     let mut outside = 0usize;
+    // The directions row by row, and A's points once (`snap` is `grid_point` of `cell`, whose
+    // division dominated this loop): the bits of `snap`, read from a table of N values when
+    // that is fewer than the C·d snaps.
+    let directions: Vec<f64> = (0..dim)
+        .flat_map(|j| (0..k).map(move |s| (j, s)))
+        .map(|(j, s)| eigen.vectors[(j, s)])
+        .collect();
+    let grid = schedule.grid;
+    let table: Vec<f64> = if grid as usize <= candidates.len() {
+        (0..grid).map(|c| basis::grid_point(c, grid)).collect()
+    } else {
+        Vec::new()
+    };
     for (zc, g) in z.chunks_exact(k).zip(candidates.chunks_exact_mut(dim)) {
         let mut out = false;
-        for (j, gj) in g.iter_mut().enumerate() {
-            let x = noisy_mean[j] + (0..k).map(|s| zc[s] * eigen.vectors[(j, s)]).sum::<f64>();
+        for ((gj, m), v) in g
+            .iter_mut()
+            .zip(&noisy_mean)
+            .zip(directions.chunks_exact(k))
+        {
+            let x = m + zc.iter().zip(v).map(|(a, b)| a * b).sum::<f64>();
             out |= !(-1.0..=1.0).contains(&x);
-            *gj = basis::snap(x, schedule.grid);
+            let cell = basis::cell(x, grid);
+            *gj = match table.get(cell as usize) {
+                Some(&point) => point,
+                None => basis::grid_point(cell, grid),
+            };
         }
         outside += usize::from(out);
     }
