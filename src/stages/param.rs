@@ -255,9 +255,16 @@ pub(crate) type AtLeast<const MIN: u64> = Between<MIN, { u64::MAX }>;
 /// A count ≥ 1.
 pub type Count = AtLeast<1>;
 
-/// The default of a count that defaults to one (`samples:` of a mechanism: one release).
-pub fn one() -> Count {
-    Count::of(1)
+/// A count's default, given where the field is declared:
+/// `#[serde(default = "crate::stages::param::count::<1000>")]` (one function for every default
+/// count, instead of a `fn thousand()` per kind).
+pub fn count<const N: u64>() -> Count {
+    Count::of(N)
+}
+
+/// The same for a field that is a plain integer (0 allowed).
+pub fn integer<const N: u64>() -> u64 {
+    N
 }
 
 impl<const LO: u64, const HI: u64> Between<LO, HI> {

@@ -212,10 +212,10 @@ struct Audit {
     /// the neighbouring inputs
     neighbours: Neighbours,
     /// draws per side that measure the chosen event (the validation split)
-    #[serde(default = "million")]
+    #[serde(default = "crate::stages::param::count::<1_000_000>")]
     samples: Count,
     /// draws per side and pair that choose the event (the search split)
-    #[serde(default = "hundred_thousand")]
+    #[serde(default = "crate::stages::param::count::<100_000>")]
     search_samples: Count,
     /// probability that both Clopper–Pearson bounds hold together
     #[serde(default = "crate::stages::param::level_95")]
@@ -228,12 +228,6 @@ struct Audit {
     samples_at: String,
 }
 
-fn million() -> Count {
-    Count::of(1_000_000)
-}
-fn hundred_thousand() -> Count {
-    Count::of(100_000)
-}
 fn all_searches() -> Vec<Search> {
     vec![
         Search::Discrete,

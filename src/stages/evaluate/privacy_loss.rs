@@ -46,12 +46,8 @@ struct PrivacyLoss {
     #[serde(default = "utility")]
     utility: String,
     /// random neighbours checked beside the worst-case ones
-    #[serde(default = "pairs")]
+    #[serde(default = "crate::stages::param::integer::<1000>")]
     random_pairs: u64,
-}
-
-fn pairs() -> u64 {
-    1000
 }
 
 impl PrivacyLoss {

@@ -62,7 +62,7 @@ pub(crate) struct ChannelRelease {
     /// the channel: {rate_distortion: {lambda: 0.7}} or {symmetric: {at: epsilon, value: 1}}
     channel: Which,
     /// independent releases of every record
-    #[serde(default = "crate::stages::param::one")]
+    #[serde(default = "crate::stages::param::count::<1>")]
     samples: Count,
 }
 

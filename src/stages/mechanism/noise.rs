@@ -112,7 +112,7 @@ struct AddNoise {
     #[serde(default = "one")]
     sensitivity: Positive,
     /// independent noisy releases per input row (output has `row`, `sample`, the input's columns and the noisy column)
-    #[serde(default = "crate::stages::param::one")]
+    #[serde(default = "crate::stages::param::count::<1>")]
     samples: Count,
     /// name of the noisy column
     #[serde(default = "noisy")]

@@ -50,25 +50,15 @@ pub(crate) struct Privacy {
     /// ε
     pub epsilon: Positive,
     /// random outputs r in ±(a_n + 3Δf)
-    #[serde(default = "hundred_thousand")]
+    #[serde(default = "crate::stages::param::integer::<100_000>")]
     pub random_points: u64,
     /// random shifts v ∈ ±V beside its endpoints
-    #[serde(default = "sixteen")]
+    #[serde(default = "crate::stages::param::integer::<16>")]
     pub random_shifts: u64,
     /// at most this many interval endpoints of the R_i (a random subset if there are more),
     /// each checked with its neighbours ±1 unit
-    #[serde(default = "two_hundred_thousand")]
+    #[serde(default = "crate::stages::param::integer::<200_000>")]
     pub boundary_points: u64,
-}
-
-fn hundred_thousand() -> u64 {
-    100_000
-}
-fn sixteen() -> u64 {
-    16
-}
-fn two_hundred_thousand() -> u64 {
-    200_000
 }
 
 impl Privacy {

@@ -36,7 +36,7 @@ struct Histogram {
     /// the numeric column to bin
     column: String,
     /// number of equal-width bins
-    #[serde(default = "fifty")]
+    #[serde(default = "crate::stages::param::count::<50>")]
     bins: Count,
     /// binned interval [low, high] (default: the data range); values outside are not counted
     #[schemars(title = "[low, high]")]
@@ -58,10 +58,6 @@ struct Histogram {
     /// panels per row (0: automatic)
     #[serde(default)]
     columns: usize,
-}
-
-fn fifty() -> Count {
-    Count::of(50)
 }
 
 impl Stage for Histogram {

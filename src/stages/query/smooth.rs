@@ -53,15 +53,11 @@ pub(crate) struct QuerySpec {
     /// how many queries
     pub count: Count,
     /// J, kernels per query (thesis: 10)
-    #[serde(default = "ten")]
+    #[serde(default = "crate::stages::param::count::<10>")]
     pub per_query: Count,
     /// the seed that fixes them (at most 2^53: it is written into the answers' frame, for the
     /// scoring stage to check)
     pub seed: Between<0, MAX_EXACT_SEED>,
-}
-
-fn ten() -> Count {
-    Count::of(10)
 }
 
 impl QuerySpec {
