@@ -24,7 +24,7 @@
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use dplab::mech::fastmath::exp_kernel_slice;
-use dplab::mech::trig::kernel::{mean_answers, KernelMixtures};
+use dplab::mech::trig::kernel::{mean_answers, mean_answers_by, Evaluation, KernelMixtures};
 use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64Mcg;
 use std::hint::black_box;
@@ -145,5 +145,116 @@ fn kernel_floor(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, kernel_floor, kernel_queries, kernel_small_sets);
+/// Per-axis cell counts of CSN snapped at σ = 10 (`grid_floor` of h14-table3.2, d = 8) and,
+/// per axis, the probability of its first cell: 10⁵ draws (first cell with that probability,
+/// else a uniform one; a census column crowds at 0) give ~9.0·10⁴ distinct cells, 8 308 values
+/// and a trie of ~1.6·10⁵ nodes, as the real floor's 92 109 cells, 8 357 values and 164 215
+/// nodes.
+const CSN_LEVELS: [usize; 8] = [7, 53, 91, 111, 122, 704, 894, 6375];
+const CSN_CROWD: [f64; 8] = [0.6, 0.8, 0.3, 0.97, 0.97, 0.98, 0.93, 0.0];
+
+/// The distinct cells of `draws` points drawn as [`CSN_CROWD`] says, at their cell centres,
+/// each weighted by its share of the draws (what `grid_floor` outputs).
+fn census_like_grid(draws: usize, rng: &mut impl Rng) -> (Vec<f64>, Vec<f64>) {
+    let mut cells: std::collections::BTreeMap<Vec<usize>, usize> = Default::default();
+    for _ in 0..draws {
+        let key = CSN_LEVELS
+            .iter()
+            .zip(CSN_CROWD)
+            .map(|(&l, c)| {
+                if rng.random::<f64>() < c {
+                    0
+                } else {
+                    rng.random_range(0..l)
+                }
+            })
+            .collect();
+        *cells.entry(key).or_default() += 1;
+    }
+    let mut points = Vec::with_capacity(cells.len() * CSN_LEVELS.len());
+    let mut weights = Vec::with_capacity(cells.len());
+    for (key, count) in cells {
+        for (&k, &l) in key.iter().zip(&CSN_LEVELS) {
+            points.push((2.0 * k as f64 + 1.0 - l as f64) / l as f64);
+        }
+        weights.push(count as f64 / draws as f64);
+    }
+    (points, weights)
+}
+
+/// The two evaluations of src/mech/trig/kernel.rs ("Two evaluations") on the same inputs, 10³
+/// queries (J = 10) on one core, and the cells its cost rule's constants come from:
+/// - `grid_census`: the census-like grid above (~9·10⁴ weighted cells), σ = 10 alone (what
+///   `evaluate.smooth_queries` asks of the grid floor) and the thesis's five σ, direct and
+///   factored;
+/// - `continuous_n5000_d8`: uniform points, where the factored evaluation's tables and walk
+///   have as many entries as operations (40 000 each), factored and direct;
+/// - `direct_n20000_d8` / `direct_n2000_d101` at σ = [2], [2, 3] (two exponentials) and [2, 4]
+///   (one exponential and its square): the direct evaluation's cost per coordinate, per
+///   exponential and per multiply.
+fn kernel_factored(c: &mut Criterion) {
+    let (queries, per_query) = (1_000, 10);
+    let pool = one_thread_pool();
+    let mut g = c.benchmark_group("kernel_factored_1e3");
+    g.sample_size(10);
+    let mut rng = Pcg64Mcg::seed_from_u64(2);
+    let mix8 = KernelMixtures::random(queries, per_query, 8, &mut rng);
+    let mut cell = |name: String,
+                    mix: &KernelMixtures,
+                    points: &[f64],
+                    weights: Option<&[f64]>,
+                    sigmas: &[f64],
+                    evaluation: Evaluation| {
+        let n = points.len() / mix.dim();
+        let evaluations = n * queries * per_query * sigmas.len();
+        g.throughput(Throughput::Elements(evaluations as u64));
+        g.bench_function(name, |b| {
+            b.iter(|| {
+                pool.install(|| {
+                    mean_answers_by(mix, black_box(points), weights, sigmas, evaluation)
+                })
+                .expect("valid input")
+            })
+        });
+    };
+    let (grid, weights) = census_like_grid(100_000, &mut rng);
+    let n = weights.len();
+    for sigmas in [&[10.0][..], &[2.0, 4.0, 6.0, 8.0, 10.0][..]] {
+        for (name, evaluation) in [
+            ("direct", Evaluation::Direct),
+            ("factored", Evaluation::Factored),
+        ] {
+            let id = format!("grid_census_n{n}_d8/{}_sigmas/{name}", sigmas.len());
+            cell(id, &mix8, &grid, Some(&weights), sigmas, evaluation);
+        }
+    }
+    let uniform = |n: usize, dim: usize, rng: &mut Pcg64Mcg| -> Vec<f64> {
+        (0..n * dim).map(|_| rng.random_range(-1.0..=1.0)).collect()
+    };
+    let continuous = uniform(5000, 8, &mut rng);
+    for (name, evaluation) in [
+        ("direct", Evaluation::Direct),
+        ("factored", Evaluation::Factored),
+    ] {
+        let id = format!("continuous_n5000_d8/1_sigmas/{name}");
+        cell(id, &mix8, &continuous, None, &[2.0], evaluation);
+    }
+    let mix101 = KernelMixtures::random(queries, per_query, 101, &mut rng);
+    for (mix, n) in [(&mix8, 20_000), (&mix101, 2000)] {
+        let points = uniform(n, mix.dim(), &mut rng);
+        for sigmas in [&[2.0][..], &[2.0, 3.0][..], &[2.0, 4.0][..]] {
+            let id = format!("direct_n{n}_d{}/sigmas_{sigmas:?}", mix.dim());
+            cell(id, mix, &points, None, sigmas, Evaluation::Direct);
+        }
+    }
+    g.finish();
+}
+
+criterion_group!(
+    benches,
+    kernel_floor,
+    kernel_queries,
+    kernel_small_sets,
+    kernel_factored
+);
 criterion_main!(benches);

@@ -50,6 +50,9 @@ const HELPERS: &[&str] = &[
     "trig/basis.rs",     // the query basis, the grid and the parameter schedules
     "trig/ellipsoid.rs", // sampling in an ellipsoid: touches no data
     "trig/kernel.rs",    // the smooth queries and their answers
+    "trig/kernel/factored.rs", // their answers on points with few distinct values (a trie)
+    "trig/kernel/taylor.rs", // their answers at wide bandwidths (the kernel's Taylor series)
+    "trig/data.rs",      // the database and its data-only quantities, kept across runs
     "trig/lp.rs",        // the ℓ₁ fit: post-processing of the noisy answers
     // tests kept beside their modules
     "near_optimal/tests.rs",

@@ -69,6 +69,42 @@
 //! ‖x‖² + ‖c‖² (≤ 2d), so kernel values have a relative error of about 2d·ε/(2σ²)·few,
 //! below 10⁻¹³ for the sizes used here; negative rounding residues are clamped to 0.
 //!
+//! # Two evaluations
+//! Points snapped to a grid have few distinct values per coordinate (the `grid_floor` of
+//! h14-table3.2 and 3.3: CSN at σ = 10 is 92 109 cells of d = 8 with 8 357 distinct values over
+//! its 8 coordinates). For them the kernel, a product over the coordinates, is cheaper
+//! factored (`kernel/factored.rs`, whose doc gives the method and its error bound): per centre
+//! and bandwidth, an exponential per distinct value of each coordinate and a multiply per node
+//! of the trie of the sorted points, instead of a distance and an exponential per point.
+//! [`mean_answers`] takes the cheaper of the two by a cost rule that reads the points and the
+//! bandwidths only, never the CPU or the thread count, so a call gives the same bits
+//! everywhere (the two evaluations' answers differ from each other by rounding, each within
+//! 10⁻¹² of the exact ones). In nanoseconds per centre:
+//!
+//! - direct: n·(0.051·d + 0.6·#exp + 0.1·#mul), #exp and #mul the plan's exponentials and
+//!   multiplies ("Several bandwidths at once");
+//! - factored: #σ·(1.0·Σ_k |V_k| + 0.2·ops), twice that when Σ_k |V_k| > 2¹⁴ (the tables,
+//!   128 bytes per value, then outgrow a 2 MB L2), ops the walk's operations (the trie's
+//!   nodes, plus each run's path from the root and padding).
+//!
+//! The constants are times measured on one core of this project's machine (a shared 2-core
+//! Xeon with AVX-512), by `kernel_factored_1e3` in benches/kernel_queries.rs and on the real
+//! point sets, marginal per centre (the trie costs ~35 ms per call at n = 9·10⁴, d = 8);
+//! "values" is Σ_k |V_k|, "rule" the rule's direct / factored estimates:
+//!
+//! | points (σ)                          | n      | values | ops     | direct µs | factored µs | rule    |
+//! |-------------------------------------|--------|--------|---------|-----------|-------------|---------|
+//! | CSN floor (10)                      | 92 109 | 8 357  | 164 215 | 93        | 40          | 94 / 41 |
+//! | CSN floor (4)                       | 47 329 | 688    | 95 602  | 47        | 16          | 48 / 20 |
+//! | PKS floor (4), d = 19               | 5 754  | 243    | 40 358  | 9.2       | 6.3         | 9.0 / 8.3 |
+//! | CTG floor (2), d = 27               | 433    | 54     | 5 116   | 0.87      | 0.90        | 0.86 / 1.1 |
+//! | CRM floor (2), d = 101              | 1 992  | 202    | 149 953 | 11.5      | 33          | 11 / 30 |
+//! | CSN raw (one continuous column)     | 99 762 | 67 160 | 167 271 | 96        | 158         | 101 / 201 |
+//!
+//! (CRM's floor has 2 values per axis but almost every point on a branch of its own; raw CSN's
+//! tables are too big.) The rule costs a sort per coordinate on every call, and a sort of the
+//! points only when the tables alone would not already lose.
+//!
 //! # Determinism
 //! Threads share the work by blocks of whole queries. Every number a query's answer is made of
 //! is computed the same way whichever block holds it: each distance by its own sum over the
@@ -79,7 +115,9 @@
 //! bandwidths are asked for in the same call (an exponential alone, possibly a power with a
 //! wider one), by at most the bound above. Memory per block is about (3·#σ + 8)·256 values
 //! besides the inputs, the points laid out in strips once per call, and the family, which holds
-//! its centres once, laid out for the kernel.
+//! its centres once, laid out for the kernel. The factored evaluation keeps the same promises
+//! (its doc says how), with 16·Σ_k |V_k| table values per block (1 MB for the CSN floor) and
+//! its trie, laid out once per call.
 
 use crate::mech::fastmath::{self, exp_kernel_lanes};
 #[cfg(test)]
@@ -305,6 +343,30 @@ pub fn mean_answers(
     weights: Option<&[f64]>,
     sigmas: &[f64],
 ) -> Result<Vec<Vec<f64>>, KernelError> {
+    mean_answers_by(mix, points, weights, sigmas, Evaluation::Auto)
+}
+
+/// Which evaluation [`mean_answers_by`] takes (see "Two evaluations" in the module doc).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Evaluation {
+    /// The cheaper one by the cost rule: what [`mean_answers`] does.
+    Auto,
+    /// Distances and exponentials point by point.
+    Direct,
+    /// Tables over each coordinate's distinct values and a walk over the points' trie (direct
+    /// all the same when an index of the trie would not fit in 32 bits: over 4·10⁹ values).
+    Factored,
+}
+
+/// [`mean_answers`] by a chosen evaluation, for benchmarks and tests: the answers of both are
+/// within their error bounds of the exact ones (not bit-identical to each other).
+pub fn mean_answers_by(
+    mix: &KernelMixtures,
+    points: &[f64],
+    weights: Option<&[f64]>,
+    sigmas: &[f64],
+    evaluation: Evaluation,
+) -> Result<Vec<Vec<f64>>, KernelError> {
     let dim = mix.dim;
     if dim == 0 {
         return Err(KernelError::ZeroDimension);
@@ -352,14 +414,18 @@ pub fn mean_answers(
     } else {
         1.0 / n as f64
     };
-    // Wide bandwidths in low dimensions by their Taylor series, the others by the direct sum.
-    let wide = taylor::degrees(n, &point_norms, weights, mix, sigmas);
+    // Wide bandwidths in low dimensions by their Taylor series (unless a path is forced), the
+    // others by the trie or the direct sum.
+    let wide = match evaluation {
+        Evaluation::Auto => taylor::degrees(n, &point_norms, weights, mix, sigmas),
+        Evaluation::Direct | Evaluation::Factored => vec![None; sigmas.len()],
+    };
     let by_series: Vec<(f64, u32)> = sigmas
         .iter()
         .zip(&wide)
         .filter_map(|(s, p)| p.map(|p| (*s, p)))
         .collect();
-    let direct: Vec<f64> = sigmas
+    let rest: Vec<f64> = sigmas
         .iter()
         .zip(&wide)
         .filter(|(_, p)| p.is_none())
@@ -371,10 +437,18 @@ pub fn mean_answers(
         taylor::answers(mix, points, &point_norms, weights, &by_series, final_factor)
     }
     .into_iter();
-    let mut direct = if direct.is_empty() {
+    let mut rest = if rest.is_empty() {
         Vec::new()
     } else {
-        direct_answers(mix, points, &point_norms, weights, &direct, final_factor)
+        kernel_sums(
+            mix,
+            points,
+            &point_norms,
+            weights,
+            &rest,
+            final_factor,
+            evaluation,
+        )
     }
     .into_iter();
     Ok(wide
@@ -383,51 +457,113 @@ pub fn mean_answers(
             if p.is_some() {
                 series.next()
             } else {
-                direct.next()
+                rest.next()
             }
             .expect("one answer row per bandwidth")
         })
         .collect())
 }
 
-/// The direct sum: every kernel value of every point and centre (see the module doc).
-fn direct_answers(
+/// The answers by kernel values: the factored walk over the points' trie where it is cheaper
+/// (or forced), else the direct sum (see the module doc).
+fn kernel_sums(
     mix: &KernelMixtures,
     points: &[f64],
     point_norms: &[f64],
     weights: Option<&[f64]>,
     sigmas: &[f64],
     final_factor: f64,
+    evaluation: Evaluation,
 ) -> Vec<Vec<f64>> {
     let (dim, queries) = (mix.dim, mix.queries());
-    let ctx = Context {
-        mix,
-        strips: point_strips(points, dim),
-        point_norms,
-        weights,
-        plan: plan_steps(&sigmas.iter().map(|s| -0.5 / (s * s)).collect::<Vec<_>>()),
-        final_factor,
+    let scales: Vec<f64> = sigmas.iter().map(|s| -0.5 / (s * s)).collect();
+    let plan = plan_steps(&scales);
+    let trie = match evaluation {
+        Evaluation::Auto => cheaper_trie(points, weights, dim, &plan),
+        Evaluation::Direct => None,
+        Evaluation::Factored => factored::Trie::new(
+            points,
+            weights,
+            dim,
+            &factored::distinct_values(points, dim),
+        ),
     };
-    // Small query sets still get several blocks per thread; see "Determinism" for why the
-    // block size may depend on the thread count.
-    // Blocks start on a panel: their centres, a multiple of LANES.
-    let whole_panels = LANES / gcd(LANES, mix.per_query);
-    let per_block = (TARGET_CENTRES / mix.per_query)
-        .min(queries.div_ceil(4 * rayon::current_num_threads()))
-        .max(1)
-        .next_multiple_of(whole_panels);
-    let blocks: Vec<Vec<f64>> = (0..queries.div_ceil(per_block))
-        .into_par_iter()
-        .map(|b| {
-            let first = b * per_block;
-            block_answers(&ctx, first, (first + per_block).min(queries))
-        })
-        .collect();
+    let blocks = match trie {
+        Some(trie) => {
+            let f = factored::Factored {
+                mix,
+                trie,
+                scales,
+                final_factor,
+            };
+            in_blocks(mix, |first, last| factored::block_answers(&f, first, last))
+        }
+        None => {
+            let ctx = Context {
+                mix,
+                strips: point_strips(points, dim),
+                point_norms,
+                weights,
+                plan,
+                final_factor,
+            };
+            in_blocks(mix, |first, last| block_answers(&ctx, first, last))
+        }
+    };
     let mut answers = vec![Vec::with_capacity(queries); sigmas.len()];
     for block in &blocks {
         let block_queries = block.len() / sigmas.len();
         for (s, row) in answers.iter_mut().enumerate() {
             row.extend_from_slice(&block[s * block_queries..(s + 1) * block_queries]);
+        }
+    }
+    answers
+}
+
+/// The answers of every block of whole queries, each laid out [σ][query], in query order.
+/// Small query sets still get several blocks per thread; see "Determinism" for why the block
+/// size may depend on the thread count. Blocks start on a panel: their centres, a multiple of
+/// LANES.
+fn in_blocks(
+    mix: &KernelMixtures,
+    block: impl Fn(usize, usize) -> Vec<f64> + Sync,
+) -> Vec<Vec<f64>> {
+    let queries = mix.queries();
+    let whole_panels = LANES / gcd(LANES, mix.per_query);
+    let per_block = (TARGET_CENTRES / mix.per_query)
+        .min(queries.div_ceil(4 * rayon::current_num_threads()))
+        .max(1)
+        .next_multiple_of(whole_panels);
+    (0..queries.div_ceil(per_block))
+        .into_par_iter()
+        .map(|b| {
+            let first = b * per_block;
+            block(first, (first + per_block).min(queries))
+        })
+        .collect()
+}
+
+/// Answers of queries `first..last` from their centres' kernel sums, laid out [σ][query]:
+/// Σ_j α_j S_j in order, times the final factor (1/n for a mean). `totals` holds one row of
+/// `width` sums per bandwidth, the block's centres first.
+fn answers_from_sums(
+    mix: &KernelMixtures,
+    first: usize,
+    last: usize,
+    totals: &[f64],
+    width: usize,
+    final_factor: f64,
+) -> Vec<f64> {
+    let per_query = mix.per_query;
+    let alphas = &mix.weights[first * per_query..last * per_query];
+    let mut answers = Vec::with_capacity(totals.len() / width * (last - first));
+    for sums in totals.chunks_exact(width) {
+        for (alpha, sum) in alphas
+            .chunks_exact(per_query)
+            .zip(sums.chunks_exact(per_query))
+        {
+            let dot: f64 = alpha.iter().zip(sum).map(|(a, s)| a * s).sum();
+            answers.push(dot * final_factor);
         }
     }
     answers
@@ -673,18 +809,7 @@ fn block_answers_portable<const TILE: usize>(ctx: &Context, first: usize, last: 
         }
     }
 
-    let alphas = &mix.weights[first * per_query..last * per_query];
-    let mut answers = Vec::with_capacity(sigmas * (last - first));
-    for sums in totals.chunks_exact(width) {
-        for (alpha, sum) in alphas
-            .chunks_exact(per_query)
-            .zip(sums.chunks_exact(per_query))
-        {
-            let dot: f64 = alpha.iter().zip(sum).map(|(a, s)| a * s).sum();
-            answers.push(dot * ctx.final_factor);
-        }
-    }
-    answers
+    answers_from_sums(mix, first, last, &totals, width, ctx.final_factor)
 }
 
 /// partial[σ][j] += w·k_σ(d[j]) for every bandwidth σ and every j, where k_σ(d) =
@@ -816,7 +941,74 @@ fn distances<const TILE: usize>(
     }
 }
 
-mod taylor;
+/// The cost rule of "Two evaluations": the trie of the points if the factored evaluation is
+/// the cheaper by it, else None. The distinct values are counted first (a sort per
+/// coordinate); the points are sorted into a trie only if the tables alone cost less than the
+/// direct evaluation.
+fn cheaper_trie(
+    points: &[f64],
+    weights: Option<&[f64]>,
+    dim: usize,
+    plan: &[Step],
+) -> Option<factored::Trie> {
+    let n = points.len() / dim;
+    let direct = direct_cost(n, dim, plan);
+    let columns = factored::distinct_values(points, dim);
+    let entries: usize = columns.iter().map(Vec::len).sum();
+    // Every distinct value is at least one node.
+    let fewest_ops = columns.iter().map(Vec::len).max().unwrap_or(0);
+    if factored_cost(entries, fewest_ops, plan.len()) >= direct {
+        return None;
+    }
+    let trie = factored::Trie::new(points, weights, dim, &columns)?;
+    (factored_cost(trie.table_len(), trie.ops(), plan.len()) < direct).then_some(trie)
+}
 
+/// Time per centre of the direct evaluation, in nanoseconds (see "Two evaluations"): per
+/// point, a distance of `dim` coordinates and the plan's exponentials and multiplies.
+fn direct_cost(n: usize, dim: usize, plan: &[Step]) -> f64 {
+    let (mut exps, mut multiplies) = (0, 0);
+    for step in plan {
+        match step.source {
+            Source::Exp(_) => exps += 1,
+            Source::Power { k, .. } => multiplies += power_cost(k),
+        }
+    }
+    n as f64
+        * (DIRECT_PER_COORD * dim as f64
+            + DIRECT_PER_EXP * f64::from(exps)
+            + DIRECT_PER_MULTIPLY * f64::from(multiplies))
+}
+
+/// Time per centre of the factored evaluation, as [`direct_cost`]: per bandwidth, a table of
+/// `entries` exponentials and a walk of `ops` operations, twice as dear beyond
+/// [`FACTORED_L2_ENTRIES`].
+fn factored_cost(entries: usize, ops: usize, sigmas: usize) -> f64 {
+    let memory = if entries > FACTORED_L2_ENTRIES {
+        2.0
+    } else {
+        1.0
+    };
+    sigmas as f64 * memory * (FACTORED_PER_ENTRY * entries as f64 + FACTORED_PER_OP * ops as f64)
+}
+
+/// The cost rule's constants: nanoseconds per centre on one core of the machine the rule was
+/// measured on (a 2-core Xeon with AVX-512, shared; benches/kernel_queries.rs,
+/// `kernel_factored_1e3`). Direct, per point: a coordinate of the distance, an exponential
+/// (and its sum), a multiply of a power (and its sum's share).
+const DIRECT_PER_COORD: f64 = 0.051;
+const DIRECT_PER_EXP: f64 = 0.6;
+const DIRECT_PER_MULTIPLY: f64 = 0.1;
+/// Factored, per bandwidth: a table entry (an exponential and its argument), an operation of
+/// the walk.
+const FACTORED_PER_ENTRY: f64 = 1.0;
+const FACTORED_PER_OP: f64 = 0.2;
+/// Table entries beyond which the tables (128 bytes per value at 16 centres side by side) no
+/// longer fit the measuring machine's 2 MB L2: entries and operations then cost twice as much
+/// (measured 1.9× on raw CSN, 67 160 values).
+const FACTORED_L2_ENTRIES: usize = 1 << 14;
+
+mod factored;
+mod taylor;
 #[cfg(test)]
 mod tests;

@@ -627,3 +627,254 @@ fn the_series_is_taken_where_it_pays() {
         "20 centres, 50 points: the direct sum is cheaper"
     );
 }
+
+/// Points snapped to a grid of `levels[k]` cells on coordinate k (cell centres, as
+/// `basis::grid_point`): with probability `crowd[k]` the first cell, else a uniform one, as
+/// census columns crowd at 0 (so that sorted points share long prefixes).
+fn grid_points(n: usize, levels: &[usize], crowd: &[f64], rng: &mut impl Rng) -> Vec<f64> {
+    let mut points = Vec::with_capacity(n * levels.len());
+    for _ in 0..n {
+        for (&l, &c) in levels.iter().zip(crowd.iter().cycle()) {
+            let cell = if rng.random::<f64>() < c {
+                0
+            } else {
+                rng.random_range(0..l)
+            };
+            points.push((2.0 * cell as f64 + 1.0 - l as f64) / l as f64);
+        }
+    }
+    points
+}
+
+/// Per-axis cell counts of CSN snapped at σ = 10 (d = 8, 8 357 values in all) and crowds that
+/// give 10⁵ draws about its trie: ~9.0·10⁴ cells, ~1.6·10⁵ nodes, ~2.1·10⁴ parents of leaves.
+const CSN_LEVELS: [usize; 8] = [7, 53, 91, 111, 122, 704, 894, 6375];
+const CSN_CROWD: [f64; 8] = [0.6, 0.8, 0.3, 0.97, 0.97, 0.98, 0.93, 0.0];
+
+fn bits(a: &[Vec<f64>]) -> Vec<u64> {
+    a.concat().iter().map(|v| v.to_bits()).collect()
+}
+
+/// The factored evaluation's blocks over all queries, called directly (not through the
+/// dispatcher or the cost rule), laid out [σ][query].
+fn factored_directly(
+    mix: &KernelMixtures,
+    points: &[f64],
+    weights: Option<&[f64]>,
+    sigmas: &[f64],
+) -> Vec<Vec<f64>> {
+    let dim = mix.dim();
+    let trie = factored::Trie::new(
+        points,
+        weights,
+        dim,
+        &factored::distinct_values(points, dim),
+    )
+    .expect("indices fit");
+    let f = factored::Factored {
+        mix,
+        trie,
+        scales: sigmas.iter().map(|s| -0.5 / (s * s)).collect(),
+        final_factor: weights.map_or(1.0 / (points.len() / dim) as f64, |_| 1.0),
+    };
+    let all = factored::block_answers(&f, 0, mix.queries());
+    all.chunks_exact(mix.queries())
+        .map(<[f64]>::to_vec)
+        .collect()
+}
+
+/// Issue #39's rule for the factored evaluation: every answer within 10⁻¹² absolute of the
+/// naive double loop, on grid points with duplicates (coarse grids), d = 1 … 101, n no
+/// multiple of a segment or of the runs (and over several segments), weights None, probabilities
+/// and signed weights (Σ|u| = 1), bandwidths of which some are powers of others. The path is
+/// the factored one: `mean_answers_by(Factored)` gives the bits of the factored blocks called
+/// directly, and those are not the direct evaluation's bits.
+#[test]
+fn factored_matches_the_plain_reference() {
+    let mut rng = Pcg64Mcg::seed_from_u64(4);
+    let sigmas = [0.3, 2.0, 4.0, 6.0, 8.0, 10.0];
+    let mut worst = 0.0f64;
+    let mut differs = false;
+    for &(queries, per_query, n, ref levels) in &[
+        (7, 10, 1, vec![3]),
+        (9, 10, 300, vec![5]),
+        (11, 10, 1031, vec![2, 7, 3, 50, 11, 4, 9, 2]),
+        (5, 3, 259, vec![10; 19]),
+        (6, 7, 77, vec![1, 4, 1, 30]),
+        (4, 10, 131, (0..101).map(|k| 2 + k % 5).collect::<Vec<_>>()),
+    ] {
+        let dim = levels.len();
+        let mix = KernelMixtures::random(queries, per_query, dim, &mut rng);
+        let points = grid_points(n, levels, &[0.5], &mut rng);
+        let raw: Vec<f64> = (0..n).map(|_| rng.random::<f64>()).collect();
+        let total: f64 = raw.iter().sum();
+        let probs: Vec<f64> = raw.iter().map(|u| u / total).collect();
+        let signed: Vec<f64> = (0..n)
+            .map(|i| if i % 3 == 0 { -probs[i] } else { probs[i] })
+            .collect();
+        for weights in [None, Some(probs.as_slice()), Some(signed.as_slice())] {
+            let got =
+                mean_answers_by(&mix, &points, weights, &sigmas, Evaluation::Factored).unwrap();
+            assert_eq!(
+                bits(&got),
+                bits(&factored_directly(&mix, &points, weights, &sigmas))
+            );
+            let direct =
+                mean_answers_by(&mix, &points, weights, &sigmas, Evaluation::Direct).unwrap();
+            differs |= bits(&got) != bits(&direct);
+            for (s, &sigma) in sigmas.iter().enumerate() {
+                let slow = naive(&mix, &points, weights, sigma);
+                for q in 0..queries {
+                    let diff = (got[s][q] - slow[q]).abs();
+                    worst = worst.max(diff);
+                    assert!(diff <= 1e-12, "d={dim} n={n} σ={sigma} q={q}: {diff}");
+                    assert!(
+                        (got[s][q] - direct[s][q]).abs() <= 1e-12,
+                        "d={dim} n={n} σ={sigma} q={q}: factored vs direct"
+                    );
+                }
+            }
+        }
+    }
+    assert!(worst > 0.0 && differs);
+}
+
+/// The trie of a small example by hand: levels by increasing distinct-value count, nodes
+/// counted as the points' new levels, duplicates one leaf (unweighted: their count) or a leaf
+/// each (weighted), runs from the root padded to whole rows; and sums over several segments.
+#[test]
+fn trie_of_a_small_example() {
+    // Coordinate 0 has 3 values, coordinate 1 has 2: level 0 is coordinate 1.
+    let points = [0.5, 1.0, -0.5, 1.0, 0.5, 0.0, 0.5, 1.0, 0.25, 0.0];
+    let columns = factored::distinct_values(&points, 2);
+    assert_eq!(columns, vec![vec![-0.5, 0.25, 0.5], vec![0.0, 1.0]]);
+    let trie = factored::Trie::new(&points, None, 2, &columns).unwrap();
+    // Sorted by (coordinate 1, coordinate 0): (0, .25) (0, .5) (1, −.5) (1, .5) (1, .5):
+    // nodes 2 + 1 + 2 + 1 (the duplicate adds none). Six operations make four runs of about
+    // 6/4, one leaf each, each from the root: two rows of four.
+    assert_eq!((trie.nodes(), trie.table_len(), trie.ops()), (6, 5, 8));
+    // Weighted, the duplicate is a leaf of its own: runs of 2, 4, 2 and 2 operations.
+    let weighted = factored::Trie::new(&points, Some(&[0.2; 5]), 2, &columns).unwrap();
+    assert_eq!((weighted.nodes(), weighted.ops()), (6, 16));
+    // 1000 distinct points of d = 1: four runs of 250, no padding; with weights 1 the sum
+    // at a centre of 0 and σ = 10⁶ (every kernel value within 10⁻⁶ of 1) is within 10⁻³ of
+    // 1000 and equal to the unweighted mean times 1000 up to rounding.
+    let line: Vec<f64> = (0..1000).map(f64::from).collect();
+    let trie = factored::Trie::new(&line, None, 1, &factored::distinct_values(&line, 1)).unwrap();
+    assert_eq!((trie.nodes(), trie.ops()), (1000, 1000));
+    let mix = KernelMixtures::new(1, 1, vec![0.0], vec![1.0]).unwrap();
+    let sum = factored_directly(&mix, &line, Some(&[1.0; 1000]), &[1e6]);
+    assert!((sum[0][0] - 1000.0).abs() < 1e-3, "{}", sum[0][0]);
+    let mean = factored_directly(&mix, &line, None, &[1e6]);
+    assert!((mean[0][0] * 1000.0 - sum[0][0]).abs() < 1e-9);
+}
+
+/// The factored blocks on any thread count: rayon pools of 1 and 3 threads give the same
+/// bits (blocks of 8 queries on one thread, of 4 on three; 3 segments of points).
+#[test]
+fn factored_identical_on_one_and_three_threads() {
+    let mut rng = Pcg64Mcg::seed_from_u64(6);
+    let levels = [3, 5, 8, 13, 21, 40];
+    let points = grid_points(700, &levels, &[0.3], &mut rng);
+    let weights: Vec<f64> = (0..700).map(|_| rng.random::<f64>() - 0.3).collect();
+    let sigmas = [2.0, 4.0, 10.0];
+    for (queries, w) in [(120, None), (120, Some(weights.as_slice())), (30, None)] {
+        let mix = KernelMixtures::random(queries, 10, levels.len(), &mut rng);
+        let run = |threads: usize| {
+            rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .unwrap()
+                .install(|| {
+                    mean_answers_by(&mix, &points, w, &sigmas, Evaluation::Factored).unwrap()
+                })
+        };
+        assert_eq!(bits(&run(1)), bits(&run(3)));
+    }
+}
+
+/// The factored blocks' baseline copy (8 centres side by side, the software `fma` in the
+/// exponential), the same with 16 side by side, the dispatched copy, and each of the AVX2 +
+/// FMA and AVX-512 copies this CPU runs: the same bits, on d = 1, 8 and 101, weighted or not.
+#[test]
+fn factored_baseline_and_dispatched_code_agree_bitwise() {
+    let mut rng = Pcg64Mcg::seed_from_u64(7);
+    for levels in [vec![40], vec![2, 7, 3, 50, 11, 4, 9, 2], vec![3; 101]] {
+        let dim = levels.len();
+        let mix = KernelMixtures::random(40, 10, dim, &mut rng);
+        let points = grid_points(611, &levels, &[0.5], &mut rng);
+        let raw: Vec<f64> = (0..611).map(|_| rng.random::<f64>() - 0.5).collect();
+        for weights in [None, Some(raw.as_slice())] {
+            let f = factored::Factored {
+                mix: &mix,
+                trie: factored::Trie::new(
+                    &points,
+                    weights,
+                    dim,
+                    &factored::distinct_values(&points, dim),
+                )
+                .unwrap(),
+                scales: vec![-0.125, -0.005, -0.03125],
+                final_factor: 1.0,
+            };
+            let one = |v: Vec<f64>| -> Vec<u64> { v.iter().map(|x| x.to_bits()).collect() };
+            // Queries 4..39 (a block need not start on a group of 16 centres).
+            let baseline = one(factored::block_answers_portable::<8>(&f, 4, 39));
+            assert_eq!(
+                baseline,
+                one(factored::block_answers(&f, 4, 39)),
+                "d = {dim}"
+            );
+            assert_eq!(
+                baseline,
+                one(factored::block_answers_portable::<16>(&f, 4, 39)),
+                "d = {dim}"
+            );
+            #[cfg(target_arch = "x86_64")]
+            {
+                use std::arch::is_x86_feature_detected as has;
+                if has!("avx2") && has!("fma") {
+                    // SAFETY: the CPU supports AVX2 and FMA (checked just above).
+                    let avx2 = unsafe { factored::block_answers_avx2(&f, 4, 39) };
+                    assert_eq!(baseline, one(avx2), "AVX2, d = {dim}");
+                }
+                if has!("avx512f") && has!("avx512dq") {
+                    // SAFETY: the CPU supports AVX-512 F and DQ (checked just above).
+                    let avx512 = unsafe { factored::block_answers_avx512(&f, 4, 39) };
+                    assert_eq!(baseline, one(avx512), "AVX-512, d = {dim}");
+                }
+            }
+        }
+    }
+}
+
+/// The cost rule takes the factored evaluation for a census-like grid (d = 8, per-axis cell
+/// counts like CSN snapped at σ = 10, crowded low cells; 2·10⁴ points and one bandwidth, 10⁵
+/// points and one or five) and the direct one for continuous points (d = 8, 19, 101) and for a coarse
+/// grid of d = 101 (CRM snapped at σ = 2: 2 cells per axis, but almost every point on its own
+/// branch of the trie).
+#[test]
+fn cost_rule_takes_the_cheaper_evaluation() {
+    let mut rng = Pcg64Mcg::seed_from_u64(10);
+    let thesis = plan_steps(&[2.0, 4.0, 6.0, 8.0, 10.0].map(|s: f64| -0.5 / (s * s)));
+    let one = plan_steps(&[-0.5 / 100.0]);
+    // At 2·10⁴ draws, half the points sit on branches of their own (41 276 nodes): the direct
+    // evaluation's powers win for five bandwidths, not for one.
+    for (n, plans) in [(20_000, vec![&one]), (100_000, vec![&one, &thesis])] {
+        let points = grid_points(n, &CSN_LEVELS, &CSN_CROWD, &mut rng);
+        for plan in plans {
+            assert!(cheaper_trie(&points, None, 8, plan).is_some(), "n = {n}");
+        }
+    }
+    for (n, dim) in [(20_000, 8), (2000, 19), (1993, 101)] {
+        let points = uniform_points(n, dim, &mut rng);
+        for plan in [&one, &thesis] {
+            assert!(
+                cheaper_trie(&points, None, dim, plan).is_none(),
+                "d = {dim}"
+            );
+        }
+    }
+    let crm = grid_points(1993, &[2; 101], &[0.0], &mut rng);
+    assert!(cheaper_trie(&crm, None, 101, &one).is_none());
+}
