@@ -14,7 +14,8 @@ use crate::stages::{build, params, Ctx, Gather, KindInfo, Output, ParamError, St
 
 pub const KIND: KindInfo = KindInfo {
     name: "evaluate.smooth_queries",
-    version: 2, // 2: the kernel with fused multiply-adds (answers move in their last bits)
+    version: 3, // 2: the kernel with fused multiply-adds (answers move in their last bits)
+    // 3: the kernel's Taylor series and trie routes (answers move in their last bits)
     random: false,
     runs_programs: false,
     summary: "Worst-case and mean absolute and relative error of a synthetic database (first input) on the queries, against their answers on the original data (second input: query.smooth). One row; the synthesis_* columns of the first input are carried along.",

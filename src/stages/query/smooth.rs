@@ -33,8 +33,9 @@ use crate::stages::{
 
 pub const KIND: KindInfo = KindInfo {
     name: "query.smooth",
-    version: 3, // 2: a bandwidth whose 1/σ² is an integer multiple (≤ 16) of a wider one's takes powers of its kernel values (last bits)
+    version: 4, // 2: a bandwidth whose 1/σ² is an integer multiple (≤ 16) of a wider one's takes powers of its kernel values (last bits)
     // 3: fused multiply-adds in the distances and the exponential (answers move in their last bits)
+    // 4: wide bandwidths in low dimensions by the kernel's Taylor series, points with few distinct values by a trie (last bits)
     random: false,
     runs_programs: false,
     summary: "Answers of random Gaussian-kernel-mixture queries (Huang 2014 eq. 2.1) on a point set (weighted by `weight` when present), for every σ at once. Output: sigma, query, answer.",
