@@ -43,7 +43,7 @@ use crate::stages::{
 
 pub const KIND: KindInfo = KindInfo {
     name: "mechanism.trigonometric",
-    version: 1,
+    version: 2,
     random: true,
     runs_programs: false,
     summary: "Synthetic database for smooth queries by the trigonometric mechanism (Huang 2014): mechanisms I/II on the full grid (Algorithms 4/5) or the improved I/II (Algorithms 9/10). Output: `weight` + the data columns + `synthesis_*` diagnostics.",
