@@ -118,14 +118,16 @@ pub(crate) struct Trie {
 /// The distinct values of each coordinate of the points (n × dim, row-major), increasing in
 /// the total order (bit-identical values are one value; −0 and +0 two).
 pub(crate) fn distinct_values(points: &[f64], dim: usize) -> Vec<Vec<f64>> {
-    (0..dim)
-        .map(|k| {
-            let mut column: Vec<f64> = points.iter().skip(k).step_by(dim).copied().collect();
-            column.sort_unstable_by(f64::total_cmp);
-            column.dedup_by(|a, b| a.to_bits() == b.to_bits());
-            column
-        })
-        .collect()
+    (0..dim).map(|k| distinct_column(points, dim, k)).collect()
+}
+
+/// The distinct values of coordinate `k` of the points, sorted: one column of
+/// [`distinct_values`].
+pub(crate) fn distinct_column(points: &[f64], dim: usize, k: usize) -> Vec<f64> {
+    let mut column: Vec<f64> = points.iter().skip(k).step_by(dim).copied().collect();
+    column.sort_unstable_by(f64::total_cmp);
+    column.dedup_by(|a, b| a.to_bits() == b.to_bits());
+    column
 }
 
 impl Trie {
