@@ -102,8 +102,12 @@
 //! | CSN raw (one continuous column)     | 99 762 | 67 160 | 167 271 | 96        | 158         | 101 / 201 |
 //!
 //! (CRM's floor has 2 values per axis but almost every point on a branch of its own; raw CSN's
-//! tables are too big.) The rule costs a sort per coordinate on every call, and a sort of the
-//! points only when the tables alone would not already lose.
+//! tables are too big.) The rule costs a sort per coordinate on every call (until the columns
+//! sorted so far already lose), and a sort of the points only when the tables alone would not
+//! already lose. The Taylor series, where its rule takes a bandwidth, comes first and is
+//! faster still: of the grid floors, CSN's at σ = 6, 8, 10 take it (10⁴ queries at σ = 10,
+//! one loaded core: series 0.7 s, factored 7.5 s, direct 16.7 s), and the factored sum serves
+//! CSN's at σ = 2 and 4 (σ = 4: 2.7 s against 8.4 s) and PKS's at σ = 2 and 4.
 //!
 //! # Determinism
 //! Threads share the work by blocks of whole queries. Every number a query's answer is made of
