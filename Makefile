@@ -1,4 +1,4 @@
-# dplab — the commands a newcomer needs. See README.md.
+# dplab — the commands a newcomer needs. See README.md and the book (docs/, `make docs`).
 CARGO ?= cargo
 DPLAB := target/release/dplab
 JOBS ?= 2
@@ -9,10 +9,20 @@ JOBS ?= 2
 MIRROR ?= $(wildcard ../shared/datasets)
 export DPLAB_DATA_MIRROR ?= $(if $(MIRROR),$(abspath $(MIRROR)),)
 
-.PHONY: build run-all report test figure-check parquet-check pyenv external-check bench-worker browser-test test-slurm golden bench bench-engine bench-audit lint fuzz clean
+.PHONY: build docs run-all report test figure-check parquet-check pyenv external-check bench-worker browser-test test-slurm golden bench bench-engine bench-audit lint fuzz clean
 
 build:
 	$(CARGO) build --release --locked
+
+## The book: the stage-kind pages written again from the kinds' own descriptions (what
+## `dplab list` prints; `make test` fails while the committed ones are stale), then the HTML
+## into target/book/ (open target/book/index.html). mdBook is installed on first use, pinned.
+MDBOOK_VERSION := 0.4.52
+docs: build
+	rm -rf docs/src/kinds
+	$(DPLAB) list --markdown docs/src/kinds
+	command -v mdbook >/dev/null && mdbook --version | grep -q "v$(MDBOOK_VERSION)" || $(CARGO) install mdbook --locked --version $(MDBOOK_VERSION)
+	mdbook build docs
 
 ## Reproduce every experiment: fetches the datasets the pipelines read (verified by sha256; what
 ## could not be obtained is listed, and those pipelines are skipped), writes results/<pipeline>/,

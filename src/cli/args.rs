@@ -57,10 +57,16 @@ Exit codes: 0 success, 1 a run failed, 2 bad input.\n\n{WARNING}"))]
         common: Common,
     },
     /// Every stage kind with its parameters, or one kind in detail.
-    #[command(after_help = "Examples:\n  dplab list\n  dplab list mechanism.select")]
+    #[command(
+        after_help = "Examples:\n  dplab list\n  dplab list mechanism.select\n  dplab list --markdown docs/src/kinds"
+    )]
     List {
         /// Show only this kind.
         kind: Option<String>,
+        /// Write the same text as Markdown into DIR instead: one page per kind
+        /// (KIND.md) and index.md, the book's reference pages.
+        #[arg(long, value_name = "DIR")]
+        markdown: Option<PathBuf>,
     },
     /// Print a pipeline as it will run: profile and --set applied, as a pipeline file that
     /// runs the same instances with the same seeds (or, with --instances, every instance).

@@ -73,7 +73,10 @@ pub(crate) fn dispatch(cli: Cli) -> ExitCode {
             report::report_cmd(&results, &pipelines, title.as_deref())
         }
         Command::Slurm(args) => slurm::main(args),
-        Command::List { kind } => docs::list(kind.as_deref()),
+        Command::List { kind, markdown } => match markdown {
+            Some(dir) => docs::list_markdown(kind.as_deref(), &dir),
+            None => docs::list(kind.as_deref()),
+        },
         Command::New {
             name,
             dir,

@@ -1,6 +1,6 @@
 //! `dplab new NAME`: a pipeline of one's own to start from. It is the shipped example
 //! `pipelines/examples/histogram-noise.yaml` under another name — one file, so the example a
-//! newcomer reads, the one the README builds and the one `new` writes cannot drift apart (a
+//! newcomer reads, the one the book builds (docs/src/experiment.md) and the one `new` writes cannot drift apart (a
 //! test runs what `new` writes).
 //!
 //! `dplab new --external NAME`: the same with a mechanism of one's own, `NAME/mechanism.py`

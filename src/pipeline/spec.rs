@@ -194,7 +194,7 @@ pub enum NameKind {
 }
 
 impl NameKind {
-    /// The rule in words, for error messages and the README.
+    /// The rule in words, for error messages and the book.
     pub fn rule(self) -> &'static str {
         match self {
             NameKind::Pipeline => "1 to 100 ASCII letters, digits, `.`, `_` or `-`, starting with a letter or digit",

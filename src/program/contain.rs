@@ -39,7 +39,7 @@
 //! that moment). A `kill -9` of dplab is not contained then: its programs' grandchildren run
 //! on. dplab says so once per run that runs programs.
 //!
-//! Not contained in any case (the README's "Isolation"): what a program reads or writes with
+//! Not contained in any case ("Isolation" in docs/src/mechanism.md): what a program reads or writes with
 //! the user's rights (other files, the network, `/proc` of the user's other processes), which
 //! is why running programs needs the user's consent.
 //!

@@ -48,7 +48,7 @@ const RTOL: f64 = 1e-9;
 const ATOL: f64 = 1e-12;
 
 const LOCK_HEADER: &str = "\
-# The golden frames and what made them (see README, \"The instance store\"):
+# The golden frames and what made them (see docs/src/store.md):
 # <pipeline>/<stage>.csv <kind> <version> <keys> <sha256 of the file>
 # <keys>: sha256 of the stage's instance store keys, as its run's manifest.json lists them
 # (stages[].seeds[].key, in manifest order), joined by newlines (no trailing newline).

@@ -16,6 +16,7 @@ mod cli;
 mod contain;
 mod data;
 mod derived;
+mod docs;
 mod error_metrics;
 mod experiment;
 mod external;

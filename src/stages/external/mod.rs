@@ -40,7 +40,7 @@ pub const KIND: KindInfo = KindInfo {
     version: 1,
     random: true,
     runs_programs: true,
-    summary: "Runs your own program (any language) once per instance: its parameters, axis values, seed and input frames go to it as files (protocol 1, see the README), it writes one frame back. Needs --allow-exec.",
+    summary: "Runs your own program (any language) once per instance: its parameters, axis values, seed and input frames go to it as files (protocol 1, see docs/src/mechanism.md), it writes one frame back. Needs --allow-exec.",
     params: params::<External>,
     gather: Gather::Nothing,
     build: build::<External>,
