@@ -8,7 +8,8 @@
 //!   findings) and that validated; a block marked ```` ```yaml fragment ```` (a piece of a
 //!   stage, shown alone) parsed as YAML. An unmarked block that is not a whole pipeline fails.
 //!   A block of any language marked `file=PATH` (a program the page shows) is written at PATH
-//!   beside the page's pipelines when they are validated.
+//!   beside the page's pipelines when they are validated;
+//! - every `dplab` command line of a shell block names a subcommand and options that exist.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -262,4 +263,68 @@ fn copy_dir(from: &Path, to: &Path) {
             fs::copy(&p, &target).unwrap();
         }
     }
+}
+
+/// Every `dplab` command line in a shell block of the README or the book names a subcommand
+/// that exists and only options that subcommand's `--help` lists: a renamed flag cannot stay
+/// in the docs. (The commands are not run here: most need a cluster, the datasets or minutes;
+/// the pipelines they name are run by the golden tests.)
+#[test]
+fn every_dplab_command_in_the_docs_uses_options_that_exist() {
+    let src = root().join("docs/src");
+    let files: Vec<String> = std::iter::once("README.md".to_string())
+        .chain(pages(&src).into_iter().map(|p| format!("docs/src/{p}")))
+        .collect();
+    let mut helps: std::collections::HashMap<Vec<String>, String> = Default::default();
+    let mut checked = 0;
+    for file in files {
+        let markdown = fs::read_to_string(root().join(&file)).unwrap();
+        for block in blocks(&markdown).iter().filter(|b| b.lang == "sh") {
+            for (i, line) in block.text.lines().enumerate() {
+                let at = format!("{file}:{}", block.line + 1 + i);
+                let command = line.trim_start().trim_start_matches("$ ");
+                let command = command.split(" #").next().unwrap_or(command);
+                let Some(args) = command.strip_prefix("dplab ") else {
+                    continue;
+                };
+                let words: Vec<String> = args
+                    .split_whitespace()
+                    .map(|w| w.trim_matches(|c| c == '[' || c == ']').to_string())
+                    .filter(|w| !w.is_empty() && w != "\\" && w != "|" && w != ">")
+                    .collect();
+                // The subcommand, and the second word for the commands that have their own.
+                let mut path = vec![words[0].clone()];
+                if matches!(words[0].as_str(), "data" | "store") && words.len() > 1 {
+                    path.push(words[1].clone());
+                }
+                let help = helps.entry(path.clone()).or_insert_with(|| {
+                    let o = dplab().args(&path).arg("--help").output().unwrap();
+                    assert!(
+                        o.status.success(),
+                        "{at}: `dplab {}` does not exist:\n{}",
+                        path.join(" "),
+                        text(&o)
+                    );
+                    String::from_utf8_lossy(&o.stdout).into_owned()
+                });
+                for word in &words {
+                    let option = word.split('=').next().unwrap_or(word);
+                    let is_option = option.starts_with("--") && option.len() > 2
+                        || (option.len() == 2 && option.starts_with('-'));
+                    if is_option {
+                        assert!(
+                            help.split(|c: char| c.is_whitespace() || c == ',')
+                                .any(|w| w == option
+                                    || w.starts_with(&format!("{option}="))
+                                    || w.starts_with(&format!("{option}["))),
+                            "{at}: `dplab {}` has no option {option}",
+                            path.join(" ")
+                        );
+                    }
+                }
+                checked += 1;
+            }
+        }
+    }
+    assert!(checked >= 30, "only {checked} dplab command lines found");
 }
