@@ -180,12 +180,20 @@ fn merged(base: &str, fragment: &str) -> String {
     serde_yaml_ng::to_string(&base).unwrap()
 }
 
+/// The README and every page of the book, relative to the repository.
+fn documents() -> Vec<String> {
+    std::iter::once("README.md".to_string())
+        .chain(
+            pages(&root().join("docs/src"))
+                .into_iter()
+                .map(|p| format!("docs/src/{p}")),
+        )
+        .collect()
+}
+
 #[test]
 fn every_yaml_block_of_the_readme_and_the_book_is_checked() {
-    let src = root().join("docs/src");
-    let files: Vec<String> = std::iter::once("README.md".to_string())
-        .chain(pages(&src).into_iter().map(|p| format!("docs/src/{p}")))
-        .collect();
+    let files = documents();
     let tmp = tempfile::tempdir().unwrap();
     let mut checked = 0;
     for file in files {
@@ -271,10 +279,7 @@ fn copy_dir(from: &Path, to: &Path) {
 /// the pipelines they name are run by the golden tests.)
 #[test]
 fn every_dplab_command_in_the_docs_uses_options_that_exist() {
-    let src = root().join("docs/src");
-    let files: Vec<String> = std::iter::once("README.md".to_string())
-        .chain(pages(&src).into_iter().map(|p| format!("docs/src/{p}")))
-        .collect();
+    let files = documents();
     let mut helps: std::collections::HashMap<Vec<String>, String> = Default::default();
     let mut checked = 0;
     for file in files {
