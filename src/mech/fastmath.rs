@@ -232,23 +232,96 @@ pub(crate) fn isa() -> Isa {
     })
 }
 
-/// Replaces every value by [`exp_normal`] of it (same range conditions), [`EXP_LANES`] at a
-/// time through [`exp_normal_lanes`]; the body is compiled twice, for AVX2 with FMA (chosen at
-/// run time) and for the baseline instruction set, and both give [`exp_normal`]'s bits.
-pub fn exp_normal_slice(xs: &mut [f64]) {
-    #[cfg(target_arch = "x86_64")]
-    if isa() != Isa::Baseline {
-        // SAFETY: the CPU supports AVX2 and FMA (checked just above).
-        unsafe { exp_normal_slice_avx2(xs) };
-        return;
+/// Whether this CPU runs code compiled for `isa` (every CPU runs the baseline).
+pub(crate) fn has(isa: Isa) -> bool {
+    match (isa, self::isa()) {
+        (Isa::Baseline, _) | (_, Isa::Avx512) => true,
+        (Isa::Avx2, Isa::Avx2) => true,
+        _ => false,
     }
-    exp_normal_slice_portable(xs)
 }
 
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma")]
-unsafe fn exp_normal_slice_avx2(xs: &mut [f64]) {
-    exp_normal_slice_portable(xs)
+/// One function compiled three times — for AVX-512 (F and DQ, with AVX2 and FMA), for AVX2
+/// with FMA, and for the x86-64 baseline — and a dispatcher of that name that runs the widest
+/// copy this CPU has ([`isa`]). The copies are the same source: each ISA's body is written in
+/// the call (usually one `#[inline(always)]` function, the AVX-512 copy sometimes with wider
+/// tiles), and Rust never fuses a multiply and an add on its own while a fused multiply-add
+/// rounds once wherever it is computed, so every copy gives the baseline's bits (each use has
+/// a test that says so). The copies are also reachable for those tests as `NAME::avx512`,
+/// `NAME::avx2` (unsafe: call them only when [`has`] says the CPU can) and `NAME::baseline`.
+///
+/// Written once here because the hot loops of the kernel, its factored and Taylor forms,
+/// the exponentials and Blahut–Arimoto's steps each had a hand copy of this dispatch.
+macro_rules! per_isa {
+    (
+        $(#[$meta:meta])*
+        $vis:vis fn $name:ident($($arg:ident: $ty:ty),* $(,)?) $(-> $ret:ty)? {
+            avx512: $avx512:expr,
+            avx2: $avx2:expr,
+            baseline: $baseline:expr $(,)?
+        }
+    ) => {
+        $(#[$meta])*
+        #[allow(clippy::too_many_arguments)]
+        $vis fn $name($($arg: $ty),*) $(-> $ret)? {
+            #[cfg(target_arch = "x86_64")]
+            match $crate::mech::fastmath::isa() {
+                // SAFETY: the CPU has AVX-512 F and DQ, and with them AVX2 and FMA.
+                $crate::mech::fastmath::Isa::Avx512 => return unsafe { $name::avx512($($arg),*) },
+                // SAFETY: the CPU has AVX2 and FMA.
+                $crate::mech::fastmath::Isa::Avx2 => return unsafe { $name::avx2($($arg),*) },
+                $crate::mech::fastmath::Isa::Baseline => {}
+            }
+            $name::baseline($($arg),*)
+        }
+
+        /// The copies behind the dispatcher of the same name (see `fastmath::per_isa!`),
+        /// as visible as it is.
+        #[allow(clippy::too_many_arguments)]
+        $vis mod $name {
+            #[allow(unused_imports)]
+            use super::*;
+
+            #[cfg(target_arch = "x86_64")]
+            #[target_feature(enable = "avx512f,avx512dq,avx2,fma")]
+            pub unsafe fn avx512($($arg: $ty),*) $(-> $ret)? {
+                $avx512
+            }
+
+            #[cfg(target_arch = "x86_64")]
+            #[target_feature(enable = "avx2,fma")]
+            pub unsafe fn avx2($($arg: $ty),*) $(-> $ret)? {
+                $avx2
+            }
+
+            pub fn baseline($($arg: $ty),*) $(-> $ret)? {
+                $baseline
+            }
+        }
+    };
+    (
+        $(#[$meta:meta])*
+        $vis:vis fn $name:ident($($arg:ident: $ty:ty),* $(,)?) $(-> $ret:ty)? $body:block
+    ) => {
+        $crate::mech::fastmath::per_isa! {
+            $(#[$meta])*
+            $vis fn $name($($arg: $ty),*) $(-> $ret)? {
+                avx512: $body,
+                avx2: $body,
+                baseline: $body,
+            }
+        }
+    };
+}
+pub(crate) use per_isa;
+
+per_isa! {
+    /// Replaces every value by [`exp_normal`] of it (same range conditions), [`EXP_LANES`] at
+    /// a time through [`exp_normal_lanes`], compiled for each instruction set (`per_isa!`),
+    /// all with [`exp_normal`]'s bits.
+    pub fn exp_normal_slice(xs: &mut [f64]) {
+        exp_normal_slice_portable(xs)
+    }
 }
 
 #[inline(always)]
@@ -263,36 +336,14 @@ fn exp_normal_slice_portable(xs: &mut [f64]) {
     }
 }
 
-/// Replaces every value by [`exp_kernel`] of it, [`EXP_LANES`] at a time through
-/// [`exp_kernel_lanes`], compiled for AVX-512, for AVX2 with FMA (chosen at run time) and for
-/// the baseline instruction set, all with [`exp_kernel`]'s bits: the throughput of the
-/// exponential the kernel queries use, as they use it (benches/kernel_queries.rs measures it).
-pub fn exp_kernel_slice(xs: &mut [f64]) {
-    #[cfg(target_arch = "x86_64")]
-    if isa() == Isa::Avx512 {
-        // SAFETY: the CPU supports AVX-512 F and DQ (checked just above).
-        unsafe { exp_kernel_slice_avx512(xs) };
-        return;
+per_isa! {
+    /// Replaces every value by [`exp_kernel`] of it, [`EXP_LANES`] at a time through
+    /// [`exp_kernel_lanes`], compiled for each instruction set (`per_isa!`), all with
+    /// [`exp_kernel`]'s bits: the throughput of the exponential the kernel queries use, as
+    /// they use it (benches/kernel_queries.rs measures it).
+    pub fn exp_kernel_slice(xs: &mut [f64]) {
+        exp_kernel_slice_portable(xs)
     }
-    #[cfg(target_arch = "x86_64")]
-    if isa() != Isa::Baseline {
-        // SAFETY: the CPU supports AVX2 and FMA (checked just above).
-        unsafe { exp_kernel_slice_avx2(xs) };
-        return;
-    }
-    exp_kernel_slice_portable(xs)
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f,avx512dq,avx2,fma")]
-unsafe fn exp_kernel_slice_avx512(xs: &mut [f64]) {
-    exp_kernel_slice_portable(xs)
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma")]
-unsafe fn exp_kernel_slice_avx2(xs: &mut [f64]) {
-    exp_kernel_slice_portable(xs)
 }
 
 #[inline(always)]

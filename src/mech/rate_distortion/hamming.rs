@@ -4,7 +4,7 @@
 //! copies compiled for AVX2 and AVX-512 that give the same bits (chosen at run time). The
 //! iteration itself, and what it computes, is the parent module's.
 
-use super::super::fastmath::{ln_normal_finish, ln_normal_reduce, sum4};
+use super::super::fastmath::{ln_normal_finish, ln_normal_reduce, per_isa, sum4};
 
 /// One Hamming BA step's per-x work: Z_x, w_x = p_x/Z_x and the terms of Algorithm 2's MI
 /// (nats); `f` and `s` are scratch of the same length. Each element is computed on its own, so
@@ -73,59 +73,24 @@ pub(super) fn hamming_distortion(p: &[f64], s: &[f64], z: &[f64]) -> f64 {
     sum4(&td)
 }
 
-/// `hamming_terms` compiled for a wider instruction set (AVX2: 4 lanes, AVX-512: 8, instead of
-/// SSE2's 2). Rust never fuses a multiply and an add on its own, so enabling FMA does not change
-/// any result.
-macro_rules! hamming_terms_for {
-    ($name:ident, $features:literal) => {
-        #[cfg(target_arch = "x86_64")]
-        #[target_feature(enable = $features)]
-        #[allow(clippy::too_many_arguments)]
-        unsafe fn $name(
-            c: f64,
-            total: f64,
-            lambda: f64,
-            p: &[f64],
-            s: &[f64],
-            z: &mut [f64],
-            w: &mut [f64],
-            ti: &mut [f64],
-            f: &mut [f64],
-            sq: &mut [f64],
-        ) {
-            hamming_terms(c, total, lambda, p, s, z, w, ti, f, sq)
-        }
-    };
-}
-hamming_terms_for!(hamming_terms_avx2, "avx2,fma");
-hamming_terms_for!(hamming_terms_avx512, "avx512f,avx512dq,avx2,fma");
-
-#[allow(clippy::too_many_arguments)]
-pub(super) fn hamming_terms_dispatch(
-    c: f64,
-    total: f64,
-    lambda: f64,
-    p: &[f64],
-    s: &[f64],
-    z: &mut [f64],
-    w: &mut [f64],
-    ti: &mut [f64],
-    f: &mut [f64],
-    sq: &mut [f64],
-) {
-    #[cfg(target_arch = "x86_64")]
-    if super::super::fastmath::isa() == super::super::fastmath::Isa::Avx512 {
-        // SAFETY: the CPU supports the features the function is compiled for (checked here).
-        unsafe { hamming_terms_avx512(c, total, lambda, p, s, z, w, ti, f, sq) };
-        return;
+per_isa! {
+    /// [`hamming_terms`] for the widest instruction set this CPU has (AVX2: 4 lanes, AVX-512:
+    /// 8, instead of SSE2's 2). Rust never fuses a multiply and an add on its own, so enabling
+    /// FMA does not change any result.
+    pub(super) fn hamming_terms_dispatch(
+        c: f64,
+        total: f64,
+        lambda: f64,
+        p: &[f64],
+        s: &[f64],
+        z: &mut [f64],
+        w: &mut [f64],
+        ti: &mut [f64],
+        f: &mut [f64],
+        sq: &mut [f64],
+    ) {
+        hamming_terms(c, total, lambda, p, s, z, w, ti, f, sq)
     }
-    #[cfg(target_arch = "x86_64")]
-    if super::super::fastmath::isa() != super::super::fastmath::Isa::Baseline {
-        // SAFETY: the CPU supports the features the function is compiled for (checked above).
-        unsafe { hamming_terms_avx2(c, total, lambda, p, s, z, w, ti, f, sq) };
-        return;
-    }
-    hamming_terms(c, total, lambda, p, s, z, w, ti, f, sq)
 }
 
 /// Where the cheap Hamming step applies: |e_x| ≤ 2⁻⁷ for every x ([`hamming_terms_cheap`]).
@@ -327,85 +292,30 @@ pub(super) fn hamming_update_sum(c: f64, sw: f64, w: &[f64], r: &mut [f64]) -> f
     lanes_tree(acc) + tail
 }
 
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f,avx512dq,avx2,fma")]
-unsafe fn hamming_update_sum_avx512(c: f64, sw: f64, w: &[f64], r: &mut [f64]) -> f64 {
-    hamming_update_sum(c, sw, w, r)
+per_isa! {
+    /// [`hamming_update_sum`] for the widest instruction set this CPU has (multiplies and adds
+    /// only: the same bits on each).
+    pub(super) fn hamming_update_sum_dispatch(c: f64, sw: f64, w: &[f64], r: &mut [f64]) -> f64 {
+        hamming_update_sum(c, sw, w, r)
+    }
 }
 
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma")]
-unsafe fn hamming_update_sum_avx2(c: f64, sw: f64, w: &[f64], r: &mut [f64]) -> f64 {
-    hamming_update_sum(c, sw, w, r)
-}
-
-/// [`hamming_update_sum`] for the widest instruction set this CPU has (multiplies and adds
-/// only: the same bits on each).
-pub(super) fn hamming_update_sum_dispatch(c: f64, sw: f64, w: &[f64], r: &mut [f64]) -> f64 {
-    #[cfg(target_arch = "x86_64")]
-    if super::super::fastmath::isa() == super::super::fastmath::Isa::Avx512 {
-        // SAFETY: the CPU supports the features the function is compiled for (checked here).
-        return unsafe { hamming_update_sum_avx512(c, sw, w, r) };
+per_isa! {
+    /// [`hamming_terms_cheap`] for the widest instruction set this CPU has. Its fused
+    /// multiply-adds are instructions there and calls of the software `fma` (correctly rounded
+    /// too: the same bits, tested) on the baseline.
+    pub(super) fn hamming_terms_cheap_dispatch(
+        c: f64,
+        total: f64,
+        lambda: f64,
+        p: &[f64],
+        s: &[f64],
+        z: &mut [f64],
+        w: &mut [f64],
+        ti: &mut [f64],
+        y_ref: &[f64],
+        l_ref: &[f64],
+    ) -> CheapSums {
+        hamming_terms_cheap(c, total, lambda, p, s, z, w, ti, y_ref, l_ref)
     }
-    #[cfg(target_arch = "x86_64")]
-    if super::super::fastmath::isa() != super::super::fastmath::Isa::Baseline {
-        // SAFETY: the CPU supports the features the function is compiled for (checked above).
-        return unsafe { hamming_update_sum_avx2(c, sw, w, r) };
-    }
-    hamming_update_sum(c, sw, w, r)
-}
-
-macro_rules! hamming_terms_cheap_for {
-    ($name:ident, $features:literal) => {
-        #[cfg(target_arch = "x86_64")]
-        #[target_feature(enable = $features)]
-        #[allow(clippy::too_many_arguments)]
-        unsafe fn $name(
-            c: f64,
-            total: f64,
-            lambda: f64,
-            p: &[f64],
-            s: &[f64],
-            z: &mut [f64],
-            w: &mut [f64],
-            ti: &mut [f64],
-            y_ref: &[f64],
-            l_ref: &[f64],
-        ) -> CheapSums {
-            hamming_terms_cheap(c, total, lambda, p, s, z, w, ti, y_ref, l_ref)
-        }
-    };
-}
-hamming_terms_cheap_for!(hamming_terms_cheap_avx2, "avx2,fma");
-hamming_terms_cheap_for!(hamming_terms_cheap_avx512, "avx512f,avx512dq,avx2,fma");
-
-/// [`hamming_terms_cheap`] for the widest instruction set this CPU has. Its fused
-/// multiply-adds are instructions there and calls of the software `fma` (correctly rounded
-/// too: the same bits, tested) on the baseline.
-#[allow(clippy::too_many_arguments)]
-pub(super) fn hamming_terms_cheap_dispatch(
-    c: f64,
-    total: f64,
-    lambda: f64,
-    p: &[f64],
-    s: &[f64],
-    z: &mut [f64],
-    w: &mut [f64],
-    ti: &mut [f64],
-    y_ref: &[f64],
-    l_ref: &[f64],
-) -> CheapSums {
-    #[cfg(target_arch = "x86_64")]
-    if super::super::fastmath::isa() == super::super::fastmath::Isa::Avx512 {
-        // SAFETY: the CPU supports the features the function is compiled for (checked here).
-        return unsafe {
-            hamming_terms_cheap_avx512(c, total, lambda, p, s, z, w, ti, y_ref, l_ref)
-        };
-    }
-    #[cfg(target_arch = "x86_64")]
-    if super::super::fastmath::isa() != super::super::fastmath::Isa::Baseline {
-        // SAFETY: the CPU supports the features the function is compiled for (checked above).
-        return unsafe { hamming_terms_cheap_avx2(c, total, lambda, p, s, z, w, ti, y_ref, l_ref) };
-    }
-    hamming_terms_cheap(c, total, lambda, p, s, z, w, ti, y_ref, l_ref)
 }

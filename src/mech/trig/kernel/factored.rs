@@ -76,7 +76,7 @@
 //! (kernel tests) checks it against the naive double loop.
 
 use super::{KernelMixtures, LANES};
-use crate::mech::fastmath::{exp_normal_lanes, EXP_LANES};
+use crate::mech::fastmath::{exp_normal_lanes, per_isa, EXP_LANES};
 
 /// Leaves per segment; segments' sums are added in order, so a sum's rounding error grows with
 /// SEGMENT + n/SEGMENT instead of n (the direct evaluation's point block, for the same
@@ -278,37 +278,17 @@ pub(super) struct Factored<'a> {
     pub(super) final_factor: f64,
 }
 
-/// Answers of queries `first..last` for every σ, laid out [σ][query]: the factored
-/// counterpart of the direct evaluation's `block_answers`, with its dispatch.
-pub(super) fn block_answers(f: &Factored, first: usize, last: usize) -> Vec<f64> {
-    #[cfg(target_arch = "x86_64")]
-    if crate::mech::fastmath::isa() == crate::mech::fastmath::Isa::Avx512 {
-        // SAFETY: the CPU supports AVX-512 F and DQ (checked just above), and with them AVX2
-        // and FMA.
-        return unsafe { block_answers_avx512(f, first, last) };
+per_isa! {
+    /// Answers of queries `first..last` for every σ, laid out [σ][query]: the factored
+    /// counterpart of the direct evaluation's `block_answers`. The AVX-512 copy takes 16
+    /// centres side by side (two vectors per operation), which halves the walk's bookkeeping
+    /// per centre (8 side by side: 1.25× slower per centre; 32: the tables, 256 bytes per
+    /// value, outgrow L2). Lanes are independent, so the same bits.
+    pub(super) fn block_answers(f: &Factored, first: usize, last: usize) -> Vec<f64> {
+        avx512: block_answers_portable::<{ 2 * LANES }>(f, first, last),
+        avx2: block_answers_portable::<LANES>(f, first, last),
+        baseline: block_answers_portable::<LANES>(f, first, last),
     }
-    #[cfg(target_arch = "x86_64")]
-    if crate::mech::fastmath::isa() != crate::mech::fastmath::Isa::Baseline {
-        // SAFETY: the CPU supports AVX2 and FMA (checked just above).
-        return unsafe { block_answers_avx2(f, first, last) };
-    }
-    block_answers_portable::<LANES>(f, first, last)
-}
-
-/// The same code with AVX2 and FMA: the same operations on 4-lane vectors, the same bits.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma")]
-pub(super) unsafe fn block_answers_avx2(f: &Factored, first: usize, last: usize) -> Vec<f64> {
-    block_answers_portable::<LANES>(f, first, last)
-}
-
-/// The same code with AVX-512, 16 centres side by side: two vectors per operation, which
-/// halves the walk's bookkeeping per centre (8 side by side: 1.25× slower per centre; 32: the
-/// tables, 256 bytes per value, outgrow L2). Lanes are independent, so the same bits.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f,avx512dq,avx2,fma")]
-pub(super) unsafe fn block_answers_avx512(f: &Factored, first: usize, last: usize) -> Vec<f64> {
-    block_answers_portable::<{ 2 * LANES }>(f, first, last)
 }
 
 /// `WIDTH` centres side by side (a multiple of LANES): which centres share a vector, not how

@@ -53,7 +53,7 @@
 use rayon::prelude::*;
 
 use super::KernelMixtures;
-use crate::mech::fastmath::exp_normal;
+use crate::mech::fastmath::{exp_normal, per_isa};
 
 /// The most an answer may move by cutting the series.
 pub const TRUNCATION: f64 = 1e-13;
@@ -273,57 +273,21 @@ fn moments(
     total
 }
 
-/// Σ_i w_i e^{−‖x_i‖²s/2} x_i^α over one block of points, for every σ and α (without s^{|α|}).
-fn block_moments(
-    points: &[f64],
-    norms: &[f64],
-    weights: Option<&[f64]>,
-    dim: usize,
-    monos: &[Monomial],
-    scales: &[f64],
-    limits: &[usize],
-) -> Vec<f64> {
-    #[cfg(target_arch = "x86_64")]
-    if crate::mech::fastmath::isa() == crate::mech::fastmath::Isa::Avx512 {
-        // SAFETY: the CPU has AVX-512 F (checked just above).
-        return unsafe { block_moments_avx512(points, norms, weights, dim, monos, scales, limits) };
+per_isa! {
+    /// Σ_i w_i e^{−‖x_i‖²s/2} x_i^α over one block of points, for every σ and α (without
+    /// s^{|α|}). Plain multiplies and adds, which Rust never fuses: every copy has the
+    /// baseline's bits.
+    fn block_moments(
+        points: &[f64],
+        norms: &[f64],
+        weights: Option<&[f64]>,
+        dim: usize,
+        monos: &[Monomial],
+        scales: &[f64],
+        limits: &[usize],
+    ) -> Vec<f64> {
+        block_moments_portable(points, norms, weights, dim, monos, scales, limits)
     }
-    #[cfg(target_arch = "x86_64")]
-    if crate::mech::fastmath::isa() != crate::mech::fastmath::Isa::Baseline {
-        // SAFETY: the CPU has AVX2 (checked just above).
-        return unsafe { block_moments_avx2(points, norms, weights, dim, monos, scales, limits) };
-    }
-    block_moments_portable(points, norms, weights, dim, monos, scales, limits)
-}
-
-/// The same loops with wider vectors: plain multiplies and adds, which Rust never fuses, so
-/// the baseline's bits.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-unsafe fn block_moments_avx2(
-    points: &[f64],
-    norms: &[f64],
-    weights: Option<&[f64]>,
-    dim: usize,
-    monos: &[Monomial],
-    scales: &[f64],
-    limits: &[usize],
-) -> Vec<f64> {
-    block_moments_portable(points, norms, weights, dim, monos, scales, limits)
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f")]
-unsafe fn block_moments_avx512(
-    points: &[f64],
-    norms: &[f64],
-    weights: Option<&[f64]>,
-    dim: usize,
-    monos: &[Monomial],
-    scales: &[f64],
-    limits: &[usize],
-) -> Vec<f64> {
-    block_moments_portable(points, norms, weights, dim, monos, scales, limits)
 }
 
 #[inline(always)]
@@ -389,52 +353,19 @@ fn sum8(a: &[f64], b: &[f64]) -> f64 {
     ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]))
 }
 
-/// S_σ(c) for a block of centres (row-major) and every σ, laid out [σ][centre].
-fn centre_sums(
-    centres: &[f64],
-    norms: &[f64],
-    monos: &[Monomial],
-    moments: &[f64],
-    scales: &[f64],
-    limits: &[usize],
-) -> Vec<f64> {
-    #[cfg(target_arch = "x86_64")]
-    if crate::mech::fastmath::isa() == crate::mech::fastmath::Isa::Avx512 {
-        // SAFETY: the CPU has AVX-512 F (checked just above).
-        return unsafe { centre_sums_avx512(centres, norms, monos, moments, scales, limits) };
+per_isa! {
+    /// S_σ(c) for a block of centres (row-major) and every σ, laid out [σ][centre] (plain
+    /// multiplies and adds: the baseline's bits on every copy).
+    fn centre_sums(
+        centres: &[f64],
+        norms: &[f64],
+        monos: &[Monomial],
+        moments: &[f64],
+        scales: &[f64],
+        limits: &[usize],
+    ) -> Vec<f64> {
+        centre_sums_portable(centres, norms, monos, moments, scales, limits)
     }
-    #[cfg(target_arch = "x86_64")]
-    if crate::mech::fastmath::isa() != crate::mech::fastmath::Isa::Baseline {
-        // SAFETY: the CPU has AVX2 (checked just above).
-        return unsafe { centre_sums_avx2(centres, norms, monos, moments, scales, limits) };
-    }
-    centre_sums_portable(centres, norms, monos, moments, scales, limits)
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-unsafe fn centre_sums_avx2(
-    centres: &[f64],
-    norms: &[f64],
-    monos: &[Monomial],
-    moments: &[f64],
-    scales: &[f64],
-    limits: &[usize],
-) -> Vec<f64> {
-    centre_sums_portable(centres, norms, monos, moments, scales, limits)
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f")]
-unsafe fn centre_sums_avx512(
-    centres: &[f64],
-    norms: &[f64],
-    monos: &[Monomial],
-    moments: &[f64],
-    scales: &[f64],
-    limits: &[usize],
-) -> Vec<f64> {
-    centre_sums_portable(centres, norms, monos, moments, scales, limits)
 }
 
 #[inline(always)]
@@ -563,23 +494,25 @@ mod tests {
             );
             #[cfg(target_arch = "x86_64")]
             {
-                use std::arch::is_x86_feature_detected as has;
-                if has!("avx2") {
-                    // SAFETY: the CPU has AVX2 (checked just above).
+                use crate::mech::fastmath::{has, Isa};
+                if has(Isa::Avx2) {
+                    // SAFETY: the CPU has AVX2 and FMA (checked just above).
                     let (a, b) = unsafe {
                         (
-                            block_moments_avx2(&points, &norms, w, dim, &monos, &scales, &limits),
-                            centre_sums_avx2(&centres, &cnorms, &monos, &base, &scales, &limits),
+                            block_moments::avx2(&points, &norms, w, dim, &monos, &scales, &limits),
+                            centre_sums::avx2(&centres, &cnorms, &monos, &base, &scales, &limits),
                         )
                     };
                     assert_eq!((bits(&base), bits(&sums)), (bits(&a), bits(&b)));
                 }
-                if has!("avx512f") {
-                    // SAFETY: the CPU has AVX-512 F (checked just above).
+                if has(Isa::Avx512) {
+                    // SAFETY: the CPU has AVX-512 F and DQ (checked just above).
                     let (a, b) = unsafe {
                         (
-                            block_moments_avx512(&points, &norms, w, dim, &monos, &scales, &limits),
-                            centre_sums_avx512(&centres, &cnorms, &monos, &base, &scales, &limits),
+                            block_moments::avx512(
+                                &points, &norms, w, dim, &monos, &scales, &limits,
+                            ),
+                            centre_sums::avx512(&centres, &cnorms, &monos, &base, &scales, &limits),
                         )
                     };
                     assert_eq!((bits(&base), bits(&sums)), (bits(&a), bits(&b)));

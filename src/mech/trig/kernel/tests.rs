@@ -1,3 +1,4 @@
+use super::choice::cheaper_trie;
 use super::*;
 use rand::SeedableRng;
 use rand_pcg::Pcg64Mcg;
@@ -255,15 +256,15 @@ fn baseline_and_dispatched_code_agree_bitwise() {
             // Each wider copy the CPU has, called directly.
             #[cfg(target_arch = "x86_64")]
             {
-                use std::arch::is_x86_feature_detected as has;
-                if has!("avx2") && has!("fma") {
+                use crate::mech::fastmath::{has, Isa};
+                if has(Isa::Avx2) {
                     // SAFETY: the CPU supports AVX2 and FMA (checked just above).
-                    let avx2 = unsafe { block_answers_avx2(&ctx, 4, 39) };
+                    let avx2 = unsafe { block_answers::avx2(&ctx, 4, 39) };
                     assert_eq!(bits(&baseline), bits(&avx2), "AVX2, d = {dim}, n = {n}");
                 }
-                if has!("avx512f") && has!("avx512dq") {
+                if has(Isa::Avx512) {
                     // SAFETY: the CPU supports AVX-512 F and DQ (checked just above).
-                    let avx512 = unsafe { block_answers_avx512(&ctx, 4, 39) };
+                    let avx512 = unsafe { block_answers::avx512(&ctx, 4, 39) };
                     assert_eq!(
                         bits(&baseline),
                         bits(&avx512),
@@ -832,15 +833,15 @@ fn factored_baseline_and_dispatched_code_agree_bitwise() {
             );
             #[cfg(target_arch = "x86_64")]
             {
-                use std::arch::is_x86_feature_detected as has;
-                if has!("avx2") && has!("fma") {
+                use crate::mech::fastmath::{has, Isa};
+                if has(Isa::Avx2) {
                     // SAFETY: the CPU supports AVX2 and FMA (checked just above).
-                    let avx2 = unsafe { factored::block_answers_avx2(&f, 4, 39) };
+                    let avx2 = unsafe { factored::block_answers::avx2(&f, 4, 39) };
                     assert_eq!(baseline, one(avx2), "AVX2, d = {dim}");
                 }
-                if has!("avx512f") && has!("avx512dq") {
+                if has(Isa::Avx512) {
                     // SAFETY: the CPU supports AVX-512 F and DQ (checked just above).
-                    let avx512 = unsafe { factored::block_answers_avx512(&f, 4, 39) };
+                    let avx512 = unsafe { factored::block_answers::avx512(&f, 4, 39) };
                     assert_eq!(baseline, one(avx512), "AVX-512, d = {dim}");
                 }
             }
