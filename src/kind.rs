@@ -275,6 +275,10 @@ pub trait StageRun: Send + Sync {
     fn columns_out(&self, inputs: &[Option<Vec<String>>]) -> Option<Vec<String>>;
     /// See [`Stage::privacy`].
     fn privacy(&self) -> Option<crate::mech::Privacy>;
+    /// See [`Stage::stage_files`].
+    fn stage_files(&self) -> anyhow::Result<Vec<Artifact>> {
+        Ok(Vec::new())
+    }
 }
 
 /// A stage kind's typed parameters. Implement this and add one line to the registry of kinds
@@ -358,6 +362,14 @@ pub trait Stage: DeserializeOwned + Send + Sync + 'static {
     fn privacy(&self) -> Option<crate::mech::Privacy> {
         None
     }
+    /// Files about the stage as a whole rather than one instance (how the report shows its
+    /// frame): the engine writes them once, `<stage>.<ext>` beside the stage's gathered frame,
+    /// from its first instance's parameters. They follow from the parameters, which the
+    /// manifest records, so the store does not keep them; a kind whose instances each make a
+    /// file returns it from `run` instead ([`Output::artifacts`]).
+    fn stage_files(&self) -> anyhow::Result<Vec<Artifact>> {
+        Ok(Vec::new())
+    }
     fn run(&self, ctx: &mut Ctx) -> anyhow::Result<Output>;
 }
 
@@ -398,6 +410,9 @@ impl<T: Stage> StageRun for Typed<T> {
     }
     fn privacy(&self) -> Option<crate::mech::Privacy> {
         self.0.privacy()
+    }
+    fn stage_files(&self) -> anyhow::Result<Vec<Artifact>> {
+        self.0.stage_files()
     }
 }
 

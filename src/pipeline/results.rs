@@ -408,6 +408,16 @@ fn write_all(
                 outputs.push(put(dir, &names.claim(name)?, &a.bytes)?);
             }
         }
+        if let Some(first) = stage.instances.first() {
+            let files = stage
+                .build(first)
+                .and_then(|run| run.stage_files())
+                .with_context(|| format!("stage `{}`: its files", stage.name))?;
+            for a in files {
+                let name = format!("{}.{}", stage.name, a.ext);
+                outputs.push(put(dir, &names.claim(name)?, &a.bytes)?);
+            }
+        }
         let secs = &res.seconds;
         let hits = res.cached;
         stages.push(StageEntry {

@@ -1,12 +1,15 @@
-//! The page's "Audits" section: every row of every audit frame of the run (a stage of kind
-//! `audit.epsilon`, as its manifest records), flagged mechanisms first. The rows are read from
-//! the frames as they are, checked against the manifest like every file the page shows.
+//! The page's "Audits" section: every row of every audit frame of the run, flagged mechanisms
+//! first. An audit frame is one whose layout says so ([`Show::Audit`]), as a table is one with
+//! a layout: the page names no kind. Its columns are the audit's format
+//! ([`COLUMNS`], beside the kind that writes it). The rows are read from the frames as they
+//! are, checked against the manifest like every file the page shows.
 
 use serde::Serialize;
 
 use super::anchor;
 use super::read::{Manifest, Outputs};
-use crate::stages::audit::epsilon::{COLUMNS, KIND_NAME};
+use crate::stages::audit::epsilon::COLUMNS;
+use crate::stages::report::layout::{Layout, Show};
 
 /// One audited instance as the page shows it.
 #[derive(Serialize, Debug, Clone)]
@@ -50,9 +53,19 @@ pub(super) fn rows(
     problems: &mut Vec<String>,
 ) -> Vec<AuditRow> {
     let mut out = Vec::new();
-    for st in m.stages.iter().filter(|s| s.kind == KIND_NAME) {
+    for st in &m.stages {
         let csv_name = format!("{}.csv", st.name);
-        if !outputs.has(&csv_name) {
+        let json_name = format!("{}.json", st.name);
+        if !outputs.has(&csv_name) || !outputs.has(&json_name) {
+            continue;
+        }
+        // A layout that cannot be read is the tables' problem to report (`tables.rs`).
+        let audit = outputs
+            .text(&json_name)
+            .ok()
+            .and_then(|s| serde_json::from_str::<Layout>(&s).ok())
+            .is_some_and(|l| l.show == Show::Audit);
+        if !audit {
             continue;
         }
         let frame = outputs.frame(exp, &csv_name);

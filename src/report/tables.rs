@@ -30,6 +30,20 @@ pub(super) fn table(
     if !outputs.has(&csv_name) || !outputs.has(&json_name) {
         return None;
     }
+    let layout = outputs.text(&json_name).and_then(|s| {
+        serde_json::from_str::<Layout>(&s).map_err(|e| format!("{exp}/{json_name}: {e}"))
+    });
+    let layout = match layout {
+        Ok(l) => Some(l),
+        Err(e) => {
+            problems.push(e);
+            None
+        }
+    };
+    // An audit's rows are shown in the Audits section (`audits.rs`), not as a table here.
+    if layout.as_ref().is_some_and(|l| l.show == Show::Audit) {
+        return None;
+    }
     let mut t = TableView {
         stage: stage.to_string(),
         title: stage.to_string(),
@@ -64,16 +78,6 @@ pub(super) fn table(
         }
         None => None,
     };
-    let layout = outputs.text(&json_name).and_then(|s| {
-        serde_json::from_str::<Layout>(&s).map_err(|e| format!("{exp}/{json_name}: {e}"))
-    });
-    let layout = match layout {
-        Ok(l) => Some(l),
-        Err(e) => {
-            problems.push(e);
-            None
-        }
-    };
     let judged = match judgements(&frame) {
         Ok(j) => j,
         Err(e) => {
@@ -104,6 +108,7 @@ pub(super) fn table(
                 t.markdown = markdown::to_html(md.split_once('\n').map_or("", |x| x.1));
             }
             match &l.show {
+                Show::Audit => return None, // (said above)
                 Show::Link => {
                     t.data_only = true;
                     t.total_rows = frame.rows.len();

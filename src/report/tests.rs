@@ -677,3 +677,54 @@ fn an_experiment_without_a_paper_gets_an_experiment_report() {
     let html = page(&write(dir.path(), &[]).unwrap().path);
     assert!(html.contains("<h1>Reproduction report</h1>") && html.contains("id=\"tally\""));
 }
+
+/// What is an audit is said by the stage's layout too (`"show": "audit"`), never by its kind:
+/// its rows go to the Audits section, flagged first, and nowhere else; a frame with the same
+/// columns and no such layout is no audit.
+#[test]
+fn an_audit_is_a_stage_whose_layout_says_audit_whatever_its_kind() {
+    const AUDIT: &str =
+        "epsilon,delta,epsilon_lb,confidence,samples,p1,p2,pair,event,violation,eps\n\
+        1.0,0.0,0.2,0.95,100000,0.5,0.4,0 vs 1,q >= 2.5,false,1.0\n\
+        0.1,0.0,0.6,0.95,100000,0.6,0.3,0 vs 1,q >= 0.5,true,0.1\n";
+    const AUDIT_LAYOUT: &str = r#"{"title": "ε lower bounds", "columns": [], "show": "audit"}"#;
+    let dir = tempfile::tempdir().unwrap();
+    results_dir(
+        dir.path(),
+        "exp-a",
+        &[
+            ("checked.csv", AUDIT),
+            ("checked.json", AUDIT_LAYOUT),
+            ("lookalike.csv", AUDIT),
+        ],
+        &[
+            ("checked", "a.kind_not_yet_written"),
+            ("lookalike", "audit.epsilon"),
+        ],
+        "",
+    );
+    let w = write(dir.path(), &[]).unwrap();
+    assert!(w.problems.is_empty(), "{:?}", w.problems);
+    let rows: Vec<(&str, &str, bool)> = w
+        .summary
+        .audits
+        .iter()
+        .map(|a| (a.stage.as_str(), a.instance.as_str(), a.violation))
+        .collect();
+    assert_eq!(
+        rows,
+        [
+            ("checked", "eps = 0.1", true),
+            ("checked", "eps = 1.0", false)
+        ]
+    );
+    assert_eq!(w.summary.flagged, 1);
+    let html = page(&w.path);
+    // In the Audits table only, not as a table of its experiment; the look-alike nowhere.
+    assert_eq!(html.matches(r#"data-stage="checked""#).count(), 2, "{html}");
+    assert!(
+        !html.contains(r#"class="result" data-stage="checked""#),
+        "{html}"
+    );
+    assert!(!html.contains(r#"data-stage="lookalike""#), "{html}");
+}

@@ -6,6 +6,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::kind::Artifact;
+
 /// How the report shows one table: its title, notes, digits, which frame columns, in what
 /// order, under which headers and in which role, and in which view.
 #[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
@@ -36,6 +38,16 @@ pub(crate) struct Layout {
     pub ours: Vec<String>,
 }
 
+impl Layout {
+    /// The layout as the file `<stage>.json` the report reads.
+    pub(crate) fn artifact(&self) -> anyhow::Result<Artifact> {
+        Ok(Artifact {
+            ext: "json".into(),
+            bytes: serde_json::to_vec_pretty(self)?,
+        })
+    }
+}
+
 /// The view of a table's frame.
 #[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Default)]
 #[serde(rename_all = "snake_case")]
@@ -50,6 +62,10 @@ pub enum Show {
     Grid(Grid),
     /// A link to the frame only: the data behind a figure, no table of its own.
     Link,
+    /// An audit's rows: shown in the page's Audits section with every other audit of the run
+    /// (flagged mechanisms first), not as a table of its experiment. The frame has the
+    /// columns of `crate::stages::audit::epsilon::COLUMNS`, the format its writer owns.
+    Audit,
 }
 
 impl Show {

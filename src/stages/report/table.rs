@@ -402,7 +402,6 @@ impl Stage for Table {
             }
         }
         let md = markdown(&df, &layout, ctx.stage)?;
-        let json = serde_json::to_vec_pretty(&layout)?;
         Ok(Output {
             frame: df,
             artifacts: vec![
@@ -410,10 +409,7 @@ impl Stage for Table {
                     ext: "md".into(),
                     bytes: md.into_bytes(),
                 },
-                Artifact {
-                    ext: "json".into(),
-                    bytes: json,
-                },
+                layout.artifact()?,
             ],
         })
     }

@@ -440,12 +440,7 @@ impl Stage for VerdictTable {
             markdown: false,
             ours: vec![],
         };
-        let json = |l: Layout| -> Result<Artifact> {
-            Ok(Artifact {
-                ext: "json".into(),
-                bytes: serde_json::to_vec_pretty(&l)?,
-            })
-        };
+        let json = |l: Layout| l.artifact();
         match self.output {
             VerdictOutput::Cells => {
                 let md = verdict_markdown(&rows, &labels, &self.title, self.notes.as_deref());

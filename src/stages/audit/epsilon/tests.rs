@@ -128,10 +128,21 @@ fn a_histogram_of_records_is_audited_under_add_remove_and_replace() {
     assert_eq!(strings(&fixed, "violation"), ["false"], "{fixed}");
 }
 
-/// The name the report looks for is the kind's.
+/// The audit writes the layout that puts its frame in the report's Audits section, once for
+/// the stage, with the frame's own columns.
 #[test]
-fn the_report_finds_audits_by_the_kind_s_name() {
-    assert_eq!(kind().name, super::KIND_NAME);
+fn the_audit_s_layout_names_its_section_and_its_columns() {
+    use crate::stages::report::layout::{Layout, Show};
+    let with = "{mechanism: {kind: mechanism.noise, with: {column: value, noise: laplace, epsilon: 1}},
+        output: [noisy], neighbours: {column: value, relation: l1, base: [0], patterns: [one_above]}}";
+    let with: serde_yaml_ng::Value = serde_yaml_ng::from_str(with).unwrap();
+    let files = (kind().build)(&with).unwrap().stage_files().unwrap();
+    assert_eq!(files.len(), 1);
+    assert_eq!(files[0].ext, "json");
+    let layout: Layout = serde_json::from_slice(&files[0].bytes).unwrap();
+    assert_eq!(layout.show, Show::Audit);
+    let names: Vec<&str> = layout.columns.iter().map(|c| c.name.as_str()).collect();
+    assert_eq!(names, super::COLUMNS);
 }
 
 /// The same seed gives the same row on 1 and on 3 threads; another seed other draws.
