@@ -49,9 +49,10 @@ use super::{check_positive, ParamRangeError};
 const MAX_VARIANCE: u64 = 1_000_000_000_000;
 
 #[derive(Clone, Debug)]
-pub struct DiscreteGaussian {
-    /// σ² = num/den, exactly.
+pub(crate) struct DiscreteGaussian {
+    /// σ² = num/den, exactly (den only the tests read: the sampler needs den·t).
     num: BigUint,
+    #[cfg(test)]
     den: BigUint,
     /// The discrete Laplace scale `⌊σ⌋ + 1`.
     t: u64,
@@ -63,7 +64,7 @@ pub struct DiscreteGaussian {
 impl DiscreteGaussian {
     /// The ρ-zCDP calibration `σ² = Δ²/(2ρ)` for an integer query with sensitivity Δ, with σ²
     /// the exact rational value of the expression for the binary numbers given.
-    pub fn for_zcdp(rho: f64, sensitivity: f64) -> Result<Self, ParamRangeError> {
+    pub(crate) fn for_zcdp(rho: f64, sensitivity: f64) -> Result<Self, ParamRangeError> {
         check_positive("rho", rho)?;
         check_positive("sensitivity", sensitivity)?;
         // Δ = a·2^p and ρ = b·2^q, so σ² = a²·2^(2p − q − 1) / b.
@@ -83,7 +84,8 @@ impl DiscreteGaussian {
     }
 
     /// `N_ℤ(0, σ²)` with σ² the exact value of `variance`; σ² must be finite, > 0, ≤ 10²⁴.
-    pub fn with_variance(variance: f64) -> Result<Self, ParamRangeError> {
+    #[cfg(test)]
+    pub(crate) fn with_variance(variance: f64) -> Result<Self, ParamRangeError> {
         check_positive("variance", variance)?;
         let (m, e) = dyadic(variance);
         let (num, den) = if e >= 0 {
@@ -110,6 +112,7 @@ impl DiscreteGaussian {
         let gamma_den = (&num << 1u32) * &den * t * t;
         Ok(DiscreteGaussian {
             num,
+            #[cfg(test)]
             den,
             t,
             den_t,
@@ -118,7 +121,8 @@ impl DiscreteGaussian {
     }
 
     /// σ², rounded to the nearest `f64` (for messages and tests; draws use the exact value).
-    pub fn variance(&self) -> f64 {
+    #[cfg(test)]
+    pub(crate) fn variance(&self) -> f64 {
         ratio_f64(&self.num, &self.den)
     }
 
@@ -140,7 +144,8 @@ impl DiscreteGaussian {
 
     /// `P(Y = k)`, with the normalising sum taken over |z| ≤ 40σ + 40 in floating point (the
     /// terms beyond are below e⁻⁸⁰⁰ of the largest): for tests and plots, not for sampling.
-    pub fn pmf(&self, k: i64) -> f64 {
+    #[cfg(test)]
+    pub(crate) fn pmf(&self, k: i64) -> f64 {
         let v = self.variance();
         let w = |z: f64| (-z * z / (2.0 * v)).exp();
         let reach = (40.0 * v.sqrt() + 40.0) as i64;
@@ -163,6 +168,7 @@ fn dyadic(x: f64) -> (u64, i32) {
     (m >> z, e + z as i32)
 }
 
+#[cfg(test)]
 fn ratio_f64(num: &BigUint, den: &BigUint) -> f64 {
     // Scale both to 64 significant bits: the quotient of two such floats is correctly rounded
     // to well within what a message or a test's tolerance needs.
@@ -177,7 +183,7 @@ fn ratio_f64(num: &BigUint, den: &BigUint) -> f64 {
 
 /// Bernoulli(exp(−n/d)) for integers `n ≥ 0`, `d > 0` (Algorithm 1): ⌊γ⌋ draws of
 /// Bernoulli(e⁻¹), all of which must succeed, then Bernoulli(exp(−(γ − ⌊γ⌋))).
-pub fn bernoulli_exp<R: Rng + ?Sized>(n: &BigUint, d: &BigUint, rng: &mut R) -> bool {
+pub(crate) fn bernoulli_exp<R: Rng + ?Sized>(n: &BigUint, d: &BigUint, rng: &mut R) -> bool {
     let whole = n / d;
     let mut k = BigUint::from(0u32);
     while k < whole {
@@ -205,7 +211,7 @@ fn bernoulli_exp_unit<R: Rng + ?Sized>(n: u64, d: u64, rng: &mut R) -> bool {
 }
 
 /// The discrete Laplace `P(Y = y) ∝ exp(−|y|/t)` on the integers (Algorithm 2).
-pub fn discrete_laplace<R: Rng + ?Sized>(t: u64, rng: &mut R) -> i64 {
+pub(crate) fn discrete_laplace<R: Rng + ?Sized>(t: u64, rng: &mut R) -> i64 {
     loop {
         let u = uniform_below(u128::from(t), rng) as u64;
         if !bernoulli_exp_unit(u, t, rng) {

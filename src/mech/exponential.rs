@@ -44,7 +44,7 @@ use super::{check_epsilon, check_positive, ParamRangeError};
 
 /// `p_r ∝ exp(coef · u_r)`, computed stably (the maximum is subtracted before `exp`).
 /// The exponential mechanism is `coef = ε/(2Δu)`.
-pub fn gibbs_probabilities(utilities: &[f64], coef: f64) -> Vec<f64> {
+pub(crate) fn gibbs_probabilities(utilities: &[f64], coef: f64) -> Vec<f64> {
     let max = utilities.iter().copied().fold(f64::NEG_INFINITY, f64::max);
     let mut p: Vec<f64> = utilities
         .iter()
@@ -64,7 +64,7 @@ pub fn gibbs_probabilities(utilities: &[f64], coef: f64) -> Vec<f64> {
 /// a degree-13 Taylor polynomial whose truncation error is below 5e−18, and `2^k` built in
 /// the exponent bits) vectorises with plain SSE2. Arguments below −708, where `2^k` would
 /// leave the normal range, fall back to `f64::exp`.
-pub fn exp_nonpositive(xs: &mut [f64]) {
+pub(crate) fn exp_nonpositive(xs: &mut [f64]) {
     const LOG2E: f64 = std::f64::consts::LOG2_E;
     const LN2_HI: f64 = 0.693_147_180_369_123_8;
     const LN2_LO: f64 = 1.908_214_929_270_587_7e-10;
@@ -138,7 +138,7 @@ impl ExponentialMechanism {
     }
 
     /// Weights `exp(coef·u)`: [`ExponentialMechanism::new`] with `coef = ε/(2Δu)`.
-    pub fn with_coefficient(utilities: &[f64], coef: f64) -> Result<Self, ParamRangeError> {
+    pub(crate) fn with_coefficient(utilities: &[f64], coef: f64) -> Result<Self, ParamRangeError> {
         if utilities.is_empty() {
             return Err(ParamRangeError {
                 name: "utilities",
@@ -188,7 +188,7 @@ impl ExponentialMechanism {
     }
 
     /// The exact output distribution.
-    pub fn probabilities(&self) -> Vec<f64> {
+    pub(crate) fn probabilities(&self) -> Vec<f64> {
         self.weights.iter().map(|w| w / self.total).collect()
     }
 

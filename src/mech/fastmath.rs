@@ -9,7 +9,7 @@
 /// It is [`ln_normal_reduce`] followed by [`ln_normal_finish`]: a loop over many values can run
 /// the two halves as two loops (see `rate_distortion::hamming_terms`) and get the same bits.
 #[inline(always)]
-pub fn ln_normal(x: f64) -> f64 {
+pub(crate) fn ln_normal(x: f64) -> f64 {
     let (f, s) = ln_normal_reduce(x);
     ln_normal_finish(x, f, s)
 }
@@ -25,7 +25,7 @@ fn ln_high_word(x: f64) -> u64 {
 /// The first half of [`ln_normal`]: f = m − 1 and s = f/(2 + f), where x = 2ᵏ·m with
 /// m ∈ [√2/2, √2) (f is exact; s is the one division of the logarithm).
 #[inline(always)]
-pub fn ln_normal_reduce(x: f64) -> (f64, f64) {
+pub(crate) fn ln_normal_reduce(x: f64) -> (f64, f64) {
     let u = x.to_bits();
     let hx = ln_high_word(x);
     let m = f64::from_bits((((hx & 0x000f_ffff) + 0x3fe6_a09e) << 32) | (u & 0xffff_ffff));
@@ -36,7 +36,7 @@ pub fn ln_normal_reduce(x: f64) -> (f64, f64) {
 /// The second half of [`ln_normal`]: k·ln 2 + ln(1 + f) from x (for k, re-read from its bits)
 /// and [`ln_normal_reduce`]'s (f, s): multiplies and adds only.
 #[inline(always)]
-pub fn ln_normal_finish(x: f64, f: f64, s: f64) -> f64 {
+pub(crate) fn ln_normal_finish(x: f64, f: f64, s: f64) -> f64 {
     const LN2_HI: f64 = 6.931_471_803_691_238e-1;
     const LN2_LO: f64 = 1.908_214_929_270_587_7e-10;
     const LG1: f64 = 6.666_666_666_666_735e-1;
@@ -61,7 +61,7 @@ pub fn ln_normal_finish(x: f64, f: f64, s: f64) -> f64 {
 /// Σ v with four running sums, so the loop vectorises (a single running sum may not be
 /// reordered by the compiler). The result differs from the sequential sum by rounding only.
 #[inline]
-pub fn sum4(v: &[f64]) -> f64 {
+pub(crate) fn sum4(v: &[f64]) -> f64 {
     let mut acc = [0.0f64; 4];
     let chunks = v.chunks_exact(4);
     let rest: f64 = chunks.remainder().iter().sum();
@@ -105,7 +105,7 @@ pub fn sum4(v: &[f64]) -> f64 {
 /// `exp_normal_within_its_bound` (kernel tests) checks it against libm, itself within one ulp,
 /// on 6·10⁵ values; the worst measured is one ulp.
 #[inline(always)]
-pub fn exp_normal(x: f64) -> f64 {
+pub(crate) fn exp_normal(x: f64) -> f64 {
     let (t, r) = exp_reduce(x);
     let r2 = r * r;
     let e = exp_terms(r, r2);
@@ -168,7 +168,7 @@ fn exp_finish(x: f64, t: f64, r: f64, r2: f64, r4: f64, e: [f64; 3]) -> f64 {
 /// measured (8: 3× slower, 24 and 32: 10–30 % slower: the compiler's register allocation
 /// decides). Every lane goes through [`exp_normal`]'s own stages, so each result has its bits.
 #[inline(always)]
-pub fn exp_normal_lanes<const N: usize>(x: &[f64; N]) -> [f64; N] {
+pub(crate) fn exp_normal_lanes<const N: usize>(x: &[f64; N]) -> [f64; N] {
     // One array per quantity (an array of triples would make the compiler shuffle lanes).
     let mut t = [0.0; N];
     let mut r = [0.0; N];
@@ -200,7 +200,7 @@ pub fn exp_normal_lanes<const N: usize>(x: &[f64; N]) -> [f64; N] {
 }
 
 /// Values taken side by side by [`exp_normal_slice`] (four AVX2 vectors).
-pub const EXP_LANES: usize = 16;
+pub(crate) const EXP_LANES: usize = 16;
 
 /// The widest instruction set of this CPU among those the hot loops are compiled for: AVX-512
 /// (F and DQ, with AVX2 and FMA), AVX2 with FMA, or the x86-64 baseline. Every copy of a loop
@@ -233,12 +233,12 @@ pub(crate) fn isa() -> Isa {
 }
 
 /// Whether this CPU runs code compiled for `isa` (every CPU runs the baseline).
+#[cfg(test)]
 pub(crate) fn has(isa: Isa) -> bool {
-    match (isa, self::isa()) {
-        (Isa::Baseline, _) | (_, Isa::Avx512) => true,
-        (Isa::Avx2, Isa::Avx2) => true,
-        _ => false,
-    }
+    matches!(
+        (isa, self::isa()),
+        (Isa::Baseline, _) | (_, Isa::Avx512) | (Isa::Avx2, Isa::Avx2)
+    )
 }
 
 /// One function compiled three times — for AVX-512 (F and DQ, with AVX2 and FMA), for AVX2
@@ -284,17 +284,17 @@ macro_rules! per_isa {
 
             #[cfg(target_arch = "x86_64")]
             #[target_feature(enable = "avx512f,avx512dq,avx2,fma")]
-            pub unsafe fn avx512($($arg: $ty),*) $(-> $ret)? {
+            pub(crate) unsafe fn avx512($($arg: $ty),*) $(-> $ret)? {
                 $avx512
             }
 
             #[cfg(target_arch = "x86_64")]
             #[target_feature(enable = "avx2,fma")]
-            pub unsafe fn avx2($($arg: $ty),*) $(-> $ret)? {
+            pub(crate) unsafe fn avx2($($arg: $ty),*) $(-> $ret)? {
                 $avx2
             }
 
-            pub fn baseline($($arg: $ty),*) $(-> $ret)? {
+            pub(crate) fn baseline($($arg: $ty),*) $(-> $ret)? {
                 $baseline
             }
         }
@@ -315,15 +315,19 @@ macro_rules! per_isa {
 }
 pub(crate) use per_isa;
 
+// Only the tests take `exp_normal` a slice at a time now (the kernel's loops call the
+// lanes directly); they hold the lanes to `exp_normal`'s bits through it.
+#[cfg(test)]
 per_isa! {
     /// Replaces every value by [`exp_normal`] of it (same range conditions), [`EXP_LANES`] at
     /// a time through [`exp_normal_lanes`], compiled for each instruction set (`per_isa!`),
     /// all with [`exp_normal`]'s bits.
-    pub fn exp_normal_slice(xs: &mut [f64]) {
+    pub(crate) fn exp_normal_slice(xs: &mut [f64]) {
         exp_normal_slice_portable(xs)
     }
 }
 
+#[cfg(test)]
 #[inline(always)]
 fn exp_normal_slice_portable(xs: &mut [f64]) {
     let mut chunks = xs.chunks_exact_mut(EXP_LANES);
@@ -388,7 +392,7 @@ fn exp_kernel_slice_portable(xs: &mut [f64]) {
 /// of its operations (measured at d = 8, one σ, AVX-512: ~2 % for the degree and the branch,
 /// ~7 % more for the constant, loaded machine).
 #[inline(always)]
-pub fn exp_kernel(x: f64) -> f64 {
+pub(crate) fn exp_kernel(x: f64) -> f64 {
     let [y] = exp_kernel_lanes(&[x]);
     y
 }
@@ -396,7 +400,7 @@ pub fn exp_kernel(x: f64) -> f64 {
 /// [`exp_kernel`] of N values at once, stage by stage over the lanes as
 /// [`exp_normal_lanes`] (every lane has [`exp_kernel`]'s bits).
 #[inline(always)]
-pub fn exp_kernel_lanes<const N: usize>(x: &[f64; N]) -> [f64; N] {
+pub(crate) fn exp_kernel_lanes<const N: usize>(x: &[f64; N]) -> [f64; N] {
     // The stages of exp_normal_lanes (the same shape: written otherwise, the compiler once
     // vectorised the kernel's loop over these chunks instead, with gathers and scatters).
     let mut t = [0.0; N];

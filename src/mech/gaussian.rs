@@ -75,7 +75,11 @@ impl Gaussian {
     }
 
     /// The classic calibration `σ = Δ₂f·sqrt(2 ln(1.25/δ))/ε`, valid for ε ∈ (0, 1), δ ∈ (0, 1).
-    pub fn classic(epsilon: f64, delta: f64, sensitivity: f64) -> Result<Self, ParamRangeError> {
+    pub(crate) fn classic(
+        epsilon: f64,
+        delta: f64,
+        sensitivity: f64,
+    ) -> Result<Self, ParamRangeError> {
         check_epsilon(epsilon)?;
         if epsilon >= 1.0 {
             return Err(ParamRangeError {
@@ -94,7 +98,11 @@ impl Gaussian {
 
     /// The analytic calibration (Balle & Wang 2018, Algorithm 1): the smallest σ for which
     /// `f(x) + N(0, σ²)` is (ε, δ)-DP, for any ε > 0 and δ ∈ (0, 1).
-    pub fn analytic(epsilon: f64, delta: f64, sensitivity: f64) -> Result<Self, ParamRangeError> {
+    pub(crate) fn analytic(
+        epsilon: f64,
+        delta: f64,
+        sensitivity: f64,
+    ) -> Result<Self, ParamRangeError> {
         check_epsilon(epsilon)?;
         check_approximate_delta(delta)?;
         check_positive("sensitivity", sensitivity)?;
@@ -134,13 +142,14 @@ impl Gaussian {
 
     /// The zCDP calibration `σ = Δ₂f/√(2ρ)` (Bun & Steinke 2016, Proposition 1.6): ρ-zCDP,
     /// hence (ρ + 2·sqrt(ρ·ln(1/δ)), δ)-DP for every δ > 0 (their Proposition 1.3).
-    pub fn zcdp(rho: f64, sensitivity: f64) -> Result<Self, ParamRangeError> {
+    pub(crate) fn zcdp(rho: f64, sensitivity: f64) -> Result<Self, ParamRangeError> {
         check_positive("rho", rho)?;
         check_positive("sensitivity", sensitivity)?;
         Self::new(sensitivity / (2.0 * rho).sqrt())
     }
 
-    pub fn sigma(&self) -> f64 {
+    #[cfg(test)]
+    pub(crate) fn sigma(&self) -> f64 {
         self.sigma
     }
 
@@ -157,7 +166,8 @@ impl Gaussian {
         }
     }
 
-    pub fn cdf(&self, z: f64) -> f64 {
+    #[cfg(test)]
+    pub(crate) fn cdf(&self, z: f64) -> f64 {
         super::stats::normal_cdf(z / self.sigma)
     }
 }

@@ -31,6 +31,8 @@ use super::{check_epsilon, check_positive, ParamRangeError};
 
 #[derive(Clone, Debug)]
 pub struct Geometric {
+    /// α (the tests' probability mass function reads it; sampling needs only 1/λ).
+    #[cfg(test)]
     alpha: f64,
     /// `1/λ = −1/ln α`.
     inv_lambda: f64,
@@ -45,7 +47,7 @@ impl Geometric {
     }
 
     /// `α ∈ (0, 1)`.
-    pub fn with_alpha(alpha: f64) -> Result<Self, ParamRangeError> {
+    pub(crate) fn with_alpha(alpha: f64) -> Result<Self, ParamRangeError> {
         let bad = || ParamRangeError {
             name: "alpha",
             value: alpha.to_string(),
@@ -55,13 +57,10 @@ impl Geometric {
             return Err(bad());
         }
         Ok(Geometric {
+            #[cfg(test)]
             alpha,
             inv_lambda: -1.0 / alpha.ln(),
         })
-    }
-
-    pub fn alpha(&self) -> f64 {
-        self.alpha
     }
 
     #[inline]
@@ -72,7 +71,8 @@ impl Geometric {
         (a * self.inv_lambda) as i64 - (b * self.inv_lambda) as i64
     }
 
-    pub fn pmf(&self, k: i64) -> f64 {
+    #[cfg(test)]
+    pub(crate) fn pmf(&self, k: i64) -> f64 {
         (1.0 - self.alpha) / (1.0 + self.alpha)
             * self
                 .alpha

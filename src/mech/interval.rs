@@ -25,11 +25,11 @@ use std::cmp::Ordering;
 use super::ParamRangeError;
 
 /// Integer endpoints in units of `1/den` of the caller's [`Scale`].
-pub type Int = i128;
+pub(crate) type Int = i128;
 
 /// A closed interval `[lo, hi]`, `lo ≤ hi` (`lo = hi` is a single point).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct Interval {
+pub(crate) struct Interval {
     pub lo: Int,
     pub hi: Int,
 }
@@ -41,16 +41,12 @@ impl Interval {
     }
 
     /// `hi − lo` (an interval always holds at least its endpoints, so no `is_empty`).
-    pub fn length(&self) -> Int {
+    pub(crate) fn length(&self) -> Int {
         self.hi - self.lo
     }
 
-    pub fn is_point(&self) -> bool {
+    pub(crate) fn is_point(&self) -> bool {
         self.lo == self.hi
-    }
-
-    pub fn contains(&self, x: Int) -> bool {
-        self.lo <= x && x <= self.hi
     }
 }
 
@@ -77,19 +73,12 @@ impl Touching {
             }
         }
     }
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Touching::Merge => "merge",
-            Touching::Separate => "separate",
-        }
-    }
 }
 
 /// A finite union of closed intervals: sorted by `lo`, pairwise disjoint except where the
 /// [`Touching::Separate`] convention keeps touching pieces apart.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct IntervalSet {
+pub(crate) struct IntervalSet {
     pieces: Vec<Interval>,
     touching: Touching,
 }
@@ -110,7 +99,7 @@ fn push_canonical(out: &mut Vec<Interval>, iv: Interval, touching: Touching) {
 }
 
 impl IntervalSet {
-    pub fn empty(touching: Touching) -> Self {
+    pub(crate) fn empty(touching: Touching) -> Self {
         IntervalSet {
             pieces: Vec::new(),
             touching,
@@ -118,7 +107,7 @@ impl IntervalSet {
     }
 
     /// The set `{x}`.
-    pub fn point(x: Int, touching: Touching) -> Self {
+    pub(crate) fn point(x: Int, touching: Touching) -> Self {
         IntervalSet {
             pieces: vec![Interval::new(x, x)],
             touching,
@@ -126,7 +115,7 @@ impl IntervalSet {
     }
 
     /// The union of arbitrary intervals (any order, overlaps allowed); `O(k log k)`.
-    pub fn from_intervals(mut v: Vec<Interval>, touching: Touching) -> Self {
+    pub(crate) fn from_intervals(mut v: Vec<Interval>, touching: Touching) -> Self {
         v.sort_unstable_by(|a, b| a.lo.cmp(&b.lo).then(b.hi.cmp(&a.hi)));
         let mut pieces = Vec::with_capacity(v.len());
         for iv in v {
@@ -135,38 +124,32 @@ impl IntervalSet {
         IntervalSet { pieces, touching }
     }
 
-    pub fn touching(&self) -> Touching {
-        self.touching
-    }
-
-    pub fn pieces(&self) -> &[Interval] {
+    pub(crate) fn pieces(&self) -> &[Interval] {
         &self.pieces
     }
 
     /// Number of stored pieces (components under [`Touching::Merge`]).
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.pieces.len()
     }
 
-    pub fn is_empty(&self) -> bool {
+    #[cfg(test)]
+    pub(crate) fn is_empty(&self) -> bool {
         self.pieces.is_empty()
     }
 
     /// Lebesgue measure, exactly, in units of `1/den`.
-    pub fn measure(&self) -> Int {
+    pub(crate) fn measure(&self) -> Int {
         self.pieces.iter().map(Interval::length).sum()
     }
 
-    pub fn min(&self) -> Option<Int> {
-        self.pieces.first().map(|p| p.lo)
-    }
-
-    pub fn max(&self) -> Option<Int> {
+    pub(crate) fn max(&self) -> Option<Int> {
         self.pieces.last().map(|p| p.hi)
     }
 
     /// Whether `x` is in the set; `O(log k)`.
-    pub fn contains(&self, x: Int) -> bool {
+    #[cfg(test)]
+    pub(crate) fn contains(&self, x: Int) -> bool {
         // The last piece starting at or before x is the only candidate: an earlier one
         // reaching x would overlap it (or, under `Separate`, touch it at x, where the later
         // piece contains x as well).
@@ -175,7 +158,7 @@ impl IntervalSet {
     }
 
     /// `X ∪ Y`: one merge pass, `O(|X| + |Y|)`.
-    pub fn union(&self, other: &IntervalSet) -> IntervalSet {
+    pub(crate) fn union(&self, other: &IntervalSet) -> IntervalSet {
         let touching = self.touching;
         let (a, b) = (&self.pieces, &other.pieces);
         let mut out = Vec::with_capacity(a.len() + b.len());
@@ -208,7 +191,7 @@ impl IntervalSet {
     /// A point of `X` that lies in `Y` is removed, so `{0} \ [0, 1] = ∅`; a piece of `X`
     /// cut by a single point of `Y` gives two touching pieces, which [`Touching::Merge`]
     /// joins again (removing one point leaves the closure unchanged).
-    pub fn difference(&self, other: &IntervalSet) -> IntervalSet {
+    pub(crate) fn difference(&self, other: &IntervalSet) -> IntervalSet {
         let touching = self.touching;
         let y = &other.pieces;
         let mut out = Vec::with_capacity(self.pieces.len() + 2);
@@ -249,7 +232,7 @@ impl IntervalSet {
     }
 
     /// `X ⊕ [−d, d]`: every point moved by at most `d ≥ 0`.
-    pub fn dilate(&self, d: Int) -> IntervalSet {
+    pub(crate) fn dilate(&self, d: Int) -> IntervalSet {
         debug_assert!(d >= 0);
         let mut out = Vec::with_capacity(self.pieces.len());
         for p in &self.pieces {
@@ -262,7 +245,7 @@ impl IntervalSet {
     }
 
     /// `X ⊕ [lo, hi] = {x + w : x ∈ X, lo ≤ w ≤ hi}`; order is preserved, so one pass.
-    pub fn shifted(&self, w: Interval) -> IntervalSet {
+    pub(crate) fn shifted(&self, w: Interval) -> IntervalSet {
         let mut out = Vec::with_capacity(self.pieces.len());
         for p in &self.pieces {
             push_canonical(
@@ -279,7 +262,7 @@ impl IntervalSet {
 
     /// `X ⊕ W` for a set `W` given by its pieces: the union of the shifted copies, merged
     /// pairwise so that the cost is `O(|X|·|W|·log|W|)`.
-    pub fn minkowski(&self, w: &[Interval]) -> IntervalSet {
+    pub(crate) fn minkowski(&self, w: &[Interval]) -> IntervalSet {
         let mut parts: Vec<IntervalSet> = w.iter().map(|&wi| self.shifted(wi)).collect();
         if parts.is_empty() {
             return IntervalSet::empty(self.touching);
@@ -301,7 +284,8 @@ impl IntervalSet {
     }
 
     /// `{−x : x ∈ X}`.
-    pub fn negated(&self) -> IntervalSet {
+    #[cfg(test)]
+    pub(crate) fn negated(&self) -> IntervalSet {
         let pieces = self
             .pieces
             .iter()
@@ -315,7 +299,7 @@ impl IntervalSet {
     }
 
     /// The part in `[0, ∞)` (a piece straddling 0 is cut at 0).
-    pub fn non_negative_half(&self) -> Vec<Interval> {
+    pub(crate) fn non_negative_half(&self) -> Vec<Interval> {
         let start = self.pieces.partition_point(|p| p.hi < 0);
         self.pieces[start..]
             .iter()
@@ -324,7 +308,8 @@ impl IntervalSet {
     }
 
     /// The same points stored under another [`Touching`] convention.
-    pub fn with_touching(&self, touching: Touching) -> IntervalSet {
+    #[cfg(test)]
+    pub(crate) fn with_touching(&self, touching: Touching) -> IntervalSet {
         let mut out = Vec::with_capacity(self.pieces.len());
         for &p in &self.pieces {
             push_canonical(&mut out, p, touching);
@@ -337,7 +322,8 @@ impl IntervalSet {
 
     /// Whether the stored form is canonical: sorted, `lo ≤ hi`, and no two consecutive
     /// pieces that the convention would join.
-    pub fn is_canonical(&self) -> bool {
+    #[cfg(test)]
+    pub(crate) fn is_canonical(&self) -> bool {
         self.pieces.iter().all(|p| p.lo <= p.hi)
             && self
                 .pieces
@@ -348,7 +334,7 @@ impl IntervalSet {
 
 /// A decimal number exactly as written: `mantissa · 10^(−decimals)`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Decimal {
+pub(crate) struct Decimal {
     pub mantissa: i128,
     pub decimals: u32,
 }
@@ -357,16 +343,16 @@ pub struct Decimal {
 /// write (`linspace`/`logspace` values are tidied to 15 significant digits, so values down
 /// to 0.001 have at most 18 decimals), while the
 /// endpoints of thousands of Minkowski steps still fit in an `i128` (see [`Scale`]).
-pub const MAX_DECIMALS: u32 = 18;
+pub(crate) const MAX_DECIMALS: u32 = 18;
 
 /// Magnitudes above this are refused: an endpoint after a million steps then stays below
 /// 10^6 · 10^9 · 10^18 = 10^33, inside `i128` (1.7·10^38).
-pub const MAX_MAGNITUDE: f64 = 1e9;
+pub(crate) const MAX_MAGNITUDE: f64 = 1e9;
 
 impl Decimal {
     /// The shortest decimal that reads back as `x` (what the user typed, for any number
     /// with at most 15–17 significant digits), as an exact rational.
-    pub fn from_f64(name: &'static str, x: f64) -> Result<Self, ParamRangeError> {
+    pub(crate) fn from_f64(name: &'static str, x: f64) -> Result<Self, ParamRangeError> {
         let bad = |valid: String| ParamRangeError {
             name,
             value: x.to_string(),
@@ -406,7 +392,7 @@ impl Decimal {
         self
     }
 
-    pub fn to_f64(self) -> f64 {
+    pub(crate) fn to_f64(self) -> f64 {
         self.mantissa as f64 / 10f64.powi(self.decimals as i32)
     }
 }
@@ -414,34 +400,30 @@ impl Decimal {
 /// The common unit `1/den`, `den = 10^decimals`, in which a computation expresses all its
 /// decimals as integers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Scale {
+pub(crate) struct Scale {
     decimals: u32,
 }
 
 impl Scale {
     /// The coarsest unit in which every one of `values` is an integer.
-    pub fn common(values: impl IntoIterator<Item = Decimal>) -> Self {
+    pub(crate) fn common(values: impl IntoIterator<Item = Decimal>) -> Self {
         Scale {
             decimals: values.into_iter().map(|d| d.decimals).max().unwrap_or(0),
         }
     }
 
-    pub fn den(self) -> Int {
+    pub(crate) fn den(self) -> Int {
         10i128.pow(self.decimals)
     }
 
-    pub fn decimals(self) -> u32 {
-        self.decimals
-    }
-
     /// `d` in units of `1/den` (exact: `den` is a multiple of `d`'s denominator).
-    pub fn units(self, d: Decimal) -> Int {
+    pub(crate) fn units(self, d: Decimal) -> Int {
         debug_assert!(d.decimals <= self.decimals);
         d.mantissa * 10i128.pow(self.decimals - d.decimals)
     }
 
     /// An integer number of units as a real number (rounded once).
-    pub fn to_f64(self, units: Int) -> f64 {
+    pub(crate) fn to_f64(self, units: Int) -> f64 {
         units as f64 / self.den() as f64
     }
 }

@@ -50,10 +50,6 @@ impl Laplace {
         Self::new(sensitivity / epsilon)
     }
 
-    pub fn scale(&self) -> f64 {
-        self.scale
-    }
-
     /// One draw.
     #[inline]
     pub fn sample<R: Rng + ?Sized>(&self, rng: &mut R) -> f64 {
@@ -78,11 +74,12 @@ impl Laplace {
         }
     }
 
-    pub fn density(&self, z: f64) -> f64 {
+    pub(crate) fn density(&self, z: f64) -> f64 {
         (-z.abs() / self.scale).exp() / (2.0 * self.scale)
     }
 
-    pub fn cdf(&self, z: f64) -> f64 {
+    #[cfg(test)]
+    pub(crate) fn cdf(&self, z: f64) -> f64 {
         if z < 0.0 {
             0.5 * (z / self.scale).exp()
         } else {
@@ -91,7 +88,7 @@ impl Laplace {
     }
 
     /// `ln cdf(z)`, accurate far in the left tail where `cdf` underflows.
-    pub fn ln_cdf(&self, z: f64) -> f64 {
+    pub(crate) fn ln_cdf(&self, z: f64) -> f64 {
         if z < 0.0 {
             z / self.scale - std::f64::consts::LN_2
         } else {
@@ -100,7 +97,7 @@ impl Laplace {
     }
 
     /// `E|Z| = b`.
-    pub fn mean_abs(&self) -> f64 {
+    pub(crate) fn mean_abs(&self) -> f64 {
         self.scale
     }
 }

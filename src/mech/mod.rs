@@ -38,20 +38,20 @@
 //! of helpers (numerics, statistics, and the parts of the trigonometric mechanism that carry
 //! no guarantee of their own).
 
-pub mod audit;
-pub mod discrete_gaussian;
+pub(crate) mod audit;
+pub(crate) mod discrete_gaussian;
 pub mod exponential;
 pub mod fastmath;
 pub mod gaussian;
 pub mod geometric;
-pub mod interval;
+pub(crate) mod interval;
 pub mod laplace;
 pub mod near_optimal;
-pub mod noisy_max;
-pub mod quadrature;
+pub(crate) mod noisy_max;
+pub(crate) mod quadrature;
 pub mod rate_distortion;
-pub mod staircase;
-pub mod stats;
+pub(crate) mod staircase;
+pub(crate) mod stats;
 pub mod trig;
 
 /// The privacy a mechanism promises, in the terms of its guarantee (each module's
@@ -70,7 +70,7 @@ impl Privacy {
     /// The ε of the (ε, δ)-DP this promises at `delta` (0 < δ < 1 for ρ-zCDP): its own ε when
     /// δ is at least its own δ; for ρ-zCDP, ε = ρ + 2√(ρ ln(1/δ)) (Bun & Steinke 2016,
     /// Proposition 1.3). `None` when it promises nothing at that δ (below its own δ).
-    pub fn epsilon_at(self, delta: f64) -> Option<f64> {
+    pub(crate) fn epsilon_at(self, delta: f64) -> Option<f64> {
         match self {
             Privacy::Approx { epsilon, delta: d } => (delta >= d).then_some(epsilon),
             Privacy::Zcdp { rho } => {
@@ -91,12 +91,12 @@ pub struct ParamRangeError {
 }
 
 /// ε > 0 and finite.
-pub fn check_epsilon(epsilon: f64) -> Result<(), ParamRangeError> {
+pub(crate) fn check_epsilon(epsilon: f64) -> Result<(), ParamRangeError> {
     check_positive("epsilon", epsilon)
 }
 
 /// `value` > 0 and finite.
-pub fn check_positive(name: &'static str, value: f64) -> Result<(), ParamRangeError> {
+pub(crate) fn check_positive(name: &'static str, value: f64) -> Result<(), ParamRangeError> {
     if value.is_finite() && value > 0.0 {
         Ok(())
     } else {
@@ -109,7 +109,7 @@ pub fn check_positive(name: &'static str, value: f64) -> Result<(), ParamRangeEr
 }
 
 /// A privacy δ in [0, 1).
-pub fn check_delta(delta: f64) -> Result<(), ParamRangeError> {
+pub(crate) fn check_delta(delta: f64) -> Result<(), ParamRangeError> {
     if (0.0..1.0).contains(&delta) {
         Ok(())
     } else {

@@ -122,10 +122,10 @@ pub enum NearOptimalError {
 }
 
 /// Upper bound on `max_steps`.
-pub const MAX_STEPS: usize = 1_000_000;
+pub(crate) const MAX_STEPS: usize = 1_000_000;
 
 /// Upper bound on the intervals a [`Levels`] keeps for sampling and densities (~40 bytes each).
-pub const MAX_KEPT_PIECES: usize = 20_000_000;
+pub(crate) const MAX_KEPT_PIECES: usize = 20_000_000;
 
 /// A neighbour set `V ⊂ [0, ∞)`: a union of closed intervals, the first `[0, a]` with `a > 0`.
 #[derive(Clone, Debug, PartialEq)]
@@ -140,7 +140,8 @@ impl NeighbourSet {
     }
 
     /// `V = [0, c]`, `c > 0` (the paper's V4).
-    pub fn interval(c: f64) -> Result<Self, ParamRangeError> {
+    #[cfg(test)]
+    pub(crate) fn interval(c: f64) -> Result<Self, ParamRangeError> {
         Self::new(&[(0.0, c)])
     }
 
@@ -198,7 +199,7 @@ impl NeighbourSet {
     }
 
     /// Parses `"[0, 1] ∪ [1000, 1001]"` (also `U` or `u` for ∪).
-    pub fn parse(text: &str) -> Result<Self, ParamRangeError> {
+    pub(crate) fn parse(text: &str) -> Result<Self, ParamRangeError> {
         let bad = || ParamRangeError {
             name: "neighbour_set",
             value: format!("\"{text}\""),
@@ -221,12 +222,12 @@ impl NeighbourSet {
     }
 
     /// Δf = max V − min V = max V.
-    pub fn sensitivity(&self) -> f64 {
+    pub(crate) fn sensitivity(&self) -> f64 {
         self.pieces.last().map_or(0.0, |p| p.1.to_f64())
     }
 
     /// μ(V), the total length.
-    pub fn measure(&self) -> f64 {
+    pub(crate) fn measure(&self) -> f64 {
         let scale = self.scale();
         let units: Int = self
             .pieces
@@ -236,7 +237,7 @@ impl NeighbourSet {
         scale.to_f64(units)
     }
 
-    pub fn pieces(&self) -> Vec<(f64, f64)> {
+    pub(crate) fn pieces(&self) -> Vec<(f64, f64)> {
         self.pieces
             .iter()
             .map(|&(l, h)| (l.to_f64(), h.to_f64()))
@@ -257,7 +258,7 @@ impl NeighbourSet {
     /// intervals; `B_0 = [−δ, δ]` always is. So n = 1 if s = 1 and n = s + 1 otherwise —
     /// except that for `c/2 ≤ δ ≤ c`, `R_0 = [−δ, δ]` itself is `±(a_0 + [0, c])` with
     /// `a_0 = δ − c ≤ 0` (the two intervals overlap), so n = 0.
-    pub fn steps_by_gap_formula(&self, delta: f64) -> Option<usize> {
+    pub(crate) fn steps_by_gap_formula(&self, delta: f64) -> Option<usize> {
         let d = Decimal::from_f64("delta", delta).ok()?;
         let scale = Scale::common(self.decimals().chain([d]));
         let u = |x: Decimal| scale.units(x);
@@ -319,13 +320,12 @@ impl std::fmt::Display for NeighbourSet {
 }
 
 /// The minimal sequence `I_0, I_1, …` of Algorithm 1, step 2 (it depends on V only).
-pub struct MinimalSequence {
+pub(crate) struct MinimalSequence {
     shifts: Vec<Interval>,
     current: IntervalSet,
     /// `A_i = I_0 ∪ … ∪ I_i`, always with touching pieces merged: it is only ever
     /// subtracted, and seams in it would merely record which step added which piece.
     reached: IntervalSet,
-    step: usize,
 }
 
 impl MinimalSequence {
@@ -336,33 +336,28 @@ impl MinimalSequence {
             shifts: v.shifts(scale),
             reached: IntervalSet::point(0, Touching::Merge),
             current: start,
-            step: 0,
         }
     }
 
     /// `I_i` for the current `i`.
-    pub fn current(&self) -> &IntervalSet {
+    pub(crate) fn current(&self) -> &IntervalSet {
         &self.current
     }
 
     /// `A_i = I_0 ∪ … ∪ I_i`.
-    pub fn reached(&self) -> &IntervalSet {
+    #[cfg(test)]
+    pub(crate) fn reached(&self) -> &IntervalSet {
         &self.reached
     }
 
-    pub fn step(&self) -> usize {
-        self.step
-    }
-
     /// Moves to `I_{i+1}`: the shifted copies of every interval of `I_i`, minus `A_i`.
-    pub fn advance(&mut self) {
+    pub(crate) fn advance(&mut self) {
         let next = self
             .current
             .minkowski(&self.shifts)
             .difference(&self.reached);
         self.reached = self.reached.union(&next);
         self.current = next;
-        self.step += 1;
     }
 }
 
@@ -403,7 +398,7 @@ impl Options {
 
 /// The sets `R_i` for one δ, built from the `I_i` as they come (Algorithm 1, step 3), and
 /// checked for Definition 2 after each step.
-pub struct LevelBuilder {
+pub(crate) struct LevelBuilder {
     set: String,
     scale: Scale,
     delta: Decimal,
@@ -560,8 +555,6 @@ impl LevelBuilder {
         let den2 = (self.scale.den() as f64).powi(2);
         Ok(Levels {
             scale: self.scale,
-            delta: self.delta,
-            touching: self.opts.touching,
             sensitivity_units: self.sensitivity_units,
             steps: n,
             a_n,
@@ -580,8 +573,6 @@ impl LevelBuilder {
 #[derive(Clone, Debug)]
 pub struct Levels {
     scale: Scale,
-    delta: Decimal,
-    touching: Touching,
     sensitivity_units: Int,
     steps: usize,
     a_n: Int,
@@ -608,53 +599,41 @@ pub struct Summary {
 
 impl Levels {
     /// n, the step at which the sequence converges (Definition 2).
-    pub fn steps(&self) -> usize {
+    pub(crate) fn steps(&self) -> usize {
         self.steps
     }
 
     /// `a_n` of Definition 2.
-    pub fn a_n(&self) -> f64 {
+    pub(crate) fn a_n(&self) -> f64 {
         self.scale.to_f64(self.a_n)
     }
 
     /// `a_n` exactly, in units of `1/den` of [`Levels::scale`].
-    pub fn a_n_units(&self) -> Int {
+    pub(crate) fn a_n_units(&self) -> Int {
         self.a_n
     }
 
     /// Δf exactly, in units of `1/den`.
-    pub fn sensitivity_units(&self) -> Int {
+    pub(crate) fn sensitivity_units(&self) -> Int {
         self.sensitivity_units
     }
 
-    pub fn delta(&self) -> f64 {
-        self.delta.to_f64()
-    }
-
-    pub fn sensitivity(&self) -> f64 {
+    pub(crate) fn sensitivity(&self) -> f64 {
         self.scale.to_f64(self.sensitivity_units)
     }
 
-    pub fn touching(&self) -> Touching {
-        self.touching
-    }
-
-    pub fn scale(&self) -> Scale {
+    pub(crate) fn scale(&self) -> Scale {
         self.scale
     }
 
-    /// μ(R_i), i = 0..=n.
-    pub fn measures(&self) -> Vec<f64> {
-        self.measure.iter().map(|&m| self.scale.to_f64(m)).collect()
-    }
-
     /// Number of intervals of each `R_i` (the paper's `N_i`), i = 0..=n.
-    pub fn pieces_per_level(&self) -> &[usize] {
+    pub(crate) fn pieces_per_level(&self) -> &[usize] {
         &self.pieces
     }
 
     /// The intervals of `R_i ∩ [0, ∞)` in units of `1/den`, if kept.
-    pub fn level_set(&self, i: usize) -> Option<&[Interval]> {
+    #[cfg(test)]
+    pub(crate) fn level_set(&self, i: usize) -> Option<&[Interval]> {
         self.kept.as_ref().and_then(|k| k.get(i)).map(Vec::as_slice)
     }
 
@@ -688,7 +667,7 @@ impl Levels {
     }
 
     /// The level of a point given in units of `1/den` (exact): the least i with r ∈ B_i.
-    pub fn level_units(&self, r: Int) -> Result<u64, NearOptimalError> {
+    pub(crate) fn level_units(&self, r: Int) -> Result<u64, NearOptimalError> {
         let tiles = self.tiles.as_ref().ok_or(NearOptimalError::SetsNotKept)?;
         let x = r.abs();
         let edge = self.a_n + self.sensitivity_units;
@@ -703,7 +682,8 @@ impl Levels {
 
     /// The level of a real point. Boundaries are compared in floating point (each endpoint
     /// rounded once), which only matters at the boundary points themselves.
-    pub fn level(&self, r: f64) -> Result<u64, NearOptimalError> {
+    #[cfg(test)]
+    pub(crate) fn level(&self, r: f64) -> Result<u64, NearOptimalError> {
         let tiles = self.tiles.as_ref().ok_or(NearOptimalError::SetsNotKept)?;
         let x = r.abs();
         let s = self.scale;
@@ -717,7 +697,7 @@ impl Levels {
     }
 
     /// The intervals of `R_0 … R_n` in `[0, ∞)`, sorted by position, with their levels.
-    pub fn partition(&self) -> Result<&[(Interval, u32)], NearOptimalError> {
+    pub(crate) fn partition(&self) -> Result<&[(Interval, u32)], NearOptimalError> {
         Ok(&self
             .tiles
             .as_ref()
@@ -776,7 +756,7 @@ pub fn construct(v: &NeighbourSet, delta: f64, opts: Options) -> Result<Levels, 
 /// Builds the `R_i` of one V for every δ of a grid from a single pass over the `I_i`
 /// (which depend on V only); the δ are processed in parallel at each step. One result per
 /// δ, in order; a δ that fails does not stop the others.
-pub fn sweep(
+pub(crate) fn sweep(
     v: &NeighbourSet,
     deltas: &[f64],
     opts: Options,
@@ -816,7 +796,7 @@ pub enum GeometricSupport {
 }
 
 impl GeometricSupport {
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             GeometricSupport::FromOne => "from_one",
             GeometricSupport::FromZero => "from_zero",
@@ -874,12 +854,13 @@ impl<'a> NearOptimal<'a> {
         self.summary
     }
 
-    pub fn alpha(&self) -> f64 {
+    pub(crate) fn alpha(&self) -> f64 {
         self.summary.alpha
     }
 
     /// `p(r) = e^(−ε·level(r))/α`.
-    pub fn density(&self, r: f64) -> Result<f64, NearOptimalError> {
+    #[cfg(test)]
+    pub(crate) fn density(&self, r: f64) -> Result<f64, NearOptimalError> {
         Ok((-(self.levels.level(r)? as f64) * self.epsilon).exp() / self.summary.alpha)
     }
 

@@ -52,7 +52,7 @@ use super::{check_epsilon, check_positive, ParamRangeError};
 
 /// The noise a noisy-max mechanism adds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Noise {
+pub(crate) enum Noise {
     /// Two-sided Laplace noise: Report Noisy Max.
     Laplace,
     /// One-sided exponential noise: Report One-Sided Noisy Arg-Max.
@@ -63,10 +63,10 @@ pub enum Noise {
 
 /// Largest range for which the exact Laplace output distribution is computed (the cost is
 /// quadratic in |R|).
-pub const EXACT_LAPLACE_MAX_RANGE: usize = 5000;
+pub(crate) const EXACT_LAPLACE_MAX_RANGE: usize = 5000;
 
 #[derive(Clone, Debug)]
-pub struct ReportNoisyMax {
+pub(crate) struct ReportNoisyMax {
     utilities: Vec<f64>,
     noise: Noise,
     scale: f64,
@@ -121,10 +121,6 @@ impl ReportNoisyMax {
         Self::new(utilities, noise, factor * sensitivity / epsilon)
     }
 
-    pub fn scale(&self) -> f64 {
-        self.scale
-    }
-
     /// One output: the index of the largest noisy utility (ties go to the lower index,
     /// which happens with probability 0 for continuous noise).
     pub fn sample<R: Rng + ?Sized>(&self, rng: &mut R) -> usize {
@@ -158,7 +154,7 @@ impl ReportNoisyMax {
 
     /// The exact output distribution, or `None` for Laplace noise over a range larger than
     /// [`EXACT_LAPLACE_MAX_RANGE`].
-    pub fn probabilities(&self) -> Option<Vec<f64>> {
+    pub(crate) fn probabilities(&self) -> Option<Vec<f64>> {
         match self.noise {
             Noise::Gumbel => Some(gibbs_probabilities(&self.utilities, 1.0 / self.scale)),
             Noise::Exponential => Some(self.exponential_probabilities()),

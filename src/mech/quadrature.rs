@@ -3,7 +3,7 @@
 
 /// Nodes and weights of the n-point Gauss–Legendre rule on [−1, 1] (Newton's method on
 /// the Legendre recurrence, from the usual asymptotic first guess).
-pub fn gauss_legendre(n: usize) -> (Vec<f64>, Vec<f64>) {
+pub(crate) fn gauss_legendre(n: usize) -> (Vec<f64>, Vec<f64>) {
     let mut x = vec![0.0; n];
     let mut w = vec![0.0; n];
     let m = n.div_ceil(2);
@@ -33,7 +33,7 @@ pub fn gauss_legendre(n: usize) -> (Vec<f64>, Vec<f64>) {
 }
 
 /// Maps a rule on [−1, 1] to [a, b].
-pub fn on_interval<'a>(
+pub(crate) fn on_interval<'a>(
     nodes: &'a [f64],
     weights: &'a [f64],
     a: f64,

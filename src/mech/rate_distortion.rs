@@ -64,10 +64,10 @@ impl std::error::Error for ChannelError {}
 
 /// How far a probability vector's sum may be from 1. Printed distributions are rounded to 4
 /// decimals (the paper's Adult vector sums to 0.9993), so callers normalise after this check.
-pub const SUM_TOLERANCE: f64 = 1e-3;
+pub(crate) const SUM_TOLERANCE: f64 = 1e-3;
 
 /// Checks a probability vector: finite, non-negative, summing to 1 within `SUM_TOLERANCE`.
-pub fn check_distribution(p: &[f64]) -> Result<(), ChannelError> {
+pub(crate) fn check_distribution(p: &[f64]) -> Result<(), ChannelError> {
     if p.is_empty() {
         return Err(ChannelError("the distribution is empty".into()));
     }
@@ -91,13 +91,14 @@ pub fn check_distribution(p: &[f64]) -> Result<(), ChannelError> {
 
 /// A row-stochastic matrix q(y|x): `rows` inputs × `cols` outputs, row-major.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Channel {
+pub(crate) struct Channel {
     pub rows: usize,
     pub cols: usize,
     pub q: Vec<f64>,
 }
 
 impl Channel {
+    #[cfg(test)]
     pub fn new(rows: usize, cols: usize, q: Vec<f64>) -> Result<Channel, ChannelError> {
         if rows == 0 || cols == 0 || q.len() != rows * cols {
             return Err(ChannelError(format!(
@@ -121,12 +122,12 @@ impl Channel {
         Ok(Channel { rows, cols, q })
     }
 
-    pub fn row(&self, x: usize) -> &[f64] {
+    pub(crate) fn row(&self, x: usize) -> &[f64] {
         &self.q[x * self.cols..(x + 1) * self.cols]
     }
 
     /// The output distribution Σ_x p(x) q(y|x).
-    pub fn output(&self, p: &[f64]) -> Vec<f64> {
+    pub(crate) fn output(&self, p: &[f64]) -> Vec<f64> {
         let mut r = vec![0.0; self.cols];
         for (x, px) in p.iter().enumerate() {
             for (ry, qy) in r.iter_mut().zip(self.row(x)) {
@@ -137,7 +138,7 @@ impl Channel {
     }
 
     /// I(X; Y) in bits for the input distribution p.
-    pub fn mutual_information(&self, p: &[f64]) -> f64 {
+    pub(crate) fn mutual_information(&self, p: &[f64]) -> f64 {
         let r = self.output(p);
         let mut i = 0.0;
         for (x, px) in p.iter().enumerate() {
@@ -157,7 +158,8 @@ impl Channel {
     }
 
     /// E[d(X, Y)] for a distortion matrix d (rows × cols, row-major).
-    pub fn expected_distortion(&self, p: &[f64], d: &[f64]) -> f64 {
+    #[cfg(test)]
+    pub(crate) fn expected_distortion(&self, p: &[f64], d: &[f64]) -> f64 {
         let mut e = 0.0;
         for (x, px) in p.iter().enumerate() {
             for (y, qy) in self.row(x).iter().enumerate() {
@@ -169,7 +171,8 @@ impl Channel {
 
     /// ε = max ln q(y|x)/q(y|x′) in nats (Algorithm 3); ∞ when some column has a zero beside a
     /// non-zero; 0 for a single-row channel.
-    pub fn epsilon(&self) -> f64 {
+    #[cfg(test)]
+    pub(crate) fn epsilon(&self) -> f64 {
         let mut eps: f64 = 0.0;
         for y in 0..self.cols {
             let (mut lo, mut hi) = (f64::INFINITY, 0.0f64);
@@ -191,7 +194,7 @@ impl Channel {
 
     /// A sampler of the channel's output on input `x`: x̂ ~ q(·|x), by inversion of the row's
     /// cumulative sums. An output of probability 0 is never drawn.
-    pub fn sampler(&self, x: usize) -> RowSampler {
+    pub(crate) fn sampler(&self, x: usize) -> RowSampler {
         let mut total = 0.0;
         let cumulative = self
             .row(x)
@@ -211,7 +214,7 @@ impl Channel {
     }
 
     /// Sums out an auxiliary output: q(x̂|x) = Σ_z q(x̂, z|x) with outputs laid out x̂-major.
-    pub fn marginal(&self, nz: usize) -> Channel {
+    pub(crate) fn marginal(&self, nz: usize) -> Channel {
         let m = self.cols / nz;
         let mut q = vec![0.0; self.rows * m];
         for x in 0..self.rows {
@@ -229,7 +232,7 @@ impl Channel {
 
 /// Draws the output of one row of a [`Channel`] ([`Channel::sampler`]).
 #[derive(Debug, Clone)]
-pub struct RowSampler {
+pub(crate) struct RowSampler {
     cumulative: Vec<f64>,
     total: f64,
     last: usize,
@@ -249,7 +252,7 @@ impl RowSampler {
 }
 
 /// Shannon entropy in bits.
-pub fn entropy_bits(p: &[f64]) -> f64 {
+pub(crate) fn entropy_bits(p: &[f64]) -> f64 {
     -p.iter()
         .filter(|v| **v > 0.0)
         .map(|v| v * v.log2())
@@ -257,6 +260,7 @@ pub fn entropy_bits(p: &[f64]) -> f64 {
 }
 
 /// Binary entropy in bits.
+#[cfg(test)]
 fn h2(d: f64) -> f64 {
     entropy_bits(&[d, 1.0 - d])
 }
@@ -272,7 +276,8 @@ pub enum Distortion {
 }
 
 impl Distortion {
-    pub fn matrix(&self, m: usize) -> Vec<f64> {
+    #[cfg(test)]
+    pub(crate) fn matrix(&self, m: usize) -> Vec<f64> {
         match self {
             Distortion::Hamming => (0..m * m)
                 .map(|i| if i / m == i % m { 0.0 } else { 1.0 })
@@ -319,7 +324,7 @@ impl OptimalChannel {
     }
 
     /// q(x̂, z|x) with outputs laid out x̂-major (z fastest), rows renormalised against rounding.
-    pub fn joint_channel(&self) -> Channel {
+    pub(crate) fn joint_channel(&self) -> Channel {
         let m = self.z.len();
         let n = m * self.nz;
         let mut q = vec![0.0; m * n];
@@ -342,13 +347,13 @@ impl OptimalChannel {
     }
 
     /// The privacy channel q(x̂|x) = Σ_z q(x̂, z|x) (Algorithm 3, steps 1–2).
-    pub fn channel(&self) -> Channel {
+    pub(crate) fn channel(&self) -> Channel {
         self.joint_channel().marginal(self.nz)
     }
 }
 
 /// Upper bound on BA iterations: a λ sweep must finish even where convergence is slow.
-pub const MAX_ITERATIONS: usize = 1_000_000;
+pub(crate) const MAX_ITERATIONS: usize = 1_000_000;
 
 /// Blahut–Arimoto exactly as the paper's Algorithm 1: r₀(x̂, z) uniform; q(x̂, z|x) ∝
 /// r(x̂, z)·e^{−λ d(x, x̂)}; I by Algorithm 2 (Σ p q log(q/r), with the r the channel was built
@@ -677,7 +682,7 @@ impl Kernel {
 /// The symmetric channel on m values (k-ary randomized response) with expected Hamming
 /// distortion D: q(x|x) = 1 − D, q(x̂|x) = D/(m−1) otherwise. Its distortion is D whatever the
 /// prior, and it is ε-DP with ε = ln((1 − D)(m − 1)/D).
-pub fn symmetric_channel(m: usize, d: f64) -> Result<Channel, ChannelError> {
+pub(crate) fn symmetric_channel(m: usize, d: f64) -> Result<Channel, ChannelError> {
     if m < 2 {
         return Err(ChannelError(format!(
             "a symmetric channel needs at least 2 values, got {m}"
@@ -701,12 +706,12 @@ pub fn symmetric_channel(m: usize, d: f64) -> Result<Channel, ChannelError> {
 }
 
 /// ε of the symmetric channel with distortion D (nats).
-pub fn symmetric_epsilon(m: usize, d: f64) -> f64 {
+pub(crate) fn symmetric_epsilon(m: usize, d: f64) -> f64 {
     ((1.0 - d) * (m - 1) as f64 / d).ln()
 }
 
 /// The distortion of the symmetric channel with privacy ε: D = (m − 1)/(e^ε + m − 1).
-pub fn symmetric_distortion_for_epsilon(m: usize, eps: f64) -> Result<f64, ChannelError> {
+pub(crate) fn symmetric_distortion_for_epsilon(m: usize, eps: f64) -> Result<f64, ChannelError> {
     if eps.is_nan() || eps < 0.0 || m < 2 {
         return Err(ChannelError(format!(
             "ε = {eps} is invalid: must be ≥ 0 (and m ≥ 2)"
@@ -718,7 +723,7 @@ pub fn symmetric_distortion_for_epsilon(m: usize, eps: f64) -> Result<f64, Chann
 /// The distortion at which the symmetric channel leaks `mi` bits about X ~ p. MI falls
 /// monotonically from H(X) at D = 0 to 0 at D = (m−1)/m, so bisection finds the root; there is
 /// no closed form for a non-uniform prior.
-pub fn symmetric_distortion_for_mi(p: &[f64], mi: f64) -> Result<f64, ChannelError> {
+pub(crate) fn symmetric_distortion_for_mi(p: &[f64], mi: f64) -> Result<f64, ChannelError> {
     check_distribution(p)?;
     let m = p.len();
     let h = entropy_bits(p);
@@ -745,7 +750,8 @@ pub fn symmetric_distortion_for_mi(p: &[f64], mi: f64) -> Result<f64, ChannelErr
 
 /// The rate–distortion function of a uniform source on m values with Hamming distortion
 /// (bits): R(D) = log2 m − h(D) − D log2(m − 1) for D ≤ (m−1)/m, else 0.
-pub fn uniform_hamming_rd(m: usize, d: f64) -> f64 {
+#[cfg(test)]
+pub(crate) fn uniform_hamming_rd(m: usize, d: f64) -> f64 {
     let dmax = (m - 1) as f64 / m as f64;
     if d >= dmax {
         return 0.0;

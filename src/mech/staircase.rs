@@ -40,7 +40,7 @@ use rand_distr::{Distribution, Exp1};
 use super::{check_epsilon, check_positive, ParamRangeError};
 
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Staircase {
+pub(crate) struct Staircase {
     epsilon: f64,
     sensitivity: f64,
     gamma: f64,
@@ -75,12 +75,12 @@ impl Staircase {
     }
 
     /// The staircase with the E|X|-optimal step `γ* = 1/(1 + e^(ε/2))`.
-    pub fn optimal(epsilon: f64, sensitivity: f64) -> Result<Self, ParamRangeError> {
+    pub(crate) fn optimal(epsilon: f64, sensitivity: f64) -> Result<Self, ParamRangeError> {
         check_epsilon(epsilon)?;
         Self::new(epsilon, sensitivity, 1.0 / (1.0 + (epsilon / 2.0).exp()))
     }
 
-    pub fn gamma(&self) -> f64 {
+    pub(crate) fn gamma(&self) -> f64 {
         self.gamma
     }
 
@@ -96,12 +96,12 @@ impl Staircase {
         }
     }
 
-    pub fn density(&self, x: f64) -> f64 {
+    pub(crate) fn density(&self, x: f64) -> f64 {
         self.height * (-self.epsilon * self.exponent(x)).exp()
     }
 
     /// `E|X|` in closed form: the two geometric series over k of the step integrals.
-    pub fn mean_abs(&self) -> f64 {
+    pub(crate) fn mean_abs(&self) -> f64 {
         let (g, b, d) = (self.gamma, self.b, self.sensitivity);
         let one_minus_b = -(-self.epsilon).exp_m1();
         let s0 = 1.0 / one_minus_b;
@@ -135,7 +135,8 @@ impl Staircase {
     }
 
     /// The CDF, for goodness-of-fit tests: whole steps below |x| plus the part of its step.
-    pub fn cdf(&self, x: f64) -> f64 {
+    #[cfg(test)]
+    pub(crate) fn cdf(&self, x: f64) -> f64 {
         let t = x.abs() / self.sensitivity;
         let k = t.floor();
         let frac = t - k;

@@ -3,7 +3,7 @@
 
 /// Standard normal CDF, by West's double-precision algorithm (Hart 1968, absolute error
 /// below 1e−15).
-pub fn normal_cdf(z: f64) -> f64 {
+pub(crate) fn normal_cdf(z: f64) -> f64 {
     let x = z.abs();
     let c = if x > 37.0 {
         0.0
@@ -47,7 +47,7 @@ pub fn normal_cdf(z: f64) -> f64 {
 
 /// Standard normal quantile: Acklam's rational approximation refined by one Halley step
 /// (relative error ~1e−15).
-pub fn normal_quantile(p: f64) -> f64 {
+pub(crate) fn normal_quantile(p: f64) -> f64 {
     if p <= 0.0 {
         return f64::NEG_INFINITY;
     }
@@ -115,7 +115,7 @@ pub fn normal_quantile(p: f64) -> f64 {
 ///
 /// Returns NaN, rather than panicking, for a level outside (0, 1) or df = 0: callers then
 /// report NaN interval bounds, and stages take the level as `stages::param::Level`, checked when `with:` is read.
-pub fn t_critical(level: f64, df: usize) -> f64 {
+pub(crate) fn t_critical(level: f64, df: usize) -> f64 {
     // `!(0 < level < 1)` also catches NaN; statrs' inverse_cdf asserts on its input.
     if !(level > 0.0 && level < 1.0) || df == 0 {
         return f64::NAN;
@@ -128,7 +128,7 @@ pub fn t_critical(level: f64, df: usize) -> f64 {
 }
 
 /// Largest df for which statrs' Student-t quantile is used (see [`t_critical`]).
-pub const T_STATRS_MAX_DF: usize = 1000;
+pub(crate) const T_STATRS_MAX_DF: usize = 1000;
 
 fn t_quantile_statrs(p: f64, df: f64) -> f64 {
     use statrs::distribution::{ContinuousCDF, StudentsT};
@@ -151,7 +151,7 @@ fn t_quantile_cornish_fisher(p: f64, n: f64) -> f64 {
 
 /// Mean, spread and a t-based confidence interval of a sample.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Summary {
+pub(crate) struct Summary {
     pub n: usize,
     pub mean: f64,
     /// Sample standard deviation (n − 1 denominator); NaN for n < 2.
@@ -165,7 +165,7 @@ pub struct Summary {
 }
 
 /// Summarises `xs` with a `level` confidence interval for the mean.
-pub fn summarise(xs: &[f64], level: f64) -> Summary {
+pub(crate) fn summarise(xs: &[f64], level: f64) -> Summary {
     let n = xs.len();
     let mean = xs.iter().sum::<f64>() / n as f64;
     let var = if n > 1 {
@@ -194,7 +194,7 @@ pub fn summarise(xs: &[f64], level: f64) -> Summary {
 
 /// The q-quantile (0 ≤ q ≤ 1) with linear interpolation between order statistics
 /// (Hyndman & Fan type 7, numpy's default). `sorted` must be ascending and non-empty.
-pub fn quantile_sorted(sorted: &[f64], q: f64) -> f64 {
+pub(crate) fn quantile_sorted(sorted: &[f64], q: f64) -> f64 {
     let h = (sorted.len() - 1) as f64 * q;
     let lo = h.floor() as usize;
     let hi = h.ceil() as usize;
@@ -202,7 +202,7 @@ pub fn quantile_sorted(sorted: &[f64], q: f64) -> f64 {
 }
 
 /// Wilson score interval for a binomial proportion `k/n`.
-pub fn wilson(k: u64, n: u64, level: f64) -> (f64, f64) {
+pub(crate) fn wilson(k: u64, n: u64, level: f64) -> (f64, f64) {
     if n == 0 {
         return (0.0, 1.0);
     }
@@ -218,7 +218,8 @@ pub fn wilson(k: u64, n: u64, level: f64) -> (f64, f64) {
 }
 
 /// Kolmogorov–Smirnov statistic of a sample against a continuous CDF (sorts `xs`).
-pub fn ks_statistic(xs: &mut [f64], cdf: impl Fn(f64) -> f64) -> f64 {
+#[cfg(test)]
+pub(crate) fn ks_statistic(xs: &mut [f64], cdf: impl Fn(f64) -> f64) -> f64 {
     xs.sort_by(f64::total_cmp);
     let n = xs.len() as f64;
     xs.iter()
@@ -231,7 +232,8 @@ pub fn ks_statistic(xs: &mut [f64], cdf: impl Fn(f64) -> f64) -> f64 {
 }
 
 /// Pearson's chi-square statistic of observed counts against probabilities.
-pub fn chi_square_statistic(counts: &[u64], probs: &[f64]) -> f64 {
+#[cfg(test)]
+pub(crate) fn chi_square_statistic(counts: &[u64], probs: &[f64]) -> f64 {
     let n: u64 = counts.iter().sum();
     counts
         .iter()
@@ -245,7 +247,7 @@ pub fn chi_square_statistic(counts: &[u64], probs: &[f64]) -> f64 {
 }
 
 /// Total-variation distance `½ Σ |p − q|`.
-pub fn total_variation(p: &[f64], q: &[f64]) -> f64 {
+pub(crate) fn total_variation(p: &[f64], q: &[f64]) -> f64 {
     0.5 * p.iter().zip(q).map(|(a, b)| (a - b).abs()).sum::<f64>()
 }
 
@@ -367,7 +369,7 @@ mod tests {
 
 /// Least-squares line y = a + b·x with a `level` t-interval for the slope b.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct LineFit {
+pub(crate) struct LineFit {
     pub intercept: f64,
     pub slope: f64,
     pub slope_lo: f64,
@@ -375,7 +377,7 @@ pub struct LineFit {
 }
 
 /// Fits y on x by least squares. The slope interval needs ≥ 3 points (NaN otherwise).
-pub fn fit_line(x: &[f64], y: &[f64], level: f64) -> LineFit {
+pub(crate) fn fit_line(x: &[f64], y: &[f64], level: f64) -> LineFit {
     let n = x.len().min(y.len());
     let nf = n as f64;
     let mx = x[..n].iter().sum::<f64>() / nf;

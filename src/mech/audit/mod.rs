@@ -42,15 +42,15 @@
 //! The validation split is counted as it is drawn, chunk by chunk: memory holds the search
 //! split and one chunk per thread, whatever the number of validation samples.
 
-pub mod search;
+pub(crate) mod search;
 
 use rayon::prelude::*;
 
-pub use search::{Event, Projection, Searches};
+pub(crate) use search::{Event, Searches};
 
 /// The one-sided Clopper–Pearson lower bound on p from k successes in n trials, at level
 /// 1 − `alpha`: the `alpha` quantile of Beta(k, n − k + 1), and 0 when k = 0.
-pub fn clopper_pearson_lower(k: u64, n: u64, alpha: f64) -> f64 {
+pub(crate) fn clopper_pearson_lower(k: u64, n: u64, alpha: f64) -> f64 {
     if k == 0 || k > n {
         return 0.0;
     }
@@ -59,7 +59,7 @@ pub fn clopper_pearson_lower(k: u64, n: u64, alpha: f64) -> f64 {
 
 /// The one-sided Clopper–Pearson upper bound on p from k successes in n trials, at level
 /// 1 − `alpha`: the 1 − `alpha` quantile of Beta(k + 1, n − k), and 1 when k = n.
-pub fn clopper_pearson_upper(k: u64, n: u64, alpha: f64) -> f64 {
+pub(crate) fn clopper_pearson_upper(k: u64, n: u64, alpha: f64) -> f64 {
     if k >= n {
         return 1.0;
     }
@@ -127,7 +127,14 @@ fn beta_quantile(a: f64, b: f64, q: f64) -> f64 {
 /// ε_LB = ln((LCB(p₁) − δ) / UCB(p₂)) from k₁ of n₁ and k₂ of n₂ draws in the event, both
 /// bounds together at `confidence` (each at 1 − (1 − confidence)/2); 0 when the fraction is
 /// not above 1.
-pub fn epsilon_lower_bound(k1: u64, n1: u64, k2: u64, n2: u64, delta: f64, confidence: f64) -> f64 {
+pub(crate) fn epsilon_lower_bound(
+    k1: u64,
+    n1: u64,
+    k2: u64,
+    n2: u64,
+    delta: f64,
+    confidence: f64,
+) -> f64 {
     let alpha = (1.0 - confidence) / 2.0;
     let lo = clopper_pearson_lower(k1, n1, alpha) - delta;
     let hi = clopper_pearson_upper(k2, n2, alpha);
@@ -142,7 +149,7 @@ pub fn epsilon_lower_bound(k1: u64, n1: u64, k2: u64, n2: u64, delta: f64, confi
 /// `counts[i]` times (1 for single draws; a histogram's count for a mechanism that reports
 /// its draws as one).
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct Releases {
+pub(crate) struct Releases {
     pub dim: usize,
     pub values: Vec<f64>,
     pub counts: Vec<u64>,
@@ -150,7 +157,7 @@ pub struct Releases {
 
 impl Releases {
     /// Single draws of dimension `dim`, row-major.
-    pub fn draws(dim: usize, values: Vec<f64>) -> Self {
+    pub(crate) fn draws(dim: usize, values: Vec<f64>) -> Self {
         let n = values.len().checked_div(dim).unwrap_or(0);
         Releases {
             dim,
@@ -159,25 +166,25 @@ impl Releases {
         }
     }
 
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.counts.len()
     }
 
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.counts.is_empty()
     }
 
-    pub fn row(&self, i: usize) -> &[f64] {
+    pub(crate) fn row(&self, i: usize) -> &[f64] {
         &self.values[i * self.dim..(i + 1) * self.dim]
     }
 
     /// The number of draws they stand for.
-    pub fn total(&self) -> u64 {
+    pub(crate) fn total(&self) -> u64 {
         self.counts.iter().sum()
     }
 
     /// Appends `other`'s releases (of the same dimension).
-    pub fn extend(&mut self, other: Releases) {
+    pub(crate) fn extend(&mut self, other: Releases) {
         if self.counts.is_empty() {
             self.dim = other.dim;
         }
@@ -186,7 +193,7 @@ impl Releases {
     }
 
     /// The draws that fall in `event`.
-    pub fn count_in(&self, event: &Event) -> u64 {
+    pub(crate) fn count_in(&self, event: &Event) -> u64 {
         (0..self.len())
             .filter(|&i| event.contains(self.row(i)))
             .map(|i| self.counts[i])
@@ -196,7 +203,7 @@ impl Releases {
 
 /// Which draws a sampler is asked for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Split {
+pub(crate) enum Split {
     Search,
     Validation,
 }
@@ -205,7 +212,7 @@ pub enum Split {
 /// `pair`, chunk `chunk` of `split`. Each chunk must use its own random stream, derived from
 /// these four numbers alone, for the result not to depend on the number of threads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Draw {
+pub(crate) struct Draw {
     pub pair: usize,
     pub side: usize,
     pub split: Split,
@@ -215,7 +222,7 @@ pub struct Draw {
 
 impl Draw {
     /// A distinct number for each (pair, side, split, chunk): the index of its random stream.
-    pub fn stream(&self) -> u64 {
+    pub(crate) fn stream(&self) -> u64 {
         let split = match self.split {
             Split::Search => 0,
             Split::Validation => 1,
@@ -226,7 +233,7 @@ impl Draw {
 
 /// What an audit draws and with what confidence.
 #[derive(Clone, Debug)]
-pub struct Plan {
+pub(crate) struct Plan {
     /// Neighbouring pairs (x, x') to try.
     pub pairs: usize,
     /// Draws per side and pair for choosing the event.
@@ -243,7 +250,7 @@ pub struct Plan {
 
 /// The event an audit chose and what the validation split says of it.
 #[derive(Clone, Debug)]
-pub struct Finding {
+pub(crate) struct Finding {
     pub pair: usize,
     /// true: p₁ is measured on x (side 0) and p₂ on x' (side 1); false: the other way round.
     pub forward: bool,
@@ -253,15 +260,13 @@ pub struct Finding {
     pub k1: u64,
     pub k2: u64,
     pub epsilon_lb: f64,
-    /// The event's bound on the search split (optimistic: it chose the event).
-    pub search_epsilon: f64,
 }
 
 impl Finding {
-    pub fn p1(&self) -> f64 {
+    pub(crate) fn p1(&self) -> f64 {
         self.k1 as f64 / self.samples as f64
     }
-    pub fn p2(&self) -> f64 {
+    pub(crate) fn p2(&self) -> f64 {
         self.k2 as f64 / self.samples as f64
     }
 }
@@ -269,7 +274,7 @@ impl Finding {
 /// Audits a mechanism given by `draw` (see the module documentation): searches every pair's
 /// search split for the best event, measures it on the validation split. `None` when no search
 /// applies to the releases (none was given any candidate).
-pub fn audit<E: Send>(
+pub(crate) fn audit<E: Send>(
     plan: &Plan,
     draw: impl Fn(Draw) -> Result<Releases, E> + Sync,
 ) -> Result<Option<Finding>, E> {
@@ -336,7 +341,6 @@ pub fn audit<E: Send>(
         k1,
         k2,
         epsilon_lb: epsilon_lower_bound(k1, n, k2, n, plan.delta, plan.confidence),
-        search_epsilon: chosen.score,
         event: chosen.event,
     }))
 }

@@ -17,13 +17,13 @@ use crate::text::significant;
 
 /// Distinct outcomes beyond which the discrete search does not apply; it does not either when
 /// they are more than a tenth of the draws (continuous outputs: every draw is its own outcome).
-pub const MAX_OUTCOMES: usize = 10_000;
+pub(crate) const MAX_OUTCOMES: usize = 10_000;
 
 /// Outcomes an event's description lists before it says how many more there are.
 const LISTED: usize = 12;
 
 /// Dimensions beyond which the linear score is not learnt (Newton's method is cubic in them).
-pub const MAX_LINEAR_DIM: usize = 256;
+pub(crate) const MAX_LINEAR_DIM: usize = 256;
 
 /// Releases the logistic regression is trained on, at most (the first ones of the split).
 const MAX_TRAIN: usize = 200_000;
@@ -42,7 +42,7 @@ fn levels() -> Vec<f64> {
 
 /// Which searches an audit runs (each only where it applies).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Searches {
+pub(crate) struct Searches {
     /// Sets of exact outcomes, by likelihood ratio (at most [`MAX_OUTCOMES`] distinct ones).
     pub discrete: bool,
     /// Thresholds and intervals on each coordinate.
@@ -56,7 +56,8 @@ pub struct Searches {
 }
 
 impl Searches {
-    pub const ALL: Searches = Searches {
+    #[cfg(test)]
+    pub(crate) const ALL: Searches = Searches {
         discrete: true,
         scalar: true,
         linear: true,
@@ -66,7 +67,7 @@ impl Searches {
 
 /// A number computed from a release.
 #[derive(Clone, Debug, PartialEq)]
-pub enum Projection {
+pub(crate) enum Projection {
     /// Its coordinate `j`.
     Coordinate(usize),
     /// `weights · release + offset`.
@@ -74,7 +75,7 @@ pub enum Projection {
 }
 
 impl Projection {
-    pub fn of(&self, x: &[f64]) -> f64 {
+    pub(crate) fn of(&self, x: &[f64]) -> f64 {
         match self {
             Projection::Coordinate(j) => x[*j],
             Projection::Linear { weights, offset } => {
@@ -86,7 +87,7 @@ impl Projection {
 
 /// An event on releases.
 #[derive(Clone, Debug, PartialEq)]
-pub enum Event {
+pub(crate) enum Event {
     /// The release is one of `outcomes` (compared number by number, bit for bit; −0 = 0).
     Outcomes {
         outcomes: Vec<Vec<f64>>,
@@ -105,12 +106,12 @@ fn key(x: &[f64]) -> Vec<u64> {
 }
 
 impl Event {
-    pub fn outcomes(outcomes: Vec<Vec<f64>>) -> Self {
+    pub(crate) fn outcomes(outcomes: Vec<Vec<f64>>) -> Self {
         let bits = outcomes.iter().map(|o| key(o)).collect();
         Event::Outcomes { outcomes, bits }
     }
 
-    pub fn contains(&self, x: &[f64]) -> bool {
+    pub(crate) fn contains(&self, x: &[f64]) -> bool {
         match self {
             Event::Outcomes { bits, .. } => bits.contains(&key(x)),
             Event::Range { projection, lo, hi } => {
@@ -122,7 +123,7 @@ impl Event {
 
     /// The event in words: `noisy ≥ 10.7`, `candidate ∈ {r3}`, `2 ≤ noisy[1] < 3.5`.
     /// `name(j)` names coordinate j; `value(j, v)` writes its value v (a label for codes).
-    pub fn describe(
+    pub(crate) fn describe(
         &self,
         name: &dyn Fn(usize) -> String,
         value: &dyn Fn(usize, f64) -> String,
@@ -200,7 +201,7 @@ impl Event {
 
 /// A candidate event, its direction, and its bound on the search split.
 #[derive(Clone, Debug)]
-pub struct Candidate {
+pub(crate) struct Candidate {
     pub event: Event,
     /// true: p₁ on side 0 (x), p₂ on side 1 (x').
     pub forward: bool,
@@ -264,7 +265,8 @@ impl Best<'_> {
 
 /// The best candidate event separating draws `a` (side 0) from `b` (side 1), over the
 /// searches that apply; `None` when none gives a bound above 0.
-pub fn best(
+#[cfg(test)]
+pub(crate) fn best(
     a: &Releases,
     b: &Releases,
     searches: Searches,
@@ -277,7 +279,7 @@ pub fn best(
 /// [`best`], for a validation split of `validation` draws per side: when it is smaller than
 /// the search split, events too rare to be measured on it score less (see the module's
 /// documentation).
-pub fn best_for(
+pub(crate) fn best_for(
     a: &Releases,
     b: &Releases,
     searches: Searches,

@@ -1,6 +1,7 @@
 use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64Mcg;
 
+use super::search::Projection;
 use super::*;
 use crate::mech::exponential::ExponentialMechanism;
 use crate::mech::laplace::Laplace;

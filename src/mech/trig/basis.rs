@@ -29,12 +29,14 @@ pub struct MultiIndex {
 
 impl MultiIndex {
     /// ‖r‖₁, the degree of φ_r.
-    pub fn degree(&self) -> u32 {
+    #[cfg(test)]
+    pub(crate) fn degree(&self) -> u32 {
         self.terms.iter().map(|&(_, k)| k).sum()
     }
 
     /// The dense form (r_1, …, r_d).
-    pub fn dense(&self, dim: usize) -> Vec<u32> {
+    #[cfg(test)]
+    pub(crate) fn dense(&self, dim: usize) -> Vec<u32> {
         let mut r = vec![0; dim];
         for &(j, k) in &self.terms {
             r[j] = k;
@@ -119,7 +121,7 @@ fn compositions(
 }
 
 /// Every multi-index of {0, …, t−1}^dim (Algorithm 4 uses the whole of T_t^d), in the same order.
-pub fn full_grid(dim: usize, t: u32) -> Result<Vec<MultiIndex>, ParamRangeError> {
+pub(crate) fn full_grid(dim: usize, t: u32) -> Result<Vec<MultiIndex>, ParamRangeError> {
     let total = (t as f64).powi(dim as i32);
     if total > MAX_FULL_BASES as f64 {
         return Err(ParamRangeError {
@@ -132,10 +134,10 @@ pub fn full_grid(dim: usize, t: u32) -> Result<Vec<MultiIndex>, ParamRangeError>
 }
 
 /// Largest number of basis functions (LP rows) any variant accepts.
-pub const MAX_BASES: usize = 1_000_000;
+pub(crate) const MAX_BASES: usize = 1_000_000;
 
 /// Largest number of basis functions (LP rows) the full-grid mechanism accepts.
-pub const MAX_FULL_BASES: usize = 20_000;
+pub(crate) const MAX_FULL_BASES: usize = 20_000;
 
 /// Values of φ_r at `points` (row-major, `dim` columns): one column of `bases.len()` values per
 /// point, column-major — the layout of W in the LP (`W[r, a]` = φ_r(a)).
@@ -166,7 +168,7 @@ pub fn basis_matrix(bases: &[MultiIndex], points: &[f64], dim: usize) -> Vec<f64
 }
 
 /// Σ_x φ_r(x) / n for every basis function: the answers b_r of Algorithm 4 line 8.
-pub fn basis_means(bases: &[MultiIndex], points: &[f64], dim: usize) -> Vec<f64> {
+pub(crate) fn basis_means(bases: &[MultiIndex], points: &[f64], dim: usize) -> Vec<f64> {
     let rows = bases.len();
     let n = points.len() / dim.max(1);
     let mut sums = vec![0.0; rows];
@@ -198,13 +200,13 @@ fn chebyshev_table(x: &[f64], max_k: usize, out: &mut [f64]) {
 }
 
 /// The grid A = {a_k = (2k + 1 − N)/N : k = 0, …, N−1}: the centres of N equal cells of [−1, 1].
-pub fn grid_point(k: u64, n: u64) -> f64 {
+pub(crate) fn grid_point(k: u64, n: u64) -> f64 {
     (2.0 * k as f64 + 1.0 - n as f64) / n as f64
 }
 
 /// argmin_{a ∈ A} |x − a| (Algorithm 4 line 4): the centre of x's cell, [`grid_point`] of
 /// [`cell`].
-pub fn snap(x: f64, n: u64) -> f64 {
+pub(crate) fn snap(x: f64, n: u64) -> f64 {
     grid_point(cell(x, n), n)
 }
 
@@ -215,7 +217,7 @@ pub fn snap(x: f64, n: u64) -> f64 {
 /// `f64::floor` for the non-negative values it is applied to (negative ones clamp to 0
 /// anyway), and an instruction where baseline x86-64 calls libm's `floor` (no rounding
 /// instruction before SSE4.1); out-of-range values saturate, then clamp.
-pub fn cell(x: f64, n: u64) -> u64 {
+pub(crate) fn cell(x: f64, n: u64) -> u64 {
     let v = (x + 1.0) * n as f64 / 2.0;
     if v >= 0.0 {
         (v as u64).min(n.saturating_sub(1))
@@ -226,7 +228,7 @@ pub fn cell(x: f64, n: u64) -> u64 {
 
 /// argmin_{l ∈ 𝓛} |x − l| for 𝓛 = {i/L : i = −L, …, L} (Algorithm 4 lines 10 and 15): values
 /// beyond ±1 (a noisy answer can be) go to ±1; halves round away from zero.
-pub fn to_lattice(x: f64, lattice: u64) -> f64 {
+pub(crate) fn to_lattice(x: f64, lattice: u64) -> f64 {
     let l = lattice as f64;
     (round_half_away(x * l) / l).clamp(-1.0, 1.0)
 }
@@ -263,7 +265,11 @@ pub struct Schedule {
 
 /// Algorithm 4 line 1: t = ⌈n^{1/(2d+K)}⌉, N = ⌈n^{K/(2d+K)}⌉, m = ⌈n^{1+(K+1)/(2d+K)}⌉,
 /// L = ⌈n^{(d+K)/(2d+K)}⌉.
-pub fn schedule_pure(n: usize, dim: usize, smoothness: f64) -> Result<Schedule, ParamRangeError> {
+pub(crate) fn schedule_pure(
+    n: usize,
+    dim: usize,
+    smoothness: f64,
+) -> Result<Schedule, ParamRangeError> {
     check_schedule(n, dim, smoothness)?;
     let (n, d, k) = (n as f64, dim as f64, smoothness);
     let e = 2.0 * d + k;
@@ -277,7 +283,7 @@ pub fn schedule_pure(n: usize, dim: usize, smoothness: f64) -> Result<Schedule, 
 
 /// Algorithm 5 line 1, with ℓ = ln(1/δ) and e = 3d + 2K: t = ⌈n^{2/e} ℓ^{−1/e}⌉,
 /// N = ⌈n^{2K/e} ℓ^{−K/e}⌉, m = ⌈n^{(4d+4K+2)/e} ℓ^{−(2d+2K+1)/e}⌉, L = ⌈n^{(2d+2K)/e} ℓ^{−(d+K)/e}⌉.
-pub fn schedule_approx(
+pub(crate) fn schedule_approx(
     n: usize,
     dim: usize,
     smoothness: f64,

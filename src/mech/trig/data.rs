@@ -70,7 +70,7 @@ impl Data {
     }
 
     /// The rows, row-major.
-    pub fn points(&self) -> &[f64] {
+    pub(crate) fn points(&self) -> &[f64] {
         &self.points
     }
 
@@ -80,13 +80,13 @@ impl Data {
     }
 
     /// n, the number of rows.
-    pub fn rows(&self) -> usize {
+    pub(crate) fn rows(&self) -> usize {
         self.points.len() / self.dim
     }
 
     /// Whether `points` (row-major, `dim` columns) are this database, bit for bit (−0 and 0
     /// differ: the kept values are those of exactly these bits).
-    pub fn holds(&self, points: &[f64], dim: usize) -> bool {
+    pub(crate) fn holds(&self, points: &[f64], dim: usize) -> bool {
         // By blocks whose comparisons are and-ed without a branch, so the loop vectorises
         // (a run compares its whole input: 8·10⁵ values for CSN).
         dim == self.dim
@@ -99,12 +99,12 @@ impl Data {
     }
 
     /// Memory held, in bytes (the rows dominate; the kept answers are R values each).
-    pub fn bytes(&self) -> usize {
+    pub(crate) fn bytes(&self) -> usize {
         std::mem::size_of_val(self.points.as_slice()) + self.dim * (self.dim + 1) * 8
     }
 
     /// The mean and the covariance (1/n)·Σ (x − x̄)(x − x̄)ᵀ of the rows.
-    pub fn moments(&self) -> &(Vec<f64>, DMatrix<f64>) {
+    pub(crate) fn moments(&self) -> &(Vec<f64>, DMatrix<f64>) {
         self.moments
             .get_or_init(|| covariance(&self.points, self.dim))
     }
@@ -113,7 +113,7 @@ impl Data {
     /// `grid` cells per coordinate (Algorithm 4 lines 3–8, Algorithm 9 lines 3–6, before
     /// the noise). Two runs asking at once may both compute them (the same bits); one copy is
     /// kept.
-    pub fn basis_answers(&self, bases: &[MultiIndex], grid: u64) -> Arc<Vec<f64>> {
+    pub(crate) fn basis_answers(&self, bases: &[MultiIndex], grid: u64) -> Arc<Vec<f64>> {
         let found = |kept: &Vec<BasisAnswers>| {
             kept.iter()
                 .find(|((g, b), _)| *g == grid && b.as_slice() == bases)

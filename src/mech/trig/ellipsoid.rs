@@ -46,7 +46,7 @@ pub enum EllipsoidSampler {
 /// `count` points in the ellipsoid with the given semi-axes (`d = semi_axes.len()`),
 /// returned row-major (`count × d`). Semi-axes must be finite and ≥ 0 (a zero semi-axis
 /// flattens the ellipsoid onto a coordinate hyperplane), and `d ≥ 1`.
-pub fn sample_ellipsoid<R: Rng + ?Sized>(
+pub(crate) fn sample_ellipsoid<R: Rng + ?Sized>(
     count: usize,
     semi_axes: &[f64],
     sampler: EllipsoidSampler,

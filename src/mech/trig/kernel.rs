@@ -230,12 +230,12 @@ impl KernelMixtures {
     }
 
     /// The memory the family holds: its centres (laid out), weights and centre norms.
-    pub fn bytes(&self) -> usize {
+    pub(crate) fn bytes(&self) -> usize {
         (self.panels.len() + self.weights.len() + self.centre_norms.len())
             * std::mem::size_of::<f64>()
     }
 
-    pub fn queries(&self) -> usize {
+    pub(crate) fn queries(&self) -> usize {
         self.weights.len().checked_div(self.per_query).unwrap_or(0)
     }
 
@@ -244,13 +244,14 @@ impl KernelMixtures {
     }
 
     /// J, the number of kernels in each query.
-    pub fn per_query(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn per_query(&self) -> usize {
         self.per_query
     }
 
     /// Centre x_j of query q is row q·J + j of this (queries·J) × dim row-major matrix, as
     /// drawn or given (read back from the kernel's layout: halving the doubled values is exact).
-    pub fn centres(&self) -> Vec<f64> {
+    pub(crate) fn centres(&self) -> Vec<f64> {
         let (dim, m) = (self.dim, self.weights.len());
         let mut rows = vec![0.0; m * dim];
         for (j, row) in rows.chunks_exact_mut(dim.max(1)).enumerate() {
@@ -263,7 +264,8 @@ impl KernelMixtures {
     }
 
     /// α_j of query q is entry (q, j) of this queries × J row-major matrix.
-    pub fn weights(&self) -> &[f64] {
+    #[cfg(test)]
+    pub(crate) fn weights(&self) -> &[f64] {
         &self.weights
     }
 }
@@ -591,7 +593,7 @@ struct Context<'a> {
 
 /// The largest power a bandwidth's kernel values are taken to from another's (see "Several
 /// bandwidths at once": the relative error grows about linearly with it).
-pub const MAX_POWER: u32 = 16;
+pub(crate) const MAX_POWER: u32 = 16;
 
 /// One step of a [`Plan`](plan_steps): the kernel values of bandwidth `target` (its index in
 /// the caller's list), either by the exponential or as an integer power of an earlier step's

@@ -102,7 +102,7 @@ pub enum Privacy {
 }
 
 impl Privacy {
-    pub fn epsilon(&self) -> f64 {
+    pub(crate) fn epsilon(&self) -> f64 {
         match *self {
             Privacy::Pure { epsilon } | Privacy::Approx { epsilon, .. } => epsilon,
         }
@@ -155,11 +155,7 @@ pub struct Exact {
     pub pca: bool,
 }
 
-impl Exact {
-    pub fn any(&self) -> bool {
-        self.basis || self.mean || self.pca
-    }
-}
+impl Exact {}
 
 /// Settings shared by every variant.
 #[derive(Clone, Debug)]
@@ -244,10 +240,10 @@ pub enum TrigError {
 }
 
 /// Largest grid A^d the full mechanism enumerates as LP columns.
-pub const MAX_GRID_POINTS: u64 = 4_000_000;
+pub(crate) const MAX_GRID_POINTS: u64 = 4_000_000;
 
 /// Largest LP matrix (rows × columns, 8 bytes each) a synthesis builds.
-pub const MAX_LP_ENTRIES: f64 = 2.5e8;
+pub(crate) const MAX_LP_ENTRIES: f64 = 2.5e8;
 
 fn check_lp_size(rows: f64, cols: f64) -> Result<(), ParamRangeError> {
     if rows * cols > MAX_LP_ENTRIES {
@@ -268,7 +264,7 @@ fn check_lp_size(rows: f64, cols: f64) -> Result<(), ParamRangeError> {
 ///
 /// Guarantee: ε-DP (I) or (ε, δ)-DP (II) for replace-one neighbours with
 /// [`Calibration::ReplaceOne`]; see the module docs for [`Calibration::AsPrinted`].
-pub fn trigonometric<R: Rng + ?Sized>(
+pub(crate) fn trigonometric<R: Rng + ?Sized>(
     data: &Data,
     settings: &Settings,
     rng: &mut R,
@@ -451,7 +447,7 @@ pub fn improved_trigonometric<R: Rng + ?Sized>(
 /// distinct grid point weighted by its share of the records. No noise, no LP: the error of
 /// this database is what snapping alone costs, and a mechanism whose output lives on A^d
 /// cannot be expected below it on queries the snap distorts. Not private.
-pub fn grid_floor(data: &Data, settings: &Settings) -> Result<SyntheticDatabase, TrigError> {
+pub(crate) fn grid_floor(data: &Data, settings: &Settings) -> Result<SyntheticDatabase, TrigError> {
     let started = Instant::now();
     let (n, dim) = (data.rows(), data.dim());
     settings.privacy.check()?;
@@ -492,7 +488,7 @@ pub fn grid_floor(data: &Data, settings: &Settings) -> Result<SyntheticDatabase,
 
 /// The exponent a of the accuracy bound α = O(n^a) for fixed d, K: −K/(2d+K) for mechanism I
 /// (Theorem 2.4) and −2K/(3d+2K) for mechanism II (Theorem 2.5, δ fixed).
-pub fn error_exponent(privacy: Privacy, dim: usize, smoothness: f64) -> f64 {
+pub(crate) fn error_exponent(privacy: Privacy, dim: usize, smoothness: f64) -> f64 {
     let (d, k) = (dim as f64, smoothness);
     match privacy {
         Privacy::Pure { .. } => -k / (2.0 * d + k),
@@ -554,7 +550,7 @@ fn noisy_answers<R: Rng + ?Sized>(
 /// The ε₀ with which each of `count` answers may be released so that together they are
 /// (ε, δ)-DP: the larger of basic composition (ε/count) and advanced composition (Dwork,
 /// Rothblum & Vadhan: ε₀·√(2·count·ln(1/δ)) + count·ε₀·(e^ε₀ − 1) = ε, solved by bisection).
-pub fn per_answer_epsilon(epsilon: f64, count: f64, delta: f64) -> f64 {
+pub(crate) fn per_answer_epsilon(epsilon: f64, count: f64, delta: f64) -> f64 {
     let composed =
         |e0: f64| e0 * (2.0 * count * (1.0 / delta).ln()).sqrt() + count * e0 * e0.exp_m1();
     let (mut lo, mut hi) = (0.0, epsilon);

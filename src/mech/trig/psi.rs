@@ -102,7 +102,7 @@ use crate::mech::{check_epsilon, ParamRangeError};
 
 /// The noise of the private subspace iteration, with its privacy parameters.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub enum PsiNoise {
+pub(crate) enum PsiNoise {
     /// Algorithm 6: entries `N(0, σ²)`, (ε + ε′, δ)-DP.
     Gaussian { epsilon: f64, delta: f64 },
     /// Algorithm 7: entries `Lap(σ)`, (ε + ε′)-DP, σ by the chosen reading.
@@ -125,7 +125,7 @@ pub enum LaplaceScale {
 
 impl LaplaceScale {
     /// The factor `σ·ε/ρ` for dimension `d`, `k` columns and `l` iterations.
-    pub fn factor(self, d: f64, k: f64, l: f64) -> f64 {
+    pub(crate) fn factor(self, d: f64, k: f64, l: f64) -> f64 {
         match self {
             LaplaceScale::Text => 10.0 * (d * k * l).sqrt(),
             LaplaceScale::Algorithm => 10.0 * d.sqrt() * k * l,
@@ -136,11 +136,11 @@ impl LaplaceScale {
 
 /// Largest `k·L` for which [`LaplaceScale::Text`] is ε-DP: its scale is `10/√(k·L)` times
 /// the least scale `ρ·√d·k·L/ε` the ℓ₁ sensitivity allows.
-pub const TEXT_MAX_KL: usize = 100;
+pub(crate) const TEXT_MAX_KL: usize = 100;
 
 /// The output of [`private_subspace_iteration`].
 #[derive(Clone, Debug, PartialEq)]
-pub struct PrivateEigen {
+pub(crate) struct PrivateEigen {
     /// `λ̂_s = ‖w_s⁽ᴸ⁾‖₂` for `s = 1..k`, in column order (not re-sorted).
     pub values: Vec<f64>,
     /// `X⁽ᴸ⁾`: `d×k`, orthonormal columns, column `s` estimating eigenvector `s`.
@@ -156,7 +156,7 @@ pub struct PrivateEigen {
 /// Callers validate the shape; degenerate input does not panic: `dim = 0` gives an empty
 /// mean and a 0×0 matrix, no complete row gives NaN entries (which
 /// [`private_subspace_iteration`] rejects), and a trailing partial row is ignored.
-pub fn covariance(points: &[f64], dim: usize) -> (Vec<f64>, DMatrix<f64>) {
+pub(crate) fn covariance(points: &[f64], dim: usize) -> (Vec<f64>, DMatrix<f64>) {
     if dim == 0 {
         return (Vec::new(), DMatrix::zeros(0, 0));
     }
@@ -181,7 +181,7 @@ pub fn covariance(points: &[f64], dim: usize) -> (Vec<f64>, DMatrix<f64>) {
 ///
 /// The bound holds with the mean of either neighbour, and grows with `mean_norm`;
 /// for large `n`, `c ≈ (‖D̄‖ + √d)²/n`. A pure formula: it does not validate `n ≥ 1`.
-pub fn covariance_sensitivity(n: usize, d: usize, mean_norm: f64) -> f64 {
+pub(crate) fn covariance_sensitivity(n: usize, d: usize, mean_norm: f64) -> f64 {
     let n = n as f64;
     let d = d as f64;
     let p = 1.0 / n + (n - 1.0).powi(2) / (n * n);
@@ -198,7 +198,7 @@ pub fn covariance_sensitivity(n: usize, d: usize, mean_norm: f64) -> f64 {
 /// Validates every parameter the iteration needs: `n ≥ 1`, `d ≥ 1`, `k ∈ [1, d]`,
 /// `iterations ≥ 1`, `noisy_mean_norm` finite and ≥ 0, ε > 0, δ ∈ (0, 1), and
 /// `k·iterations ≤ 100` for [`LaplaceScale::Text`] (beyond, it is not ε-DP).
-pub fn noise_scale(
+pub(crate) fn noise_scale(
     noise: PsiNoise,
     n: usize,
     d: usize,
@@ -275,7 +275,7 @@ pub fn noise_scale(
 /// See the module documentation for the algorithm, the guarantee and its caveats.
 ///
 /// The noise `G⁽ˡ⁾` is drawn `d×k`, the shape of `A·X⁽ˡ⁻¹⁾` (the thesis prints `n×k`).
-pub fn private_subspace_iteration<R: Rng + ?Sized>(
+pub(crate) fn private_subspace_iteration<R: Rng + ?Sized>(
     cov: &DMatrix<f64>,
     n: usize,
     noisy_mean_norm: f64,

@@ -56,11 +56,11 @@ use super::KernelMixtures;
 use crate::mech::fastmath::{exp_normal, per_isa};
 
 /// The most an answer may move by cutting the series.
-pub const TRUNCATION: f64 = 1e-13;
+pub(crate) const TRUNCATION: f64 = 1e-13;
 /// The highest degree of the series this route takes.
-pub const MAX_DEGREE: u32 = 40;
+pub(crate) const MAX_DEGREE: u32 = 40;
 /// The most monomials (multi-indices of degree ≤ p) this route takes, C(p + d, d).
-pub const MAX_MONOMIALS: f64 = (1u64 << 20) as f64;
+pub(crate) const MAX_MONOMIALS: f64 = (1u64 << 20) as f64;
 /// Points per block of moments (their sums are then added in block order).
 const POINT_BLOCK: usize = 256;
 /// Blocks of points whose moments are computed side by side before they are added in.
