@@ -8,38 +8,8 @@ use predicates::prelude::*;
 use tempfile::TempDir;
 
 use crate::common;
+use crate::hay::TINY as GOOD;
 use common::{dplab, stable, write};
-
-/// A small valid pipeline: a Laplace-noised count per ε, repeated, then aggregated.
-const GOOD: &str = r#"name: tiny
-title: A tiny pipeline
-source: {paper: test, item: none}
-description: Laplace noise on one count, repeated and summarised.
-seed: 7
-axes:
-  eps: [0.5, 1.0]
-stages:
-  counts:
-    kind: load.table
-    with: {columns: {candidate: [a, b, c], utility: [1, 5, 2]}}
-  noisy:
-    kind: mechanism.noise
-    input: counts
-    repeat: 4
-    with: {column: utility, noise: laplace, epsilon: $eps, samples: 100000}
-  summary:
-    kind: aggregate.summary
-    input: noisy
-    over: [rep]
-    with: {values: [noisy], by: [row]}
-  pick:
-    kind: mechanism.select
-    input: counts
-    with: {method: exponential, epsilon: $eps, samples: 300000}
-profiles:
-  small:
-    axes: {eps: [1.0]}
-"#;
 
 /// GOOD's inline counts, and the same as a CSV file: a pipeline reading the file has columns
 /// known only at run time (so a misspelt column fails the run, not `validate`).

@@ -10,6 +10,7 @@
 #![allow(clippy::disallowed_methods, clippy::print_stdout, clippy::print_stderr)]
 
 mod common;
+mod hay;
 
 mod audit;
 mod cli;

@@ -7,34 +7,8 @@ use std::path::Path;
 use tempfile::TempDir;
 
 use crate::common;
+use crate::hay::TINY as BASE;
 use common::{dplab, text, write};
-
-/// A small valid pipeline with one axis, a repetition and a figure per ε.
-const BASE: &str = r#"name: tiny
-title: A tiny pipeline
-source: {paper: test, item: none}
-description: Laplace noise on one count, repeated and summarised.
-seed: 7
-axes:
-  eps: [0.5, 1.0]
-stages:
-  counts:
-    kind: load.table
-    with: {columns: {candidate: [a, b, c], utility: [1, 5, 2]}}
-  noisy:
-    kind: mechanism.noise
-    input: counts
-    repeat: 3
-    with: {column: utility, noise: laplace, epsilon: $eps, samples: 1000}
-  summary:
-    kind: aggregate.summary
-    input: noisy
-    over: [rep]
-    with: {values: [noisy], by: [row]}
-profiles:
-  small:
-    axes: {eps: [1.0]}
-"#;
 
 /// `validate` on `text` must fail with exit 2; returns what it printed.
 fn invalid(text_: &str) -> String {
@@ -219,7 +193,7 @@ stages:
         "  small:\n    axes: {eps: [1.0]}\n  cased:\n    axes: {eps: [Ab, aB]}",
     ));
     assert!(
-        e.contains("p.yaml:26:22") && e.contains("differ only in case"),
+        e.contains("p.yaml:30:22") && e.contains("differ only in case"),
         "{e}"
     );
     // A stage or pipeline named as a file dplab writes itself.
@@ -425,12 +399,12 @@ fn duplicate_keys_are_refused_at_the_second() {
         "  counts: {kind: load.table, with: {columns: {a: [1]}}}\nprofiles:\n",
     ));
     assert!(
-        e.contains("p.yaml:22:3:") && e.contains("duplicate key `counts`"),
+        e.contains("p.yaml:26:3:") && e.contains("duplicate key `counts`"),
         "{e}"
     );
     let e = invalid(&format!("{BASE}  small: {{}}\n"));
     assert!(e.contains("duplicate key `small`"), "{e}");
-    let e = invalid(&BASE.replace("samples: 1000}", "samples: 1000, samples: 5}"));
+    let e = invalid(&BASE.replace("samples: 100000}", "samples: 100000, samples: 5}"));
     assert!(e.contains("duplicate key `samples`"), "{e}");
 }
 
@@ -442,7 +416,7 @@ fn every_profile_is_checked_and_located_at_the_profile() {
     );
     let e = invalid(&bad);
     assert!(
-        e.contains("p.yaml:25:20:") && e.contains("unknown key `sel`"),
+        e.contains("p.yaml:29:20:") && e.contains("unknown key `sel`"),
         "{e}"
     );
     let bad = BASE.replace(
@@ -450,7 +424,7 @@ fn every_profile_is_checked_and_located_at_the_profile() {
         "    axes: {eps: [1.0], nope: [1]}\n",
     );
     let e = invalid(&bad);
-    assert!(e.contains("p.yaml:24:") && e.contains("`nope`"), "{e}");
+    assert!(e.contains("p.yaml:28:") && e.contains("`nope`"), "{e}");
     let bad = BASE.replace("    axes: {eps: [1.0]}\n", "    axes: {eps: [-1.0]}\n");
     let e = invalid(&bad);
     assert!(e.contains("profile `small`"), "{e}");
@@ -461,7 +435,7 @@ fn every_profile_is_checked_and_located_at_the_profile() {
     );
     let e = invalid(&bad);
     assert!(
-        e.contains("p.yaml:25:") && e.contains("repeat must be ≥ 1"),
+        e.contains("p.yaml:29:") && e.contains("repeat must be ≥ 1"),
         "{e}"
     );
 }
@@ -525,7 +499,7 @@ fn an_axis_never_overwrites_a_column_of_the_same_name() {
 
 #[test]
 fn many_profiles_share_one_planning_budget() {
-    // 60 profiles of ~40 000 instances each: checking all would plan 2.4·10⁶ instances.
+    // 60 profiles of ~70 000 instances each: checking all would plan 4.2·10⁶ instances.
     let mut yaml = BASE.replace(
         "profiles:\n  small:\n    axes: {eps: [1.0]}\n",
         "profiles:\n",
@@ -554,7 +528,7 @@ fn many_profiles_share_one_planning_budget() {
     );
     // Raised on purpose, every profile is checked.
     let o = dplab()
-        .args(["validate", "--max-instances", "3e6"])
+        .args(["validate", "--max-instances", "5e6"])
         .arg(&p)
         .output()
         .unwrap();
@@ -564,19 +538,22 @@ fn many_profiles_share_one_planning_budget() {
 #[test]
 fn sizes_are_checked_before_anything_is_allocated() {
     for (from, to, what) in [
-        ("repeat: 3", "repeat: 1000000000000", "repeat"),
-        ("repeat: 3", "repeat: 20000000", "repeat"),
+        ("repeat: 4", "repeat: 1000000000000", "repeat"),
+        ("repeat: 4", "repeat: 20000000", "repeat"),
         (
             "eps: [0.5, 1.0]",
             "eps: {from: 1, to: 1000000, step: 1}\n  c: {from: 1, to: 1000000, step: 1}",
             "instances",
         ),
-        ("samples: 1000", "samples: 1e15", "samples"),
+        ("samples: 100000}", "samples: 1e15}", "samples"),
     ] {
         let mut yaml = BASE.replace(from, to);
         if what == "instances" {
             yaml = yaml
-                .replace("epsilon: $eps,", "epsilon: $eps, column: $c,")
+                .replace(
+                    "epsilon: $eps, samples: 100000}",
+                    "epsilon: $eps, column: $c, samples: 100000}",
+                )
                 .replace("column: utility, ", "");
         }
         let dir = TempDir::new().unwrap();
@@ -604,7 +581,7 @@ fn sizes_are_checked_before_anything_is_allocated() {
     let p = write(
         dir.path(),
         "p.yaml",
-        &BASE.replace("repeat: 3", "repeat: 3000000"),
+        &BASE.replace("repeat: 4", "repeat: 3000000"),
     );
     dplab().arg("validate").arg(&p).assert().code(2);
     dplab()
@@ -622,14 +599,14 @@ fn counts_may_be_written_in_scientific_notation() {
         dir.path(),
         "p.yaml",
         &BASE
-            .replace("samples: 1000}", "samples: 1e3}")
+            .replace("samples: 100000}", "samples: 1e5}")
             .replace("seed: 7", "seed: 7.0"),
     );
     dplab().arg("validate").arg(&p).assert().success();
     let e = invalid(
         &BASE
-            .replace("samples: 1000}", "samples: 1.5e3}")
-            .replace("samples: 1.5e3", "samples: 1000.5"),
+            .replace("samples: 100000}", "samples: 1.5e3}")
+            .replace("samples: 1.5e3", "samples: 100000.5"),
     );
     assert!(e.contains("p.yaml:16:") && e.contains("samples"), "{e}");
 }
@@ -667,7 +644,7 @@ fn encodings_and_binary_files_are_located() {
     );
     check(
         format!("{BASE}---\nname: two\n").as_bytes(),
-        "e.yaml:25:1: a second YAML document",
+        "e.yaml:29:1: a second YAML document",
         false,
     );
 }
@@ -1117,7 +1094,7 @@ fn a_kill_at_any_moment_leaves_complete_results() {
     let p = write(
         dir.path(),
         "p.yaml",
-        &BASE.replace("samples: 1000", "samples: 200000"),
+        &BASE.replace("samples: 100000}", "samples: 200000}"),
     );
     let out = dir.path().join("out");
     dplab()
