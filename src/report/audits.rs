@@ -10,6 +10,7 @@ use super::anchor;
 use super::read::{Manifest, Outputs};
 use crate::stages::audit::epsilon::COLUMNS;
 use crate::stages::report::layout::{Layout, Show};
+use crate::text::significant;
 
 /// One audited instance as the page shows it.
 #[derive(Serialize, Debug, Clone)]
@@ -33,13 +34,11 @@ pub struct AuditRow {
     pub violation: bool,
 }
 
-/// A number of the frame at 4 significant decimals; text as it is.
+/// A number of the frame to 4 significant digits ([`significant`], the one rounding
+/// formatter); a whole number or text as it is.
 fn shown(s: &str) -> String {
     match s.parse::<f64>() {
-        Ok(v) if v.fract() != 0.0 => {
-            let t = format!("{v:.4}");
-            t.trim_end_matches('0').trim_end_matches('.').to_string()
-        }
+        Ok(v) if v.fract() != 0.0 => significant(v, 4),
         _ => s.to_string(),
     }
 }

@@ -8,15 +8,16 @@ use tempfile::TempDir;
 
 use crate::common;
 use crate::hay::TINY as BASE;
-use common::{dplab, text, write};
+use common::{dplab, stable, text, write};
 
-/// `validate` on `text` must fail with exit 2; returns what it printed.
+/// `validate` on `text` must fail with exit 2; returns what it printed, its temporary
+/// directory written `[TMP]` (so a whole message can be a snapshot).
 fn invalid(text_: &str) -> String {
     let dir = TempDir::new().unwrap();
     let p = write(dir.path(), "p.yaml", text_);
     let o = dplab().arg("validate").arg(&p).output().unwrap();
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
-    text(&o)
+    stable(&text(&o), dir.path())
 }
 
 /// Every file under `dir`, relative.
@@ -387,56 +388,50 @@ fn equal_axis_values_are_refused_in_files_profiles_and_set() {
     );
 }
 
+/// The whole message, each at the second key (line:column) and naming the first.
 #[test]
 fn duplicate_keys_are_refused_at_the_second() {
-    let e = invalid(&BASE.replace("  eps: [0.5, 1.0]\n", "  eps: [0.5, 1.0]\n  eps: [2]\n"));
-    assert!(
-        e.contains("p.yaml:8:3:") && e.contains("duplicate key `eps`"),
-        "{e}"
+    insta::assert_snapshot!(
+        "duplicate_axis",
+        invalid(&BASE.replace("  eps: [0.5, 1.0]\n", "  eps: [0.5, 1.0]\n  eps: [2]\n"))
     );
-    let e = invalid(&BASE.replace(
-        "profiles:\n",
-        "  counts: {kind: load.table, with: {columns: {a: [1]}}}\nprofiles:\n",
-    ));
-    assert!(
-        e.contains("p.yaml:26:3:") && e.contains("duplicate key `counts`"),
-        "{e}"
+    insta::assert_snapshot!(
+        "duplicate_stage",
+        invalid(&BASE.replace(
+            "profiles:\n",
+            "  counts: {kind: load.table, with: {columns: {a: [1]}}}\nprofiles:\n",
+        ))
     );
-    let e = invalid(&format!("{BASE}  small: {{}}\n"));
-    assert!(e.contains("duplicate key `small`"), "{e}");
-    let e = invalid(&BASE.replace("samples: 100000}", "samples: 100000, samples: 5}"));
-    assert!(e.contains("duplicate key `samples`"), "{e}");
+    insta::assert_snapshot!(
+        "duplicate_profile",
+        invalid(&format!("{BASE}  small: {{}}\n"))
+    );
+    insta::assert_snapshot!(
+        "duplicate_parameter",
+        invalid(&BASE.replace("samples: 100000}", "samples: 100000, samples: 5}"))
+    );
 }
 
+/// The whole message, located where the profile writes the bad value.
 #[test]
 fn every_profile_is_checked_and_located_at_the_profile() {
-    let bad = BASE.replace(
-        "    axes: {eps: [1.0]}\n",
-        "    axes: {eps: [1.0]}\n    with: {noisy: {sel: 5}}\n",
+    let profile = |to: &str| invalid(&BASE.replace("    axes: {eps: [1.0]}\n", to));
+    insta::assert_snapshot!(
+        "profile_unknown_parameter",
+        profile("    axes: {eps: [1.0]}\n    with: {noisy: {sel: 5}}\n")
     );
-    let e = invalid(&bad);
-    assert!(
-        e.contains("p.yaml:29:20:") && e.contains("unknown key `sel`"),
-        "{e}"
+    insta::assert_snapshot!(
+        "profile_unknown_axis",
+        profile("    axes: {eps: [1.0], nope: [1]}\n")
     );
-    let bad = BASE.replace(
-        "    axes: {eps: [1.0]}\n",
-        "    axes: {eps: [1.0], nope: [1]}\n",
+    insta::assert_snapshot!(
+        "profile_value_out_of_range",
+        profile("    axes: {eps: [-1.0]}\n")
     );
-    let e = invalid(&bad);
-    assert!(e.contains("p.yaml:28:") && e.contains("`nope`"), "{e}");
-    let bad = BASE.replace("    axes: {eps: [1.0]}\n", "    axes: {eps: [-1.0]}\n");
-    let e = invalid(&bad);
-    assert!(e.contains("profile `small`"), "{e}");
     // A profile's `repeat:` is found where the profile writes it, not at the stage's own.
-    let bad = BASE.replace(
-        "    axes: {eps: [1.0]}\n",
-        "    axes: {eps: [1.0]}\n    repeat: {noisy: 0}\n",
-    );
-    let e = invalid(&bad);
-    assert!(
-        e.contains("p.yaml:29:") && e.contains("repeat must be ≥ 1"),
-        "{e}"
+    insta::assert_snapshot!(
+        "profile_repeat",
+        profile("    axes: {eps: [1.0]}\n    repeat: {noisy: 0}\n")
     );
 }
 
