@@ -275,13 +275,17 @@ fn copy_dir(from: &Path, to: &Path) {
 
 /// Every `dplab` command line in a shell block of the README or the book names a subcommand
 /// that exists and only options that subcommand's `--help` lists: a renamed flag cannot stay
-/// in the docs. (The commands are not run here: most need a cluster, the datasets or minutes;
-/// the pipelines they name are run by the golden tests.)
+/// in the docs. The cheap ones that read nothing but the shipped pipelines — `list`,
+/// `validate`, `show`, `graph` — are also run from the repository's root, each optional
+/// `[--flag]` once without and once with it, and must succeed (a line naming a file of the
+/// reader's own, `study.yaml`, or a placeholder, `KIND`, is checked for its options only).
+/// The others are not run here: they need a cluster, the datasets or minutes, and the
+/// pipelines they name are run by the golden tests.
 #[test]
 fn every_dplab_command_in_the_docs_uses_options_that_exist() {
     let files = documents();
     let mut helps: std::collections::HashMap<Vec<String>, String> = Default::default();
-    let mut checked = 0;
+    let (mut checked, mut ran) = (0, 0);
     for file in files {
         let markdown = fs::read_to_string(root().join(&file)).unwrap();
         for block in blocks(&markdown).iter().filter(|b| b.lang == "sh") {
@@ -328,8 +332,70 @@ fn every_dplab_command_in_the_docs_uses_options_that_exist() {
                     }
                 }
                 checked += 1;
+                if let Some(runs) = runnable(command) {
+                    for args in runs {
+                        let o = dplab()
+                            .current_dir(root())
+                            .env("DPLAB_DATA_MIRROR", "")
+                            .args(&args)
+                            .output()
+                            .unwrap();
+                        assert!(
+                            o.status.success(),
+                            "{at}: `dplab {}` failed:\n{}",
+                            args.join(" "),
+                            text(&o)
+                        );
+                        ran += 1;
+                    }
+                }
             }
         }
     }
     assert!(checked >= 30, "only {checked} dplab command lines found");
+    assert!(ran >= 6, "only {ran} dplab command lines run");
+}
+
+/// A documented command line as the argument lists to run, or None when it is not one of the
+/// cheap read-only subcommands or names something that is not in the repository (a reader's
+/// own file, an upper-case placeholder) or writes somewhere (`>`). An optional `[--flag]`
+/// gives two runs, without and with it.
+fn runnable(command: &str) -> Option<Vec<Vec<String>>> {
+    let args = command.strip_prefix("dplab ")?;
+    if args.contains('>') || args.contains('|') {
+        return None;
+    }
+    let mut plain = Vec::new();
+    let mut optional = Vec::new();
+    let mut in_brackets = false;
+    for word in args.split_whitespace() {
+        let opens = word.starts_with('[');
+        let closes = word.ends_with(']');
+        let w = word.trim_matches(|c| c == '[' || c == ']').to_string();
+        if w.chars().any(|c| c.is_ascii_lowercase()) || w.starts_with('-') {
+            if in_brackets || opens {
+                optional.push(w);
+            } else {
+                plain.push(w);
+            }
+        } else if !opens && !in_brackets {
+            return None; // a placeholder the reader fills in (KIND, FILE)
+        }
+        in_brackets = (in_brackets || opens) && !closes;
+    }
+    if !matches!(plain[0].as_str(), "list" | "validate" | "show" | "graph") {
+        return None;
+    }
+    let files_exist = plain[1..]
+        .iter()
+        .filter(|w| !w.starts_with('-') && (w.contains('/') || w.ends_with(".yaml")))
+        .all(|w| root().join(w).exists());
+    if !files_exist {
+        return None;
+    }
+    let mut runs = vec![plain.clone()];
+    if !optional.is_empty() {
+        runs.push(plain.into_iter().chain(optional).collect());
+    }
+    Some(runs)
 }

@@ -52,6 +52,7 @@ const HELPERS: &[&str] = &[
     "trig/kernel.rs",    // the smooth queries and their answers
     "trig/kernel/factored.rs", // their answers on points with few distinct values (a trie)
     "trig/kernel/taylor.rs", // their answers at wide bandwidths (the kernel's Taylor series)
+    "trig/kernel/choice.rs", // which of the direct and factored evaluations a call takes
     "trig/data.rs",      // the database and its data-only quantities, kept across runs
     "trig/lp.rs",        // the ℓ₁ fit: post-processing of the noisy answers
     // tests kept beside their modules
@@ -60,6 +61,7 @@ const HELPERS: &[&str] = &[
     "rate_distortion/tests.rs",
     "rate_distortion/underflow_tests.rs",
     "trig/kernel/tests.rs",
+    "trig/mechanism/tests.rs",
     "trig/lp/tests.rs",
 ];
 
