@@ -7,7 +7,7 @@
 use serde::Serialize;
 
 use super::anchor;
-use super::read::{Manifest, Outputs};
+use super::read::Outputs;
 use crate::stages::audit::epsilon::COLUMNS;
 use crate::stages::report::layout::{Layout, Show};
 use crate::text::significant;
@@ -48,25 +48,16 @@ fn shown(s: &str) -> String {
 pub(super) fn rows(
     exp: &str,
     outputs: &Outputs,
-    m: &Manifest,
+    layouts: &[(String, Result<Layout, String>)],
     problems: &mut Vec<String>,
 ) -> Vec<AuditRow> {
     let mut out = Vec::new();
-    for st in &m.stages {
-        let csv_name = format!("{}.csv", st.name);
-        let json_name = format!("{}.json", st.name);
-        if !outputs.has(&csv_name) || !outputs.has(&json_name) {
-            continue;
-        }
-        // A layout that cannot be read is the tables' problem to report (`tables.rs`).
-        let audit = outputs
-            .text(&json_name)
-            .ok()
-            .and_then(|s| serde_json::from_str::<Layout>(&s).ok())
-            .is_some_and(|l| l.show == Show::Audit);
-        if !audit {
-            continue;
-        }
+    // A layout that cannot be read is the tables' problem to report (`tables.rs`).
+    let audits = layouts
+        .iter()
+        .filter(|(_, l)| l.as_ref().is_ok_and(|l| l.show == Show::Audit));
+    for (stage, _) in audits {
+        let csv_name = format!("{stage}.csv");
         let frame = outputs.frame(exp, &csv_name);
         let frame = match frame {
             Ok(f) => f,
@@ -111,7 +102,7 @@ pub(super) fn rows(
             out.push(AuditRow {
                 experiment: exp.to_string(),
                 anchor: anchor(exp),
-                stage: st.name.clone(),
+                stage: stage.clone(),
                 instance,
                 claim,
                 epsilon,

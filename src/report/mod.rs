@@ -32,6 +32,7 @@ mod tables;
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
+use crate::stages::report::layout::Layout;
 use crate::verdict::Finding;
 use read::{Manifest, Outputs};
 
@@ -171,13 +172,10 @@ pub fn build(
                 damaged(&name, msg)
             }
             Ok(m) => {
-                audit_rows.extend(audits::rows(
-                    &name,
-                    &Outputs::new(&path, &m),
-                    &m,
-                    &mut problems,
-                ));
-                experiment(&name, &path, &m, &mut problems, &mut found)
+                let outputs = Outputs::new(&path, &m);
+                let layouts = read::layouts(&name, &outputs, &m);
+                audit_rows.extend(audits::rows(&name, &outputs, &layouts, &mut problems));
+                experiment(&name, &outputs, &m, &layouts, &mut problems, &mut found)
             }
             Err(msg) => {
                 problems.push(msg.clone());
@@ -325,12 +323,12 @@ fn damaged(name: &str, message: String) -> Experiment {
 
 fn experiment(
     name: &str,
-    dir: &Path,
+    outputs: &Outputs,
     m: &Manifest,
+    layouts: &[(String, Result<Layout, String>)],
     problems: &mut Vec<String>,
     found: &mut Vec<Disagreement>,
 ) -> Experiment {
-    let outputs = Outputs::new(dir, m);
     let mut figures = Vec::new();
     for file in outputs.with_ext("svg") {
         let problem = match outputs.check(file, MAX_FIGURE, false) {
@@ -348,8 +346,8 @@ fn experiment(
     }
     let mut tables = Vec::new();
     let mut numbers = Tally::default();
-    for st in &m.stages {
-        if let Some(t) = tables::table(name, &outputs, &st.name, problems, found) {
+    for (stage, layout) in layouts {
+        if let Some(t) = tables::table(name, outputs, stage, layout, problems, found) {
             numbers.merge(&t.numbers);
             tables.push(t);
         }

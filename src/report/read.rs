@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use sha2::{Digest, Sha256};
 
 use crate::pipeline::manifest::OutputFile;
+use crate::stages::report::layout::Layout;
 
 /// Largest manifest read (a sweep of 10⁶ instances writes about 200 MB of seeds).
 const MAX_MANIFEST: u64 = 1 << 30;
@@ -180,6 +181,32 @@ impl<'m> Outputs<'m> {
         let bytes = self.check(name, MAX_SMALL, true)?;
         String::from_utf8(bytes).map_err(|_| format!("{name}: not UTF-8"))
     }
+}
+
+/// The layout of each stage that wrote one (`<stage>.json` beside its `<stage>.csv`), read
+/// once per experiment for every section that asks: the tables show a layout's stage as it
+/// says, the Audits section takes the stages whose layout says [`Show::Audit`]. A layout that
+/// cannot be read is kept as its error (naming the file), reported once, by the tables.
+///
+/// [`Show::Audit`]: crate::stages::report::layout::Show::Audit
+pub(crate) fn layouts(
+    exp: &str,
+    outputs: &Outputs,
+    m: &Manifest,
+) -> Vec<(String, Result<Layout, String>)> {
+    m.stages
+        .iter()
+        .filter(|st| {
+            outputs.has(&format!("{}.csv", st.name)) && outputs.has(&format!("{}.json", st.name))
+        })
+        .map(|st| {
+            let json_name = format!("{}.json", st.name);
+            let layout = outputs.text(&json_name).and_then(|s| {
+                serde_json::from_str::<Layout>(&s).map_err(|e| format!("{exp}/{json_name}: {e}"))
+            });
+            (st.name.clone(), layout)
+        })
+        .collect()
 }
 
 /// A frame as text: its column names and rows.

@@ -22,26 +22,20 @@ pub(super) fn table(
     exp: &str,
     outputs: &Outputs,
     stage: &str,
+    layout: &Result<Layout, String>,
     problems: &mut Vec<String>,
     found: &mut Vec<Disagreement>,
 ) -> Option<TableView> {
     let csv_name = format!("{stage}.csv");
-    let json_name = format!("{stage}.json");
-    if !outputs.has(&csv_name) || !outputs.has(&json_name) {
-        return None;
-    }
-    let layout = outputs.text(&json_name).and_then(|s| {
-        serde_json::from_str::<Layout>(&s).map_err(|e| format!("{exp}/{json_name}: {e}"))
-    });
     let layout = match layout {
         Ok(l) => Some(l),
         Err(e) => {
-            problems.push(e);
+            problems.push(e.clone());
             None
         }
     };
     // An audit's rows are shown in the Audits section (`audits.rs`), not as a table here.
-    if layout.as_ref().is_some_and(|l| l.show == Show::Audit) {
+    if layout.is_some_and(|l| l.show == Show::Audit) {
         return None;
     }
     let mut t = TableView {
@@ -96,7 +90,7 @@ pub(super) fn table(
     }
     let at: HashMap<(usize, usize), &Judged> =
         judged.iter().map(|j| ((j.row, j.column), j)).collect();
-    let view = match &layout {
+    let view = match layout {
         Some(l) => {
             t.title = l.title.clone();
             t.notes = l
@@ -145,7 +139,7 @@ pub(super) fn table(
     for j in &judged {
         t.numbers.add(j.verdict);
     }
-    record_differences(exp, &t.title, &frame, layout.as_ref(), &judged, found);
+    record_differences(exp, &t.title, &frame, layout, &judged, found);
     Some(t)
 }
 
