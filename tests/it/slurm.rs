@@ -13,38 +13,15 @@ use std::process::Output;
 use assert_cmd::Command;
 use tempfile::TempDir;
 
-/// A shared input, a chain per repetition, a gather over repetitions and a plot.
-const PIPELINE: &str = r#"name: onslurm
-title: Slurm test
-source: {paper: test, item: none}
-description: A shared input, noise per repetition, a gather over repetitions and a figure.
-seed: 12
-axes:
-  eps: [0.5, 1.0, 2.0]
-stages:
-  counts:
-    kind: load.table
-    with: {columns: {candidate: [a, b, c], utility: [1, 5, 2]}}
-  noisy:
-    kind: mechanism.noise
-    input: counts
-    repeat: 3
-    with: {column: utility, noise: laplace, epsilon: $eps, samples: 50}
-  summary:
-    kind: aggregate.summary
-    input: noisy
-    over: [rep]
-    with: {values: [noisy], by: [row]}
-  figure:
-    kind: plot.lines
-    input: summary
-    with: {x: row, y: mean, series: eps, title: slurm, x_label: row, y_label: mean}
-profiles:
-  ci:
-    description: fewer draws
-    with:
-      noisy: {samples: 40}
-"#;
+/// The store tests' pipeline (a shared input, noise per repetition, a gather over repetitions
+/// and a figure) at three ε, with a `ci` profile of fewer draws.
+fn pipeline() -> String {
+    let p = crate::hay::FIGURED
+        .replace("name: cached", "name: onslurm")
+        .replace("eps: [0.5, 1.0]", "eps: [0.5, 1.0, 2.0]");
+    assert!(p.contains("name: onslurm") && p.contains("2.0]"));
+    p + "profiles:\n  ci:\n    description: fewer draws\n    with:\n      noisy: {samples: 40}\n"
+}
 
 /// A directory holding a pipeline, a store, results and the fake cluster's state.
 struct Site {
@@ -56,7 +33,7 @@ impl Site {
         let site = Site {
             dir: TempDir::new().unwrap(),
         };
-        common::write(site.path(), "p/onslurm.yaml", PIPELINE);
+        common::write(site.path(), "p/onslurm.yaml", &pipeline());
         fs::create_dir(site.path().join("fake")).unwrap();
         fs::create_dir(site.path().join("empty")).unwrap();
         site
@@ -519,7 +496,7 @@ fn bad_input_is_refused_before_anything_is_submitted() {
     let bad = common::write(
         site.path(),
         "bad/b.yaml",
-        &PIPELINE.replace("seed: 12", "sed: 12"),
+        &pipeline().replace("seed: 5", "sed: 5"),
     );
     let other = Site::new();
     let mut c = other.slurm();

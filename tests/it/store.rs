@@ -11,33 +11,7 @@ use std::process::Output;
 use assert_cmd::Command;
 use tempfile::TempDir;
 
-/// Laplace noise on a table per ε, repeated, summarised, and a figure per ε.
-const PIPELINE: &str = r#"name: cached
-title: Store test
-source: {paper: test, item: none}
-description: Noise, a summary over repetitions, and a figure.
-seed: 5
-axes:
-  eps: [0.5, 1.0]
-stages:
-  counts:
-    kind: load.table
-    with: {columns: {candidate: [a, b, c], utility: [1, 5, 2]}}
-  noisy:
-    kind: mechanism.noise
-    input: counts
-    repeat: 3
-    with: {column: utility, noise: laplace, epsilon: $eps, samples: 200}
-  summary:
-    kind: aggregate.summary
-    input: noisy
-    over: [rep]
-    with: {values: [noisy], by: [row]}
-  figure:
-    kind: plot.lines
-    input: summary
-    with: {x: row, y: mean, series: eps, title: "first title", x_label: row, y_label: mean}
-"#;
+use crate::hay::FIGURED as PIPELINE;
 
 struct Env {
     dir: TempDir,
