@@ -13,6 +13,8 @@ const LEGEND_ROW: i32 = 22;
 const LEGEND_PAD: i32 = 8;
 const LINE_W: u32 = 3;
 const MARKER_R: i32 = 4;
+/// Half-diagonal of the paper's diamond ([`LineStyle::Paper`]).
+const PAPER_R: i32 = 7;
 const BAND_ALPHA: f64 = 0.2;
 
 /// A series checked and moved into axis units; `None` breaks the line.
@@ -220,31 +222,50 @@ pub(super) fn render(fig: &LineFigure) -> Result<String, PlotError> {
     Ok(svg)
 }
 
-/// The palette slot (colour and marker) of each series name, in order: the slot a hash of the
-/// name picks, or the next free one when an earlier name holds it. A series keeps its colour
-/// when other series are added or removed (unless they took its slot first), instead of
-/// taking the colour of its position in the legend.
-pub(super) fn colour_slots(names: &[&str]) -> Vec<usize> {
+/// The palette slot (colour and marker) of each series name, in order. A name the figure
+/// fixes ([`LineFigure::colours`]) has its slot. The others choose by rendezvous hashing: each
+/// name ranks the slots by a hash of (name, slot), and the names, in an order set by a hash of
+/// the name alone, take their best-ranked slot still free. So a name's colour depends only on
+/// the fixed names and on the names before it in that order — never on the legend's order or
+/// on the names after it: sibling figures with mostly the same series give those series the
+/// same colours, and a series keeps its colour when others come and go unless one that comes
+/// before it wants its slot. More names than slots: a name takes its best slot again (the
+/// markers on its line tell the repeats apart).
+pub(super) fn colour_slots(names: &[&str], fixed: &[(String, usize)]) -> Vec<usize> {
     use sha2::{Digest, Sha256};
     let n = PALETTE.len();
+    let hash = |parts: &[&[u8]]| -> [u8; 32] {
+        let mut h = Sha256::new();
+        for p in parts {
+            h.update(p);
+        }
+        h.finalize().into()
+    };
     let mut taken = vec![false; n];
-    names
+    let mut out: Vec<Option<usize>> = names
         .iter()
-        .enumerate()
-        .map(|(i, name)| {
-            let start = usize::from(Sha256::digest(name.as_bytes())[0]) % n;
-            // More series than colours: the slots repeat, as the legend's markers tell apart.
-            if i >= n {
-                return start;
+        .map(|name| {
+            let k = fixed.iter().find(|(f, _)| f == name).map(|&(_, k)| k % n);
+            if let Some(k) = k {
+                taken[k] = true;
             }
-            let slot = (0..n)
-                .map(|k| (start + k) % n)
-                .find(|&k| !taken[k])
-                .unwrap_or(start);
-            taken[slot] = true;
-            slot
+            k
         })
-        .collect()
+        .collect();
+    let mut order: Vec<usize> = (0..names.len()).filter(|&i| out[i].is_none()).collect();
+    order.sort_by_key(|&i| (hash(&[names[i].as_bytes()]), i));
+    for i in order {
+        let mut ranked: Vec<usize> = (0..n).collect();
+        ranked.sort_by_key(|&k| hash(&[names[i].as_bytes(), &[0, k as u8]]));
+        let slot = ranked
+            .iter()
+            .copied()
+            .find(|&k| !taken[k])
+            .unwrap_or(ranked[0]);
+        taken[slot] = true;
+        out[i] = Some(slot);
+    }
+    out.into_iter().map(|k| k.unwrap_or(0)).collect()
 }
 
 /// Renders with the legend at `place`; also returns the fraction of the data
@@ -257,16 +278,17 @@ fn render_with(fig: &LineFigure, place: Place) -> Result<(String, f64), PlotErro
         });
     }
 
-    // Same name → same colour in every panel, so the shared legend is valid.
+    // Same name → same colour in every panel, so the shared legend is valid. The paper's
+    // series are near-black and take no palette colour.
     let mut names: Vec<&str> = Vec::new();
     for p in &fig.panels {
-        for s in &p.series {
+        for s in p.series.iter().filter(|s| s.style != LineStyle::Paper) {
             if !names.contains(&s.name.as_str()) {
                 names.push(&s.name);
             }
         }
     }
-    let slots = colour_slots(&names);
+    let slots = colour_slots(&names, &fig.colours);
     // (colour slot, marker shape, whether an earlier series has the colour): beyond the
     // palette's colours a series is told apart by the markers on its line.
     let idx_of = |name: &str| {
@@ -290,12 +312,13 @@ fn render_with(fig: &LineFigure, place: Place) -> Result<(String, f64), PlotErro
         let mut ps = Vec::new();
         let (mut x, mut y) = (None, None);
         for s in &p.series {
-            let (slot, marker, repeated) = idx_of(&s.name);
-            let pr = prepare(
-                (fig.log_x, p_log_y),
-                s,
-                (PALETTE[slot % PALETTE.len()], marker, repeated),
-            )?;
+            let look = if s.style == LineStyle::Paper {
+                (INK, 0, false)
+            } else {
+                let (slot, marker, repeated) = idx_of(&s.name);
+                (PALETTE[slot % PALETTE.len()], marker, repeated)
+            };
+            let pr = prepare((fig.log_x, p_log_y), s, look)?;
             for (px, py) in pr.pts.iter().flatten() {
                 widen(&mut x, *px);
                 widen(&mut y, *py);
@@ -377,11 +400,23 @@ fn render_with(fig: &LineFigure, place: Place) -> Result<(String, f64), PlotErro
                     color: pr.color,
                     style: pr.style,
                     marker: pr.marker,
-                    band: !pr.band.is_empty(),
+                    // A band only where the series has one somewhere (a series without
+                    // one still carries a slot per point).
+                    band: pr.band.iter().any(Option::is_some),
                 },
             });
         }
     }
+    // The paper's values first: they are what the figure is held against.
+    entries.sort_by_key(|e| {
+        !matches!(
+            e.glyph,
+            Glyph::Series {
+                style: LineStyle::Paper,
+                ..
+            }
+        )
+    });
     let any_below = prepared.iter().flatten().any(|pr| !pr.below.is_empty());
     if any_below {
         entries.push(Entry {
@@ -506,16 +541,28 @@ fn render_with(fig: &LineFigure, place: Place) -> Result<(String, f64), PlotErro
                 chart.backend_coord(&(x, y))
             };
 
+            let series = &prepared[pi];
+            // A panel where only the paper has values says so, or its lone diamonds read as
+            // a figure whose other series were forgotten.
+            let drawn = |pr: &Prepared| pr.pts.iter().any(Option::is_some) || !pr.below.is_empty();
+            let paper = |pr: &Prepared| pr.style == LineStyle::Paper;
+            let paper_only = series.iter().any(|pr| paper(pr) && drawn(pr))
+                && !series.iter().any(|pr| !paper(pr) && drawn(pr))
+                && prepared.iter().flatten().any(|pr| !paper(pr) && drawn(pr));
             if !panel.title.is_empty() {
+                let title = if paper_only {
+                    format!("{} (only the paper has values)", panel.title)
+                } else {
+                    panel.title.clone()
+                };
                 root.draw(&Text::new(
-                    panel.title.clone(),
+                    title,
                     ((xpix.start + xpix.end) / 2, cy + 6),
                     text_style(PANEL_TITLE_PX, INK, HPos::Center, VPos::Top),
                 ))
                 .map_err(draw_err)?;
             }
 
-            let series = &prepared[pi];
             // Bands first so every line stays visible on top of every band.
             for pr in series {
                 for run in runs(&pr.band) {
@@ -549,7 +596,13 @@ fn render_with(fig: &LineFigure, place: Place) -> Result<(String, f64), PlotErro
                         .map_err(draw_err)?;
                 }
             }
-            for pr in series {
+            // The paper's values last, over every other series.
+            let on_top = |pr: &&Prepared| pr.style == LineStyle::Paper;
+            for pr in series
+                .iter()
+                .filter(|pr| !on_top(pr))
+                .chain(series.iter().filter(on_top))
+            {
                 let pix: Vec<Option<(i32, i32)>> =
                     pr.pts.iter().map(|p| p.map(|(x, y)| map(x, y))).collect();
                 let style = pr.style;
@@ -575,7 +628,11 @@ fn render_with(fig: &LineFigure, place: Place) -> Result<(String, f64), PlotErro
                 };
                 for (i, p) in pix.iter().enumerate() {
                     let Some(p) = p else { continue };
-                    if matches!(style, LineStyle::Markers | LineStyle::LineMarkers) || isolated(i) {
+                    if style == LineStyle::Paper {
+                        draw_paper_marker(&root, *p)?;
+                    } else if matches!(style, LineStyle::Markers | LineStyle::LineMarkers)
+                        || isolated(i)
+                    {
                         draw_marker(&root, *p, pr.marker, pr.color)?;
                     }
                 }
@@ -685,6 +742,19 @@ fn draw_below<DB: DrawingBackend>(
         .map_err(draw_err)
 }
 
+/// The paper's mark ([`LineStyle::Paper`]): a diamond larger than any series' marker, near
+/// black with a white rim, so it stays seen over lines and bands of any colour.
+fn draw_paper_marker<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    (x, y): (i32, i32),
+) -> Result<(), PlotError> {
+    let diamond = |r: i32| vec![(x, y - r), (x + r, y), (x, y + r), (x - r, y)];
+    root.draw(&Polygon::new(diamond(PAPER_R + 2), WHITE.filled()))
+        .map_err(draw_err)?;
+    root.draw(&Polygon::new(diamond(PAPER_R), INK.filled()))
+        .map_err(draw_err)
+}
+
 fn draw_marker<DB: DrawingBackend>(
     root: &DrawingArea<DB, Shift>,
     (x, y): (i32, i32),
@@ -750,9 +820,11 @@ fn draw_entry<DB: DrawingBackend>(
                             .map_err(draw_err)?;
                     }
                 }
-                LineStyle::Markers => {}
+                LineStyle::Markers | LineStyle::Paper => {}
             }
-            if matches!(style, LineStyle::Markers | LineStyle::LineMarkers) {
+            if *style == LineStyle::Paper {
+                draw_paper_marker(root, (x + GLYPH_W / 2, y))?;
+            } else if matches!(style, LineStyle::Markers | LineStyle::LineMarkers) {
                 draw_marker(root, (x + GLYPH_W / 2, y), *marker, *color)?;
             }
         }

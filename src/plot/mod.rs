@@ -109,6 +109,10 @@ pub(crate) enum LineStyle {
     Markers,
     /// A solid line with a marker at every point.
     LineMarkers,
+    /// The values a figure is held against (a paper's printed numbers): large near-black
+    /// diamonds with a white rim, no line, drawn over every other series and first in the
+    /// legend, so the reference is what one sees first; it takes no palette colour.
+    Paper,
 }
 
 /// One named curve. `x`, `y` and the band vectors are parallel.
@@ -166,6 +170,9 @@ pub(crate) struct LineFigure {
     /// The lower end of every panel's y range, when the caller sets one (values below it are
     /// the caller's [`Series::below`] marks).
     pub y_min: Option<f64>,
+    /// Series names whose palette colour the caller fixes (an index into [`PALETTE`]); the
+    /// others get theirs from their names.
+    pub colours: Vec<(String, usize)>,
 }
 
 /// Renders a line figure to an SVG document (`^` and `_` in its texts as in [`mathtext`]).
@@ -400,16 +407,19 @@ fn text_style(px: f64, color: RGBColor, h: HPos, v: VPos) -> TextStyle<'static> 
 }
 
 /// Colour-blind-safe Okabe–Ito palette, reordered so the first few colours
-/// are the most distinct on white; the pale yellow is left out.
-const PALETTE: [RGBColor; 7] = [
+/// are the most distinct on white; the pale yellow is left out, and black, which a line
+/// would make read as an axis, is the paper's ([`LineStyle::Paper`]). Wine and olive (from
+/// Paul Tol's muted set) make eight, so that a figure of seven series plus the paper's
+/// rarely needs two names to compete for a colour.
+pub(crate) const PALETTE: [RGBColor; 8] = [
     RGBColor(0x00, 0x72, 0xB2), // blue
     RGBColor(0xD5, 0x5E, 0x00), // vermillion
     RGBColor(0x00, 0x9E, 0x73), // bluish green
     RGBColor(0xCC, 0x79, 0xA7), // reddish purple
     RGBColor(0xE6, 0x9F, 0x00), // orange
     RGBColor(0x56, 0xB4, 0xE9), // sky blue
-    // Not black: a black line reads as a reference line (grey dashed here) or an axis.
     RGBColor(0x88, 0x22, 0x55), // wine
+    RGBColor(0x99, 0x99, 0x33), // olive
 ];
 
 const INK: RGBColor = RGBColor(0x22, 0x22, 0x22);

@@ -52,6 +52,7 @@ pub(crate) fn sample_lines() -> LineFigure {
     LineFigure {
         below_label: String::new(),
         y_min: None,
+        colours: vec![],
         title: "Mean estimation error vs privacy budget".into(),
         x_label: "privacy budget ε".into(),
         y_label: "mean absolute error".into(),
@@ -288,6 +289,7 @@ fn degenerate_but_valid_inputs_render() {
     let fig = LineFigure {
         below_label: String::new(),
         y_min: None,
+        colours: vec![],
         title: String::new(),
         x_label: String::new(),
         y_label: String::new(),
@@ -387,6 +389,7 @@ fn write_samples() {
     let hist = LineFigure {
         below_label: String::new(),
         y_min: None,
+        colours: vec![],
         title: "Histogram of noisy counts".into(),
         x_label: "released count".into(),
         y_label: "frequency".into(),
@@ -435,6 +438,7 @@ fn write_samples() {
     let three = LineFigure {
         below_label: String::new(),
         y_min: None,
+        colours: vec![],
         title: "Free y scales when panels differ by orders of magnitude".into(),
         x_label: "n".into(),
         y_label: "value".into(),
@@ -488,46 +492,121 @@ fn write_samples() {
 fn a_series_keeps_its_colour_when_others_come_and_go() {
     use super::lines::colour_slots;
     let names = [
-        "thesis",
         "grid floor (no noise)",
         "ours, PCA noise of §3.1 (default)",
+        "ours, PCA noise of Algorithm 7",
+        "ours, thesis calibration",
         "exact basis answers",
+        "exact mean and PCA",
         "no noise (exact all)",
         "exponential mechanism",
-        "Report Noisy Max (Laplace)",
     ];
-    // Each name alone gets the slot its hash picks.
-    let preferred: Vec<usize> = names.iter().map(|n| colour_slots(&[n])[0]).collect();
-    let slots = colour_slots(&names);
-    // Distinct colours while there are enough: a taken slot passes to the next free one.
+    let slots = colour_slots(&names, &[]);
+    // Distinct colours while there are enough.
     let mut seen = slots.clone();
     seen.sort_unstable();
     seen.dedup();
     assert_eq!(seen.len(), names.len(), "{slots:?}");
-    // Dropping or adding any series leaves every series whose slot no earlier series holds
-    // its colour: the colour is the name's, not the legend position's.
+    // The legend's order does not matter: reversed, every name keeps its colour.
+    let mut reversed = names;
+    reversed.reverse();
+    let mut back = colour_slots(&reversed, &[]);
+    back.reverse();
+    assert_eq!(back, slots);
+    // A name's colour depends only on the names that choose before it: drop any subset of
+    // the others and the names whose choices it did not take keep theirs. Checked for every
+    // single drop: a name changes colour only if some name it now competes with differently
+    // changed first — so the first name to choose never changes, and at most the names
+    // after the dropped one in choosing order do.
+    let alone: Vec<usize> = names.iter().map(|n| colour_slots(&[n], &[])[0]).collect();
     for drop in 0..names.len() {
-        let rest: Vec<&str> = names
-            .iter()
-            .enumerate()
-            .filter(|(i, _)| *i != drop)
-            .map(|(_, n)| *n)
+        let rest: Vec<&str> = (0..names.len())
+            .filter(|&i| i != drop)
+            .map(|i| names[i])
             .collect();
-        let rs = colour_slots(&rest);
-        for (j, (name, slot)) in rest.iter().zip(&rs).enumerate() {
-            let uncontested = !rs[..j].contains(&colour_slots(&[name])[0]);
-            if uncontested {
-                let i = names.iter().position(|n| n == name).unwrap();
+        let rs = colour_slots(&rest, &[]);
+        for (j, name) in rest.iter().enumerate() {
+            let i = names.iter().position(|n| n == name).unwrap();
+            // A name holding its first choice in the full figure still holds it.
+            if slots[i] == alone[i] {
                 assert_eq!(
-                    *slot, preferred[i],
-                    "{name} changed colour when {} was dropped",
+                    rs[j], slots[i],
+                    "{name} lost its first choice when {} went",
                     names[drop]
                 );
             }
         }
     }
-    // The first series is not always the first colour.
-    assert!(preferred.iter().any(|&p| p != 0));
+    // The first choice is the name's, not always the first colour.
+    assert!(alone.iter().any(|&p| p != 0));
+    // A fixed colour is kept, and no other name takes it while others are free.
+    let fixed = vec![(names[3].to_string(), 0usize), (names[5].to_string(), 7)];
+    let fs = colour_slots(&names, &fixed);
+    assert_eq!((fs[3], fs[5]), (0, 7));
+    let others: Vec<usize> = (0..names.len())
+        .filter(|&i| i != 3 && i != 5)
+        .map(|i| fs[i])
+        .collect();
+    assert!(!others.contains(&0) && !others.contains(&7), "{fs:?}");
+}
+
+/// The paper's values are drawn over every other series, first in the legend, near-black and
+/// larger than a series' marker; a panel where only they have values says so in its title.
+#[test]
+fn the_paper_is_drawn_last_listed_first_and_named_where_it_stands_alone() {
+    let paper = |x: &[f64]| Series {
+        below: Vec::new(),
+        name: "thesis".into(),
+        x: x.to_vec(),
+        y: x.iter().map(|v| 0.5 + v).collect(),
+        band: None,
+        style: LineStyle::Paper,
+    };
+    let mut f = sample_lines();
+    f.panels.truncate(1);
+    let x = f.panels[0].series[0].x.clone();
+    // First in the panel's list, so only the drawing order can put it on top.
+    f.panels[0].series.insert(0, paper(&x));
+    let svg = render_lines(&f).unwrap();
+    let first_line = svg.find("stroke-width=\"3\"").unwrap();
+    let diamonds: Vec<usize> = svg
+        .match_indices("<polygon")
+        .map(|(k, _)| k)
+        .filter(|&k| {
+            svg[k..]
+                .split('>')
+                .next()
+                .unwrap()
+                .contains("fill=\"#222222\"")
+        })
+        .collect();
+    assert!(
+        diamonds[0] > first_line,
+        "the paper is drawn under the lines"
+    );
+    assert_eq!(
+        diamonds.len(),
+        x.len() + 1,
+        "a diamond per value and one in the legend"
+    );
+    // First in the legend, though another series' rows come first in its panel.
+    let label_at = |t: &str| svg.find(&format!(">\n{t}\n<")).unwrap();
+    for s in &f.panels[0].series[1..] {
+        assert!(
+            label_at("thesis") < label_at(&s.name),
+            "{} listed before the paper",
+            s.name
+        );
+    }
+    // A panel of the paper alone, beside one with other series, says so; the other does not.
+    let mut two = sample_lines();
+    two.panels.truncate(2);
+    two.panels[0].title = "ours".into();
+    two.panels[1].title = "PAM".into();
+    two.panels[1].series = vec![paper(&x)];
+    let svg = render_lines(&two).unwrap();
+    assert!(svg.contains("PAM (only the paper has values)"), "{svg}");
+    assert!(!svg.contains("ours (only"));
 }
 
 #[test]
@@ -549,6 +628,7 @@ fn panels_of_different_measures_carry_their_own_y_labels() {
     let fig = LineFigure {
         below_label: String::new(),
         y_min: None,
+        colours: vec![],
         title: "CSN vs κ".into(),
         x_label: "κ".into(),
         y_label: "mean of 10 runs".into(),
@@ -673,6 +753,7 @@ fn panels_of_different_measures_have_their_own_scale_type() {
     let fig = |share_log: Option<bool>| LineFigure {
         below_label: String::new(),
         y_min: None,
+        colours: vec![],
         title: "CSN vs κ".into(),
         x_label: "κ".into(),
         y_label: "mean of 10 runs".into(),

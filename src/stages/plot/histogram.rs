@@ -21,7 +21,7 @@ const DRAWN_COLUMNS: [&str; 5] = ["panel", "series", "bin_lo", "bin_hi", "value"
 
 pub const KIND: KindInfo = KindInfo {
     name: "plot.histogram",
-    version: 5,
+    version: 6,
     random: false,
     runs_programs: false,
     summary: "Histograms (as step outlines, so several series stay readable) of a numeric column, one per value of `series`, one panel per value of `facet`; counts or densities.",
@@ -195,6 +195,7 @@ impl Stage for Histogram {
         let fig = LineFigure {
             below_label: String::new(),
             y_min: None,
+            colours: vec![],
             title: self.title.clone(),
             x_label: self.x_label.clone(),
             y_label: if self.density {

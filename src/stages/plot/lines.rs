@@ -14,7 +14,7 @@ use crate::stages::{build, params, Ctx, Gather, KindInfo, Output, ParamError, St
 
 pub const KIND: KindInfo = KindInfo {
     name: "plot.lines",
-    version: 8,
+    version: 9,
     random: false,
     runs_programs: false,
     summary: "Lines (optionally with confidence bands) of y against x, one series per value of `series` and/or per y column, one panel per value of `facet`; log axes; labelled reference lines.",
@@ -39,7 +39,28 @@ enum StyleName {
     Dashed,
     Markers,
     LineMarkers,
+    /// the values the figure is held against (a paper's printed numbers): large near-black
+    /// diamonds drawn over every other series and first in the legend
+    Paper,
 }
+
+/// A palette colour by name (`Serialize` only so that the schema shows the default `{}`), in
+/// the palette's order ([`plot::PALETTE`]'s comments name them).
+#[derive(Deserialize, Serialize, JsonSchema, Clone, Copy)]
+#[serde(rename_all = "snake_case")]
+enum ColourName {
+    Blue,
+    Vermillion,
+    Green,
+    Purple,
+    Orange,
+    Sky,
+    Wine,
+    Olive,
+}
+
+// One name per palette colour, in its order.
+const _: () = assert!(plot::PALETTE.len() == ColourName::Olive as usize + 1);
 
 /// A horizontal reference line (`Serialize` only so that the schema shows the default `[]`).
 #[derive(Deserialize, Serialize, JsonSchema)]
@@ -97,9 +118,15 @@ struct Lines {
     /// here follows `log_y`
     #[serde(default)]
     y_scales: IndexMap<String, ScaleName>,
-    /// line style per series name (after `labels`): series → style
+    /// line style per series name (after `labels`): series → style; `paper` is for the values
+    /// the figure is held against (large near-black diamonds over every other series, first in
+    /// the legend)
     #[serde(default)]
     style: IndexMap<String, StyleName>,
+    /// a palette colour per series name (after `labels`), so that sibling figures give one
+    /// series one colour; a series not named here gets a colour chosen by its name
+    #[serde(default, alias = "colors")]
+    colours: IndexMap<String, ColourName>,
     /// horizontal reference lines
     #[serde(default)]
     hlines: Vec<HLine>,
@@ -418,6 +445,7 @@ impl Stage for Lines {
                         Some(StyleName::Dashed) => LineStyle::Dashed,
                         Some(StyleName::Markers) => LineStyle::Markers,
                         Some(StyleName::LineMarkers) => LineStyle::LineMarkers,
+                        Some(StyleName::Paper) => LineStyle::Paper,
                         Some(StyleName::Solid) | None => LineStyle::Solid,
                     };
                     let s = self.drawable(
@@ -552,6 +580,7 @@ impl Stage for Lines {
                 Some(m) => format!("value below {m}, off the axis"),
                 None => String::new(),
             },
+            colours: self.palette_slots(),
         };
         let svg = plot::render_lines(&fig)?;
         Ok(figure_output(svg, drawn.frame()?))
@@ -559,6 +588,14 @@ impl Stage for Lines {
 }
 
 impl Lines {
+    /// `colours:` as palette slots.
+    fn palette_slots(&self) -> Vec<(String, usize)> {
+        self.colours
+            .iter()
+            .map(|(series, &c)| (series.clone(), c as usize))
+            .collect()
+    }
+
     /// A series ready to draw. On a logarithmic y axis a point with y ≤ 0 has no position, yet
     /// a Monte-Carlo estimate of a small probability is often exactly 0 and a paper prints
     /// 0.000: such a point, and one below `y_min`, is marked on the panel's bottom edge
@@ -716,7 +753,8 @@ impl Lines {
     }
 
     /// A name that must match something drawn: a `labels` key names a column or a value of
-    /// `series` or `facet`; a `style` key a series; a `y_labels`/`y_scales` key a panel.
+    /// `series` or `facet`; a `style` or `colours` key a series; a `y_labels`/`y_scales` key a
+    /// panel.
     /// When the column's values come from an axis, a profile or `--set` may have narrowed the
     /// axis, so an unmatched value is not an error there.
     fn check_declared_names(
@@ -764,10 +802,11 @@ impl Lines {
             }
         }
         if !series_axis {
-            for name in self.style.keys() {
+            let styled = self.style.keys().map(|n| ("style", n));
+            for (key, name) in styled.chain(self.colours.keys().map(|n| ("colours", n))) {
                 if !drawn_series.contains(name) {
                     return Err(miss(
-                        format!("style.{name}"),
+                        format!("{key}.{name}"),
                         "series (after `labels`)",
                         name,
                         drawn_series.iter().collect(),
@@ -849,6 +888,29 @@ mod tests {
         assert!(e.message.contains("give `facet`"), "{}", e.message);
     }
 
+    /// `colours:` names the palette's colours; another name is refused at its key, with the
+    /// nearest name and every one there is.
+    #[test]
+    fn colours_are_the_palette_s() {
+        let build = |c: &str| {
+            let v: serde_yaml_ng::Value = serde_yaml_ng::from_str(&format!(
+                "{{x: k, y: m, series: s, title: t, x_label: x, y_label: y, colours: {{{c}}}}}"
+            ))
+            .unwrap();
+            crate::kind::build::<Lines>(&v).err()
+        };
+        assert!(build("high: wine, low: olive").is_none());
+        let e = build("high: wien").unwrap();
+        assert_eq!(e.path.join("."), "colours.high");
+        assert!(
+            e.message.contains("wien")
+                && e.message.contains("`wine`")
+                && e.message.contains("`olive`"),
+            "{}",
+            e.message
+        );
+    }
+
     /// A band needs its two columns: `lo` and `hi` are both "" or both columns, item by item,
     /// checked with the other parameters (not when the figure is drawn).
     #[test]
@@ -911,6 +973,20 @@ mod kind_tests {
         let svg = String::from_utf8(out.artifacts[0].bytes.clone()).unwrap();
         assert!(
             svg.contains(">\nlow\n<") && svg.contains(">\nhigh\n<"),
+            "{svg}"
+        );
+        // A colour the pipeline fixes is the series' line colour.
+        let fixed = run(
+            &KIND,
+            "{x: k, y: m, series: s, title: t, x_label: k, y_label: m, colours: {high: wine, low: olive}}",
+            &[&input],
+            0,
+        )
+        .unwrap();
+        let svg = String::from_utf8(fixed.artifacts[0].bytes.clone()).unwrap();
+        let line = |hex: &str| format!("stroke=\"{hex}\" stroke-width=\"3\"");
+        assert!(
+            svg.contains(&line("#882255")) && svg.contains(&line("#999933")),
             "{svg}"
         );
         let f = out.frame;
