@@ -9,7 +9,7 @@ use super::markdown;
 use super::model::{Cell, Disagreement, Pivot, PivotCell, TableView};
 use super::read::{Csv, Outputs};
 use super::{anchor, url_segment};
-use crate::stages::report::layout::{Grid, Layout, Role, Show};
+use crate::stages::report::layout::{column_header, Grid, Layout, Role, Show};
 use crate::stages::report::{format_column, format_ours};
 use crate::verdict::Verdict;
 
@@ -417,8 +417,9 @@ fn view_every(frame: &Csv, at: &HashMap<(usize, usize), &Judged>) -> View {
                 (name == "mean").then(|| Some((frame.col("ci_lo")?, frame.col("ci_hi")?)))?
             });
         let verdict = name == "verdict" || name.starts_with("verdict_");
+        let header = column_header(name);
         if name == "paper" || name.starts_with("paper_") {
-            headers.push(name.clone());
+            headers.push(header);
             cols.push(
                 as_written(frame, i)
                     .into_iter()
@@ -444,9 +445,9 @@ fn view_every(frame: &Csv, at: &HashMap<(usize, usize), &Judged>) -> View {
                         *t = format!("{t} [{}, {}]", l[r], h[r]);
                     }
                 }
-                headers.push(format!("{name} [95% CI]"));
+                headers.push(format!("{header} [95% CI]"));
             } else {
-                headers.push(name.clone());
+                headers.push(header);
             }
             cols.push(
                 text.into_iter()
@@ -458,7 +459,7 @@ fn view_every(frame: &Csv, at: &HashMap<(usize, usize), &Judged>) -> View {
                     .collect(),
             );
         } else {
-            headers.push(name.clone());
+            headers.push(header);
             cols.push(
                 as_written(frame, i)
                     .into_iter()

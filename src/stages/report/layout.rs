@@ -8,6 +8,43 @@ use serde::{Deserialize, Serialize};
 
 use crate::kind::Artifact;
 
+/// The header a column gets when the pipeline names none (`report.table headers:`), for every
+/// table of the report: a frame's column names are identifiers (`tv_mc_ci_lo`), which a reader
+/// should not have to decode. Words are split at `_`; Greek letters' names become the letters
+/// (`eps` → ε); the abbreviations of this field's frames are written out or capitalised (`mc` →
+/// Monte-Carlo, `ci` → CI, `lo`/`hi` → low/high, `tv` → TV, `pr` → Pr, `mi` → MI, `lb` → lower
+/// bound). A name without `_` that is no such word stays as written (`source`, `D`).
+pub(crate) fn column_header(name: &str) -> String {
+    let word = |w: &str| -> String {
+        match w {
+            "eps" | "epsilon" => "ε",
+            "delta" => "δ",
+            "lambda" => "λ",
+            "sigma" => "σ",
+            "rho" => "ρ",
+            "mu" => "μ",
+            "kappa" => "κ",
+            "zcdp" => "zCDP",
+            "mc" => "Monte-Carlo",
+            "ci" => "CI",
+            "lo" => "low",
+            "hi" => "high",
+            "tv" => "TV",
+            "pr" => "Pr",
+            "mi" => "MI",
+            "lb" => "lower bound",
+            "q95" => "95% quantile",
+            other => other,
+        }
+        .to_string()
+    };
+    name.split('_')
+        .filter(|w| !w.is_empty())
+        .map(word)
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 /// How the report shows one table: its title, notes, digits, which frame columns, in what
 /// order, under which headers and in which role, and in which view.
 #[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
@@ -197,5 +234,27 @@ mod tests {
         let link: Layout =
             serde_json::from_str(r#"{"title":"T","columns":[],"show":"link"}"#).unwrap();
         assert_eq!(link.show, Show::Link);
+    }
+}
+
+#[cfg(test)]
+mod header_tests {
+    use super::column_header;
+
+    #[test]
+    fn a_column_without_a_header_is_named_for_people() {
+        for (name, header) in [
+            ("tv_mc_ci_lo", "TV Monte-Carlo CI low"),
+            ("eps", "ε"),
+            ("scale_eps", "scale ε"),
+            ("pr_exact", "Pr exact"),
+            ("tv_null_q95", "TV null 95% quantile"),
+            ("epsilon_lb", "ε lower bound"),
+            ("source", "source"),
+            ("D", "D"),
+            ("_x__y_", "x y"),
+        ] {
+            assert_eq!(column_header(name), header, "{name}");
+        }
     }
 }

@@ -7,8 +7,8 @@ pub mod verdict;
 
 /// A column's numbers in one format: integers when every value is whole, else `digits`
 /// significant digits, in scientific notation for the whole column when its magnitudes need it
-/// (one format per column, not 0.001 above 1e-4). Shared by the report kinds' Markdown and
-/// the HTML report's tables.
+/// (one format per column, not 0.001 above 1e-4; a value between 1 and 10 is written without
+/// its `e0`). Shared by the report kinds' Markdown and the HTML report's tables.
 pub(crate) fn format_column(values: &[Option<f64>], digits: usize) -> Vec<String> {
     let finite: Vec<f64> = values
         .iter()
@@ -40,7 +40,12 @@ pub(crate) fn format_column(values: &[Option<f64>], digits: usize) -> Vec<String
             // Zero (and −0) reads as 0 in every format of the column.
             Some(x) if *x == 0.0 => "0".to_string(),
             Some(x) if whole => format!("{x:.0}"),
-            Some(x) if scientific => format!("{x:.*e}", digits.saturating_sub(1)),
+            // Powers of ten, but a value between 1 and 10 without its `e0` (which the review
+            // read as a code): 4.215e-5 beside 1.000.
+            Some(x) if scientific => {
+                let t = format!("{x:.*e}", digits.saturating_sub(1));
+                t.strip_suffix("e0").map(str::to_string).unwrap_or(t)
+            }
             Some(x) => {
                 let mag = if *x == 0.0 {
                     0
@@ -88,6 +93,10 @@ pub(crate) fn printed_decimals(text: &str) -> Option<usize> {
 /// keep their format: their digits already differ where the values do.
 pub(crate) fn format_ours(values: &[Option<f64>], texts: &[&str], digits: usize) -> Vec<String> {
     let base = format_column(values, digits);
+    // A column in powers of ten keeps them (its 1.000 stands without `e0`, not as a decimal).
+    if base.iter().any(|t| t.contains('e')) {
+        return base;
+    }
     let Some(need) = texts.iter().filter_map(|t| printed_decimals(t)).max() else {
         return base;
     };
@@ -188,6 +197,10 @@ mod tests {
         assert_eq!(format_ours(&[Some(0.50858)], &["0.509"], 4), ["0.5086"]);
         assert_eq!(format_ours(&[Some(99762.0)], &["100000"], 4), ["99762"]);
         assert_eq!(format_ours(&[Some(1.1e-4)], &["0.000"], 3), ["1.10e-4"]);
+        assert_eq!(
+            format_ours(&[Some(1.1e-4), Some(1.0)], &["0.000", "1.000"], 3),
+            ["1.10e-4", "1.00"]
+        );
         // Every value the paper's digits cannot tell from ours is shown apart from it.
         for (x, p) in [(1.0185_f64 + 6e-5, "1.0185"), (0.0513 - 6e-5, "0.0513")] {
             let t = format_ours(&[Some(x)], &[p], 4).remove(0);
@@ -217,5 +230,8 @@ mod tests {
         assert_eq!(whole, ["1993", "100000"]);
         let small = format_column(&[Some(0.001), Some(0.00012345), Some(-0.0)], 3);
         assert_eq!(small, ["1.00e-3", "1.23e-4", "0"]);
+        // Between 1 and 10 a power of ten is no power: 1.000, not 1.000e0.
+        let tail = format_column(&[Some(4.406e-4), Some(1.0), Some(-1.5), Some(50.0)], 4);
+        assert_eq!(tail, ["4.406e-4", "1.000", "-1.500", "5.000e1"]);
     }
 }

@@ -24,7 +24,7 @@ use crate::verdict::Verdict;
 // only in an axis `columns:` leaves out are refused.
 pub const KIND: KindInfo = KindInfo {
     name: "report.table",
-    version: 4,
+    version: 5,
     random: false,
     runs_programs: false,
     summary: "A table (frame + Markdown + a layout for the HTML report): chosen columns of its input, optionally joined with the paper's printed numbers (columns paper_<c>: the number as printed, diff_<c> = ours − paper, verdict_<c>: agrees within the paper's printed precision, within CI when the printed value meets our interval, else explained when `explain` states a cause (why_<c>) or unexplained).",
@@ -276,7 +276,7 @@ impl Stage for Table {
             self.headers
                 .get(c)
                 .cloned()
-                .unwrap_or_else(|| c.to_string())
+                .unwrap_or_else(|| super::layout::column_header(c))
         };
         for name in df.get_column_names() {
             let name = name.to_string();

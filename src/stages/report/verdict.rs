@@ -16,7 +16,7 @@ use crate::verdict::{Verdict, NOT_RUN, NO_DATA, NO_PAPER_VALUE, SIDE_BY_SIDE};
 
 pub const KIND: KindInfo = KindInfo {
     name: "report.verdict",
-    version: 3,
+    version: 4,
     random: false,
     runs_programs: false,
     summary: "A paper's table cell by cell beside our private runs, partial-noise runs and a no-noise floor, with a verdict per cell by a stated rule (within CI: the printed value meets a private run's 95% interval; explained by a stated cause; unexplained). Input: aggregate.summary rows with a variant column. Output `cells` (one row per paper cell, the paper's number as printed, Markdown in the paper's layout) or `long` (for plot.lines).",
