@@ -47,82 +47,8 @@ pub(crate) mod search;
 use rayon::prelude::*;
 
 pub(crate) use search::{Event, Searches};
-
-/// The one-sided Clopper–Pearson lower bound on p from k successes in n trials, at level
-/// 1 − `alpha`: the `alpha` quantile of Beta(k, n − k + 1), and 0 when k = 0.
-pub(crate) fn clopper_pearson_lower(k: u64, n: u64, alpha: f64) -> f64 {
-    if k == 0 || k > n {
-        return 0.0;
-    }
-    beta_quantile(k as f64, (n - k + 1) as f64, alpha)
-}
-
-/// The one-sided Clopper–Pearson upper bound on p from k successes in n trials, at level
-/// 1 − `alpha`: the 1 − `alpha` quantile of Beta(k + 1, n − k), and 1 when k = n.
-pub(crate) fn clopper_pearson_upper(k: u64, n: u64, alpha: f64) -> f64 {
-    if k >= n {
-        return 1.0;
-    }
-    beta_quantile((k + 1) as f64, (n - k) as f64, 1.0 - alpha)
-}
-
-/// The `q` quantile of Beta(a, b): the p with I_p(a, b) = q, by Newton's method on statrs'
-/// regularised incomplete beta function, kept inside a bracket that bisection (in log-odds)
-/// narrows whenever a Newton step would leave it, and at most 200 steps.
-///
-/// Why not statrs' `Beta::inverse_cdf`: it does not return for the bounds an audit needs most,
-/// a rare event at many draws (Beta(1, 10⁷) at 0.0125, k = 0 or 1 of 10⁷: its AS 109 iteration
-/// starts at p ≥ 10⁻⁴, four orders of magnitude off, and never meets its 10⁻³⁰ tolerance).
-/// Its CDF is accurate there (to ~10⁻⁸ relative against scipy), so it is inverted here with a
-/// bound on the work.
-fn beta_quantile(a: f64, b: f64, q: f64) -> f64 {
-    use statrs::function::beta::{beta_reg, ln_beta};
-    if q <= 0.0 {
-        return 0.0;
-    }
-    if q >= 1.0 {
-        return 1.0;
-    }
-    let ln_b = ln_beta(a, b);
-    let (mut lo, mut hi) = (0.0f64, 1.0f64);
-    // Start at the mean, where the distribution's mass is.
-    let mut p = a / (a + b);
-    for _ in 0..200 {
-        let f = beta_reg(a, b, p) - q;
-        if f == 0.0 {
-            return p;
-        }
-        if f < 0.0 {
-            lo = p;
-        } else {
-            hi = p;
-        }
-        let ln_pdf = (a - 1.0) * p.ln() + (b - 1.0) * (1.0 - p).ln() - ln_b;
-        let step = f / ln_pdf.exp();
-        let newton = p - step;
-        if newton > lo && newton < hi && step.is_finite() {
-            p = newton;
-            if step.abs() <= 1e-15 * p {
-                return p;
-            }
-        } else {
-            // Bisection in log-odds; towards 0 or 1 by factors of 16 while that end is open.
-            p = if lo == 0.0 {
-                hi / 16.0
-            } else if hi == 1.0 {
-                1.0 - (1.0 - lo) / 16.0
-            } else {
-                let logit = |x: f64| (x / (1.0 - x)).ln();
-                let m = 0.5 * (logit(lo) + logit(hi));
-                1.0 / (1.0 + (-m).exp())
-            };
-            if !(p > lo && p < hi) || (hi - lo) <= 1e-15 * hi {
-                return 0.5 * (lo + hi);
-            }
-        }
-    }
-    p
-}
+// The one-sided bounds are the statistics module's (its two-sided interval is built on them).
+pub(crate) use crate::mech::stats::{clopper_pearson_lower, clopper_pearson_upper};
 
 /// ε_LB = ln((LCB(p₁) − δ) / UCB(p₂)) from k₁ of n₁ and k₂ of n₂ draws in the event, both
 /// bounds together at `confidence` (each at 1 − (1 − confidence)/2); 0 when the fraction is

@@ -6,14 +6,14 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::Dist;
-use crate::mech::stats::wilson;
+use crate::mech::stats::clopper_pearson;
 use crate::stages::columns::FrameBuilder;
 use crate::stages::param::Level;
 use crate::stages::{build, params, Ctx, Gather, KindInfo, Output, Stage};
 
 pub const KIND: KindInfo = KindInfo {
     name: "evaluate.selection",
-    version: 1,
+    version: 2,
     random: true,
     runs_programs: false,
     summary: "Expected utility and Pr[not optimal] of a `mechanism.select` output: exact, and Monte-Carlo with confidence intervals.",
@@ -106,7 +106,7 @@ impl Stage for Selection {
                 .filter(|(_, o)| !**o)
                 .map(|(c, _)| c)
                 .sum();
-            let (a, b) = wilson(k, n, *self.level);
+            let (a, b) = clopper_pearson(k, n, *self.level);
             sub = Some(k as f64 / nf);
             sub_lo = Some(a);
             sub_hi = Some(b);

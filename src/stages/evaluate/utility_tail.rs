@@ -7,7 +7,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::Dist;
-use crate::mech::stats::wilson;
+use crate::mech::stats::clopper_pearson;
 use crate::stages::columns::FrameBuilder;
 use crate::stages::mechanism::select::one;
 use crate::stages::param::{Level, Positive};
@@ -18,7 +18,7 @@ use crate::stages::{
 
 pub const KIND: KindInfo = KindInfo {
     name: "evaluate.utility_tail",
-    version: 1,
+    version: 2,
     random: true,
     runs_programs: false,
     summary: "Pr[u(output) ≤ c] of a `mechanism.select` output against the bound (|R|/|R_OPT|)·exp(ε(c − OPT)/2Δu) of Thm 3.11 (|R_OPT| = 1: Corollary 3.12), at c = OPT − (2Δu/ε)(ln(|R|/|R_OPT|) + t) for each t, or at given thresholds c.",
@@ -58,7 +58,7 @@ struct Tail {
     /// the bound the tail is compared with
     #[serde(default = "theorem")]
     bound: BoundKind,
-    /// confidence level (Wilson intervals)
+    /// confidence level (Clopper–Pearson intervals)
     #[serde(default = "level_95")]
     level: Level,
 }
@@ -179,7 +179,7 @@ impl Stage for Tail {
                     .filter(|(_, &u)| below(u, c))
                     .map(|(k, _)| k)
                     .sum();
-                let (a, b) = wilson(k, n, *self.level);
+                let (a, b) = clopper_pearson(k, n, *self.level);
                 mc.push(Some(k as f64 / n as f64));
                 lo.push(Some(a));
                 hi.push(Some(b));
