@@ -15,6 +15,9 @@ const LINE_W: u32 = 3;
 const MARKER_R: i32 = 4;
 /// Half-diagonal of the paper's diamond ([`LineStyle::Paper`]).
 const PAPER_R: i32 = 7;
+/// The paper's near-black: darker than the text's ink, and apart from it, so that a reader (and
+/// the figure check) tells the paper's marks from the figure's lettering.
+const PAPER_INK: RGBColor = RGBColor(0x11, 0x11, 0x11);
 const BAND_ALPHA: f64 = 0.2;
 
 /// A series checked and moved into axis units; `None` breaks the line.
@@ -313,7 +316,7 @@ fn render_with(fig: &LineFigure, place: Place) -> Result<(String, f64), PlotErro
         let (mut x, mut y) = (None, None);
         for s in &p.series {
             let look = if s.style == LineStyle::Paper {
-                (INK, 0, false)
+                (PAPER_INK, 0, false)
             } else {
                 let (slot, marker, repeated) = idx_of(&s.name);
                 (PALETTE[slot % PALETTE.len()], marker, repeated)
@@ -751,7 +754,7 @@ fn draw_paper_marker<DB: DrawingBackend>(
     let diamond = |r: i32| vec![(x, y - r), (x + r, y), (x, y + r), (x - r, y)];
     root.draw(&Polygon::new(diamond(PAPER_R + 2), WHITE.filled()))
         .map_err(draw_err)?;
-    root.draw(&Polygon::new(diamond(PAPER_R), INK.filled()))
+    root.draw(&Polygon::new(diamond(PAPER_R), PAPER_INK.filled()))
         .map_err(draw_err)
 }
 
@@ -763,8 +766,59 @@ fn draw_marker<DB: DrawingBackend>(
 ) -> Result<(), PlotError> {
     let r = MARKER_R;
     let style = color.filled();
-    // Shapes vary with colour so series stay distinguishable in greyscale.
-    match shape % 4 {
+    // Shapes vary with colour so series stay distinguishable in greyscale: one shape per
+    // palette colour (four shapes for eight colours gave two series of one figure one shape).
+    let ring = |points: usize, turn: f64, radius: &dyn Fn(usize) -> f64| -> Vec<(i32, i32)> {
+        (0..points)
+            .map(|k| {
+                let a = turn + std::f64::consts::TAU * k as f64 / points as f64;
+                let r = radius(k);
+                (
+                    x + (r * a.cos()).round() as i32,
+                    y - (r * a.sin()).round() as i32,
+                )
+            })
+            .collect()
+    };
+    let rf = f64::from(r) + 0.5;
+    match shape % 8 {
+        4 => root.draw(&Polygon::new(
+            vec![(x, y + r + 1), (x + r + 1, y - r), (x - r - 1, y - r)],
+            style,
+        )),
+        5 => root.draw(&Polygon::new(ring(6, 0.0, &|_| rf + 0.5), style)),
+        // A star of five points.
+        6 => root.draw(&Polygon::new(
+            ring(10, std::f64::consts::FRAC_PI_2, &|k| {
+                if k % 2 == 0 {
+                    rf + 1.5
+                } else {
+                    0.45 * rf
+                }
+            }),
+            style,
+        )),
+        // A plus.
+        7 => root.draw(&Polygon::new(
+            {
+                let (a, b) = (r + 1, (r + 1) / 3 + 1);
+                vec![
+                    (x - b, y - a),
+                    (x + b, y - a),
+                    (x + b, y - b),
+                    (x + a, y - b),
+                    (x + a, y + b),
+                    (x + b, y + b),
+                    (x + b, y + a),
+                    (x - b, y + a),
+                    (x - b, y + b),
+                    (x - a, y + b),
+                    (x - a, y - b),
+                    (x - b, y - b),
+                ]
+            },
+            style,
+        )),
         0 => root.draw(&Circle::new((x, y), r, style)),
         1 => root.draw(&Rectangle::new(
             [(x - r + 1, y - r + 1), (x + r - 1, y + r - 1)],
@@ -774,6 +828,7 @@ fn draw_marker<DB: DrawingBackend>(
             vec![(x, y - r - 1), (x + r + 1, y + r), (x - r - 1, y + r)],
             style,
         )),
+        // 3: a diamond.
         _ => root.draw(&Polygon::new(
             vec![
                 (x, y - r - 1),

@@ -577,7 +577,7 @@ fn the_paper_is_drawn_last_listed_first_and_named_where_it_stands_alone() {
                 .split('>')
                 .next()
                 .unwrap()
-                .contains("fill=\"#222222\"")
+                .contains("fill=\"#111111\"")
         })
         .collect();
     assert!(

@@ -21,7 +21,7 @@ const DRAWN_COLUMNS: [&str; 5] = ["panel", "series", "bin_lo", "bin_hi", "value"
 
 pub const KIND: KindInfo = KindInfo {
     name: "plot.histogram",
-    version: 6,
+    version: 7,
     random: false,
     runs_programs: false,
     summary: "Histograms (as step outlines, so several series stay readable) of a numeric column, one per value of `series`, one panel per value of `facet`; counts or densities.",

@@ -14,7 +14,7 @@ use crate::stages::{build, params, Ctx, Gather, KindInfo, Output, ParamError, St
 
 pub const KIND: KindInfo = KindInfo {
     name: "plot.lines",
-    version: 9,
+    version: 10,
     random: false,
     runs_programs: false,
     summary: "Lines (optionally with confidence bands) of y against x, one series per value of `series` and/or per y column, one panel per value of `facet`; log axes; labelled reference lines.",
