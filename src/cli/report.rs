@@ -42,9 +42,10 @@ pub(crate) fn report_cmd(results: &Path, pipelines: &[PathBuf], title: Option<&s
             let s = &w.summary;
             let (n, f) = (&s.numbers, &s.findings);
             let mut line = format!(
-                "wrote {}: {} experiments ({} with results, {} without data, {} not run, {} damaged)",
+                "wrote {}: {} experiment{} ({} with results, {} without data, {} not run, {} damaged)",
                 w.path.display(),
                 s.experiments,
+                if s.experiments == 1 { "" } else { "s" },
                 s.with_results,
                 s.unavailable,
                 s.not_run,

@@ -34,15 +34,60 @@ const MISSING_FILL: RGBColor = RGBColor(0xE4, 0xE4, 0xE4);
 const MISSING_HATCH: RGBColor = RGBColor(0xA8, 0xA8, 0xA8);
 const BAR_W: i32 = 22;
 
-/// Maps `u ∈ [0, 1]` (clamped) to a viridis colour.
-pub(crate) fn viridis(u: f64) -> RGBColor {
+/// ColorBrewer's RdBu, from its blue end to its red end (Brewer, colorbrewer2.org): a
+/// diverging map whose white middle is the value a figure centres on.
+const RDBU: [(u8, u8, u8); 11] = [
+    (0x05, 0x30, 0x61),
+    (0x21, 0x66, 0xAC),
+    (0x43, 0x93, 0xC3),
+    (0x92, 0xC5, 0xDE),
+    (0xD1, 0xE5, 0xF0),
+    (0xF7, 0xF7, 0xF7),
+    (0xFD, 0xDB, 0xC7),
+    (0xF4, 0xA5, 0x82),
+    (0xD6, 0x60, 0x4D),
+    (0xB2, 0x18, 0x2B),
+    (0x67, 0x00, 0x1F),
+];
+
+/// The colour at `u ∈ [0, 1]` (clamped; NaN as 0) of a map given by evenly spaced stops.
+fn interpolate(stops: &[(u8, u8, u8)], u: f64) -> RGBColor {
     let u = if u.is_nan() { 0.0 } else { u.clamp(0.0, 1.0) };
-    let pos = u * (VIRIDIS.len() - 1) as f64;
-    let i = (pos.floor() as usize).min(VIRIDIS.len() - 2);
+    let pos = u * (stops.len() - 1) as f64;
+    let i = (pos.floor() as usize).min(stops.len() - 2);
     let f = pos - i as f64;
-    let (a, b) = (VIRIDIS[i], VIRIDIS[i + 1]);
+    let (a, b) = (stops[i], stops[i + 1]);
     let mix = |p: u8, q: u8| (p as f64 + (q as f64 - p as f64) * f).round() as u8;
     RGBColor(mix(a.0, b.0), mix(a.1, b.1), mix(a.2, b.2))
+}
+
+/// A figure's colour for a value `t` on its (possibly logarithmic) z scale, over `[lo, hi]`:
+/// viridis from `lo` to `hi`, or — with a centre `c` — RdBu whose white is `c`, each side
+/// stretched over its own span (blue from `lo` to `c`, red from `c` to `hi`), so that which side
+/// of the centre a cell lies on is read from its hue and neither side's range is wasted.
+pub(super) fn colour_of(t: f64, (lo, hi): (f64, f64), centre: Option<f64>) -> RGBColor {
+    match centre {
+        None => viridis((t - lo) / (hi - lo)),
+        Some(c) => {
+            let u = if t <= c {
+                if c > lo {
+                    0.5 * (t - lo) / (c - lo)
+                } else {
+                    0.5
+                }
+            } else if hi > c {
+                0.5 + 0.5 * (t - c) / (hi - c)
+            } else {
+                0.5
+            };
+            interpolate(&RDBU, u)
+        }
+    }
+}
+
+/// Maps `u ∈ [0, 1]` (clamped) to a viridis colour.
+pub(crate) fn viridis(u: f64) -> RGBColor {
+    interpolate(&VIRIDIS, u)
 }
 
 fn panel_name(p: &HeatPanel, i: usize) -> String {
@@ -158,17 +203,18 @@ pub(super) fn render(fig: &HeatmapFigure) -> Result<String, PlotError> {
         };
         return Err(PlotError::NoFiniteData { series: what });
     }
-    if let Some(c) = fig.contour {
+    for (what, v) in [("centre", fig.centre), ("contour", fig.contour)] {
+        let Some(c) = v else { continue };
         if !c.is_finite() {
             return Err(PlotError::NonFinite {
-                series: "contour".into(),
+                series: what.into(),
                 what: "level".into(),
                 value: c,
             });
         }
         if fig.log_z && c <= 0.0 {
             return Err(PlotError::NonPositiveOnLog {
-                series: "contour".into(),
+                series: what.into(),
                 axis: "z",
                 value: c,
             });
@@ -178,7 +224,8 @@ pub(super) fn render(fig: &HeatmapFigure) -> Result<String, PlotError> {
     if z_hi - z_lo <= 1e-12 * z_lo.abs().max(z_hi.abs()) {
         (z_lo, z_hi) = scale::pad(fig.log_z, z_lo, z_hi, 0.0);
     }
-    let colour = |z: f64| viridis((scale::fwd(fig.log_z, z) - z_lo) / (z_hi - z_lo));
+    let centre = fig.centre.map(|c| scale::fwd(fig.log_z, c));
+    let colour = |z: f64| colour_of(scale::fwd(fig.log_z, z), (z_lo, z_hi), centre);
 
     // Panels share axes so cells line up across facets.
     let fold = |f: &dyn Fn(&Grid) -> (f64, f64)| {
@@ -296,6 +343,12 @@ pub(super) fn render(fig: &HeatmapFigure) -> Result<String, PlotError> {
                 for ix in 0..nx {
                     let z = panel.z[iy * nx + ix];
                     let (x0, x1, y0, y1) = (px[ix], px[ix + 1], py[iy + 1], py[iy]);
+                    // A cell reaches one pixel into its right and upper neighbours, which
+                    // are drawn after it and cover that pixel again: a renderer's
+                    // antialiased edges between two exactly abutting cells blend with the
+                    // white page and show as pale seams; over a colour they do not.
+                    let x1 = if ix + 1 < nx { x1 + 1 } else { x1 };
+                    let y0 = if iy + 1 < panel.y.len() { y0 - 1 } else { y0 };
                     if z.is_finite() {
                         root.draw(&Rectangle::new([(x0, y0), (x1, y1)], colour(z).filled()))
                             .map_err(draw_err)?;
@@ -468,11 +521,13 @@ fn draw_colour_bar<DB: DrawingBackend>(
 ) -> Result<(), PlotError> {
     let h = (bottom - top).max(1) as f64;
     let to_px = |t: f64| bottom - ((t - z_lo) / (z_hi - z_lo) * h).round() as i32;
+    let centre = fig.centre.map(|c| scale::fwd(fig.log_z, c));
     for y in top..bottom {
-        let u = (bottom - y) as f64 / h;
+        let t = z_lo + (bottom - y) as f64 / h * (z_hi - z_lo);
+        // Two pixels high, the next one drawn over the second: no seams (as the cells).
         root.draw(&Rectangle::new(
-            [(x0, y), (x0 + BAR_W, y + 1)],
-            viridis(u).filled(),
+            [(x0, y), (x0 + BAR_W, (y + 2).min(bottom))],
+            colour_of(t, (z_lo, z_hi), centre).filled(),
         ))
         .map_err(draw_err)?;
     }

@@ -320,14 +320,13 @@ fn render_with(fig: &LineFigure, place: Place) -> Result<(String, f64), PlotErro
             Some(acc.map_or((lo, hi), |(a, b)| (a.min(lo), b.max(hi))))
         })
     };
-    // x is shared: facets are normally the same sweep. A panel with only
-    // reference lines has no x extent of its own and borrows this one.
-    let Some((x_lo, x_hi)) = union(&xr) else {
+    // x is shared unless the caller frees it: facets are normally the same sweep. A panel
+    // with only reference lines has no x extent of its own and borrows the union.
+    let Some(x_all) = union(&xr) else {
         return Err(PlotError::NoFiniteData {
             series: fig.title.clone(),
         });
     };
-    let (x_lo, x_hi) = scale::pad(fig.log_x, x_lo, x_hi, 0.03);
     let y_all = union(&yr).unwrap_or((0.0, 1.0));
     let all_span = y_all.1 - y_all.0;
     // Ranges in log10 units and in plain units have no common scale: mixed scale types
@@ -469,6 +468,12 @@ fn render_with(fig: &LineFigure, place: Place) -> Result<(String, f64), PlotErro
             } else {
                 y_all
             };
+            let (x_lo, x_hi) = if fig.free_x {
+                xr[pi].unwrap_or(x_all)
+            } else {
+                x_all
+            };
+            let (x_lo, x_hi) = scale::pad(fig.log_x, x_lo, x_hi, 0.03);
             let p_log_y = log_y(panel);
             let (y_lo, y_hi) = scale::pad(p_log_y, y_lo, y_hi, 0.05);
             let ticks_h = (TICK_PX + 14.0) as i32;

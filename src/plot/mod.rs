@@ -161,6 +161,9 @@ pub(crate) struct LineFigure {
     pub panels: Vec<Panel>,
     /// Panels per row; 0 chooses automatically.
     pub columns: usize,
+    /// Each panel its own x range (panels that sweep different settings); otherwise one x
+    /// range for all, as facets of one sweep are compared across panels.
+    pub free_x: bool,
     /// Size of one panel in px.
     pub width: u32,
     pub height: u32,
@@ -208,6 +211,9 @@ pub(crate) struct HeatmapFigure {
     pub contour: Option<f64>,
     /// Logarithmic colour scale.
     pub log_z: bool,
+    /// A diverging colour map whose white is this value (blue below, red above), for a ratio
+    /// against a reference; `None`: the sequential viridis map.
+    pub centre: Option<f64>,
     /// Size of one panel in px.
     pub width: u32,
     pub height: u32,

@@ -60,6 +60,7 @@ pub(crate) fn sample_lines() -> LineFigure {
         log_y: true,
         panels: vec![panel(100.0), panel(1000.0)],
         columns: 0,
+        free_x: false,
         width: 560,
         height: 420,
     }
@@ -98,6 +99,7 @@ pub(crate) fn sample_heatmap() -> HeatmapFigure {
         columns: 2,
         contour: Some(1.0),
         log_z: true,
+        centre: None,
         width: 460,
         height: 400,
     }
@@ -320,6 +322,7 @@ fn degenerate_but_valid_inputs_render() {
             log_y: None,
         }],
         columns: 5,
+        free_x: false,
         width: 400,
         height: 300,
     };
@@ -340,6 +343,7 @@ fn degenerate_but_valid_inputs_render() {
         columns: 0,
         contour: Some(5.0),
         log_z: false,
+        centre: None,
         width: 300,
         height: 300,
     };
@@ -351,6 +355,31 @@ fn viridis_endpoints() {
     assert_eq!(heatmap::viridis(0.0), RGBColor(0x44, 0x01, 0x54));
     assert_eq!(heatmap::viridis(1.0), RGBColor(0xFD, 0xE7, 0x25));
     assert_eq!(heatmap::viridis(f64::NAN), RGBColor(0x44, 0x01, 0x54));
+}
+
+/// A centred map is white at its centre, blue below and red above, each side reaching its
+/// saturated end at the data's own extreme however lopsided the range is around the centre.
+#[test]
+fn a_centred_map_is_white_at_its_centre_blue_below_red_above() {
+    let c = heatmap::colour_of;
+    let range = (-1.0, 3.0); // log10 z from 0.1 to 1000, centred on 1 (log 0)
+    assert_eq!(c(0.0, range, Some(0.0)), RGBColor(0xF7, 0xF7, 0xF7));
+    assert_eq!(c(-1.0, range, Some(0.0)), RGBColor(0x05, 0x30, 0x61));
+    assert_eq!(c(3.0, range, Some(0.0)), RGBColor(0x67, 0x00, 0x1F));
+    for t in [-0.9, -0.5, -0.05] {
+        let RGBColor(r, _, b) = c(t, range, Some(0.0));
+        assert!(b > r, "{t}: ({r}, {b}) is not blue");
+    }
+    for t in [0.05, 1.0, 2.9] {
+        let RGBColor(r, _, b) = c(t, range, Some(0.0));
+        assert!(r > b, "{t}: ({r}, {b}) is not red");
+    }
+    // A centre below all the data: every cell is above it, so red, none white.
+    let RGBColor(r, _, b) = c(1.0, (1.0, 2.0), Some(0.5));
+    assert!(r > b && c(1.0, (1.0, 2.0), Some(0.5)) != RGBColor(0xF7, 0xF7, 0xF7));
+    // Without a centre, viridis over the range.
+    assert_eq!(c(-1.0, range, None), heatmap::viridis(0.0));
+    assert_eq!(c(3.0, range, None), heatmap::viridis(1.0));
 }
 
 #[test]
@@ -432,6 +461,7 @@ fn write_samples() {
             log_y: None,
         }],
         columns: 0,
+        free_x: false,
         width: 640,
         height: 440,
     };
@@ -463,6 +493,7 @@ fn write_samples() {
             })
             .collect(),
         columns: 0,
+        free_x: false,
         width: 420,
         height: 320,
     };
@@ -639,6 +670,7 @@ fn panels_of_different_measures_carry_their_own_y_labels() {
             panel("synthesis time", "seconds", 100.0),
         ],
         columns: 2,
+        free_x: false,
         width: 420,
         height: 320,
     };
@@ -768,6 +800,7 @@ fn panels_of_different_measures_have_their_own_scale_type() {
             ),
         ],
         columns: 2,
+        free_x: false,
         width: 420,
         height: 320,
     };

@@ -293,7 +293,11 @@ fn every_dplab_command_in_the_docs_uses_options_that_exist() {
                 let at = format!("{file}:{}", block.line + 1 + i);
                 let command = line.trim_start().trim_start_matches("$ ");
                 let command = command.split(" #").next().unwrap_or(command);
-                let Some(args) = command.strip_prefix("dplab ") else {
+                // `dplab …` as installed, or the binary by its path as `make build` leaves it.
+                let Some(args) = command
+                    .strip_prefix("dplab ")
+                    .or_else(|| command.strip_prefix("target/release/dplab "))
+                else {
                     continue;
                 };
                 let words: Vec<String> = args
@@ -332,7 +336,7 @@ fn every_dplab_command_in_the_docs_uses_options_that_exist() {
                     }
                 }
                 checked += 1;
-                if let Some(runs) = runnable(command) {
+                if let Some(runs) = runnable(args) {
                     for args in runs {
                         let o = dplab()
                             .current_dir(root())
@@ -356,12 +360,11 @@ fn every_dplab_command_in_the_docs_uses_options_that_exist() {
     assert!(ran >= 6, "only {ran} dplab command lines run");
 }
 
-/// A documented command line as the argument lists to run, or None when it is not one of the
+/// A documented command line's arguments (after `dplab`) as the argument lists to run, or None when it is not one of the
 /// cheap read-only subcommands or names something that is not in the repository (a reader's
 /// own file, an upper-case placeholder) or writes somewhere (`>`). An optional `[--flag]`
 /// gives two runs, without and with it.
-fn runnable(command: &str) -> Option<Vec<Vec<String>>> {
-    let args = command.strip_prefix("dplab ")?;
+fn runnable(args: &str) -> Option<Vec<Vec<String>>> {
     if args.contains('>') || args.contains('|') {
         return None;
     }

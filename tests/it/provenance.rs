@@ -217,7 +217,7 @@ fn a_result_from_the_store_says_when_it_was_computed() {
     assert!(o.status.success(), "{}", text(&o));
     // An experiment of one's own: nothing printed to compare, so nothing said of it.
     assert!(
-        text(&o).contains("1 experiments (1 with results") && !text(&o).contains("printed"),
+        text(&o).contains("1 experiment (1 with results") && !text(&o).contains("printed"),
         "{}",
         text(&o)
     );

@@ -13,7 +13,7 @@ use crate::stages::{
 
 pub const KIND: KindInfo = KindInfo {
     name: "plot.heatmap",
-    version: 6,
+    version: 7,
     random: false,
     runs_programs: false,
     summary: "A heatmap of z over (x, y) with a colour bar shared by all panels; optional contour line z = level.",
@@ -53,6 +53,8 @@ struct Heatmap {
     /// logarithmic colour scale
     #[serde(default)]
     log_z: bool,
+    /// a diverging colour map (ColorBrewer's RdBu) whose white is this value: blue below it, red above it, each side over its own span — for a ratio against a reference (centre 1); default: the sequential viridis map
+    centre: Option<f64>,
     /// panels per row (0: automatic)
     #[serde(default)]
     columns: usize,
@@ -164,6 +166,7 @@ impl Stage for Heatmap {
             columns: self.columns,
             contour: self.contour,
             log_z: self.log_z,
+            centre: self.centre,
             width: 520,
             height: 440,
         };

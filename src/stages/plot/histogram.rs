@@ -207,6 +207,7 @@ impl Stage for Histogram {
             log_y: self.log_y,
             panels,
             columns: self.columns,
+            free_x: false,
             width: 640,
             height: 440,
         };

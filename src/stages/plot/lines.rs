@@ -152,6 +152,9 @@ struct Lines {
     /// panels per row (0: automatic)
     #[serde(default)]
     columns: usize,
+    /// each panel its own x range, for panels that sweep different settings (default: one x range for all panels, as facets of one sweep are read across panels)
+    #[serde(default)]
+    free_x: bool,
 }
 
 /// A value `only` keeps: text, or a number compared as a number (`sigma: [2]` keeps `2.0`).
@@ -573,6 +576,7 @@ impl Stage for Lines {
             log_y: self.log_y,
             panels,
             columns: self.columns,
+            free_x: self.free_x,
             width: 640,
             height: 440,
             y_min: self.y_min,
