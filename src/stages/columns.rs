@@ -116,6 +116,12 @@ impl FrameBuilder {
         self
     }
 
+    /// An integer column where `None` is a missing value.
+    pub(crate) fn opt_i64(mut self, name: &str, values: Vec<Option<i64>>) -> Self {
+        self.cols.push(Column::new(name.into(), values));
+        self
+    }
+
     pub fn i64(mut self, name: &str, values: Vec<i64>) -> Self {
         self.cols.push(Column::new(name.into(), values));
         self

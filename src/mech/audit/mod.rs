@@ -118,6 +118,17 @@ impl Releases {
         self.counts.extend(other.counts);
     }
 
+    /// The first half of the releases and the rest (of single draws: halves of the draws).
+    pub(crate) fn halves(&self) -> (Releases, Releases) {
+        let mid = self.len() / 2;
+        let part = |rows: std::ops::Range<usize>| Releases {
+            dim: self.dim,
+            values: self.values[rows.start * self.dim..rows.end * self.dim].to_vec(),
+            counts: self.counts[rows].to_vec(),
+        };
+        (part(0..mid), part(mid..self.len()))
+    }
+
     /// The draws that fall in `event`.
     pub(crate) fn count_in(&self, event: &Event) -> u64 {
         (0..self.len())
@@ -186,6 +197,12 @@ pub(crate) struct Finding {
     pub k1: u64,
     pub k2: u64,
     pub epsilon_lb: f64,
+    /// The chosen event's draws, on p₁'s side and p₂'s, of `search_n` per side of the search
+    /// split that scored it, and that score (see [`search`]).
+    pub search_k1: u64,
+    pub search_k2: u64,
+    pub search_n: u64,
+    pub search_score: f64,
 }
 
 impl Finding {
@@ -267,8 +284,45 @@ pub(crate) fn audit<E: Send>(
         k1,
         k2,
         epsilon_lb: epsilon_lower_bound(k1, n, k2, n, plan.delta, plan.confidence),
+        search_k1: chosen.k1,
+        search_k2: chosen.k2,
+        search_n: chosen.n1.max(chosen.n2),
+        search_score: chosen.score,
         event: chosen.event,
     }))
+}
+
+/// The smallest ε at which the event measured by `f` would have been flagged (its bound above
+/// `claimed`) had the mechanism's loss on it been that ε: with p₂ as the validation split
+/// measured it (at least one draw in n) and p₁ = e^ε·p₂ + δ, the bound that the expected
+/// counts at n draws per side give. It says what a bound of 0 means: no violation larger than
+/// this was there to be seen *on this event* at this many draws — not that there is none.
+/// `None` when even p₁ = 1 would not be flagged.
+pub(crate) fn detectable(f: &Finding, claimed: f64, delta: f64, confidence: f64) -> Option<f64> {
+    let n = f.samples;
+    let p2 = (f.k2.max(1) as f64 / n as f64).min(1.0);
+    let bound_at = |eps: f64| {
+        let p1 = (eps.exp() * p2 + delta).min(1.0);
+        let k1 = (p1 * n as f64).round() as u64;
+        epsilon_lower_bound(k1, n, f.k2.max(1), n, delta, confidence)
+    };
+    // Where p₁ reaches 1, nothing larger is seen.
+    let top = ((1.0 - delta).max(f64::MIN_POSITIVE) / p2)
+        .ln()
+        .max(claimed);
+    if bound_at(top) <= claimed {
+        return None;
+    }
+    let (mut lo, mut hi) = (claimed.max(0.0), top);
+    for _ in 0..60 {
+        let mid = 0.5 * (lo + hi);
+        if bound_at(mid) > claimed {
+            hi = mid;
+        } else {
+            lo = mid;
+        }
+    }
+    Some(hi)
 }
 
 /// The search split of one side of a pair, in chunk order.

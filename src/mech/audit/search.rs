@@ -1,12 +1,35 @@
-//! The event searches of an audit: candidate events scored on the search split by the bound
-//! they would give there ([`super::epsilon_lower_bound`] on the search counts), which prefers
-//! a large likelihood ratio but penalises events too rare to measure. When the validation
-//! split is smaller than the search split, an event is also scored by the bound its expected
-//! validation counts would give (the search counts scaled down), and the smaller score counts:
-//! an event seen 30 times in 10⁴ search draws is seen about 3 times in 10³ validation draws,
-//! too few for any bound above 0, and a commoner event with a smaller ratio is chosen instead.
-//! (A larger validation split is not scaled up: that would trust the search split's ratio of
-//! a rare event beyond what its counts show.)
+//! The event searches of an audit, and how one event is chosen among them.
+//!
+//! # Scoring
+//! A candidate event is scored by the bound it would give ([`super::epsilon_lower_bound`]) on
+//! the counts that score it, which prefers a large likelihood ratio but penalises events too
+//! rare to measure; and, when the validation split is smaller than those counts' split, by the
+//! bound its expected validation counts would give (the counts scaled down) — the smaller score
+//! counts: an event seen 30 times in 10⁴ draws is seen about 3 times in 10³ validation draws,
+//! too few for any bound above 0. An event seen fewer than [`MIN_DRAWS`] times on its likelier
+//! side is not scored at all (a tail fitted to a handful of draws).
+//!
+//! # Choosing on one half, scoring on the other
+//! Thousands of candidates (thresholds and intervals at every quantile, on every coordinate
+//! and score, both ways, every pair) scored on one sample: the best of them is the one whose
+//! noise flattered it most, and on fresh draws it measures less — or nothing (a sparse-vector
+//! audit chose `143.6 ≤ q0 < 166` on 10⁵ draws, which measured 0 on the validation split). So
+//! when the releases are single draws, the searches run on the first half of each side's
+//! search split and keep their [`TOP`] best candidates; each is then counted on the second
+//! half, which chose nothing, and scored there; the best there is the event the validation
+//! split measures. Its counts on the second half and that score are what the audit reports of
+//! its choice ("how sure"): honest estimates, since that half did not pick among thousands.
+//! The support search ((d) below) is cross-fitted on halves of its own and joins as it is.
+//! Search and validation splits stay disjoint: the validation split measures one event only.
+//!
+//! # Features of a release
+//! The linear score (c) is learnt on features of the release, not its raw numbers: a value
+//! that recurs in at least [`CODE_SHARE`] of a coordinate's draws is a *code* (a sparse-vector
+//! mechanism's −1000 for ⊥, 0/1 answers) and gets an indicator feature; a code outside the
+//! range of the coordinate's other values is a label, not a magnitude, and the coordinate's
+//! value feature reads the others' mean in its place (else −1000 would swamp every weight); a
+//! label code in several coordinates also gets a count feature (how many answers were ⊥) —
+//! DP-Sniper's feature map for such outputs (Bichsel et al., S&P'21, §VI).
 
 use std::collections::{HashMap, HashSet};
 
@@ -27,6 +50,22 @@ pub(crate) const MAX_LINEAR_DIM: usize = 256;
 
 /// Releases the logistic regression is trained on, at most (the first ones of the split).
 const MAX_TRAIN: usize = 200_000;
+
+/// Candidates the first half of the search split hands to the second (see the module doc).
+pub(crate) const TOP: usize = 32;
+
+/// Draws on its likelier side below which an event is not scored.
+pub(crate) const MIN_DRAWS: u64 = 10;
+
+/// Draws per side and half below which the search split is not halved (too few to choose on
+/// half of them): it is then searched whole, as before the halving.
+const MIN_HALF: usize = 1_000;
+
+/// Share of a coordinate's draws at which a value that recurs is a code (see the module doc).
+pub(crate) const CODE_SHARE: f64 = 0.01;
+
+/// Codes per coordinate, at most (the commonest).
+const MAX_CODES: usize = 8;
 
 /// Quantile levels of the pooled search draws at which thresholds and interval ends sit:
 /// every 2 %, and the tails, where a mechanism's likelihood ratio is often largest.
@@ -70,16 +109,73 @@ impl Searches {
 pub(crate) enum Projection {
     /// Its coordinate `j`.
     Coordinate(usize),
-    /// `weights · release + offset`.
-    Linear { weights: Vec<f64>, offset: f64 },
+    /// `Σ weights[i] · terms[i](release) + offset`.
+    Linear {
+        terms: Vec<Feature>,
+        weights: Vec<f64>,
+        offset: f64,
+    },
+}
+
+/// A feature of a release (see the module doc).
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum Feature {
+    /// Coordinate `j`'s value, or `fill` when it is one of `labels` (codes that are not
+    /// magnitudes).
+    Value {
+        j: usize,
+        labels: Vec<f64>,
+        fill: f64,
+    },
+    /// 1 when coordinate `j` is `code`, else 0.
+    Is { j: usize, code: f64 },
+    /// How many coordinates are `code`.
+    Count { code: f64 },
+}
+
+impl Feature {
+    fn at(&self, x: &[f64]) -> f64 {
+        match self {
+            Feature::Value { j, labels, fill } => {
+                if labels.contains(&x[*j]) {
+                    *fill
+                } else {
+                    x[*j]
+                }
+            }
+            Feature::Is { j, code } => f64::from(u8::from(x[*j] == *code)),
+            Feature::Count { code } => x.iter().filter(|v| **v == *code).count() as f64,
+        }
+    }
+
+    fn describe(
+        &self,
+        name: &dyn Fn(usize) -> String,
+        value: &dyn Fn(usize, f64) -> String,
+    ) -> String {
+        match self {
+            Feature::Value { j, .. } => name(*j),
+            Feature::Is { j, code } => format!("[{} = {}]", name(*j), value(*j, *code)),
+            Feature::Count { code } => format!("#({})", value(0, *code)),
+        }
+    }
 }
 
 impl Projection {
     pub(crate) fn of(&self, x: &[f64]) -> f64 {
         match self {
             Projection::Coordinate(j) => x[*j],
-            Projection::Linear { weights, offset } => {
-                weights.iter().zip(x).map(|(w, v)| w * v).sum::<f64>() + offset
+            Projection::Linear {
+                terms,
+                weights,
+                offset,
+            } => {
+                terms
+                    .iter()
+                    .zip(weights)
+                    .map(|(t, w)| w * t.at(x))
+                    .sum::<f64>()
+                    + offset
             }
         }
     }
@@ -161,9 +257,13 @@ impl Event {
             Event::Range { projection, lo, hi } => {
                 let what = match projection {
                     Projection::Coordinate(j) => name(*j),
-                    Projection::Linear { weights, offset } => {
+                    Projection::Linear {
+                        terms,
+                        weights,
+                        offset,
+                    } => {
                         let mut s = String::new();
-                        for (j, w) in weights.iter().enumerate() {
+                        for (t, w) in terms.iter().zip(weights) {
                             let sign = if w.is_sign_negative() {
                                 " − "
                             } else if s.is_empty() {
@@ -176,7 +276,11 @@ impl Event {
                             } else {
                                 sign
                             };
-                            s.push_str(&format!("{sign}{}·{}", significant(w.abs(), 4), name(j)));
+                            s.push_str(&format!(
+                                "{sign}{}·{}",
+                                significant(w.abs(), 4),
+                                t.describe(name, value)
+                            ));
                         }
                         let sign = if offset.is_sign_negative() {
                             "−"
@@ -199,16 +303,46 @@ impl Event {
     }
 }
 
-/// A candidate event, its direction, and its bound on the search split.
+/// A candidate event, its direction, and its score with the counts that gave it.
 #[derive(Clone, Debug)]
 pub(crate) struct Candidate {
     pub event: Event,
     /// true: p₁ on side 0 (x), p₂ on side 1 (x').
     pub forward: bool,
     pub score: f64,
+    /// The draws in the event on p₁'s side and on p₂'s, of `n` per side, that scored it (the
+    /// second half of the search split when it was halved).
+    pub k1: u64,
+    pub k2: u64,
+    pub n1: u64,
+    pub n2: u64,
 }
 
-/// Keeps the best-scoring candidate; ties keep the first (the searches run in a fixed order).
+/// How a candidate with k₁ of n₁ draws on p₁'s side and k₂ of n₂ on p₂'s scores (see the
+/// module doc): the bound on those counts, and on their expectation at `validation` draws per
+/// side when that is fewer; 0 below [`MIN_DRAWS`].
+fn score(k1: u64, n1: u64, k2: u64, n2: u64, delta: f64, confidence: f64, validation: u64) -> f64 {
+    if k1 < MIN_DRAWS {
+        return 0.0;
+    }
+    let here = epsilon_lower_bound(k1, n1, k2, n2, delta, confidence);
+    let v = validation;
+    if v >= n1 && v >= n2 {
+        return here;
+    }
+    let expected = |k: u64, n: u64| (k as f64 * v as f64 / n as f64).round() as u64;
+    here.min(epsilon_lower_bound(
+        expected(k1, n1),
+        v,
+        expected(k2, n2),
+        v,
+        delta,
+        confidence,
+    ))
+}
+
+/// Keeps the `keep` best-scoring candidates, best first; ties keep the earlier (the searches
+/// run in a fixed order).
 struct Best<'a> {
     delta: f64,
     confidence: f64,
@@ -216,49 +350,60 @@ struct Best<'a> {
     nb: u64,
     /// Validation draws per side (events are scored for it too when it is below na or nb).
     validation: u64,
-    best: &'a mut Option<Candidate>,
+    keep: usize,
+    best: &'a mut Vec<Candidate>,
 }
 
 impl Best<'_> {
+    /// The score a candidate must beat to be kept.
+    fn floor(&self) -> f64 {
+        if self.best.len() < self.keep {
+            0.0
+        } else {
+            self.best.last().map_or(0.0, |c| c.score)
+        }
+    }
+
     /// Scores the event with `ka` of side 0's and `kb` of side 1's draws in it, both ways
-    /// (forward first on a tie); `event` is built only for a new best.
+    /// (forward first on a tie); `event` is built only when it is kept.
     fn offer(&mut self, ka: u64, kb: u64, event: impl FnOnce() -> Event) {
-        let current = self.best.as_ref().map_or(0.0, |c| c.score);
-        let score = |k1: u64, n1: u64, k2: u64, n2: u64| {
-            // The bound never exceeds the plug-in estimate: skip what cannot win.
+        let floor = self.floor();
+        let rate = |k1: u64, n1: u64, k2: u64, n2: u64| {
+            // The bound never exceeds the plug-in estimate: skip what cannot be kept.
             let plug_in = (k1 as f64 / n1 as f64 - self.delta) / (k2 as f64 / n2 as f64);
-            if plug_in.is_nan() || plug_in <= current.exp() {
+            if plug_in.is_nan() || plug_in <= floor.exp() {
                 0.0
             } else {
-                let here = epsilon_lower_bound(k1, n1, k2, n2, self.delta, self.confidence);
-                let v = self.validation;
-                if v >= n1 && v >= n2 {
-                    return here;
-                }
-                let expected = |k: u64, n: u64| (k as f64 * v as f64 / n as f64).round() as u64;
-                here.min(epsilon_lower_bound(
-                    expected(k1, n1),
-                    v,
-                    expected(k2, n2),
-                    v,
-                    self.delta,
-                    self.confidence,
-                ))
+                score(k1, n1, k2, n2, self.delta, self.confidence, self.validation)
             }
         };
-        let forward = score(ka, self.na, kb, self.nb);
-        let backward = score(kb, self.nb, ka, self.na);
+        let forward = rate(ka, self.na, kb, self.nb);
+        let backward = rate(kb, self.nb, ka, self.na);
         let (forward, score) = if backward > forward {
             (false, backward)
         } else {
             (true, forward)
         };
-        if score > current {
-            *self.best = Some(Candidate {
-                event: event(),
-                forward,
-                score,
-            });
+        if score > floor {
+            let (k1, n1, k2, n2) = if forward {
+                (ka, self.na, kb, self.nb)
+            } else {
+                (kb, self.nb, ka, self.na)
+            };
+            let at = self.best.partition_point(|c| c.score >= score);
+            self.best.insert(
+                at,
+                Candidate {
+                    event: event(),
+                    forward,
+                    score,
+                    k1,
+                    k2,
+                    n1,
+                    n2,
+                },
+            );
+            self.best.truncate(self.keep);
         }
     }
 }
@@ -276,9 +421,8 @@ pub(crate) fn best(
     best_for(a, b, searches, delta, confidence, u64::MAX)
 }
 
-/// [`best`], for a validation split of `validation` draws per side: when it is smaller than
-/// the search split, events too rare to be measured on it score less (see the module's
-/// documentation).
+/// [`best`], for a validation split of `validation` draws per side, chosen as the module doc
+/// says: on halves of the search split when its releases are single draws.
 pub(crate) fn best_for(
     a: &Releases,
     b: &Releases,
@@ -287,35 +431,114 @@ pub(crate) fn best_for(
     confidence: f64,
     validation: u64,
 ) -> Option<Candidate> {
-    let mut best = None;
     if a.is_empty() || b.is_empty() {
         return None;
     }
-    let mut keep = Best {
-        delta,
-        confidence,
-        na: a.total(),
-        nb: b.total(),
-        validation,
-        best: &mut best,
-    };
+    let single = |r: &Releases| r.counts.iter().all(|&c| c == 1) && r.len() >= 2 * MIN_HALF;
+    let mut found = Vec::new();
+    if single(a) && single(b) {
+        let (a1, a2) = a.halves();
+        let (b1, b2) = b.halves();
+        let mut top = Vec::new();
+        let mut keep = Best {
+            delta,
+            confidence,
+            na: a1.total(),
+            nb: b1.total(),
+            validation,
+            keep: TOP,
+            best: &mut top,
+        };
+        searched(&a1, &b1, searches, &mut keep);
+        let (na, nb) = (a2.total(), b2.total());
+        // Most candidates are ranges of a few projections (the linear score's above all):
+        // each projection is computed once per release of the second half, not per candidate.
+        let mut projected: Vec<(Projection, Vec<f64>, Vec<f64>)> = Vec::new();
+        let mut count = |event: &Event, r: &Releases, side: usize| -> u64 {
+            let Event::Range { projection, lo, hi } = event else {
+                return r.count_in(event);
+            };
+            let at = match projected.iter().position(|(p, _, _)| p == projection) {
+                Some(i) => i,
+                None => {
+                    let of = |r: &Releases| (0..r.len()).map(|i| projection.of(r.row(i))).collect();
+                    projected.push((projection.clone(), of(&a2), of(&b2)));
+                    projected.len() - 1
+                }
+            };
+            let values = if side == 0 {
+                &projected[at].1
+            } else {
+                &projected[at].2
+            };
+            values
+                .iter()
+                .zip(&r.counts)
+                .filter(|(v, _)| *lo <= **v && **v < *hi)
+                .map(|(_, c)| c)
+                .sum()
+        };
+        for c in top {
+            let (ka, kb) = (count(&c.event, &a2, 0), count(&c.event, &b2, 1));
+            let (k1, n1, k2, n2) = if c.forward {
+                (ka, na, kb, nb)
+            } else {
+                (kb, nb, ka, na)
+            };
+            let score = score(k1, n1, k2, n2, delta, confidence, validation);
+            if score > 0.0 && found.first().is_none_or(|b: &Candidate| score > b.score) {
+                found = vec![Candidate {
+                    score,
+                    k1,
+                    k2,
+                    n1,
+                    n2,
+                    ..c
+                }];
+            }
+        }
+    } else {
+        let mut keep = Best {
+            delta,
+            confidence,
+            na: a.total(),
+            nb: b.total(),
+            validation,
+            keep: 1,
+            best: &mut found,
+        };
+        searched(a, b, searches, &mut keep);
+    }
+    if searches.support && !discrete_applies(a, b) {
+        let mut keep = Best {
+            delta,
+            confidence,
+            na: a.total(),
+            nb: b.total(),
+            validation,
+            keep: 1,
+            best: &mut found,
+        };
+        support(a, b, &mut keep);
+    }
+    found.into_iter().next()
+}
+
+/// The discrete, scalar and linear searches, each where it applies.
+fn searched(a: &Releases, b: &Releases, searches: Searches, keep: &mut Best) {
     if searches.discrete {
-        discrete(a, b, &mut keep);
+        discrete(a, b, keep);
     }
     if searches.scalar {
         for j in 0..a.dim {
-            ranges(Projection::Coordinate(j), a, b, &mut keep);
+            ranges(Projection::Coordinate(j), a, b, keep);
         }
     }
-    if searches.linear && a.dim >= 2 && a.dim <= MAX_LINEAR_DIM {
+    if searches.linear && a.dim >= 2 {
         if let Some(p) = logistic(a, b) {
-            ranges(p, a, b, &mut keep);
+            ranges(p, a, b, keep);
         }
     }
-    if searches.support && !discrete_applies(a, b) {
-        support(a, b, &mut keep);
-    }
-    best
 }
 
 /// (a) Exact outcomes sorted by their likelihood ratio, every prefix a candidate set.
@@ -419,6 +642,7 @@ fn support(a: &Releases, b: &Releases, keep: &mut Best) {
         na: n2(a, &a2),
         nb: n2(b, &b2),
         validation: keep.validation,
+        keep: keep.keep,
         best: keep.best,
     };
     if half.na == 0 || half.nb == 0 {
@@ -516,17 +740,102 @@ fn at(s: &[f64], t: f64, c: &[u64]) -> u64 {
     c[s.partition_point(|&x| x <= t)] - c[s.partition_point(|&x| x < t)]
 }
 
+/// The features of releases like `rows` (see the module doc): per coordinate its value (its
+/// label codes read as the others' mean) unless every value is a code, an indicator per code,
+/// and a count per label code that several coordinates hold. `None` beyond
+/// [`MAX_LINEAR_DIM`] features.
+fn features(rows: &[(&[f64], f64, f64)], d: usize) -> Option<Vec<Feature>> {
+    let total: f64 = rows.iter().map(|r| r.2).sum();
+    let mut out = Vec::new();
+    let mut label_in: Vec<(u64, usize)> = Vec::new();
+    for j in 0..d {
+        let mut seen: HashMap<u64, f64> = HashMap::new();
+        for (x, _, w) in rows {
+            *seen.entry((x[j] + 0.0).to_bits()).or_default() += w;
+        }
+        let mut codes: Vec<(f64, f64)> = seen
+            .iter()
+            .filter(|(_, &w)| w >= CODE_SHARE * total)
+            .map(|(&b, &w)| (f64::from_bits(b), w))
+            .collect();
+        // The commonest first, then by value: the same codes whatever the hash's order.
+        codes.sort_by(|p, q| q.1.total_cmp(&p.1).then(p.0.total_cmp(&q.0)));
+        codes.truncate(MAX_CODES);
+        let mut codes: Vec<f64> = codes.into_iter().map(|c| c.0).collect();
+        codes.sort_by(f64::total_cmp);
+        let others = || {
+            rows.iter()
+                .map(|r| (r.0[j], r.2))
+                .filter(|(v, _)| !codes.contains(v))
+        };
+        let (lo, hi, sum, weight) = others().fold(
+            (f64::INFINITY, f64::NEG_INFINITY, 0.0, 0.0),
+            |(lo, hi, s, n), (v, w)| (lo.min(v), hi.max(v), s + w * v, n + w),
+        );
+        if weight > 0.0 {
+            let labels: Vec<f64> = codes
+                .iter()
+                .copied()
+                .filter(|&c| c < lo || c > hi)
+                .collect();
+            for &c in &labels {
+                match label_in.iter_mut().find(|(b, _)| *b == c.to_bits()) {
+                    Some((_, n)) => *n += 1,
+                    None => label_in.push((c.to_bits(), 1)),
+                }
+            }
+            out.push(Feature::Value {
+                j,
+                labels,
+                fill: sum / weight,
+            });
+        }
+        // A coordinate of codes only needs one indicator fewer than it has codes.
+        let skip = usize::from(weight == 0.0);
+        out.extend(codes.iter().skip(skip).map(|&code| Feature::Is { j, code }));
+    }
+    out.extend(
+        label_in
+            .iter()
+            .filter(|(_, n)| *n >= 2)
+            .map(|(b, _)| Feature::Count {
+                code: f64::from_bits(*b),
+            }),
+    );
+    (out.len() <= MAX_LINEAR_DIM && !out.is_empty()).then_some(out)
+}
+
+/// [`logistic`], for the tests of the features it learns on.
+#[cfg(test)]
+pub(crate) fn logistic_for_tests(a: &Releases, b: &Releases) -> Option<Projection> {
+    logistic(a, b)
+}
+
 /// (c) A linear score telling side 0 from side 1: a logistic regression on the standardised
-/// releases, fitted by Newton's method with a small ridge (which keeps it finite when the
-/// sides separate), written back in the releases' own units. Hand-written: a few lines on
-/// nalgebra, where a machine-learning crate would bring a tree of dependencies for one fit.
+/// [`features`] of the releases, fitted by Newton's method with a small ridge (which keeps it
+/// finite when the sides separate), written back in the features' own units. Hand-written: a
+/// few lines on nalgebra, where a machine-learning crate would bring a tree of dependencies
+/// for one fit.
 fn logistic(a: &Releases, b: &Releases) -> Option<Projection> {
-    let d = a.dim;
-    let rows: Vec<(&[f64], f64, f64)> = [(a, 1.0), (b, 0.0)]
+    let raw: Vec<(&[f64], f64, f64)> = [(a, 1.0), (b, 0.0)]
         .into_iter()
         .flat_map(|(r, y)| {
             (0..r.len().min(MAX_TRAIN / 2)).map(move |i| (r.row(i), y, r.counts[i] as f64))
         })
+        .collect();
+    if raw.iter().any(|(x, _, _)| x.iter().any(|v| !v.is_finite())) {
+        return None;
+    }
+    let terms = features(&raw, a.dim)?;
+    let d = terms.len();
+    let mapped: Vec<Vec<f64>> = raw
+        .iter()
+        .map(|(x, _, _)| terms.iter().map(|t| t.at(x)).collect())
+        .collect();
+    let rows: Vec<(&[f64], f64, f64)> = raw
+        .iter()
+        .zip(&mapped)
+        .map(|((_, y, w), m)| (m.as_slice(), *y, *w))
         .collect();
     let w_total: f64 = rows.iter().map(|r| r.2).sum();
     let mut mean = vec![0.0; d];
@@ -545,12 +854,6 @@ fn logistic(a: &Releases, b: &Releases) -> Option<Projection> {
         .iter()
         .map(|v| if v.sqrt() > 0.0 { v.sqrt() } else { 1.0 })
         .collect();
-    if rows
-        .iter()
-        .any(|(x, _, _)| x.iter().any(|v| !v.is_finite()))
-    {
-        return None;
-    }
     let z = |x: &[f64], k: usize| if k < d { (x[k] - mean[k]) / sd[k] } else { 1.0 };
     let ridge = 1e-6 * w_total;
     let mut beta = DVector::<f64>::zeros(d + 1);
@@ -586,6 +889,11 @@ fn logistic(a: &Releases, b: &Releases) -> Option<Projection> {
     }
     let weights: Vec<f64> = (0..d).map(|j| beta[j] / sd[j]).collect();
     let offset = beta[d] - (0..d).map(|j| beta[j] * mean[j] / sd[j]).sum::<f64>();
-    (weights.iter().all(|w| w.is_finite()) && weights.iter().any(|&w| w != 0.0))
-        .then_some(Projection::Linear { weights, offset })
+    (weights.iter().all(|w| w.is_finite()) && weights.iter().any(|&w| w != 0.0)).then_some(
+        Projection::Linear {
+            terms,
+            weights,
+            offset,
+        },
+    )
 }

@@ -442,3 +442,167 @@ fn support_search_flags_a_single_precision_laplace_sampler() {
     .unwrap();
     assert!(geometric.is_none(), "{geometric:?}");
 }
+
+/// A broken sparse-vector release in the shape of DP-Sniper's suite (Lyu, Su & Li 2017,
+/// Algorithm 3's kind): 10 queries answering 0 on side 0 and 1 on side 1, noise Laplace(2/ε)
+/// on the threshold 0, and the *noisy answer* released when it is above the noisy threshold,
+/// else the code −1000; after c = 1 answer above, −2000. Claimed ε = 0.1-DP, but the answers
+/// get noise of scale 2.5, so a released answer alone loses 0.4.
+fn sparse_vector(pair: usize, side: usize, r: &mut Pcg64Mcg) -> Vec<f64> {
+    let _ = pair;
+    let on_threshold = Laplace::new(2.0 / 0.1).unwrap();
+    let on_answers = Laplace::new(2.5).unwrap();
+    let threshold = on_threshold.sample(r);
+    let mut above = 0;
+    (0..10)
+        .map(|_| {
+            if above >= 1 {
+                return -2000.0;
+            }
+            let v = side as f64 + on_answers.sample(r);
+            if v >= threshold {
+                above += 1;
+                v
+            } else {
+                -1000.0
+            }
+        })
+        .collect()
+}
+
+/// The features of a release with codes (see the search module's doc): a coordinate holding
+/// noisy values and the labels −1000 / −2000 keeps a value feature that reads the others'
+/// mean for the labels, and gets an indicator per label; labels several coordinates hold get
+/// a count; a coordinate of two codes only (0/1) one indicator and no value feature.
+#[test]
+fn codes_become_indicator_and_count_features() {
+    let mut r = Pcg64Mcg::seed_from_u64(11);
+    let mut side = |s: usize| {
+        let releases: Vec<Vec<f64>> = (0..4000)
+            .map(|i| {
+                let mut x = sparse_vector(0, s, &mut r);
+                x.push(((i + s) % 2) as f64);
+                x
+            })
+            .collect();
+        Releases::draws(11, releases.concat())
+    };
+    let (a, b) = (side(0), side(1));
+    let Some(Projection::Linear { terms, .. }) = search::logistic_for_tests(&a, &b) else {
+        panic!("no score");
+    };
+    use search::Feature;
+    let value = |j: usize| {
+        terms.iter().find_map(|t| match t {
+            Feature::Value { j: k, labels, fill } if *k == j => Some((labels.clone(), *fill)),
+            _ => None,
+        })
+    };
+    // The first answer is never after the cutoff: −1000 only.
+    assert_eq!(value(0).expect("coordinate 0 keeps its value").0, [-1000.0]);
+    let (labels, fill) = value(1).expect("coordinate 1 keeps its value");
+    assert_eq!(labels, [-2000.0, -1000.0], "{terms:?}");
+    assert!(
+        fill.abs() < 100.0,
+        "the labels' place holds the values' mean, not a label: {fill}"
+    );
+    for code in [-2000.0, -1000.0] {
+        assert!(terms.contains(&Feature::Is { j: 1, code }), "{terms:?}");
+        assert!(terms.contains(&Feature::Count { code }), "{terms:?}");
+    }
+    // The 0/1 coordinate: one indicator (the other is the intercept), no value feature.
+    let of10: Vec<&Feature> = terms
+        .iter()
+        .filter(|t| matches!(t, Feature::Value { j: 10, .. } | Feature::Is { j: 10, .. }))
+        .collect();
+    assert_eq!(of10, [&Feature::Is { j: 10, code: 1.0 }], "{terms:?}");
+}
+
+/// Chosen on one half of the search split and scored on the other: when the two inputs give
+/// the same distribution (nothing to find), what the audit reports of its choice is an honest
+/// estimate — the score on the half that chose nothing is 0 or near it, never the flattering
+/// bound of the best of thousands of candidates on the draws that picked it — and the
+/// validation bound is 0.
+#[test]
+fn the_chosen_event_is_scored_on_draws_that_did_not_choose_it() {
+    let same = |_: usize, _: usize, r: &mut Pcg64Mcg| {
+        let l = Laplace::new(1.0).unwrap();
+        (0..6).map(|_| l.sample(r)).collect::<Vec<f64>>()
+    };
+    for seed in 0..3 {
+        let found = audit::<()>(&plan(1, 20_000, 20_000, Searches::ALL), |d| {
+            let mut r = rng(seed, d);
+            let values = (0..d.n)
+                .flat_map(|_| same(d.pair, d.side, &mut r))
+                .collect();
+            Ok(Releases::draws(6, values))
+        })
+        .unwrap();
+        if let Some(f) = found {
+            assert!(f.search_score < 0.1, "{f:?}");
+            assert!(f.epsilon_lb < 0.1, "{f:?}");
+            assert_eq!(f.search_n, 10_000, "{f:?}");
+        }
+    }
+}
+
+/// The test: more draws never lower the bound by more than its confidence allows. The
+/// broken sparse vector above, audited with 10⁶ search draws (the kind's largest default) and
+/// 10⁶ then 10⁷ validation draws per side, on two seeds: the bound at 10⁷ is never below the
+/// bound at 10⁶ by more than that bound's own distance to its plug-in estimate ln(p̂₁/p̂₂) —
+/// the width its 95 % confidence gives it — and both flag the claim ε = 0.1. (Scored for the
+/// validation size only where that is the smaller split, the choice does not move with more
+/// validation draws; with the old scoring a rarer event could be chosen and measure worse.)
+#[test]
+fn more_draws_never_lower_the_bound_beyond_its_confidence() {
+    for seed in [1, 2] {
+        let at = |n: u64| {
+            let p = Plan {
+                chunk: 1 << 17,
+                ..plan(1, 1_000_000, n, Searches::ALL)
+            };
+            audit_of(&p, seed, 10, sparse_vector)
+        };
+        let (small, large) = (at(1_000_000), at(10_000_000));
+        let width = (small.p1() / small.p2()).ln() - small.epsilon_lb;
+        assert!(small.epsilon_lb > 0.1, "seed {seed}: {small:?}");
+        assert!(large.epsilon_lb > 0.1, "seed {seed}: {large:?}");
+        assert!(
+            large.epsilon_lb >= small.epsilon_lb - width,
+            "seed {seed}: 10⁶ {small:?}\n10⁷ {large:?}"
+        );
+    }
+}
+
+/// `detectable`: the loss at which the measured event would have been flagged — above the
+/// claim, flagged there by construction, and smaller with more draws for the same p₂.
+#[test]
+fn detectable_says_what_these_draws_could_have_flagged() {
+    let finding = |k2: u64, n: u64| Finding {
+        pair: 0,
+        forward: true,
+        event: search::Event::outcomes(vec![vec![1.0]]),
+        samples: n,
+        k1: k2,
+        k2,
+        epsilon_lb: 0.0,
+        search_k1: 0,
+        search_k2: 0,
+        search_n: 0,
+        search_score: 0.0,
+    };
+    let (few, many) = (finding(1_000, 1_000_000), finding(10_000, 10_000_000));
+    let (d_few, d_many) = (
+        detectable(&few, 0.1, 0.0, 0.95).unwrap(),
+        detectable(&many, 0.1, 0.0, 0.95).unwrap(),
+    );
+    assert!(d_few > d_many && d_many > 0.1, "{d_few} {d_many}");
+    let p1 = |eps: f64| ((eps.exp() * 1e-3) * 1e6).round() as u64;
+    assert!(epsilon_lower_bound(p1(d_few), 1_000_000, 1_000, 1_000_000, 0.0, 0.95) > 0.1);
+    assert!(epsilon_lower_bound(p1(d_few - 0.01), 1_000_000, 1_000, 1_000_000, 0.0, 0.95) <= 0.1);
+    // An event so common that no loss could be seen beyond the claim: none.
+    assert_eq!(
+        detectable(&finding(950_000, 1_000_000), 0.1, 0.0, 0.95),
+        None
+    );
+}

@@ -27,7 +27,7 @@ use serde_yaml_ng::{Mapping, Value};
 use sha2::{Digest, Sha256};
 
 use super::neighbours::{Neighbours, Pair};
-use crate::mech::audit::{audit, Draw, Plan, Releases, Searches};
+use crate::mech::audit::{audit, detectable, Draw, Plan, Releases, Searches};
 use crate::stages::columns::{f64_col, str_col, FrameBuilder};
 use crate::stages::param::{Count, Fraction, Level, Positive};
 use crate::stages::report::layout::{Layout, LayoutColumn, Role, Show};
@@ -48,7 +48,7 @@ pub trait Kinds: 'static {
 pub const fn kind<K: Kinds>() -> KindInfo {
     KindInfo {
         name: "audit.epsilon",
-        version: 1,
+        version: 2,
         random: true,
         // It runs what it audits: an external program's consent is asked for by the programs
         // it names, so auditing built-in kinds needs none.
@@ -64,8 +64,12 @@ pub const fn kind<K: Kinds>() -> KindInfo {
 /// number of validation samples.
 const CHUNK: u64 = 1 << 17;
 
+/// The default search split's largest size: it is held in memory (8 bytes a number), where the
+/// validation split is counted as it is drawn.
+const DEFAULT_SEARCH_MAX: u64 = 1_000_000;
+
 /// The output's columns (after the instance's axis columns in a gathered frame).
-pub(crate) const COLUMNS: [&str; 10] = [
+pub(crate) const COLUMNS: [&str; 15] = [
     "epsilon",
     "delta",
     "epsilon_lb",
@@ -76,6 +80,13 @@ pub(crate) const COLUMNS: [&str; 10] = [
     "pair",
     "event",
     "violation",
+    // How sure: the smallest loss this event could have shown at these draws, and what the
+    // search split said of it (`mech::audit::search`'s module doc).
+    "detectable",
+    "search_samples",
+    "search_k1",
+    "search_k2",
+    "search_score",
 ];
 
 #[derive(Deserialize, JsonSchema)]
@@ -211,9 +222,9 @@ struct Audit {
     /// draws per side that measure the chosen event (the validation split)
     #[serde(default = "crate::stages::param::count::<1_000_000>")]
     samples: Count,
-    /// draws per side and pair that choose the event (the search split)
-    #[serde(default = "crate::stages::param::count::<100_000>")]
-    search_samples: Count,
+    /// draws per side and pair that choose the event (the search split, held in memory; its first half proposes events, its second half scores them); default: as many as `samples`, at most 10⁶ — an event chosen on far fewer draws than measure it is too often a tail fitted to noise
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    search_samples: Option<Count>,
     /// probability that both Clopper–Pearson bounds hold together
     #[serde(default = "crate::stages::param::level_95")]
     confidence: Level,
@@ -223,6 +234,16 @@ struct Audit {
     /// where the audit writes the number of draws in the mechanism's `with:` (an external program: params.samples, which it must honour)
     #[serde(default = "samples_key")]
     samples_at: String,
+}
+
+impl Audit {
+    /// Draws per side and pair of the search split.
+    fn search(&self) -> u64 {
+        match &self.search_samples {
+            Some(s) => s.get(),
+            None => self.samples.get().min(DEFAULT_SEARCH_MAX),
+        }
+    }
 }
 
 fn all_searches() -> Vec<Search> {
@@ -275,7 +296,7 @@ fn build<K: Kinds>(with: &Value) -> Result<Box<dyn StageRun>, ParamError> {
         (kind.build)(&with).map_err(|e| inner_error(&e))
     };
     let mut inner = BTreeMap::new();
-    for n in chunk_sizes(audit.samples.get(), audit.search_samples.get()) {
+    for n in chunk_sizes(audit.samples.get(), audit.search()) {
         inner.insert(n, built(n)?);
     }
     let shown = built(CHUNK.min(audit.samples.get()))?;
@@ -344,7 +365,7 @@ fn with_samples(with: &Value, at: &str, n: u64) -> Result<Value, ParamError> {
 impl Audit {
     /// Checks the parameters, with the number of neighbouring pairs (explicit and generated).
     fn validate(&self, pairs: usize) -> Result<(), ParamError> {
-        let (n, s) = (self.samples.get(), self.search_samples.get());
+        let (n, s) = (self.samples.get(), self.search());
         // Two sides; the search split once per pair.
         let pairs = pairs as u64;
         let draws = product(&[2, s, pairs.max(1)]).and_then(|x| x.checked_add(product(&[2, n])?));
@@ -629,7 +650,7 @@ impl StageRun for AuditRun {
         };
         let plan = |searches| Plan {
             pairs: self.pairs.len(),
-            search_samples: a.search_samples.get(),
+            search_samples: a.search(),
             samples: a.samples.get(),
             chunk: CHUNK,
             confidence: *a.confidence,
@@ -647,7 +668,7 @@ impl StageRun for AuditRun {
                 side: 0,
                 split: crate::mech::audit::Split::Search,
                 chunk: 0,
-                n: CHUNK.min(a.search_samples.get()),
+                n: CHUNK.min(a.search()),
             },
             &names,
             &shape,
@@ -676,6 +697,15 @@ impl StageRun for AuditRun {
                 .with_context(|| format!("the mechanism reported no claimed ε in column `{c}`"))?,
         };
         let names = names.into_inner().unwrap_or_default();
+        let sure = found.as_ref().map(|f| {
+            (
+                detectable(f, eps, self.held.delta, *a.confidence),
+                f.search_n as i64,
+                f.search_k1 as i64,
+                f.search_k2 as i64,
+                f.search_score,
+            )
+        });
         let (lb, p1, p2, pair, event) = match &found {
             Some(f) => (
                 f.epsilon_lb,
@@ -714,6 +744,16 @@ impl StageRun for AuditRun {
             .build()?;
         let mut frame = frame;
         frame.with_column(Column::new("violation".into(), vec![lb > eps]))?;
+        let sure_frame = FrameBuilder::new()
+            .opt_f64("detectable", vec![sure.and_then(|s| s.0)])
+            .opt_i64("search_samples", vec![sure.map(|s| s.1)])
+            .opt_i64("search_k1", vec![sure.map(|s| s.2)])
+            .opt_i64("search_k2", vec![sure.map(|s| s.3)])
+            .opt_f64("search_score", vec![sure.map(|s| s.4)])
+            .build()?;
+        for c in sure_frame.columns() {
+            frame.with_column(c.clone())?;
+        }
         Ok(frame.into())
     }
 
