@@ -14,6 +14,11 @@ export DPLAB_DATA_MIRROR ?= $(if $(MIRROR),$(abspath $(MIRROR)),)
 build:
 	$(CARGO) build --release --locked
 
+## Pipelines whose programs need numpy (the DP-Sniper suite's mechanisms) find it in target/pyenv:
+## its python3 comes first on PATH where the pipelines run (the interpreter is the machine's, so
+## programs probed by `python3 --version` keep their store keys).
+WITH_PYENV = PATH=$(abspath target/pyenv/bin):$$PATH
+
 ## The book: the stage-kind pages written again from the kinds' own descriptions (what
 ## `dplab list` prints; `make test` fails while the committed ones are stale), then the HTML
 ## into target/book/ (open target/book/index.html). mdBook is installed on first use, pinned.
@@ -29,9 +34,9 @@ docs: build
 ## then results/index.html (the report, also when a pipeline failed: it shows what there is; the
 ## exit status is the run's: data that could not be obtained does not fail it, the report and
 ## the lines above say so).
-run-all: build
+run-all: build pyenv
 	$(DPLAB) data fetch --pipelines pipelines/ || test $$? -eq 1
-	status=0; $(DPLAB) run pipelines/ --out results --skip-unavailable --allow-exec || status=$$?; \
+	status=0; $(WITH_PYENV) $(DPLAB) run pipelines/ --out results --skip-unavailable --allow-exec || status=$$?; \
 	$(DPLAB) report results --pipelines pipelines/ && exit $$status
 
 ## results/index.html from what results/ holds now.
@@ -42,11 +47,11 @@ report: build
 ## then every pipeline under --profile ci compared with tests/golden/, every figure rendered and
 ## held against the frame it drew, and the report in Chromium.
 ## Every run here uses a fresh instance store, so nothing passes because of stored work.
-test: build
+test: build pyenv
 	rm -rf target/test-store target/ci-store target/ci-results
 	DPLAB_STORE=$(abspath target/test-store) INSTA_UPDATE=no $(CARGO) test --release --locked
 	DPLAB=$(abspath $(DPLAB)) $(CARGO) test --release --locked -p dplab-schema-check
-	$(DPLAB) run pipelines/ --profile ci --out target/ci-results --jobs $(JOBS) --skip-unavailable --store target/ci-store --allow-exec
+	$(WITH_PYENV) $(DPLAB) run pipelines/ --profile ci --out target/ci-results --jobs $(JOBS) --skip-unavailable --store target/ci-store --allow-exec
 	$(DPLAB) compare target/ci-results tests/golden $(if $(DPLAB_DATA_MIRROR),,--allow-missing)
 	$(MAKE) figure-check
 	$(MAKE) parquet-check
@@ -100,9 +105,9 @@ test-slurm: build
 ## kind's output changed without a `version` bump: stores would serve it stale); frames equal for
 ## `dplab compare` (e.g. only wall times differ) keep their committed bytes.
 ## See tests/it/golden_versions.rs. Review the diff before committing.
-golden: build
+golden: build pyenv
 	rm -rf target/golden
-	$(DPLAB) run pipelines/ --profile ci --out target/golden --jobs $(JOBS) --no-store --allow-exec
+	$(WITH_PYENV) $(DPLAB) run pipelines/ --profile ci --out target/golden --jobs $(JOBS) --no-store --allow-exec
 	DPLAB_GOLDEN_UPDATE=$(abspath target/golden) $(CARGO) test --release --locked --test it golden_versions:: -- --nocapture
 
 ## Criterion benchmarks: samplers, exponential mechanism, Blahut–Arimoto sweeps, Algorithm 1 of Wu–He–Xia,

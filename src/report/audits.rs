@@ -1,14 +1,15 @@
 //! The page's "Audits" section: every row of every audit frame of the run, flagged mechanisms
 //! first. An audit frame is one whose layout says so ([`Show::Audit`]), as a table is one with
 //! a layout: the page names no kind. Its columns are the audit's format
-//! ([`COLUMNS`], beside the kind that writes it). The rows are read from the frames as they
-//! are, checked against the manifest like every file the page shows.
+//! ([`COLUMNS`], beside the kind that writes it; its [`SURE`] columns are shown where a frame
+//! has them, as frames of version 1 do not). The rows are read from the frames as they are,
+//! checked against the manifest like every file the page shows.
 
 use serde::Serialize;
 
 use super::anchor;
 use super::read::Outputs;
-use crate::stages::audit::epsilon::COLUMNS;
+use crate::stages::audit::epsilon::{COLUMNS, SURE};
 use crate::stages::report::layout::{Layout, Show};
 use crate::text::significant;
 
@@ -32,6 +33,11 @@ pub struct AuditRow {
     pub pair: String,
     pub event: String,
     pub violation: bool,
+    /// The least loss these draws would have flagged on the event, to 3 digits; empty when
+    /// the frame does not say.
+    pub detectable: String,
+    /// How the search split scored the event: "k₁ / k₂ of n, bound b"; empty when unknown.
+    pub search: String,
 }
 
 /// A number of the frame to 4 significant digits ([`significant`], the one rounding
@@ -87,6 +93,23 @@ pub(super) fn rows(
                 let i = at[COLUMNS.iter().position(|x| *x == c).unwrap_or(0)];
                 r[i].clone()
             };
+            let sure = |c: &str| {
+                frame
+                    .col(c)
+                    .filter(|_| SURE.contains(&c))
+                    .map_or(String::new(), |i| r[i].clone())
+            };
+            let search = match (sure("search_k1"), sure("search_k2"), sure("search_samples")) {
+                (k1, k2, n) if !k1.is_empty() && !k2.is_empty() && !n.is_empty() => format!(
+                    "chosen on {k1} / {k2} of {n} search draws, bound {}",
+                    shown(&sure("search_score"))
+                ),
+                _ => String::new(),
+            };
+            let detectable = match sure("detectable").parse::<f64>() {
+                Ok(d) => significant(d, 3),
+                Err(_) => String::new(),
+            };
             let delta = get("delta");
             let epsilon = get("epsilon");
             let claim = match delta.parse::<f64>() {
@@ -114,6 +137,8 @@ pub(super) fn rows(
                 pair: get("pair"),
                 event: get("event"),
                 violation: get("violation") == "true",
+                detectable,
+                search,
             });
         }
     }

@@ -69,7 +69,7 @@ const CHUNK: u64 = 1 << 17;
 const DEFAULT_SEARCH_MAX: u64 = 1_000_000;
 
 /// The output's columns (after the instance's axis columns in a gathered frame).
-pub(crate) const COLUMNS: [&str; 15] = [
+pub(crate) const COLUMNS: [&str; 10] = [
     "epsilon",
     "delta",
     "epsilon_lb",
@@ -80,8 +80,12 @@ pub(crate) const COLUMNS: [&str; 15] = [
     "pair",
     "event",
     "violation",
-    // How sure: the smallest loss this event could have shown at these draws, and what the
-    // search split said of it (`mech::audit::search`'s module doc).
+];
+
+/// How sure it is, after [`COLUMNS`] (version 2 on): the smallest loss this event could have
+/// shown at these draws, and what the search split said of it (`mech::audit::search`'s module
+/// doc). Empty when no event was found.
+pub(crate) const SURE: [&str; 5] = [
     "detectable",
     "search_samples",
     "search_k1",
@@ -801,7 +805,7 @@ impl StageRun for AuditRun {
         Vec::new()
     }
     fn columns_out(&self, _: &[Option<Vec<String>>]) -> Option<Vec<String>> {
-        Some(COLUMNS.iter().map(|c| c.to_string()).collect())
+        Some(COLUMNS.iter().chain(&SURE).map(|c| c.to_string()).collect())
     }
     /// The layout that puts its rows in the report's Audits section ([`Show::Audit`]): the
     /// report knows an audit by its layout, as it knows a table, never by this kind's name.
@@ -812,6 +816,7 @@ impl StageRun for AuditRun {
             digits: 4,
             columns: COLUMNS
                 .iter()
+                .chain(&SURE)
                 .map(|c| LayoutColumn {
                     name: c.to_string(),
                     header: c.to_string(),

@@ -142,7 +142,8 @@ fn the_audit_s_layout_names_its_section_and_its_columns() {
     let layout: Layout = serde_json::from_slice(&files[0].bytes).unwrap();
     assert_eq!(layout.show, Show::Audit);
     let names: Vec<&str> = layout.columns.iter().map(|c| c.name.as_str()).collect();
-    assert_eq!(names, super::COLUMNS);
+    let all: Vec<&str> = super::COLUMNS.iter().chain(&super::SURE).copied().collect();
+    assert_eq!(names, all);
 }
 
 /// The same seed gives the same row on 1 and on 3 threads; another seed other draws.
