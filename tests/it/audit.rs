@@ -89,11 +89,23 @@ fn auditing_a_built_in_mechanism_needs_no_consent_and_ignores_jobs() {
     let mut lines = frames[0].lines();
     assert_eq!(
         lines.next(),
-        Some("eps,epsilon,delta,epsilon_lb,confidence,samples,p1,p2,pair,event,violation")
+        Some(
+            "eps,epsilon,delta,epsilon_lb,confidence,samples,p1,p2,pair,event,violation,\
+             detectable,search_samples,search_k1,search_k2,search_score"
+        )
     );
     let rows: Vec<&str> = lines.collect();
     assert_eq!(rows.len(), 2, "{}", frames[0]);
-    assert!(rows.iter().all(|r| r.ends_with(",false")), "{}", frames[0]);
+    // Not flagged, and how sure: the least loss these draws would have flagged lies above
+    // the claim (ε = 0.5 and 1 here), the search split's counts and bound are there.
+    for r in &rows {
+        let cells: Vec<&str> = r.split(',').collect();
+        assert_eq!(cells[10], "false", "{}", frames[0]);
+        let (claim, detectable): (f64, f64) =
+            (cells[1].parse().unwrap(), cells[11].parse().unwrap());
+        assert!(detectable > claim, "{}", frames[0]);
+        assert!(cells[12..].iter().all(|c| !c.is_empty()), "{}", frames[0]);
+    }
 }
 
 /// The external program is audited without any change to the audit: refused without consent
@@ -116,7 +128,7 @@ fn an_external_program_is_audited_with_consent_and_its_bug_is_flagged() {
     assert!(o.status.success(), "{}", text(&o));
     let frame = std::fs::read_to_string(out.join("au/audit.csv")).unwrap();
     let row = frame.lines().nth(1).unwrap();
-    assert!(row.ends_with(",true"), "{frame}");
+    assert_eq!(row.split(',').nth(9), Some("true"), "{frame}");
     let lb: f64 = row.split(',').nth(2).unwrap().parse().unwrap();
     assert!(lb > 1.0 && lb <= 2.0, "{frame}");
 }

@@ -202,7 +202,7 @@ enum Search {
     Discrete,
     /// thresholds and intervals at quantiles, on each number of the release
     Scalar,
-    /// thresholds and intervals on a logistic-regression score (releases of several numbers)
+    /// thresholds and intervals on a logistic-regression score of the release's features (releases of several numbers): each number, an indicator per recurring code such as ⊥ = −1000 (a code outside the others' range read as their mean in the number), a count per code several numbers hold
     Linear,
     /// outcomes one side draws and the other never does, bit for bit, where `discrete` does not apply (a floating-point sampler's sparse support)
     Support,
