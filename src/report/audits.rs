@@ -31,7 +31,11 @@ pub struct AuditRow {
     pub confidence: String,
     pub samples: String,
     pub pair: String,
+    /// The event in words, cut at [`EVENT_SHOWN`] characters (a learnt score of thirty
+    /// terms made the section 30 000 px tall); `event_full` holds all of it then, shown on
+    /// hover, as the frame does.
     pub event: String,
+    pub event_full: String,
     pub violation: bool,
     /// The least loss these draws would have flagged on the event, to 3 digits; empty when
     /// the frame does not say.
@@ -39,6 +43,9 @@ pub struct AuditRow {
     /// How the search split scored the event: "k₁ / k₂ of n, bound b"; empty when unknown.
     pub search: String,
 }
+
+/// Characters of an event's description the table shows.
+pub(super) const EVENT_SHOWN: usize = 160;
 
 /// A number of the frame to 4 significant digits ([`significant`], the one rounding
 /// formatter); a whole number or text as it is.
@@ -87,7 +94,9 @@ pub(super) fn rows(
         if at.len() != COLUMNS.len() {
             continue;
         }
-        let axes: Vec<usize> = (0..frame.names.len()).filter(|i| !at.contains(i)).collect();
+        let axes: Vec<usize> = (0..frame.names.len())
+            .filter(|&i| !at.contains(&i) && !SURE.contains(&frame.names[i].as_str()))
+            .collect();
         for r in &frame.rows {
             let get = |c: &str| {
                 let i = at[COLUMNS.iter().position(|x| *x == c).unwrap_or(0)];
@@ -135,7 +144,15 @@ pub(super) fn rows(
                 confidence: get("confidence"),
                 samples: get("samples"),
                 pair: get("pair"),
-                event: get("event"),
+                event: match get("event") {
+                    e if e.chars().count() > EVENT_SHOWN => {
+                        format!("{} …", e.chars().take(EVENT_SHOWN).collect::<String>())
+                    }
+                    e => e,
+                },
+                event_full: Some(get("event"))
+                    .filter(|e| e.chars().count() > EVENT_SHOWN)
+                    .unwrap_or_default(),
                 violation: get("violation") == "true",
                 detectable,
                 search,

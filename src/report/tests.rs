@@ -679,6 +679,47 @@ fn an_experiment_without_a_paper_gets_an_experiment_report() {
     assert!(html.contains("<h1>Reproduction report</h1>") && html.contains("id=\"tally\""));
 }
 
+/// An audit frame of version 2 says how sure it is: its how-sure columns are no axis of the
+/// instance, the least detectable loss stands under "none found", the search split's counts
+/// beside the event, and an event longer than the table shows is cut, whole on hover.
+#[test]
+fn an_audit_row_says_how_sure_it_is() {
+    let long = format!("q >= {}", "1".repeat(200));
+    let audit = format!(
+        "epsilon,delta,epsilon_lb,confidence,samples,p1,p2,pair,event,violation,detectable,search_samples,search_k1,search_k2,search_score,eps\n\
+         1.0,0.0,0.0,0.95,100000,0.5,0.5,0 vs 1,{long},false,1.3456,50000,120,100,0.012,1.0\n"
+    );
+    let layout = r#"{"title": "ε lower bounds", "columns": [], "show": "audit"}"#;
+    let dir = tempfile::tempdir().unwrap();
+    results_dir(
+        dir.path(),
+        "exp-a",
+        &[("checked.csv", &audit), ("checked.json", layout)],
+        &[("checked", "audit.epsilon")],
+        "",
+    );
+    let w = write(dir.path(), &[]).unwrap();
+    assert!(w.problems.is_empty(), "{:?}", w.problems);
+    let a = &w.summary.audits[0];
+    assert_eq!(a.instance, "eps = 1.0");
+    assert_eq!(a.detectable, "1.35");
+    assert_eq!(
+        a.search,
+        "chosen on 120 / 100 of 50000 search draws, bound 0.012"
+    );
+    assert_eq!(
+        a.event.chars().count(),
+        super::audits::EVENT_SHOWN + 2,
+        "{}",
+        a.event
+    );
+    assert_eq!(a.event_full, long);
+    let html = page(&w.path);
+    assert!(html.contains("would flag ε ≥ 1.35 here"), "{html}");
+    let escaped = long.replace('>', "&gt;");
+    assert!(html.contains(&format!(r#"title="{escaped}""#)), "{html}");
+}
+
 /// What is an audit is said by the stage's layout too (`"show": "audit"`), never by its kind:
 /// its rows go to the Audits section, flagged first, and nowhere else; a frame with the same
 /// columns and no such layout is no audit.
