@@ -354,7 +354,25 @@ struct Best<'a> {
     best: &'a mut Vec<Candidate>,
 }
 
-impl Best<'_> {
+impl<'a> Best<'a> {
+    /// Keeps `keep` candidates separating `a` from `b` in `best`.
+    fn over(
+        (a, b): (&Releases, &Releases),
+        (delta, confidence, validation): (f64, f64, u64),
+        keep: usize,
+        best: &'a mut Vec<Candidate>,
+    ) -> Self {
+        Best {
+            delta,
+            confidence,
+            na: a.total(),
+            nb: b.total(),
+            validation,
+            keep,
+            best,
+        }
+    }
+
     /// The score a candidate must beat to be kept.
     fn floor(&self) -> f64 {
         if self.best.len() < self.keep {
@@ -434,21 +452,14 @@ pub(crate) fn best_for(
     if a.is_empty() || b.is_empty() {
         return None;
     }
+    let rule = (delta, confidence, validation);
     let single = |r: &Releases| r.counts.iter().all(|&c| c == 1) && r.len() >= 2 * MIN_HALF;
     let mut found = Vec::new();
     if single(a) && single(b) {
         let (a1, a2) = a.halves();
         let (b1, b2) = b.halves();
         let mut top = Vec::new();
-        let mut keep = Best {
-            delta,
-            confidence,
-            na: a1.total(),
-            nb: b1.total(),
-            validation,
-            keep: TOP,
-            best: &mut top,
-        };
+        let mut keep = Best::over((&a1, &b1), rule, TOP, &mut top);
         searched(&a1, &b1, searches, &mut keep);
         let (na, nb) = (a2.total(), b2.total());
         // Most candidates are ranges of a few projections (the linear score's above all):
@@ -498,28 +509,10 @@ pub(crate) fn best_for(
             }
         }
     } else {
-        let mut keep = Best {
-            delta,
-            confidence,
-            na: a.total(),
-            nb: b.total(),
-            validation,
-            keep: 1,
-            best: &mut found,
-        };
-        searched(a, b, searches, &mut keep);
+        searched(a, b, searches, &mut Best::over((a, b), rule, 1, &mut found));
     }
     if searches.support && !discrete_applies(a, b) {
-        let mut keep = Best {
-            delta,
-            confidence,
-            na: a.total(),
-            nb: b.total(),
-            validation,
-            keep: 1,
-            best: &mut found,
-        };
-        support(a, b, &mut keep);
+        support(a, b, &mut Best::over((a, b), rule, 1, &mut found));
     }
     found.into_iter().next()
 }
