@@ -102,12 +102,8 @@ pub(super) fn rows(
                 let i = at[COLUMNS.iter().position(|x| *x == c).unwrap_or(0)];
                 r[i].clone()
             };
-            let sure = |c: &str| {
-                frame
-                    .col(c)
-                    .filter(|_| SURE.contains(&c))
-                    .map_or(String::new(), |i| r[i].clone())
-            };
+            // Empty where a frame of version 1 has no such column.
+            let sure = |c: &str| frame.col(c).map_or(String::new(), |i| r[i].clone());
             let search = match (sure("search_k1"), sure("search_k2"), sure("search_samples")) {
                 (k1, k2, n) if !k1.is_empty() && !k2.is_empty() && !n.is_empty() => format!(
                     "chosen on {k1} / {k2} of {n} search draws, bound {}",
@@ -118,6 +114,13 @@ pub(super) fn rows(
             let detectable = match sure("detectable").parse::<f64>() {
                 Ok(d) => significant(d, 3),
                 Err(_) => String::new(),
+            };
+            let full = get("event");
+            let (event, event_full) = if full.chars().count() > EVENT_SHOWN {
+                let cut: String = full.chars().take(EVENT_SHOWN).collect();
+                (format!("{cut} …"), full)
+            } else {
+                (full, String::new())
             };
             let delta = get("delta");
             let epsilon = get("epsilon");
@@ -144,15 +147,8 @@ pub(super) fn rows(
                 confidence: get("confidence"),
                 samples: get("samples"),
                 pair: get("pair"),
-                event: match get("event") {
-                    e if e.chars().count() > EVENT_SHOWN => {
-                        format!("{} …", e.chars().take(EVENT_SHOWN).collect::<String>())
-                    }
-                    e => e,
-                },
-                event_full: Some(get("event"))
-                    .filter(|e| e.chars().count() > EVENT_SHOWN)
-                    .unwrap_or_default(),
+                event,
+                event_full,
                 violation: get("violation") == "true",
                 detectable,
                 search,

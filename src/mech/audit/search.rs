@@ -465,7 +465,8 @@ pub(crate) fn best_for(
         // Most candidates are ranges of a few projections (the linear score's above all):
         // each projection is computed once per release of the second half, not per candidate.
         let mut projected: Vec<(Projection, Vec<f64>, Vec<f64>)> = Vec::new();
-        let mut count = |event: &Event, r: &Releases, side: usize| -> u64 {
+        let mut count = |event: &Event, side: usize| -> u64 {
+            let r = if side == 0 { &a2 } else { &b2 };
             let Event::Range { projection, lo, hi } = event else {
                 return r.count_in(event);
             };
@@ -490,7 +491,7 @@ pub(crate) fn best_for(
                 .sum()
         };
         for c in top {
-            let (ka, kb) = (count(&c.event, &a2, 0), count(&c.event, &b2, 1));
+            let (ka, kb) = (count(&c.event, 0), count(&c.event, 1));
             let (k1, n1, k2, n2) = if c.forward {
                 (ka, na, kb, nb)
             } else {
