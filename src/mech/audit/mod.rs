@@ -44,6 +44,8 @@
 
 pub(crate) mod search;
 
+use std::sync::Arc;
+
 use rayon::prelude::*;
 
 pub(crate) use search::{Event, Searches};
@@ -171,8 +173,11 @@ impl Draw {
 /// What an audit draws and with what confidence.
 #[derive(Clone, Debug)]
 pub(crate) struct Plan {
-    /// Neighbouring pairs (x, x') to try.
-    pub pairs: usize,
+    /// Neighbouring pairs (x, x') to try: each side's input, numbered so that equal inputs share
+    /// a number. An input's search split is drawn once, where it first appears (that pair's
+    /// and side's random stream), and serves every pair that holds it: StatDP's patterns hold
+    /// x = (1, …, 1) in seven pairs of eight.
+    pub inputs: Vec<[usize; 2]>,
     /// Draws per side and pair for choosing the event.
     pub search_samples: u64,
     /// Draws per side for measuring it.
@@ -221,18 +226,72 @@ pub(crate) fn audit<E: Send>(
     plan: &Plan,
     draw: impl Fn(Draw) -> Result<Releases, E> + Sync,
 ) -> Result<Option<Finding>, E> {
+    let pairs = plan.inputs.len();
+    // Where each input first appears: its search split is drawn there.
+    let mut first: Vec<(usize, (usize, usize))> = Vec::new();
+    for (pair, sides) in plan.inputs.iter().enumerate() {
+        for (side, &input) in sides.iter().enumerate() {
+            if !first.iter().any(|(i, _)| *i == input) {
+                first.push((input, (pair, side)));
+            }
+        }
+    }
+    let drawn = |input: usize, kept: &[(usize, Arc<Releases>)]| -> Result<Arc<Releases>, E> {
+        if let Some((_, r)) = kept.iter().find(|(i, _)| *i == input) {
+            return Ok(Arc::clone(r));
+        }
+        let (pair, side) = first
+            .iter()
+            .find(|(i, _)| *i == input)
+            .map_or((0, 0), |(_, at)| *at);
+        Ok(Arc::new(draw_all(plan, pair, side, &draw)?))
+    };
+    let both = |pair: usize, kept: &[(usize, Arc<Releases>)]| -> Result<[Arc<Releases>; 2], E> {
+        let [x, x2] = plan.inputs[pair];
+        let a = drawn(x, kept)?;
+        let b = if x2 == x {
+            Arc::clone(&a)
+        } else {
+            drawn(x2, kept)?
+        };
+        Ok([a, b])
+    };
     let mut best: Option<(usize, search::Candidate)> = None;
-    for pair in 0..plan.pairs {
-        let a = draw_all(plan, pair, 0, &draw)?;
-        let b = draw_all(plan, pair, 1, &draw)?;
-        let found = search::best_for(
-            &a,
-            &b,
-            plan.searches,
-            plan.delta,
-            plan.confidence,
-            plan.samples,
+    let mut kept: Vec<(usize, Arc<Releases>)> = Vec::new();
+    let mut next = if pairs > 0 {
+        Some(both(0, &kept)?)
+    } else {
+        None
+    };
+    for pair in 0..pairs {
+        let Some([a, b]) = next.take() else { break };
+        for (input, r) in plan.inputs[pair].iter().zip([&a, &b]) {
+            if !kept.iter().any(|(i, _)| i == input) {
+                kept.push((*input, Arc::clone(r)));
+            }
+        }
+        // Kept while a later pair holds it.
+        kept.retain(|(i, _)| plan.inputs[pair + 1..].iter().any(|s| s.contains(i)));
+        // This pair is searched while the next one's inputs are drawn (the program runs on
+        // one core while the search runs on the other).
+        let (found, ahead) = rayon::join(
+            || {
+                search::best_for(
+                    &a,
+                    &b,
+                    plan.searches,
+                    plan.delta,
+                    plan.confidence,
+                    plan.samples,
+                )
+            },
+            || {
+                (pair + 1 < pairs)
+                    .then(|| both(pair + 1, &kept))
+                    .transpose()
+            },
         );
+        next = ahead?;
         if let Some(c) = found {
             if best.as_ref().is_none_or(|(_, b)| c.score > b.score) {
                 best = Some((pair, c));

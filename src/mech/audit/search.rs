@@ -32,8 +32,11 @@
 //! DP-Sniper's feature map for such outputs (Bichsel et al., S&P'21, §VI).
 
 use std::collections::{HashMap, HashSet};
+use std::hash::{BuildHasher, Hasher};
 
+use foldhash::fast::FixedState;
 use nalgebra::{DMatrix, DVector};
+use rayon::prelude::*;
 
 use super::{epsilon_lower_bound, Releases};
 use crate::text::significant;
@@ -50,6 +53,10 @@ pub(crate) const MAX_LINEAR_DIM: usize = 256;
 
 /// Releases the logistic regression is trained on, at most (the first ones of the split).
 const MAX_TRAIN: usize = 200_000;
+
+/// Rows per block of the logistic regression's sums (fixed, so that the sums are the same on
+/// any number of threads).
+const BLOCK: usize = 4096;
 
 /// Candidates the first half of the search split hands to the second (see the module doc).
 pub(crate) const TOP: usize = 32;
@@ -187,7 +194,7 @@ pub(crate) enum Event {
     /// The release is one of `outcomes` (compared number by number, bit for bit; −0 = 0).
     Outcomes {
         outcomes: Vec<Vec<f64>>,
-        bits: HashSet<Vec<u64>>,
+        bits: HashSet<Vec<u64>, FixedState>,
     },
     /// lo ≤ projection < hi; an infinite end makes it a threshold.
     Range {
@@ -199,6 +206,22 @@ pub(crate) enum Event {
 
 fn key(x: &[f64]) -> Vec<u64> {
     x.iter().map(|v| (v + 0.0).to_bits()).collect()
+}
+
+/// A release's fingerprint, for the sets and histograms the searches build over every draw of
+/// the search split: 128 bits of its numbers' bits (−0 as 0), where [`key`] would allocate a
+/// vector per draw. Two distinct releases share one with probability about 2⁻¹²⁸ per pair of
+/// them, and even then only a candidate's search counts are off: the event the validation
+/// split measures keeps its outcomes exact ([`Event::outcomes`]), so the bound stays valid.
+fn fingerprint(x: &[f64]) -> u128 {
+    let half = |seed: u64| {
+        let mut h = FixedState::with_seed(seed).build_hasher();
+        for v in x {
+            h.write_u64((v + 0.0).to_bits());
+        }
+        h.finish()
+    };
+    u128::from(half(0x9e37_79b9_7f4a_7c15)) << 64 | u128::from(half(0x243f_6a88_85a3_08d3))
 }
 
 impl Event {
@@ -408,20 +431,61 @@ impl<'a> Best<'a> {
             } else {
                 (kb, self.nb, ka, self.na)
             };
-            let at = self.best.partition_point(|c| c.score >= score);
-            self.best.insert(
-                at,
-                Candidate {
-                    event: event(),
-                    forward,
-                    score,
-                    k1,
-                    k2,
-                    n1,
-                    n2,
-                },
-            );
+            self.take(Candidate {
+                event: event(),
+                forward,
+                score,
+                k1,
+                k2,
+                n1,
+                n2,
+            });
+        }
+    }
+
+    /// Keeps a candidate scored elsewhere if it beats the floor (after those of equal score).
+    fn take(&mut self, c: Candidate) {
+        if c.score > self.floor() {
+            let at = self.best.partition_point(|b| b.score >= c.score);
+            self.best.insert(at, c);
             self.best.truncate(self.keep);
+        }
+    }
+
+    /// Its rule and draws, to keep by them elsewhere ([`Rule::keeping`]).
+    fn rule(&self) -> Rule {
+        Rule {
+            delta: self.delta,
+            confidence: self.confidence,
+            na: self.na,
+            nb: self.nb,
+            validation: self.validation,
+            keep: self.keep,
+        }
+    }
+}
+
+/// What a [`Best`] scores and keeps by, without its list: one per search run side by side.
+#[derive(Clone, Copy)]
+struct Rule {
+    delta: f64,
+    confidence: f64,
+    na: u64,
+    nb: u64,
+    validation: u64,
+    keep: usize,
+}
+
+impl Rule {
+    fn keeping(self, best: &mut Vec<Candidate>) -> Best<'_> {
+        Best {
+            delta: self.delta,
+            confidence: self.confidence,
+            na: self.na,
+            nb: self.nb,
+            validation: self.validation,
+            keep: self.keep,
+            best,
         }
     }
 }
@@ -464,24 +528,26 @@ pub(crate) fn best_for(
         let (na, nb) = (a2.total(), b2.total());
         // Most candidates are ranges of a few projections (the linear score's above all):
         // each projection is computed once per release of the second half, not per candidate.
-        let mut projected: Vec<(Projection, Vec<f64>, Vec<f64>)> = Vec::new();
-        let mut count = |event: &Event, side: usize| -> u64 {
+        let mut distinct: Vec<&Projection> = Vec::new();
+        for c in &top {
+            if let Event::Range { projection, .. } = &c.event {
+                if !distinct.contains(&projection) {
+                    distinct.push(projection);
+                }
+            }
+        }
+        let projected: Vec<[Vec<f64>; 2]> = distinct
+            .par_iter()
+            .map(|p| [&a2, &b2].map(|r| (0..r.len()).map(|i| p.of(r.row(i))).collect()))
+            .collect();
+        let count = |event: &Event, side: usize| -> u64 {
             let r = if side == 0 { &a2 } else { &b2 };
             let Event::Range { projection, lo, hi } = event else {
                 return r.count_in(event);
             };
-            let at = match projected.iter().position(|(p, _, _)| p == projection) {
-                Some(i) => i,
-                None => {
-                    let of = |r: &Releases| (0..r.len()).map(|i| projection.of(r.row(i))).collect();
-                    projected.push((projection.clone(), of(&a2), of(&b2)));
-                    projected.len() - 1
-                }
-            };
-            let values = if side == 0 {
-                &projected[at].1
-            } else {
-                &projected[at].2
+            let at = distinct.iter().position(|p| *p == projection);
+            let Some(values) = at.map(|i| &projected[i][side]) else {
+                return r.count_in(event);
             };
             values
                 .iter()
@@ -490,8 +556,11 @@ pub(crate) fn best_for(
                 .map(|(_, c)| c)
                 .sum()
         };
-        for c in top {
-            let (ka, kb) = (count(&c.event, 0), count(&c.event, 1));
+        let counted: Vec<(u64, u64)> = top
+            .par_iter()
+            .map(|c| (count(&c.event, 0), count(&c.event, 1)))
+            .collect();
+        for (c, (ka, kb)) in top.iter().zip(counted) {
             let (k1, n1, k2, n2) = if c.forward {
                 (ka, na, kb, nb)
             } else {
@@ -505,7 +574,7 @@ pub(crate) fn best_for(
                     k2,
                     n1,
                     n2,
-                    ..c
+                    ..c.clone()
                 }];
             }
         }
@@ -518,32 +587,58 @@ pub(crate) fn best_for(
     found.into_iter().next()
 }
 
-/// The discrete, scalar and linear searches, each where it applies.
+/// The discrete, scalar and linear searches, each where it applies. They run side by side,
+/// each keeping its own best, which are then offered in this fixed order: the result does not
+/// depend on the number of threads.
 fn searched(a: &Releases, b: &Releases, searches: Searches, keep: &mut Best) {
+    #[derive(Clone, Copy)]
+    enum Task {
+        Discrete,
+        Coordinate(usize),
+        Linear,
+    }
+    let mut tasks = Vec::new();
     if searches.discrete {
-        discrete(a, b, keep);
+        tasks.push(Task::Discrete);
     }
     if searches.scalar {
-        for j in 0..a.dim {
-            ranges(Projection::Coordinate(j), a, b, keep);
-        }
+        tasks.extend((0..a.dim).map(Task::Coordinate));
     }
     if searches.linear && a.dim >= 2 {
-        if let Some(p) = logistic(a, b) {
-            ranges(p, a, b, keep);
-        }
+        tasks.push(Task::Linear);
+    }
+    let rule = keep.rule();
+    let found: Vec<Vec<Candidate>> = tasks
+        .into_par_iter()
+        .map(|task| {
+            let mut own = Vec::new();
+            let mut k = rule.keeping(&mut own);
+            match task {
+                Task::Discrete => discrete(a, b, &mut k),
+                Task::Coordinate(j) => ranges(Projection::Coordinate(j), a, b, &mut k),
+                Task::Linear => {
+                    if let Some(p) = logistic(a, b) {
+                        ranges(p, a, b, &mut k);
+                    }
+                }
+            }
+            own
+        })
+        .collect();
+    for c in found.into_iter().flatten() {
+        keep.take(c);
     }
 }
 
 /// (a) Exact outcomes sorted by their likelihood ratio, every prefix a candidate set.
 fn discrete(a: &Releases, b: &Releases, keep: &mut Best) {
-    let mut hist: HashMap<Vec<u64>, (u64, u64, usize)> = HashMap::new();
+    let mut hist: HashMap<u128, (u64, u64, usize), FixedState> = HashMap::default();
     let mut order: Vec<Vec<f64>> = Vec::new();
     for (side, r) in [a, b].into_iter().enumerate() {
         for i in 0..r.len() {
             let row = r.row(i);
             let next = order.len();
-            let e = hist.entry(key(row)).or_insert_with(|| (0, 0, next));
+            let e = hist.entry(fingerprint(row)).or_insert_with(|| (0, 0, next));
             if e.2 == next {
                 if order.len() >= MAX_OUTCOMES {
                     return;
@@ -586,10 +681,10 @@ fn discrete(a: &Releases, b: &Releases, keep: &mut Best) {
 /// Whether the discrete search applies: at most [`MAX_OUTCOMES`] distinct outcomes, seen ten
 /// times each on average (the rule [`discrete`] keeps).
 fn discrete_applies(a: &Releases, b: &Releases) -> bool {
-    let mut seen: HashSet<Vec<u64>> = HashSet::new();
+    let mut seen: HashSet<u128, FixedState> = HashSet::default();
     for r in [a, b] {
         for i in 0..r.len() {
-            seen.insert(key(r.row(i)));
+            seen.insert(fingerprint(r.row(i)));
             if seen.len() > MAX_OUTCOMES {
                 return false;
             }
@@ -611,17 +706,17 @@ fn discrete_applies(a: &Releases, b: &Releases) -> bool {
 fn support(a: &Releases, b: &Releases, keep: &mut Best) {
     let halves = |r: &Releases| {
         let mid = r.len() / 2;
-        let first: HashSet<Vec<u64>> = (0..mid).map(|i| key(r.row(i))).collect();
+        let first: HashSet<u128, FixedState> = (0..mid).map(|i| fingerprint(r.row(i))).collect();
         (first, mid..r.len())
     };
     let ((a1, a2), (b1, b2)) = (halves(a), halves(b));
     let count = |r: &Releases,
                  rows: &std::ops::Range<usize>,
-                 only: &HashSet<Vec<u64>>,
-                 not: &HashSet<Vec<u64>>| {
+                 only: &HashSet<u128, FixedState>,
+                 not: &HashSet<u128, FixedState>| {
         rows.clone()
             .filter(|&i| {
-                let k = key(r.row(i));
+                let k = fingerprint(r.row(i));
                 only.contains(&k) && !not.contains(&k)
             })
             .map(|i| r.counts[i])
@@ -644,12 +739,14 @@ fn support(a: &Releases, b: &Releases, keep: &mut Best) {
     }
     // The set on the whole search split of side `of`, without what the other side drew.
     let whole = |of: &Releases, other: &Releases| {
-        let theirs: HashSet<Vec<u64>> = (0..other.len()).map(|i| key(other.row(i))).collect();
-        let mut seen = HashSet::new();
+        let theirs: HashSet<u128, FixedState> = (0..other.len())
+            .map(|i| fingerprint(other.row(i)))
+            .collect();
+        let mut seen: HashSet<u128, FixedState> = HashSet::default();
         let outcomes = (0..of.len())
             .map(|i| of.row(i))
             .filter(|row| {
-                let k = key(row);
+                let k = fingerprint(row);
                 !theirs.contains(&k) && seen.insert(k)
             })
             .map(<[f64]>::to_vec)
@@ -671,7 +768,8 @@ fn ranges(projection: Projection, a: &Releases, b: &Releases, keep: &mut Best) {
         let mut v: Vec<(f64, u64)> = (0..r.len())
             .map(|i| (projection.of(r.row(i)), r.counts[i]))
             .collect();
-        v.sort_by(|x, y| x.0.total_cmp(&y.0));
+        // Unstable is enough: draws are only ever counted up to a value, never among equals.
+        v.sort_unstable_by(|x, y| x.0.total_cmp(&y.0));
         let mut cum = Vec::with_capacity(v.len() + 1);
         cum.push(0u64);
         for (_, c) in &v {
@@ -686,14 +784,21 @@ fn ranges(projection: Projection, a: &Releases, b: &Releases, keep: &mut Best) {
     // Pooled quantiles: the smallest value with at least that share of the draws at or below it.
     let total = ca[sa.len()] + cb[sb.len()];
     let mut cuts: Vec<f64> = Vec::new();
-    let mut pooled: Vec<f64> = sa
-        .iter()
-        .chain(&sb)
-        .copied()
-        .filter(|x| x.is_finite())
-        .collect();
-    pooled.sort_by(f64::total_cmp);
-    pooled.dedup();
+    // The distinct finite values of both sides, in order: a merge of the two sorted sides.
+    let mut pooled: Vec<f64> = Vec::with_capacity(sa.len() + sb.len());
+    let (mut i, mut j) = (0, 0);
+    while i < sa.len() || j < sb.len() {
+        let x = if j == sb.len() || (i < sa.len() && sa[i].total_cmp(&sb[j]).is_le()) {
+            i += 1;
+            sa[i - 1]
+        } else {
+            j += 1;
+            sb[j - 1]
+        };
+        if x.is_finite() && pooled.last() != Some(&x) {
+            pooled.push(x);
+        }
+    }
     for l in levels() {
         let target = (l * total as f64).ceil() as u64;
         // Binary search over the distinct values for the first whose share reaches the level.
@@ -743,7 +848,7 @@ fn features(rows: &[(&[f64], f64, f64)], d: usize) -> Option<Vec<Feature>> {
     let mut out = Vec::new();
     let mut label_in: Vec<(u64, usize)> = Vec::new();
     for j in 0..d {
-        let mut seen: HashMap<u64, f64> = HashMap::new();
+        let mut seen: HashMap<u64, f64, FixedState> = HashMap::default();
         for (x, _, w) in rows {
             *seen.entry((x[j] + 0.0).to_bits()).or_default() += w;
         }
@@ -822,51 +927,76 @@ fn logistic(a: &Releases, b: &Releases) -> Option<Projection> {
     }
     let terms = features(&raw, a.dim)?;
     let d = terms.len();
-    let mapped: Vec<Vec<f64>> = raw
-        .iter()
-        .map(|(x, _, _)| terms.iter().map(|t| t.at(x)).collect())
-        .collect();
-    let rows: Vec<(&[f64], f64, f64)> = raw
-        .iter()
-        .zip(&mapped)
-        .map(|((_, y, w), m)| (m.as_slice(), *y, *w))
-        .collect();
-    let w_total: f64 = rows.iter().map(|r| r.2).sum();
+    let w_total: f64 = raw.iter().map(|r| r.2).sum();
+    // The features of every row, once, row after row.
+    let mut x: Vec<f64> = Vec::with_capacity(raw.len() * d);
+    for (r, _, _) in &raw {
+        x.extend(terms.iter().map(|t| t.at(r)));
+    }
     let mut mean = vec![0.0; d];
     let mut sd = vec![0.0; d];
-    for (x, _, w) in &rows {
+    for (row, (_, _, w)) in x.chunks_exact(d).zip(&raw) {
         for j in 0..d {
-            mean[j] += w * x[j] / w_total;
+            mean[j] += w * row[j] / w_total;
         }
     }
-    for (x, _, w) in &rows {
+    for (row, (_, _, w)) in x.chunks_exact(d).zip(&raw) {
         for j in 0..d {
-            sd[j] += w * (x[j] - mean[j]).powi(2) / w_total;
+            sd[j] += w * (row[j] - mean[j]).powi(2) / w_total;
         }
     }
     let sd: Vec<f64> = sd
         .iter()
         .map(|v| if v.sqrt() > 0.0 { v.sqrt() } else { 1.0 })
         .collect();
-    let z = |x: &[f64], k: usize| if k < d { (x[k] - mean[k]) / sd[k] } else { 1.0 };
+    // Standardised, with the intercept's 1 last: row i is z[i·e .. (i+1)·e].
+    let e = d + 1;
+    let mut z: Vec<f64> = Vec::with_capacity(raw.len() * e);
+    for row in x.chunks_exact(d) {
+        z.extend((0..d).map(|k| (row[k] - mean[k]) / sd[k]));
+        z.push(1.0);
+    }
+    drop(x);
+    let labels: Vec<(f64, f64)> = raw.iter().map(|r| (r.1, r.2)).collect();
     let ridge = 1e-6 * w_total;
-    let mut beta = DVector::<f64>::zeros(d + 1);
+    let mut beta = DVector::<f64>::zeros(e);
     for _ in 0..50 {
-        let mut h = DMatrix::<f64>::zeros(d + 1, d + 1);
-        let mut g = DVector::<f64>::zeros(d + 1);
-        for (x, y, w) in &rows {
-            let zs: Vec<f64> = (0..=d).map(|k| z(x, k)).collect();
-            let eta: f64 = zs.iter().zip(beta.iter()).map(|(a, b)| a * b).sum();
-            let p = 1.0 / (1.0 + (-eta).exp());
-            let v = w * p * (1.0 - p);
-            for k in 0..=d {
-                g[k] += w * (y - p) * zs[k];
+        // The gradient and the Hessian's lower triangle, summed over blocks of rows side by
+        // side, then block after block in order: the same sums on any number of threads.
+        let parts: Vec<(Vec<f64>, Vec<f64>)> = z
+            .par_chunks(BLOCK * e)
+            .zip(labels.par_chunks(BLOCK))
+            .map(|(zs, ys)| {
+                let mut g = vec![0.0; e];
+                let mut h = vec![0.0; e * e];
+                for (row, (y, w)) in zs.chunks_exact(e).zip(ys) {
+                    let eta: f64 = row.iter().zip(beta.iter()).map(|(a, b)| a * b).sum();
+                    let p = 1.0 / (1.0 + (-eta).exp());
+                    let v = w * p * (1.0 - p);
+                    let r = w * (y - p);
+                    for k in 0..e {
+                        g[k] += r * row[k];
+                        let vk = v * row[k];
+                        let hk = &mut h[k * e..k * e + k + 1];
+                        for (hl, zl) in hk.iter_mut().zip(&row[..=k]) {
+                            *hl += vk * zl;
+                        }
+                    }
+                }
+                (g, h)
+            })
+            .collect();
+        let mut h = DMatrix::<f64>::zeros(e, e);
+        let mut g = DVector::<f64>::zeros(e);
+        for (pg, ph) in &parts {
+            for k in 0..e {
+                g[k] += pg[k];
                 for l in 0..=k {
-                    h[(k, l)] += v * zs[k] * zs[l];
+                    h[(k, l)] += ph[k * e + l];
                 }
             }
         }
-        for k in 0..=d {
+        for k in 0..e {
             for l in 0..k {
                 h[(l, k)] = h[(k, l)];
             }

@@ -79,7 +79,7 @@ fn rng(seed: u64, d: Draw) -> Pcg64Mcg {
 
 fn plan(pairs: usize, search: u64, samples: u64, searches: Searches) -> Plan {
     Plan {
-        pairs,
+        inputs: (0..pairs).map(|p| [2 * p, 2 * p + 1]).collect(),
         search_samples: search,
         samples,
         chunk: 1 << 14,

@@ -652,8 +652,25 @@ impl StageRun for AuditRun {
             linear: wanted(Search::Linear),
             support: wanted(Search::Support),
         };
+        // Equal answers are one input (the rest of the input is the same in every pair).
+        let mut seen: Vec<Vec<u64>> = Vec::new();
+        let mut number = |x: &[f64]| {
+            let bits: Vec<u64> = x.iter().map(|f| f.to_bits()).collect();
+            match seen.iter().position(|s| *s == bits) {
+                Some(i) => i,
+                None => {
+                    seen.push(bits);
+                    seen.len() - 1
+                }
+            }
+        };
+        let numbered: Vec<[usize; 2]> = self
+            .pairs
+            .iter()
+            .map(|p| [number(&p.x), number(&p.x2)])
+            .collect();
         let plan = |searches| Plan {
-            pairs: self.pairs.len(),
+            inputs: numbered.clone(),
             search_samples: a.search(),
             samples: a.samples.get(),
             chunk: CHUNK,
