@@ -517,6 +517,28 @@ pub(crate) fn best_for(
         return None;
     }
     let rule = (delta, confidence, validation);
+    // The support search runs beside the others, and its best is offered after theirs.
+    let (mut found, beside) = rayon::join(
+        || chosen(a, b, searches, rule),
+        || {
+            let mut kept = Vec::new();
+            if searches.support && !discrete_applies(a, b) {
+                support(a, b, &mut Best::over((a, b), rule, 1, &mut kept));
+            }
+            kept
+        },
+    );
+    let mut keep = Best::over((a, b), rule, 1, &mut found);
+    for c in beside {
+        keep.take(c);
+    }
+    found.into_iter().next()
+}
+
+/// The best of the discrete, scalar and linear searches (at most one), chosen on halves when
+/// the releases are single draws (the module doc).
+fn chosen(a: &Releases, b: &Releases, searches: Searches, rule: (f64, f64, u64)) -> Vec<Candidate> {
+    let (delta, confidence, validation) = rule;
     let single = |r: &Releases| r.counts.iter().all(|&c| c == 1) && r.len() >= 2 * MIN_HALF;
     let mut found = Vec::new();
     if single(a) && single(b) {
@@ -581,10 +603,7 @@ pub(crate) fn best_for(
     } else {
         searched(a, b, searches, &mut Best::over((a, b), rule, 1, &mut found));
     }
-    if searches.support && !discrete_applies(a, b) {
-        support(a, b, &mut Best::over((a, b), rule, 1, &mut found));
-    }
-    found.into_iter().next()
+    found
 }
 
 /// The discrete, scalar and linear searches, each where it applies. They run side by side,
