@@ -46,9 +46,11 @@ pub trait Kinds: 'static {
 
 /// The kind, given the registry that builds the audited mechanism.
 pub const fn kind<K: Kinds>() -> KindInfo {
+    // Version 3: an input several pairs hold is drawn once (its first pair's stream), and the
+    // logistic fit sums in fixed blocks: the same rule, other bits.
     KindInfo {
         name: "audit.epsilon",
-        version: 2,
+        version: 3,
         random: true,
         // It runs what it audits: an external program's consent is asked for by the programs
         // it names, so auditing built-in kinds needs none.
@@ -843,6 +845,7 @@ impl StageRun for AuditRun {
             show: Show::Audit,
             markdown: false,
             ours: Vec::new(),
+            in_audits: false,
         };
         Ok(vec![layout.artifact()?])
     }
