@@ -275,6 +275,11 @@ pub fn build(
     });
     summary.flagged = audit_rows.iter().filter(|a| a.violation).count();
     summary.audits = audit_rows;
+    summary.benchmarks = ordered
+        .iter()
+        .flat_map(|e| &e.tables)
+        .filter(|t| t.in_audits && !t.data_only)
+        .count();
     let mut env = minijinja::Environment::new();
     env.set_auto_escape_callback(|_| minijinja::AutoEscape::Html);
     env.add_template("report.html", TEMPLATE)

@@ -51,6 +51,8 @@ pub struct Summary {
     pub audits: Vec<super::AuditRow>,
     /// How many of them are flagged (`violation`).
     pub flagged: usize,
+    /// Tables shown at the head of the Audits section (benchmarks of the audits).
+    pub benchmarks: usize,
 }
 
 #[derive(Serialize, Debug, Clone)]
@@ -129,6 +131,9 @@ pub(super) struct TableView {
     /// A frame with no table of its own (no Markdown, no verdicts: the data behind a figure),
     /// linked rather than shown.
     pub(super) data_only: bool,
+    /// Shown at the head of the Audits section, its experiment's section linking to it (a
+    /// benchmark of the audits: its layout says so).
+    pub(super) in_audits: bool,
     pub(super) numbers: Tally,
     pub(super) problem: String,
 }

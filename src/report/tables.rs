@@ -50,6 +50,7 @@ pub(super) fn table(
         grid: None,
         causes: vec![],
         data_only: false,
+        in_audits: layout.is_some_and(|l| l.in_audits),
         numbers: Tally::default(),
         problem: String::new(),
     };

@@ -770,3 +770,44 @@ fn an_audit_is_a_stage_whose_layout_says_audit_whatever_its_kind() {
     );
     assert!(!html.contains(r#"data-stage="lookalike""#), "{html}");
 }
+
+/// A table whose layout says `in_audits` (`report.table section: audits`, a benchmark of the
+/// audits) stands at the head of the Audits section, once, and its experiment's section links
+/// to it; the Audits section is there for it even when no audit frame is.
+#[test]
+fn a_benchmark_table_stands_in_the_audits_section() {
+    const TABLE: &str = "mechanism,flagged\nSVT3,1\nSVT1,0\n";
+    const LAYOUT: &str = r#"{"title": "The benchmark", "columns": [
+        {"name": "mechanism", "header": "mechanism", "role": "key"},
+        {"name": "flagged", "header": "flagged", "role": "value"}], "in_audits": true}"#;
+    let dir = tempfile::tempdir().unwrap();
+    results_dir(
+        dir.path(),
+        "exp-b",
+        &[("bench.csv", TABLE), ("bench.json", LAYOUT)],
+        &[("bench", "report.table")],
+        "",
+    );
+    let w = write(dir.path(), &[]).unwrap();
+    assert!(w.problems.is_empty(), "{:?}", w.problems);
+    assert_eq!(w.summary.benchmarks, 1);
+    let html = page(&w.path);
+    let audits = html
+        .find(r#"<section id="audits""#)
+        .expect("an Audits section");
+    let table = html
+        .find(r#"class="result" data-stage="bench""#)
+        .expect("the table");
+    assert!(
+        table > audits,
+        "the table is not in the Audits section: {html}"
+    );
+    assert_eq!(html.matches(r#"data-stage="bench""#).count(), 1, "{html}");
+    assert!(html.contains(">SVT3<"), "{html}");
+    let link = html.find(r##"href="#exp-exp-b--bench""##);
+    let target = html.find(r#"id="exp-exp-b--bench""#);
+    assert!(
+        link.is_some_and(|l| l < audits) && target.is_some_and(|t| t > audits),
+        "no link from the experiment to the table in the Audits section: {html}"
+    );
+}

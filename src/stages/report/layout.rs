@@ -73,6 +73,11 @@ pub(crate) struct Layout {
     /// is not the headline run). The grid's cells and the list of differences show it.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub ours: Vec<String>,
+    /// Shown at the head of the page's Audits section, its experiment's section linking to
+    /// it: a benchmark of the run's audits against a published auditor's bounds, read beside
+    /// the audit rows it sums up.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub in_audits: bool,
 }
 
 impl Layout {
@@ -186,6 +191,7 @@ mod tests {
             show: Show::Columns,
             markdown: false,
             ours: vec![],
+            in_audits: false,
             columns: vec![
                 LayoutColumn {
                     name: "lambda".into(),

@@ -68,6 +68,18 @@ struct Table {
     explain: Vec<Explain>,
     /// text printed under the table (how to read it, deviations)
     notes: Option<String>,
+    /// where the report page shows the table: `experiment`, its experiment's section; or `audits`, the head of the Audits section, beside every audit row of the run, its experiment's section linking to it (a benchmark of the audits against a published auditor's bounds)
+    #[serde(default)]
+    section: Section,
+}
+
+/// Where the report page shows a table.
+#[derive(Deserialize, Serialize, JsonSchema, Default, Clone, Copy, PartialEq, Eq, Debug)]
+#[serde(rename_all = "snake_case")]
+enum Section {
+    #[default]
+    Experiment,
+    Audits,
 }
 
 /// A known difference and its one-line reason (`Serialize` only so that the schema shows
@@ -271,6 +283,7 @@ impl Stage for Table {
             show: Show::Columns,
             markdown: false,
             ours: Vec::new(),
+            in_audits: self.section == Section::Audits,
         };
         let header = |c: &str| {
             self.headers

@@ -439,6 +439,7 @@ impl Stage for VerdictTable {
             show,
             markdown: false,
             ours: vec![],
+            in_audits: false,
         };
         let json = |l: Layout| l.artifact();
         match self.output {
