@@ -104,7 +104,8 @@ fn gather_text(gather: stages::Gather) -> Option<&'static str> {
 }
 
 /// `dplab list --markdown DIR`: the text of `dplab list` as the book's reference pages, one
-/// per kind (`KIND.md`) and an index (`index.md`), so the book and the command say the same
+/// per kind (`KIND.md`) and an index (`index.md`; `dplab list KIND --markdown DIR` writes that
+/// kind's page alone), so the book and the command say the same
 /// thing from one source (the kinds' summaries and their parameters' schemas). Writes only
 /// those files, into DIR (created if missing); the book's copy is checked by
 /// `cargo test --test it docs` and rewritten by `make docs`.
@@ -120,9 +121,9 @@ pub(crate) fn list_markdown(kind: Option<&str>, dir: &Path) -> Outcome {
         "# Stage kinds\n\nEvery kind dplab has, by family, with what it does; each page lists its \
          parameters as `dplab list KIND` prints them (both come from the kind's own description and \
          its parameters' schema: `make docs` writes these pages with `dplab list --markdown`, and \
-         `make test` fails while they are stale). The guarantee a kind keeps, and the paper it \
-         follows, are in the doc comment of its module under `src/stages/` (the file that says \
-         `name: \"KIND\"`).\n",
+         `make test` fails while they are stale). Each page also shows the doc comment of the \
+         kind's module under `src/stages/` (the file that says `name: \"KIND\"`): the guarantee it \
+         keeps and the paper it follows, as the source says them.\n",
     );
     // Families in the order the registry first names them, each kind under its own.
     let mut families: Vec<(&str, Vec<&stages::KindInfo>)> = Vec::new();
@@ -140,6 +141,11 @@ pub(crate) fn list_markdown(kind: Option<&str>, dir: &Path) -> Outcome {
             write(&format!("{}.md", k.name), kind_page(k))?;
         }
     }
+    // One kind's page alone leaves the index of every kind as it is.
+    if kind.is_some() {
+        out!("wrote {}.md into {}", kinds[0].name, dir.display());
+        return Ok(());
+    }
     write("index.md", index)?;
     out!(
         "wrote {} kind pages and index.md into {}",
@@ -149,6 +155,9 @@ pub(crate) fn list_markdown(kind: Option<&str>, dir: &Path) -> Outcome {
     Ok(())
 }
 
+// Each kind's file and module doc, read by build.rs: the guarantee is written once, there.
+include!(concat!(env!("OUT_DIR"), "/kind_docs.rs"));
+
 /// One kind's reference page.
 fn kind_page(k: &stages::KindInfo) -> String {
     let mut page = format!("# `{}`\n\n{}\n", k.name, k.summary);
@@ -157,6 +166,11 @@ fn kind_page(k: &stages::KindInfo) -> String {
     }
     if k.runs_programs {
         page.push_str("\nIt runs programs: a pipeline with it runs only with `--allow-exec`.\n");
+    }
+    if let Some((_, file, doc)) = KIND_DOCS.iter().find(|(n, _, _)| *n == k.name) {
+        page.push_str(&format!(
+            "\n## What it does and guarantees\n\nFrom the doc comment of `{file}`, where it is written:\n\n{doc}\n"
+        ));
     }
     let params = k.param_lines();
     page.push_str("\n## Parameters\n\n");
