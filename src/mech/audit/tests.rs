@@ -606,3 +606,40 @@ fn detectable_says_what_these_draws_could_have_flagged() {
         None
     );
 }
+
+/// An input that several pairs hold (StatDP's x = (1, …, 1)) has its search split drawn once,
+/// where it first appears, and every pair that holds it searches those draws: no search chunk
+/// is asked of a later pair for it, and the finding is the one the pair would give alone when
+/// it comes first.
+#[test]
+fn an_input_several_pairs_hold_is_drawn_once() {
+    use std::sync::Mutex;
+    let p = Plan {
+        // Pair 0: inputs 0 vs 1; pair 1: 0 vs 2 (input 0 again); pair 2: 3 vs 0.
+        inputs: vec![[0, 1], [0, 2], [3, 0]],
+        ..plan(3, 8_000, 20_000, SCALAR)
+    };
+    let asked = Mutex::new(Vec::new());
+    let l = Laplace::new(1.0).unwrap();
+    let found = audit::<()>(&p, |d| {
+        if d.split == Split::Search {
+            asked.lock().unwrap().push((d.pair, d.side, d.chunk));
+        }
+        let mut r = rng(5, d);
+        // Input 0 releases around 0, the others around their number.
+        let input = p.inputs[d.pair][d.side] as f64;
+        Ok(Releases::draws(
+            1,
+            (0..d.n).map(|_| input + l.sample(&mut r)).collect(),
+        ))
+    })
+    .unwrap()
+    .expect("a search applies");
+    let mut asked = asked.into_inner().unwrap();
+    asked.sort_unstable();
+    // One chunk per side (8 000 draws): input 0 at (0, 0) only, once; 1 at (0, 1), 2 at
+    // (1, 1), 3 at (2, 0).
+    assert_eq!(asked, [(0, 0, 0), (0, 1, 0), (1, 1, 0), (2, 0, 0)]);
+    // The pair of the inputs furthest apart (3 vs 0) is the one that separates them best.
+    assert_eq!(found.pair, 2, "{found:?}");
+}
