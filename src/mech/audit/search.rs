@@ -367,6 +367,14 @@ fn score(k1: u64, n1: u64, k2: u64, n2: u64, delta: f64, confidence: f64, valida
 /// Keeps the `keep` best-scoring candidates, best first; ties keep the earlier (the searches
 /// run in a fixed order).
 struct Best<'a> {
+    rule: Rule,
+    best: &'a mut Vec<Candidate>,
+}
+
+/// What a [`Best`] scores and keeps by: the claimed δ, the confidence, the draws per side, and
+/// how many candidates it keeps. Searches run side by side each keep by a copy of one rule.
+#[derive(Clone, Copy)]
+struct Rule {
     delta: f64,
     confidence: f64,
     na: u64,
@@ -374,7 +382,6 @@ struct Best<'a> {
     /// Validation draws per side (events are scored for it too when it is below na or nb).
     validation: u64,
     keep: usize,
-    best: &'a mut Vec<Candidate>,
 }
 
 impl<'a> Best<'a> {
@@ -386,19 +393,21 @@ impl<'a> Best<'a> {
         best: &'a mut Vec<Candidate>,
     ) -> Self {
         Best {
-            delta,
-            confidence,
-            na: a.total(),
-            nb: b.total(),
-            validation,
-            keep,
+            rule: Rule {
+                delta,
+                confidence,
+                na: a.total(),
+                nb: b.total(),
+                validation,
+                keep,
+            },
             best,
         }
     }
 
     /// The score a candidate must beat to be kept.
     fn floor(&self) -> f64 {
-        if self.best.len() < self.keep {
+        if self.best.len() < self.rule.keep {
             0.0
         } else {
             self.best.last().map_or(0.0, |c| c.score)
@@ -411,15 +420,23 @@ impl<'a> Best<'a> {
         let floor = self.floor();
         let rate = |k1: u64, n1: u64, k2: u64, n2: u64| {
             // The bound never exceeds the plug-in estimate: skip what cannot be kept.
-            let plug_in = (k1 as f64 / n1 as f64 - self.delta) / (k2 as f64 / n2 as f64);
+            let plug_in = (k1 as f64 / n1 as f64 - self.rule.delta) / (k2 as f64 / n2 as f64);
             if plug_in.is_nan() || plug_in <= floor.exp() {
                 0.0
             } else {
-                score(k1, n1, k2, n2, self.delta, self.confidence, self.validation)
+                score(
+                    k1,
+                    n1,
+                    k2,
+                    n2,
+                    self.rule.delta,
+                    self.rule.confidence,
+                    self.rule.validation,
+                )
             }
         };
-        let forward = rate(ka, self.na, kb, self.nb);
-        let backward = rate(kb, self.nb, ka, self.na);
+        let forward = rate(ka, self.rule.na, kb, self.rule.nb);
+        let backward = rate(kb, self.rule.nb, ka, self.rule.na);
         let (forward, score) = if backward > forward {
             (false, backward)
         } else {
@@ -427,9 +444,9 @@ impl<'a> Best<'a> {
         };
         if score > floor {
             let (k1, n1, k2, n2) = if forward {
-                (ka, self.na, kb, self.nb)
+                (ka, self.rule.na, kb, self.rule.nb)
             } else {
-                (kb, self.nb, ka, self.na)
+                (kb, self.rule.nb, ka, self.rule.na)
             };
             self.take(Candidate {
                 event: event(),
@@ -448,44 +465,7 @@ impl<'a> Best<'a> {
         if c.score > self.floor() {
             let at = self.best.partition_point(|b| b.score >= c.score);
             self.best.insert(at, c);
-            self.best.truncate(self.keep);
-        }
-    }
-
-    /// Its rule and draws, to keep by them elsewhere ([`Rule::keeping`]).
-    fn rule(&self) -> Rule {
-        Rule {
-            delta: self.delta,
-            confidence: self.confidence,
-            na: self.na,
-            nb: self.nb,
-            validation: self.validation,
-            keep: self.keep,
-        }
-    }
-}
-
-/// What a [`Best`] scores and keeps by, without its list: one per search run side by side.
-#[derive(Clone, Copy)]
-struct Rule {
-    delta: f64,
-    confidence: f64,
-    na: u64,
-    nb: u64,
-    validation: u64,
-    keep: usize,
-}
-
-impl Rule {
-    fn keeping(self, best: &mut Vec<Candidate>) -> Best<'_> {
-        Best {
-            delta: self.delta,
-            confidence: self.confidence,
-            na: self.na,
-            nb: self.nb,
-            validation: self.validation,
-            keep: self.keep,
-            best,
+            self.best.truncate(self.rule.keep);
         }
     }
 }
@@ -626,12 +606,15 @@ fn searched(a: &Releases, b: &Releases, searches: Searches, keep: &mut Best) {
     if searches.linear && a.dim >= 2 {
         tasks.push(Task::Linear);
     }
-    let rule = keep.rule();
+    let rule = keep.rule;
     let found: Vec<Vec<Candidate>> = tasks
         .into_par_iter()
         .map(|task| {
             let mut own = Vec::new();
-            let mut k = rule.keeping(&mut own);
+            let mut k = Best {
+                rule,
+                best: &mut own,
+            };
             match task {
                 Task::Discrete => discrete(a, b, &mut k),
                 Task::Coordinate(j) => ranges(Projection::Coordinate(j), a, b, &mut k),
@@ -673,7 +656,7 @@ fn discrete(a: &Releases, b: &Releases, keep: &mut Best) {
     }
     // A continuous output makes every draw its own outcome: sets of them fit the search split
     // and hold nothing on the validation split. Only outcomes seen ten times on average count.
-    if order.len().saturating_mul(10) as u64 > keep.na + keep.nb {
+    if order.len().saturating_mul(10) as u64 > keep.rule.na + keep.rule.nb {
         return;
     }
     let mut items: Vec<(u64, u64, usize)> = hist.into_values().collect();
@@ -745,15 +728,14 @@ fn support(a: &Releases, b: &Releases, keep: &mut Best) {
         rows.clone().map(|i| r.counts[i]).sum::<u64>()
     };
     let mut half = Best {
-        delta: keep.delta,
-        confidence: keep.confidence,
-        na: n2(a, &a2),
-        nb: n2(b, &b2),
-        validation: keep.validation,
-        keep: keep.keep,
+        rule: Rule {
+            na: n2(a, &a2),
+            nb: n2(b, &b2),
+            ..keep.rule
+        },
         best: keep.best,
     };
-    if half.na == 0 || half.nb == 0 {
+    if half.rule.na == 0 || half.rule.nb == 0 {
         return;
     }
     // The set on the whole search split of side `of`, without what the other side drew.
