@@ -11,6 +11,7 @@ use super::read::{Csv, Outputs};
 use super::{anchor, url_segment};
 use crate::stages::report::layout::{column_header, Grid, Layout, Role, Show};
 use crate::stages::report::{format_column, format_ours};
+use crate::text::significant;
 use crate::verdict::Verdict;
 
 /// Rows of one table shown on the page (the CSV beside it has them all).
@@ -264,6 +265,34 @@ fn as_written(frame: &Csv, i: usize) -> Vec<String> {
         .collect()
 }
 
+/// Key cells as written ([`as_written`]), except numbers written with more digits than a
+/// reader takes in (a log-spaced axis: 0.0177827941003892), which get the fewest significant
+/// digits, from 4, that keep the column's distinct keys apart (0.01778).
+fn keys_shown(frame: &Csv, i: usize) -> Vec<String> {
+    let written = as_written(frame, i);
+    let long = |s: &str| {
+        s.parse::<f64>().is_ok_and(f64::is_finite)
+            && s.chars().filter(char::is_ascii_digit).count() > 8
+    };
+    if !written.iter().any(|s| long(s)) {
+        return written;
+    }
+    let distinct = |cells: &[String]| cells.iter().collect::<std::collections::HashSet<_>>().len();
+    let keys = distinct(&written);
+    (4..=17)
+        .map(|digits| {
+            written
+                .iter()
+                .map(|s| match s.parse::<f64>() {
+                    Ok(v) if long(s) => significant(v, digits),
+                    _ => s.clone(),
+                })
+                .collect::<Vec<String>>()
+        })
+        .find(|shown| distinct(shown) == keys)
+        .unwrap_or_else(|| written.clone())
+}
+
 /// The class of the cell at (row, column) of the frame: its verdict's when it is a compared
 /// cell, else `other`.
 fn cell_class(
@@ -304,7 +333,11 @@ fn view_with_layout(
                 .collect()
         };
         let col: Vec<Cell> = match c.role {
-            Role::Key | Role::Paper => plain(
+            Role::Key => plain(
+                keys_shown(frame, i),
+                if numeric(frame, i) { "num" } else { "text" },
+            ),
+            Role::Paper => plain(
                 as_written(frame, i),
                 if numeric(frame, i) { "num" } else { "text" },
             ),
@@ -540,5 +573,33 @@ fn record_differences(
             note: j.note.clone(),
             first_of_table: std::mem::take(&mut first),
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A log-spaced axis is shown to the digits that keep its keys apart; short keys, text and
+    /// a paper's printed numbers stay as written.
+    #[test]
+    fn long_keys_are_shortened_only_as_far_as_they_stay_apart() {
+        let csv = |col: &[&str]| Csv {
+            names: vec!["k".into()],
+            rows: col.iter().map(|s| vec![s.to_string()]).collect(),
+        };
+        assert_eq!(
+            keys_shown(&csv(&["0.01", "0.0177827941003892", "0.1", "10"]), 0),
+            ["0.01", "0.01778", "0.1", "10"]
+        );
+        // Two keys equal to four digits get the fifth.
+        assert_eq!(
+            keys_shown(&csv(&["1.000012345678", "1.000045678912"]), 0),
+            ["1.00001", "1.00005"]
+        );
+        assert_eq!(
+            keys_shown(&csv(&["0.5", "", "CSV"]), 0),
+            ["0.5", "—", "CSV"]
+        );
     }
 }

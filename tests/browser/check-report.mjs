@@ -16,7 +16,8 @@
 //     and saying that no violation proves nothing;
 //   - the layout hides what it shows: the summary is followed by the experiments and only then
 //     by the list of differences; no table sticks out of the page's column; no verdict cell of
-//     a table lies beyond what its scroll box shows; every figure links to itself at full size.
+//     a table lies beyond what its scroll box shows; every figure links to itself at full size;
+//   - a long table's folded rows do not unfold when its label is clicked.
 // Screenshots: SCREENSHOT (the summary, first screen), SCREENSHOT with `-full` (whole page) and
 // with `-audits` (the Audits section).
 //
@@ -225,6 +226,22 @@ const layout = await page.evaluate(() => {
   return out;
 });
 for (const p of layout.problems) fail(p);
+
+// A long table folds its later rows: hidden until its label is clicked, shown after, every
+// row still in the page (the counts above read them all).
+for (const input of await page.$$('input.more-rows')) {
+  const id = await input.getAttribute('id');
+  const hidden = () => input.evaluate((i) => {
+    const more = i.nextElementSibling?.nextElementSibling?.querySelector('tbody.more');
+    return more ? [...more.rows].filter((r) => r.getBoundingClientRect().height === 0).length : -1;
+  });
+  const before = await hidden();
+  if (before <= 0) { fail(`folded table ${id}: no folded rows hidden before unfolding (${before})`); continue; }
+  await page.click(`label[for="${id}"]`);
+  const after = await hidden();
+  if (after !== 0) fail(`folded table ${id}: ${after} of ${before} rows still hidden after unfolding`);
+  await page.click(`label[for="${id}"]`);
+}
 
 await page.screenshot({ path: screenshot });
 await page.screenshot({ path: screenshot.replace(/\.png$/, '-full.png'), fullPage: true });
