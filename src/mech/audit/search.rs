@@ -209,10 +209,12 @@ fn key(x: &[f64]) -> Vec<u64> {
 }
 
 /// A release's fingerprint, for the sets and histograms the searches build over every draw of
-/// the search split: 128 bits of its numbers' bits (−0 as 0), where [`key`] would allocate a
-/// vector per draw. Two distinct releases share one with probability about 2⁻¹²⁸ per pair of
-/// them, and even then only a candidate's search counts are off: the event the validation
-/// split measures keeps its outcomes exact ([`Event::outcomes`]), so the bound stays valid.
+/// the search split: two 64-bit hashes of its numbers' bits (−0 as 0) under two seeds, where
+/// [`key`] would allocate a vector per draw. Distinct releases that share one are vanishingly
+/// rare among a mechanism's draws (the hash is fast, not cryptographic: a program could make
+/// them on purpose), and even then only a candidate's search counts are off: the event the
+/// validation split measures keeps its outcomes exact ([`Event::outcomes`]), so the bound
+/// stays valid.
 fn fingerprint(x: &[f64]) -> u128 {
     let half = |seed: u64| {
         let mut h = FixedState::with_seed(seed).build_hasher();
