@@ -46,12 +46,14 @@ pub(crate) fn deserialize<T: DeserializeOwned>(mut value: Value) -> Result<T, De
                 {
                     continue;
                 }
-                // A value outside its type's range says `key = value is invalid: must be …`.
+                // A value outside its type's range says `key = value is invalid: must be …`,
+                // the key by its whole path (`neighbours.same.bin[0]`): a list index alone
+                // (`0`) or the last key alone names nothing a reader can find.
                 if let Some(rest) = message.strip_prefix(OUT_OF_RANGE) {
-                    let key = match path.as_slice() {
-                        [.., key, i] if i.parse::<usize>().is_ok() => format!("{key}.{i}"),
-                        [.., key] => key.clone(),
-                        [] => "the value".into(),
+                    let key = if path.is_empty() {
+                        "the value".to_string()
+                    } else {
+                        dotted(&path)
                     };
                     return Err(DeError {
                         message: format!("{key} = {rest}"),
@@ -59,15 +61,88 @@ pub(crate) fn deserialize<T: DeserializeOwned>(mut value: Value) -> Result<T, De
                     });
                 }
                 let mut message = humanise_serde(&message);
-                // Say which key a type error is about (the position shows where).
-                if let Some(key) = path.last().filter(|_| !message.starts_with("unknown key")) {
-                    if !message.starts_with("missing required key") {
-                        message = format!("`{key}`: {message}");
-                    }
+                // A value of several forms (an untagged enum, whose `expecting` says which):
+                // serde says only what it expected, so what was given is said here.
+                if message.starts_with("expected ") {
+                    message = format!("wrong type: {}, {message}", given(&value, &path));
+                }
+                // Say which value a type error is about, by its whole path (the position
+                // shows where), and why the type is what it is where a person would ask.
+                if !path.is_empty()
+                    && !message.starts_with("unknown key")
+                    && !message.starts_with("missing required key")
+                {
+                    message = format!("`{}`: {message}{}", dotted(&path), why_type(&message));
                 }
                 return Err(DeError { message, path });
             }
         }
+    }
+}
+
+/// A path of keys and list indices as a person writes it: `neighbours.same.bin[0]`.
+pub(crate) fn dotted(path: &[String]) -> String {
+    let mut out = String::new();
+    for seg in path {
+        if seg.parse::<usize>().is_ok() && !out.is_empty() {
+            out.push_str(&format!("[{seg}]"));
+        } else {
+            if !out.is_empty() {
+                out.push('.');
+            }
+            out.push_str(seg);
+        }
+    }
+    out
+}
+
+/// What the value at `path` is, as serde words it in its type errors (`integer `0``, `a
+/// mapping`, `a list`), for the values serde does not describe itself.
+fn given(value: &Value, path: &[String]) -> String {
+    let mut v = value;
+    for key in path {
+        let next = match v {
+            Value::Mapping(m) => m.get(key.as_str()),
+            Value::Sequence(s) => key.parse::<usize>().ok().and_then(|i| s.get(i)),
+            Value::Tagged(t) => Some(&t.value),
+            _ => None,
+        };
+        match next {
+            Some(x) => v = x,
+            None => return "a value".into(),
+        }
+    }
+    match v {
+        Value::Null => "null".into(),
+        Value::Bool(b) => format!("boolean `{b}`"),
+        Value::Number(n) if n.is_f64() => format!("floating point `{n}`"),
+        Value::Number(n) => format!("integer `{n}`"),
+        Value::String(s) => format!("string {:?}", crate::text::brief(s, 40)),
+        Value::Sequence(s) => format!("a list of {} value(s)", s.len()),
+        Value::Mapping(_) => "a mapping".into(),
+        Value::Tagged(t) => format!("a value tagged {}", t.tag),
+    }
+}
+
+/// Why a value of another type is refused, where the type surprises: text (a label, a name,
+/// a category) given as a number or a boolean, which YAML reads as such unless quoted.
+fn why_type(message: &str) -> String {
+    let Some((given, expected)) = message
+        .strip_prefix("wrong type: ")
+        .and_then(|m| m.split_once(", expected "))
+    else {
+        return String::new();
+    };
+    let text = expected.starts_with("a string") || expected == "string";
+    let scalar = ["integer `", "floating point `", "boolean `"]
+        .iter()
+        .find_map(|p| given.strip_prefix(p))
+        .and_then(|r| r.strip_suffix('`'));
+    match scalar {
+        Some(v) if text => format!(
+            " (this value is text — a name, a label or a category — and YAML reads {v} unquoted as a number or a boolean: write \"{v}\")"
+        ),
+        _ => String::new(),
     }
 }
 
@@ -139,10 +214,10 @@ pub(crate) fn humanise_serde(msg: &str) -> String {
     {
         return format!("missing required key `{field}`");
     }
-    let msg = msg.replace("invalid type: ", "wrong type: ").replace(
-        "data did not match any variant of untagged enum Inputs",
-        "`input` must be a stage name or a list of stage names",
-    );
+    let msg = msg
+        .replace("invalid type: ", "wrong type: ")
+        .replace("wrong type: map,", "wrong type: a mapping,")
+        .replace("wrong type: sequence,", "wrong type: a list,");
     readable_numbers(&msg)
 }
 
@@ -185,6 +260,9 @@ mod tests {
         free: Option<Value>,
         #[serde(default)]
         counts: Vec<usize>,
+        #[serde(default)]
+        #[expect(dead_code, reason = "read only to be refused")]
+        labels: std::collections::BTreeMap<String, Vec<String>>,
     }
 
     fn de(y: &str) -> Result<P, DeError> {
@@ -199,6 +277,28 @@ mod tests {
         assert_eq!(p.counts, vec![1, 2000]);
         // Untyped values keep their float.
         assert!(p.free.unwrap().is_f64());
+    }
+
+    /// A refused value inside nested parameters is named by its whole path, and text given as
+    /// a number says why it must be text.
+    #[test]
+    fn a_nested_value_is_named_by_its_path() {
+        let e = de("{samples: 1, labels: {bin: [a, 0]}}").unwrap_err();
+        assert_eq!(e.path, ["labels", "bin", "1"]);
+        assert_eq!(
+            e.message,
+            "`labels.bin[1]`: wrong type: integer `0`, expected a string (this value is text — a name, a label or a category — and YAML reads 0 unquoted as a number or a boolean: write \"0\")"
+        );
+        let e = de("{samples: 1, counts: [1, x]}").unwrap_err();
+        assert!(
+            e.message.starts_with("`counts[1]`: wrong type: string"),
+            "{}",
+            e.message
+        );
+        assert_eq!(
+            dotted(&["a".into(), "0".into(), "1".into(), "b".into()]),
+            "a[0][1].b"
+        );
     }
 
     #[test]

@@ -144,7 +144,7 @@ fn yes() -> bool {
 
 /// `input: a` or `input: [a, b]`.
 #[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
-#[serde(untagged)]
+#[serde(untagged, expecting = "expected a stage name or a list of stage names")]
 pub enum Inputs {
     #[default]
     None,

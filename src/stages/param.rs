@@ -337,14 +337,42 @@ pub fn yes() -> bool {
     true
 }
 
-/// One name (a column, a table), or a list of them: `y: eps` or `y: [lo, hi]`.
-#[derive(Deserialize, JsonSchema, Clone)]
+/// One name (a column, a table), or a list of them: `y: eps` or `y: [lo, hi]`. Read by hand,
+/// not as an untagged enum: serde then names the list's element that is not a name (`y[1]`),
+/// where an untagged enum could only say that the whole value matched neither form.
+#[derive(JsonSchema, Clone)]
 #[serde(untagged)]
 pub(crate) enum OneOrMany {
     /// one
     One(String),
     /// a list
     Many(Vec<String>),
+}
+
+impl<'de> Deserialize<'de> for OneOrMany {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = OneOrMany;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a name or a list of names")
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<OneOrMany, E> {
+                Ok(OneOrMany::One(v.to_string()))
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<OneOrMany, A::Error> {
+                let mut names = Vec::new();
+                while let Some(n) = seq.next_element::<String>()? {
+                    names.push(n);
+                }
+                Ok(OneOrMany::Many(names))
+            }
+        }
+        d.deserialize_any(V)
+    }
 }
 
 impl OneOrMany {
@@ -423,7 +451,7 @@ mod tests {
                 "q",
                 "[0.5, 1.5]",
                 "q.1",
-                "q.1 = 1.5 is invalid: must be in [0, 1]",
+                "q[1] = 1.5 is invalid: must be in [0, 1]",
             ),
             (
                 "samples",

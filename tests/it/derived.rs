@@ -159,7 +159,7 @@ fn validate_finds_a_misspelt_column_in_an_expression() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(
         err.contains(&format!(
-            "derived.yaml:{line}:{col}: stage `by_mech` (frame.group): at character 1: no function `maxx`; did you mean `max`?"
+            "derived.yaml:{line}:{col}: stage `by_mech` (frame.group): `aggregates.worst`: at character 1: no function `maxx`; did you mean `max`?"
         )),
         "{err}"
     );

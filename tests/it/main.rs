@@ -27,6 +27,7 @@ mod layers;
 mod limits;
 mod mechanism_docs;
 mod mutate;
+mod nested;
 mod provenance;
 mod report;
 mod resume;

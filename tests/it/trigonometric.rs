@@ -133,7 +133,7 @@ fn bad_ranges_name_the_value() {
     assert!(err.contains("-1"), "{err}");
     let err = validate_error(("sigmas: [1.5, 3]", "sigmas: [1.5, 0]"));
     assert!(
-        err.contains("sigmas.1 = 0 is invalid: must be > 0"),
+        err.contains("sigmas[1] = 0 is invalid: must be > 0"),
         "{err}"
     );
 }

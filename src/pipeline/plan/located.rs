@@ -166,6 +166,21 @@ impl<'a> Planner<'a> {
         } = *sp;
         let spec = self.spec;
         let sub = pe.path.join(".");
+        // A message about a value inside nested parameters names it by its whole path
+        // (`neighbours.same.bin[0]`): the position alone shows a line, and a kind's message
+        // names at most the last key.
+        let shown = crate::yaml::dotted(&pe.path);
+        let pe = if pe.path.len() > 1
+            && !pe.message.starts_with(&format!("`{shown}`"))
+            && !pe.message.starts_with(&shown)
+        {
+            ParamError {
+                message: format!("`{shown}`: {}", pe.message),
+                path: pe.path,
+            }
+        } else {
+            pe
+        };
         // The key the error is about: its path, or the unknown key named.
         let top = pe.path.first().cloned().or_else(|| {
             pe.message

@@ -183,7 +183,10 @@ fn held(claim: &Claim, own: Option<crate::mech::Privacy>, kind: &str) -> Result<
 
 /// The claimed ε: written, or reported by the mechanism itself.
 #[derive(Deserialize, JsonSchema)]
-#[serde(untagged)]
+#[serde(
+    untagged,
+    expecting = "expected a positive number (the ε claimed) or `{column: NAME}` (the mechanism's column that states it)"
+)]
 enum Claimed {
     Value(Positive),
     Column(ClaimColumn),
@@ -793,7 +796,7 @@ impl StageRun for AuditRun {
             .check_files(files)
             .map_err(|e| inner_error(&e))
     }
-    fn sources(&self) -> Vec<String> {
+    fn sources(&self) -> Vec<serde_json::Value> {
         self.inner_any().sources()
     }
     /// An audit releases nothing private of its own.

@@ -148,9 +148,31 @@ fn column_values(name: &str, vals: &[Value]) -> Result<Values, ParamError> {
                 .collect(),
         ))
     } else {
+        // The first value that breaks the column's type: one neither a number nor a string,
+        // else the first whose type differs from the first value's.
+        let number = |v: &Value| v.is_number();
+        let at = vals
+            .iter()
+            .position(|v| !v.is_number() && !v.is_string())
+            .or_else(|| {
+                let first = vals.first().map(number).unwrap_or(true);
+                vals.iter().position(|v| number(v) != first)
+            })
+            .unwrap_or(0);
+        let what = match &vals[at] {
+            Value::Number(_) => "a number".to_string(),
+            Value::String(_) => "a string".to_string(),
+            Value::Null => "null".to_string(),
+            Value::Bool(b) => format!("the boolean {b}"),
+            Value::Sequence(_) => "a list".to_string(),
+            Value::Mapping(_) => "a mapping".to_string(),
+            Value::Tagged(_) => "a tagged value".to_string(),
+        };
         Err(ParamError::at(
-            &format!("columns.{name}"),
-            format!("column `{name}` must hold only numbers or only strings"),
+            &format!("columns.{name}.{at}"),
+            format!(
+                "column `{name}` must hold only numbers or only strings, and this value is {what}"
+            ),
         ))
     }
 }
@@ -185,7 +207,7 @@ mod tests {
         );
         assert_eq!(
             refused(&KIND, "{columns: {a: [1, x]}}"),
-            "columns.a: column `a` must hold only numbers or only strings"
+            "columns.a.1: column `a` must hold only numbers or only strings, and this value is a string"
         );
         assert_eq!(
             refused(&KIND, "{columns: {a: [1]}, path: t.csv}"),

@@ -50,7 +50,10 @@ enum Named {
 
 /// d(x, x̂).
 #[derive(Deserialize, Serialize, JsonSchema)]
-#[serde(untagged)]
+#[serde(
+    untagged,
+    expecting = "expected a distortion's name or a matrix (a list of rows of numbers ≥ 0)"
+)]
 pub(crate) enum DistortionSpec {
     #[schemars(with = "Named")]
     Named(String),
