@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
-use dplab::pipeline::{dryrun, instance_store};
+use dplab::pipeline::{dryrun, store_at};
 use dplab::{data, limits};
 
 const WARNING: &str =
@@ -147,7 +147,8 @@ or wrong, 2 bad input."
     Store {
         #[command(subcommand)]
         action: StoreAction,
-        /// The store [default: $DPLAB_STORE, else .dplab/store].
+        /// The store [default: $DPLAB_STORE, else the nearest .dplab/store from the current
+        /// directory upward, else .dplab/store here].
         #[arg(long, value_name = "DIR", global = true)]
         store: Option<PathBuf>,
     },
@@ -232,8 +233,9 @@ pub(crate) struct RunArgs {
     #[arg(long, value_name = "N", default_value_t = 0, conflicts_with_all = ["dry_run", "shard"])]
     pub(crate) verify: usize,
     /// Run only these stages (comma-separated) and what they read: part of a pipeline,
-    /// without a second file. Its results directory holds those stages, and its manifest says
-    /// which were left out. A pipeline with none of them is skipped.
+    /// without a second file. Every other stage keeps its outputs in the results directory —
+    /// from the store when it has them, else as the earlier run left them, marked stale in
+    /// the manifest when their inputs changed since. A pipeline with none of them is skipped.
     #[arg(
         long,
         value_name = "STAGE,…",
@@ -327,8 +329,9 @@ available\"). Exit codes: 0 everything needed is here, 1 something is missing, 2
 #[derive(Args)]
 pub(crate) struct StoreArgs {
     /// The instance store: every finished stage instance is kept there, and later runs (of any
-    /// pipeline) reuse it instead of computing it again [default: $DPLAB_STORE, else
-    /// .dplab/store in the current directory].
+    /// pipeline) reuse it instead of computing it again [default: $DPLAB_STORE, else the
+    /// nearest .dplab/store from the pipeline file's folder upward, else from the current
+    /// directory upward, else .dplab/store here].
     #[arg(long, value_name = "DIR")]
     pub(crate) store: Option<PathBuf>,
     /// Neither read nor write the store: compute everything.
@@ -345,20 +348,13 @@ pub(crate) struct StoreArgs {
 }
 
 impl StoreArgs {
-    pub(crate) fn store(&self) -> Option<instance_store::InstanceStore> {
+    /// The store of a command that reads `pipeline` (`None`: one that reads no pipeline),
+    /// found by the one rule of [`store_at`]; `None` with `--no-store`.
+    pub(crate) fn store(&self, pipeline: Option<&std::path::Path>) -> Option<store_at::Found> {
         if self.no_store {
             return None;
         }
-        let root = self
-            .store
-            .clone()
-            .or_else(|| {
-                std::env::var_os("DPLAB_STORE")
-                    .filter(|v| !v.is_empty())
-                    .map(PathBuf::from)
-            })
-            .unwrap_or_else(|| PathBuf::from(".dplab/store"));
-        Some(instance_store::InstanceStore::new(root))
+        Some(find_store(self.store.as_deref(), pipeline))
     }
 
     pub(crate) fn force(&self) -> dryrun::Force {
@@ -368,6 +364,16 @@ impl StoreArgs {
             Some(v) => dryrun::Force::Stages(v.iter().filter(|s| !s.is_empty()).cloned().collect()),
         }
     }
+}
+
+/// The store for `--store` (`flag`) and `pipeline`, by the rule of [`store_at`].
+pub(crate) fn find_store(
+    flag: Option<&std::path::Path>,
+    pipeline: Option<&std::path::Path>,
+) -> store_at::Found {
+    let env = std::env::var_os("DPLAB_STORE").map(PathBuf::from);
+    let here = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
+    store_at::find(flag, env.as_deref(), pipeline, &here)
 }
 
 #[derive(Args)]
@@ -521,7 +527,7 @@ pub(crate) struct SlurmArgs {
     #[arg(long = "sbatch-arg", value_name = "ARG", allow_hyphen_values = true)]
     pub(crate) sbatch_args: Vec<String>,
     /// The instance store the shards fill and the merge reads; the scripts and logs go under
-    /// STORE/slurm/ [default: $DPLAB_STORE, else .dplab/store]. Must be on a file system every
+    /// STORE/slurm/ [default: as `dplab run` finds it for the first pipeline]. Must be on a file system every
     /// node sees.
     #[arg(long, value_name = "DIR")]
     pub(crate) store: Option<PathBuf>,

@@ -187,7 +187,9 @@ give --dry-run to write the scripts only",
             utf8(&p, "pipeline file")
         })
         .collect::<Result<Vec<_>, _>>()?;
-    let store = store_dir(args.store.as_deref())?;
+    // One store for every shard and the merge (the first pipeline's, by the rule of
+    // `store_at`), given to each of them as --store.
+    let store = store_dir(args.store.as_deref(), pipelines.first().map(Path::new))?;
     let out = utf8(&absolute(&args.out)?, "--out")?;
 
     let mut run_args = Vec::new();
@@ -253,17 +255,11 @@ give --dry-run to write the scripts only",
     })
 }
 
-/// The store directory, created if missing, as an absolute path; refused unless dplab can
+/// The store directory (`--store`, else found for `pipeline` as a run finds it), created if
+/// missing, as an absolute path; refused unless dplab can
 /// write there (a probe file is created and removed).
-fn store_dir(given: Option<&Path>) -> Result<String, String> {
-    let root = given
-        .map(Path::to_path_buf)
-        .or_else(|| {
-            std::env::var_os("DPLAB_STORE")
-                .filter(|v| !v.is_empty())
-                .map(PathBuf::from)
-        })
-        .unwrap_or_else(|| PathBuf::from(".dplab/store"));
+fn store_dir(given: Option<&Path>, pipeline: Option<&Path>) -> Result<String, String> {
+    let root = crate::cli::args::find_store(given, pipeline).root;
     let shown = root.display().to_string();
     // The logs' paths, under the store, stand on #SBATCH lines: checked before anything is
     // created, and again once links are resolved.

@@ -4,9 +4,11 @@ use crate::cli::args::{StoreAction, StoreArgs};
 use crate::cli::exit::Outcome;
 
 pub(crate) fn store_cmd(args: &StoreArgs, action: StoreAction) -> Outcome {
-    let Some(store) = args.store() else {
+    let Some(found) = args.store(None) else {
         return Ok(());
     };
+    tracing::debug!("{}", found.describe());
+    let store = dplab::pipeline::instance_store::InstanceStore::new(found.root);
     let mb = |b: u64| format!("{:.1} MB", b as f64 / 1e6);
     let entries = store.entries();
     match action {

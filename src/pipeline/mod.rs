@@ -14,7 +14,8 @@
 //!    and why), [`show`], [`graph`], [`schema`].
 //! 4. [`exec`] runs the instances in parallel as their inputs become ready (telling
 //!    [`failures`] each failure as it happens, ticking [`progress`]), each taken from
-//!    or put into the [`instance_store`] (content-addressed by [`key::Key`]); [`claim`] keeps
+//!    or put into the [`instance_store`] (content-addressed by [`key::Key`], found where
+//!    [`store_at`] says); [`claim`] keeps
 //!    concurrent shards from computing one instance twice, [`shard`] deals a plan's instances
 //!    out to N processes.
 //! 5. [`results`] writes the results directory (frames, artifacts, manifest) atomically, and
@@ -47,4 +48,5 @@ pub mod seed;
 pub mod shard;
 pub mod show;
 pub mod spec;
+pub mod store_at;
 pub mod verify;
