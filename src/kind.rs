@@ -2,7 +2,10 @@
 //! ([`KindInfo`], [`Stage`]), what an instance gets while it runs ([`Ctx`]) and what it
 //! returns ([`Output`]). The engine owns this contract and receives the registry of kinds
 //! from its caller; it lives outside both `pipeline` and `stages` so that neither imports
-//! the other. Nothing here knows about privacy.
+//! the other. The engine reads nothing here about privacy: one method, [`Stage::privacy`],
+//! carries a mechanism kind's promise from that kind to the audit kind that holds it to it
+//! (stage to stage, as a value of the mechanism layer's [`crate::mech::Privacy`]), and the
+//! engine never calls it.
 
 use std::path::Path;
 
@@ -260,7 +263,7 @@ pub trait StageRun: Send + Sync {
     /// See [`Stage::check_files`].
     fn check_files(&self, files: &dyn FileSource) -> Result<(), ParamError>;
     /// See [`Stage::sources`].
-    fn sources(&self) -> Vec<String>;
+    fn sources(&self) -> Vec<serde_json::Value>;
     /// See [`Stage::trees`].
     fn trees(&self) -> Vec<(&'static str, &Path)>;
     /// See [`Stage::programs`].
@@ -303,9 +306,10 @@ pub trait Stage: DeserializeOwned + Send + Sync + 'static {
         Ok(())
     }
     /// Identities of external data it reads that its parameters and files do not pin down
-    /// (a dataset file's registered sha256): they enter the instance's store key, so a
-    /// changed registry entry is a changed input.
-    fn sources(&self) -> Vec<String> {
+    /// (a dataset's registered files with their sha256, and how its tables are read), as JSON
+    /// a reader of the manifest can use: they enter the instance's store key (as their JSON
+    /// text), so a changed registry entry is a changed input.
+    fn sources(&self) -> Vec<serde_json::Value> {
         Vec::new()
     }
     /// Files and folders its parameters name whose whole content it uses (a program's code),
@@ -387,7 +391,7 @@ impl<T: Stage> StageRun for Typed<T> {
     fn check_files(&self, files: &dyn FileSource) -> Result<(), ParamError> {
         self.0.check_files(files)
     }
-    fn sources(&self) -> Vec<String> {
+    fn sources(&self) -> Vec<serde_json::Value> {
         self.0.sources()
     }
     fn trees(&self) -> Vec<(&'static str, &Path)> {

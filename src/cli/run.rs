@@ -114,9 +114,11 @@ pub(crate) fn run(args: &RunArgs, quiet: bool) -> Outcome {
     // The `--stages` names some pipeline had.
     let mut named = std::collections::BTreeSet::new();
     if store.dry_run {
-        let (st, force) = (store.store(), store.force());
+        let force = store.force();
+        let mut stores = Stores::default();
         let mut bad = false;
         for pipeline in &pipelines {
+            let st = stores.of(store, &pipeline.path);
             match pipeline.plan_probing(common, consent.allowed()) {
                 Ok(mut p) => {
                     match keep_stages(&mut p, only, &mut named) {
@@ -131,15 +133,19 @@ pub(crate) fn run(args: &RunArgs, quiet: bool) -> Outcome {
                         owners.iter().map(|&o| o as usize == sh.index).collect()
                     });
                     let name = shard.map(|sh| sh.to_string()).unwrap_or_default();
-                    out_raw!(
-                        "{}",
-                        dplab::pipeline::dryrun::explain(
-                            &p,
-                            st.as_ref(),
-                            &force,
-                            owned.as_deref().map(|o| (name.as_str(), o))
-                        )
+                    let explained = dplab::pipeline::dryrun::explain(
+                        &p,
+                        st.as_ref().map(|(s, _)| s),
+                        &force,
+                        owned.as_deref().map(|o| (name.as_str(), o)),
                     );
+                    // Which store it looked in, under the pipeline's line.
+                    let (head, rest) = explained.split_once('\n').unwrap_or((&explained, ""));
+                    let store_line = match &st {
+                        Some((_, found)) => found.describe(),
+                        None => "no store (--no-store)".to_string(),
+                    };
+                    out_raw!("{head}\n  {store_line}\n{rest}");
                     let listed = programs(&p);
                     for l in &listed {
                         out!("  runs (with --allow-exec): {l}");
@@ -188,14 +194,15 @@ pub(crate) fn run(args: &RunArgs, quiet: bool) -> Outcome {
             _ => tracing::debug!("{}", containment_line()),
         }
     }
-    let opts = exec::RunOptions {
+    let mut stores = Stores::default();
+    let mut opts = exec::RunOptions {
         out_dir: out.clone(),
         reporter: std::sync::Arc::new(super::progress::Shown::new(
             !quiet && std::io::stderr().is_terminal(),
         )),
         jobs: threads,
         set: common.set_args(),
-        store: store.store(),
+        store: None,
         force: store.force(),
         verify: *verify,
         max_failures: *max_failures,
@@ -205,6 +212,15 @@ pub(crate) fn run(args: &RunArgs, quiet: bool) -> Outcome {
     let mut skipped = Vec::new();
     for pipeline in &pipelines {
         let (f, t0) = (&pipeline.path, std::time::Instant::now());
+        // Said with -v; said always when none was found and one is made here.
+        opts.store = stores.of(store, f).map(|(s, found)| {
+            if found.how == dplab::pipeline::store_at::How::New {
+                tracing::info!("{}: {}", pipeline.path.display(), found.describe());
+            } else {
+                tracing::debug!("{}: {}", pipeline.path.display(), found.describe());
+            }
+            s
+        });
         let outcome = match pipeline.plan_probing(common, consent.allowed()) {
             Err(errs) => {
                 report_spec_errors(&errs);
@@ -297,7 +313,7 @@ pub(crate) fn run(args: &RunArgs, quiet: bool) -> Outcome {
     }
 }
 
-/// `--stages`: keeps the named stages of `plan` and what they read. `Ok(false)` when it has
+/// `--stages`: runs only the named stages of `plan` and what they read. `Ok(false)` when it has
 /// none of them (the pipeline is skipped); the names it has are added to `found`.
 fn keep_stages(
     plan: &mut dplab::pipeline::plan::Plan,
@@ -316,8 +332,39 @@ fn keep_stages(
         return Ok(false);
     }
     found.extend(here.iter().cloned());
-    plan.keep_stages(&here)?;
+    plan.run_only(&here)?;
     Ok(true)
+}
+
+/// The stores of the pipelines of one command (by the rule of
+/// [`dplab::pipeline::store_at`]): one [`InstanceStore`] per directory, opened once, so
+/// pipelines that share a store share what it read of its indexes.
+///
+/// [`InstanceStore`]: dplab::pipeline::instance_store::InstanceStore
+#[derive(Default)]
+struct Stores(Vec<dplab::pipeline::instance_store::InstanceStore>);
+
+impl Stores {
+    /// The store of pipeline `file` and how it was found; `None` with `--no-store`.
+    fn of(
+        &mut self,
+        args: &crate::cli::args::StoreArgs,
+        file: &std::path::Path,
+    ) -> Option<(
+        dplab::pipeline::instance_store::InstanceStore,
+        dplab::pipeline::store_at::Found,
+    )> {
+        let found = args.store(Some(file))?;
+        let s = match self.0.iter().find(|s| s.root() == found.root) {
+            Some(s) => s.clone(),
+            None => {
+                let s = dplab::pipeline::instance_store::InstanceStore::new(found.root.clone());
+                self.0.push(s.clone());
+                s
+            }
+        };
+        Some((s, found))
+    }
 }
 
 /// `--stages` names that no pipeline had: an error naming them.

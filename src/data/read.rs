@@ -12,11 +12,11 @@ use std::io::{BufRead, BufReader, Read};
 
 use indexmap::IndexMap;
 use polars::prelude::*;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use super::{DataError, Verified};
 
-#[derive(Debug, Deserialize, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Deserialize, Serialize, Clone, Copy, PartialEq, Eq, Default)]
 #[serde(rename_all = "lowercase")]
 pub enum Format {
     #[default]
@@ -25,7 +25,7 @@ pub enum Format {
     Xls,
 }
 
-#[derive(Debug, Deserialize, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Deserialize, Serialize, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Encoding {
     #[default]
     #[serde(rename = "utf-8")]
@@ -34,13 +34,13 @@ pub enum Encoding {
     Latin1,
 }
 
-#[derive(Debug, Deserialize, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Deserialize, Serialize, Clone, Copy, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
 pub enum Compression {
     Gzip,
 }
 
-#[derive(Debug, Deserialize, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Deserialize, Serialize, Clone, Copy, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
 pub enum NamesStyle {
     /// `name: continuous.` / `name: v1, v2, ….`; lines starting with `|` are comments.
@@ -49,15 +49,16 @@ pub enum NamesStyle {
     Arff,
 }
 
-#[derive(Debug, Deserialize, Clone)]
+#[derive(Debug, Deserialize, Serialize, Clone)]
 #[serde(deny_unknown_fields)]
 pub struct NamesFile {
     pub file: String,
     pub style: NamesStyle,
 }
 
-/// How one file becomes a frame (see the header of `data/datasets.toml`).
-#[derive(Debug, Deserialize, Clone)]
+/// How one file becomes a frame (see the header of `data/datasets.toml`); written back as
+/// the registry has it where a manifest describes a dataset it read.
+#[derive(Debug, Deserialize, Serialize, Clone)]
 #[serde(deny_unknown_fields)]
 pub struct TableSpec {
     pub file: String,

@@ -54,6 +54,26 @@ pub fn explain(
     let mut digests = HashMap::new();
     let mut g = 0;
     for stage in &plan.stages {
+        // Not asked for (`--stages`): looked up, never run.
+        if stage.kept {
+            let stored = stage
+                .instances
+                .iter()
+                .filter(|i| store.is_some_and(|s| s.contains(&i.store_key)))
+                .count();
+            g += stage.instances.len();
+            let rest = if stored == stage.instances.len() {
+                "taken from the store".to_string()
+            } else {
+                "not asked for (--stages): its outputs in the results directory are kept as they are".to_string()
+            };
+            let _ = writeln!(
+                out,
+                "  {:<24} {:>7} to run, {:>7} in the store: {rest}",
+                stage.name, 0, stored
+            );
+            continue;
+        }
         let mut reasons: BTreeMap<String, usize> = BTreeMap::new();
         let (mut cached, mut counted) = (0, 0);
         for inst in &stage.instances {

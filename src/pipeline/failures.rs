@@ -68,6 +68,9 @@ impl MaxFailures {
 /// counted and listed by their first line at the end.
 const SHOWN: usize = 3;
 
+/// How many instances the closing list names per message; the rest are counted.
+const NAMED: usize = 3;
+
 /// Failures of a run, per stage.
 pub(crate) struct Failures {
     pipeline: String,
@@ -80,9 +83,9 @@ pub(crate) struct Failures {
 struct Stage {
     succeeded: usize,
     failed: usize,
-    /// Distinct messages in the order they first came, with the instance that gave each
-    /// first and how many gave it.
-    groups: Vec<(String, String, usize)>,
+    /// Distinct messages in the order they first came, each with the first [`NAMED`]
+    /// instances that gave it and how many gave it.
+    groups: Vec<(String, Vec<String>, usize)>,
     stopped: bool,
     /// Its failures when it stopped.
     stopped_at: usize,
@@ -133,9 +136,15 @@ impl Failures {
             format!(" instance {{{label}}}")
         };
         match st.groups.iter_mut().find(|(m, _, _)| m == message) {
-            Some(g) => g.2 += 1,
+            Some(g) => {
+                g.2 += 1;
+                if g.1.len() < NAMED {
+                    g.1.push(label.to_string());
+                }
+            }
             None => {
-                st.groups.push((message.to_string(), label.to_string(), 1));
+                st.groups
+                    .push((message.to_string(), vec![label.to_string()], 1));
                 let n = st.groups.len();
                 if !quiet && n <= SHOWN {
                     let other = if n > 1 { " (another message)" } else { "" };
@@ -169,8 +178,9 @@ impl Failures {
         (0..self.stages.len()).map(|si| self.stage(si).failed).sum()
     }
 
-    /// One line per stage with a failure: how many failed, how many with each message, and
-    /// how many were not run because it stopped.
+    /// One line per stage with a failure: how many failed, how many with each message and
+    /// which (the first [`NAMED`] instances, then the count of the rest), and how many were
+    /// not run because it stopped.
     pub fn summary(&self) -> Vec<String> {
         let mut out = Vec::new();
         for (si, name) in self.names.iter().enumerate() {
@@ -184,7 +194,9 @@ impl Failures {
                 groups => {
                     let parts: Vec<String> = groups
                         .iter()
-                        .map(|(message, _, n)| format!("{n} with `{}`", gist(message)))
+                        .map(|(message, labels, n)| {
+                            format!("{n} with `{}`{}", gist(message), which(labels, *n))
+                        })
                         .collect();
                     format!(": {}", parts.join(", "))
                 }
@@ -205,6 +217,26 @@ impl Failures {
         }
         out
     }
+}
+
+/// The instances of one message: ` ({x=1}, {x=2} and 5 more)`; nothing for failures of a
+/// whole stage (no instance label).
+fn which(labels: &[String], n: usize) -> String {
+    let named: Vec<String> = labels
+        .iter()
+        .filter(|l| !l.is_empty())
+        .map(|l| format!("{{{l}}}"))
+        .collect();
+    if named.is_empty() {
+        return String::new();
+    }
+    let rest = n - labels.len();
+    let more = if rest > 0 {
+        format!(" and {rest} more")
+    } else {
+        String::new()
+    };
+    format!(" ({}{more})", named.join(", "))
 }
 
 /// A message on one line, cut short: its lines joined by ` | `, empty ones left out.
@@ -265,7 +297,7 @@ mod tests {
         assert_eq!(s.len(), 1);
         assert_eq!(
             s[0],
-            "stage `a`: 39 instance(s) failed: 38 with `exited with status 3 | boom`, 1 with `timed out`"
+            "stage `a`: 39 instance(s) failed: 38 with `exited with status 3 | boom` ({k=0}, {k=1}, {k=2} and 35 more), 1 with `timed out` ({k=99})"
         );
         assert_eq!(f.count(), 39);
         let f = Failures::new("p", vec!["a".into()], MaxFailures::Auto);

@@ -79,7 +79,7 @@ pub struct KeyParts<'a> {
     /// sha256 of each file its parameters name.
     pub files: &'a [String],
     /// See [`crate::kind::Stage::sources`].
-    pub sources: &'a [String],
+    pub sources: &'a [serde_json::Value],
 }
 
 /// The store key of an instance: sha256 over a length-prefixed encoding of its [`KeyParts`]
@@ -130,7 +130,7 @@ pub fn store_key(p: &KeyParts) -> Key {
         put("file", f.as_bytes());
     }
     for s in p.sources {
-        put("source", s.as_bytes());
+        put("source", s.to_string().as_bytes());
     }
     Key(h.finalize().into())
 }

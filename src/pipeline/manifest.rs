@@ -43,9 +43,13 @@ pub struct Manifest<Seeds = Vec<Seed>> {
     /// Every file of the results directory but this one, with its size and hash.
     pub outputs: Vec<OutputFile>,
     pub warning: String,
-    /// Present when the results are not the whole pipeline's: a run of some stages
-    /// (`--stages`), or one in which instances failed. What is here is right; what is missing
-    /// is listed.
+    /// The stages `--stages` asked for; absent for a run of the whole pipeline. Every stage is
+    /// listed in `stages` either way: those this run did not make say so ([`StageEntry::kept`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub stages_asked: Vec<String>,
+    /// Present when the results are not the whole pipeline's as it stands: stages that failed,
+    /// that neither ran nor had earlier outputs to keep, or whose kept outputs are stale. What
+    /// is here is right or marked; what is missing is listed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub incomplete: Option<Incomplete>,
     pub stages: Vec<StageEntry<Seeds>>,
@@ -54,13 +58,19 @@ pub struct Manifest<Seeds = Vec<Seed>> {
 /// What a results directory lacks (see [`Manifest::incomplete`]).
 #[derive(Serialize, Deserialize, Debug, Clone, Default, PartialEq)]
 pub struct Incomplete {
-    /// Stages not run: left out by `--stages`.
+    /// Stages `--stages` did not ask for whose outputs are neither in the store nor in the
+    /// results directory's earlier run: not here.
     #[serde(default)]
     pub left_out: Vec<String>,
-    /// Stages with no frame because instances of theirs failed or read a failure, each
+    /// Stages with no new frame because instances of theirs failed or read a failure, each
     /// with why (one line).
     #[serde(default)]
     pub failed: Vec<String>,
+    /// Stages whose outputs are kept from an earlier run although their instances are not
+    /// those any more (an input, a parameter or the seed changed), each with why (one line):
+    /// here, marked, never passed off as current.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub stale: Vec<String>,
 }
 
 /// A manifest read without the per-instance lists of its stages.
@@ -129,6 +139,23 @@ pub struct OutputFile {
     pub file: String,
     pub bytes: u64,
     pub sha256: String,
+    /// The stage it is an output of; absent for the run's own files (`rerun/`) and in
+    /// manifests before it was recorded (see [`OutputFile::of_stage`]).
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub stage: String,
+}
+
+impl OutputFile {
+    /// Whether it is an output of stage `name`: as recorded, or, in a manifest that does not
+    /// record it, by its name (`<stage>.<ext>`, `<stage>__<instance>.<ext>`).
+    pub fn of_stage(&self, name: &str) -> bool {
+        if !self.stage.is_empty() {
+            return self.stage == name;
+        }
+        self.file.strip_prefix(name).is_some_and(|rest| {
+            (rest.starts_with('.') && !rest[1..].contains('.')) || rest.starts_with("__")
+        })
+    }
 }
 
 /// One stage of the run.
@@ -168,7 +195,7 @@ pub struct StageEntry<Seeds = Vec<Seed>> {
     #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub files: std::collections::BTreeMap<String, String>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub sources: Vec<String>,
+    pub sources: Vec<serde_json::Value>,
     /// What its instances ran on: what each probe printed, by its command (the interpreter's
     /// `--version`, asked unasked for Python, R and Julia programs), and the helper dplab
     /// hands programs. Left out when none.
@@ -177,12 +204,29 @@ pub struct StageEntry<Seeds = Vec<Seed>> {
     /// When its instances taken from the store were computed; absent when none was.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub from_store: Option<FromStore>,
+    /// Present when this run did not make its outputs: they, and this entry, are those of the
+    /// results directory's earlier run, carried over (see [`Kept`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kept: Option<Kept>,
     /// Its instances in plan order.
     pub seeds: Seeds,
 }
 
 fn written() -> bool {
     true
+}
+
+/// Why a stage's outputs are an earlier run's, and whether they still are what it would give.
+#[derive(Serialize, Deserialize, Debug, Default, Clone, PartialEq)]
+#[serde(default)]
+pub struct Kept {
+    /// Why this run did not make them: `not asked for (--stages), not in the store` or
+    /// `failed in this run`.
+    pub why: String,
+    /// Whether its instances are still those that made them (the same store keys: the same
+    /// kind, parameters, seeds and inputs). `false`: stale, listed in
+    /// [`Incomplete::stale`].
+    pub current: bool,
 }
 
 /// One instance of a stage.
@@ -328,7 +372,16 @@ mod tests {
         "data/table.csv": "a1b2"
       },
       "sources": [
-        "adult.data sha256 5b00"
+        {
+          "dataset": "adult",
+          "files": [
+            {
+              "file": "adult.data",
+              "sha256": "5b00"
+            }
+          ],
+          "tables": {}
+        }
       ],
       "seeds": [
         {

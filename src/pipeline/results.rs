@@ -13,7 +13,7 @@ use serde_json::json;
 use sha2::{Digest, Sha256};
 
 use super::manifest::{
-    InputFile, Manifest, OutputFile, PipelineInfo, Seed, StageEntry, WithoutSeeds,
+    Incomplete, InputFile, Kept, Manifest, OutputFile, PipelineInfo, Seed, StageEntry, WithoutSeeds,
 };
 use super::plan::{Plan, PlannedStage};
 use super::spec::AxisValue;
@@ -24,6 +24,9 @@ use crate::text::hex;
 /// frames gathered in plan order, its artifacts, and per instance the compute time and
 /// whether it came from the store.
 pub struct StageOutput {
+    /// Set when this run did not make the stage's outputs: the writer keeps those of the
+    /// results directory's earlier run, marked (see [`Carry`]).
+    pub carry: Option<Carry>,
     /// The instances' frames, concatenated in plan order (`None` when no instance has a
     /// column, as for plots, or when the stage is neither stored nor read whole).
     pub frame: Option<DataFrame>,
@@ -128,6 +131,29 @@ fn at_text(at: u64) -> String {
     .at_text()
 }
 
+/// Why a stage's outputs are not this run's. Nothing a user did not ask to change may
+/// disappear from a results directory: a run of some stages (`--stages`) and a run in which a
+/// stage failed keep that stage's earlier outputs and its earlier manifest entry, marked
+/// [`Kept`], and listed as stale when its instances are not those that made them any more
+/// (compared by store key: kind, parameters, seed and inputs). An interrupted run writes
+/// nothing, so it leaves the whole directory as it was.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Carry {
+    /// A stage `--stages` did not ask for, of which the store lacks an instance.
+    NotAsked,
+    /// An instance of the stage, or of one it reads, failed.
+    Failed,
+}
+
+impl Carry {
+    fn why(self) -> &'static str {
+        match self {
+            Carry::NotAsked => "not asked for (--stages), and not all in the store",
+            Carry::Failed => "failed in this run",
+        }
+    }
+}
+
 /// What a results directory records of how its run was made.
 pub struct RunFacts<'a> {
     /// The directory the results directory goes under (`--out`).
@@ -135,8 +161,8 @@ pub struct RunFacts<'a> {
     /// The `--set` arguments.
     pub set: &'a [String],
     pub jobs: usize,
-    /// What the results lack, when they are not the whole pipeline's.
-    pub incomplete: Option<super::manifest::Incomplete>,
+    /// The stages that failed, each with why (one line).
+    pub failed: Vec<String>,
 }
 
 pub fn write(plan: &Plan, results: &[StageOutput], opts: &RunFacts, wall: f64) -> Result<PathBuf> {
@@ -158,11 +184,13 @@ pub fn write(plan: &Plan, results: &[StageOutput], opts: &RunFacts, wall: f64) -
     let _lock = lock(opts.out_dir)?;
     recover(opts.out_dir, name, &final_dir)?;
     replaceable(&final_dir, name).map_err(anyhow::Error::msg)?;
+    let earlier = earlier_run(&final_dir);
     let staging = opts
         .out_dir
         .join(format!(".{name}.partial-{}", std::process::id()));
     fs::create_dir_all(&staging)?;
-    let outcome = write_all(plan, results, opts, wall, &staging);
+    let earlier = earlier.as_ref().map(|m| (final_dir.as_path(), m));
+    let outcome = write_all(plan, results, opts, wall, &staging, earlier);
     if let Err(e) = outcome {
         let _ = fs::remove_dir_all(&staging);
         return Err(e);
@@ -212,6 +240,19 @@ pub fn replaceable(dir: &Path, name: &str) -> Result<(), String> {
         "{} exists and is not results of pipeline `{name}` (it has no manifest.json that dplab wrote for `{name}`): a run would replace it ({advice})",
         dir.display()
     ))
+}
+
+/// The manifest of the results `dir` holds (which [`replaceable`] found to be this
+/// pipeline's), when it has one that reads: what a stage this run did not make keeps.
+fn earlier_run(dir: &Path) -> Option<Manifest> {
+    let path = dir.join("manifest.json");
+    fs::symlink_metadata(&path)
+        .ok()
+        .filter(|m| m.file_type().is_file())?;
+    let (f, _) = crate::regular::open_regular(&path).ok()?;
+    serde_json::from_reader::<_, Manifest>(std::io::BufReader::new(f))
+        .ok()
+        .filter(|m| m.is_dplab())
 }
 
 /// Whether `path` is a regular file holding a dplab manifest of pipeline `name`. The
@@ -367,12 +408,52 @@ fn write_all(
     opts: &RunFacts,
     wall: f64,
     dir: &Path,
+    earlier: Option<(&Path, &Manifest)>,
 ) -> Result<()> {
     let mut outputs = Vec::new();
     let mut names = OutputNames::default();
     let mut stages = Vec::new();
+    let (mut left_out, mut stale) = (Vec::new(), Vec::new());
     for (si, stage) in plan.stages.iter().enumerate() {
         let res = &results[si];
+        if let Some(carry) = res.carry {
+            let entry = earlier.and_then(|(from, m)| {
+                let e = m.stages.iter().find(|e| e.name == stage.name)?;
+                Some((from, m, e))
+            });
+            if let Some((from, m, e)) = entry {
+                let kept = Kept {
+                    why: carry.why().into(),
+                    current: same_instances(stage, e),
+                };
+                if !kept.current {
+                    stale.push(format!(
+                        "stage `{}`: its outputs are an earlier run's ({}; {}), and its instances are not those that made them any more (an input, a parameter or the seed changed): run it to bring it up to date",
+                        stage.name,
+                        carry.why(),
+                        instances_moved(stage, e)
+                    ));
+                }
+                for f in m.outputs.iter().filter(|f| f.of_stage(&stage.name)) {
+                    outputs.extend(keep_file(from, dir, f, &stage.name, &mut names)?);
+                }
+                stages.push(kept_entry(e, kept));
+                continue;
+            }
+            if carry == Carry::NotAsked {
+                // Nothing to keep: listed as left out; the entry says what it would be.
+                left_out.push(stage.name.clone());
+                stages.push(StageEntry {
+                    kept: Some(Kept {
+                        why: "not asked for (--stages), not all in the store, and no earlier outputs to keep".into(),
+                        current: false,
+                    }),
+                    ..entry_of(stage, res)
+                });
+                continue;
+            }
+        }
+        let first_output = outputs.len();
         // Plots return no frame: their data is their input's.
         if let Some(df) = res.frame.as_ref().filter(|f| f.width() > 0) {
             let mut df = df.clone();
@@ -418,30 +499,10 @@ fn write_all(
                 outputs.push(put(dir, &names.claim(name)?, &a.bytes)?);
             }
         }
-        let secs = &res.seconds;
-        let hits = res.cached;
-        stages.push(StageEntry {
-            name: stage.name.clone(),
-            kind: stage.kind.name.to_string(),
-            kind_version: stage.kind.version,
-            instances_run: (stage.instances.len() - hits) as u64,
-            instances_cached: hits as u64,
-            axes: stage.axes.clone(),
-            gathered: stage.gathered.clone(),
-            stored: stage.store,
-            instances: stage.instances.len() as u64,
-            seconds_total: secs.iter().sum::<f64>(),
-            seconds_max: secs.iter().copied().fold(0.0, f64::max),
-            programs: stage.programs.clone(),
-            params: serde_json::to_value(&stage.with).unwrap_or_else(|_| {
-                json!(serde_yaml_ng::to_string(&stage.with).unwrap_or_default())
-            }),
-            files: stage.files.clone(),
-            sources: stage.sources.clone(),
-            environment: stage.environment.clone(),
-            from_store: res.made.summary(),
-            seeds: SeedsOf(stage, &res.content_keys, &res.made),
-        });
+        for o in &mut outputs[first_output..] {
+            o.stage = stage.name.clone();
+        }
+        stages.push(entry_of(stage, res));
     }
     let axes = plan
         .axes
@@ -500,7 +561,16 @@ fn write_all(
         outputs,
         warning: "seeded runs reproduce research; never use them to release real private data"
             .into(),
-        incomplete: opts.incomplete.clone(),
+        stages_asked: plan.asked.clone(),
+        incomplete: {
+            let inc = Incomplete {
+                left_out,
+                failed: opts.failed.clone(),
+                stale,
+            };
+            let whole = inc.left_out.is_empty() && inc.failed.is_empty() && inc.stale.is_empty();
+            (!whole).then_some(inc)
+        },
         stages,
     };
     manifest.outputs.extend(rerun(plan, dir)?);
@@ -508,6 +578,135 @@ fn write_all(
         Ok(serde_json::to_writer_pretty(w, &manifest)?)
     })?;
     Ok(())
+}
+
+/// A stage's manifest entry as this run made it.
+fn entry_of<'a>(stage: &'a PlannedStage, res: &'a StageOutput) -> StageEntry<Listed<'a>> {
+    let secs = &res.seconds;
+    let hits = res.cached;
+    StageEntry {
+        name: stage.name.clone(),
+        kind: stage.kind.name.to_string(),
+        kind_version: stage.kind.version,
+        instances_run: (stage.instances.len() - hits) as u64,
+        instances_cached: hits as u64,
+        axes: stage.axes.clone(),
+        gathered: stage.gathered.clone(),
+        stored: stage.store,
+        instances: stage.instances.len() as u64,
+        seconds_total: secs.iter().sum::<f64>(),
+        seconds_max: secs.iter().copied().fold(0.0, f64::max),
+        programs: stage.programs.clone(),
+        params: serde_json::to_value(&stage.with)
+            .unwrap_or_else(|_| json!(serde_yaml_ng::to_string(&stage.with).unwrap_or_default())),
+        files: stage.files.clone(),
+        sources: stage.sources.clone(),
+        environment: stage.environment.clone(),
+        from_store: res.made.summary(),
+        kept: None,
+        seeds: Listed::Plan(SeedsOf(stage, &res.content_keys, &res.made)),
+    }
+}
+
+/// An earlier run's entry of a stage whose outputs this run keeps: as it was, marked.
+fn kept_entry(e: &StageEntry, kept: Kept) -> StageEntry<Listed<'_>> {
+    StageEntry {
+        name: e.name.clone(),
+        kind: e.kind.clone(),
+        kind_version: e.kind_version,
+        instances_run: e.instances_run,
+        instances_cached: e.instances_cached,
+        axes: e.axes.clone(),
+        gathered: e.gathered.clone(),
+        stored: e.stored,
+        instances: e.instances,
+        seconds_total: e.seconds_total,
+        seconds_max: e.seconds_max,
+        programs: e.programs.clone(),
+        params: e.params.clone(),
+        files: e.files.clone(),
+        sources: e.sources.clone(),
+        environment: e.environment.clone(),
+        from_store: e.from_store.clone(),
+        kept: Some(kept),
+        seeds: Listed::Kept(&e.seeds),
+    }
+}
+
+/// Whether the earlier entry `e` lists the instances `stage` has now, key for key.
+fn same_instances(stage: &PlannedStage, e: &StageEntry) -> bool {
+    e.seeds.len() == stage.instances.len()
+        && e.seeds
+            .iter()
+            .zip(&stage.instances)
+            .all(|(s, i)| s.key == i.store_key.to_string())
+}
+
+/// How the instances of `stage` differ from those of its earlier entry `e`, in a few words.
+fn instances_moved(stage: &PlannedStage, e: &StageEntry) -> String {
+    let before: std::collections::HashSet<&str> = e.seeds.iter().map(|s| s.key.as_str()).collect();
+    let changed = stage
+        .instances
+        .iter()
+        .filter(|i| !before.contains(i.store_key.to_string().as_str()))
+        .count();
+    format!(
+        "{changed} of its {} instance(s) have other keys now, it had {}",
+        stage.instances.len(),
+        e.seeds.len()
+    )
+}
+
+/// Copies file `f` of the earlier results `from` into `dir` for stage `stage`, as it is now
+/// (its size and hash taken again). Only a plain name of that directory and a regular file
+/// are copied: a manifest is no licence to read elsewhere. A file that is not there any more
+/// is left out, with a warning.
+fn keep_file(
+    from: &Path,
+    dir: &Path,
+    f: &OutputFile,
+    stage: &str,
+    names: &mut OutputNames,
+) -> Result<Option<OutputFile>> {
+    let mut parts = Path::new(&f.file).components();
+    let plain = matches!(
+        (parts.next(), parts.next()),
+        (Some(std::path::Component::Normal(_)), None)
+    ) && !f.file.starts_with('.');
+    let src = from.join(&f.file);
+    let regular = plain && fs::symlink_metadata(&src).is_ok_and(|m| m.file_type().is_file());
+    if !regular {
+        tracing::warn!(
+            "stage `{stage}`: its earlier output `{}` is not a file of {} any more: not kept",
+            f.file,
+            from.display()
+        );
+        return Ok(None);
+    }
+    let (mut file, _) = crate::regular::open_regular(&src)
+        .map_err(|e| anyhow::anyhow!("{}: {e}", src.display()))?;
+    let mut out = put_with(dir, &names.claim(f.file.clone())?, |w| {
+        std::io::copy(&mut file, w)?;
+        Ok(())
+    })?;
+    out.stage = stage.to_string();
+    Ok(Some(out))
+}
+
+/// A stage's instances in its manifest entry: streamed from the plan, or as an earlier run
+/// listed them (a stage whose outputs are kept).
+enum Listed<'a> {
+    Plan(SeedsOf<'a>),
+    Kept(&'a [Seed]),
+}
+
+impl serde::Serialize for Listed<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Listed::Plan(p) => p.serialize(s),
+            Listed::Kept(k) => k.serialize(s),
+        }
+    }
 }
 
 /// `rerun/`: the pipeline as it ran (profile, `--set`, `--sweep` and `--stages` applied, as
@@ -551,6 +750,7 @@ fn rerun(plan: &Plan, dir: &Path) -> Result<Vec<OutputFile>> {
             file: format!("{RERUN}/{name}"),
             bytes: bytes.len() as u64,
             sha256: hex(&Sha256::digest(bytes)),
+            stage: String::new(),
         });
     }
     let composed = super::show::composed(plan);
@@ -561,9 +761,20 @@ fn rerun(plan: &Plan, dir: &Path) -> Result<Vec<OutputFile>> {
         .map(|f| f.to_string_lossy().to_string())
         .unwrap_or_default();
     let mut as_run = format!(
-        "# {file} as it ran: profile, --set, --sweep and --stages applied (`dplab show`), beside\n\
+        "# {file} as it ran: profile, --set and --sweep applied (`dplab show`), beside\n\
          # a copy of the files it read: `dplab run {AS_RUN}` runs it again.\n"
     );
+    if !plan.asked.is_empty() {
+        as_run += &format!(
+            "# This run ran only {} and what they read (--stages): the manifest says which\n\
+             # stages' outputs it kept from the store or an earlier run.\n",
+            plan.asked
+                .iter()
+                .map(|s| format!("`{s}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
     if !outside.is_empty() {
         as_run += &format!(
             "# Not copied here (outside the pipeline's directory, or named like this file): {}\n",
@@ -671,6 +882,7 @@ fn put_with(
         file: name.to_string(),
         bytes,
         sha256: hex(&sha.finalize()),
+        stage: String::new(),
     })
 }
 

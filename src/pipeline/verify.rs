@@ -32,7 +32,7 @@ pub fn choose(plan: &Plan, offset: &[usize], n: usize) -> Vec<bool> {
         .stages
         .iter()
         .enumerate()
-        .filter(|(_, s)| s.kind.runs_programs)
+        .filter(|(_, s)| s.kind.runs_programs && !s.kept)
         .flat_map(|(si, s)| (0..s.instances.len()).map(move |ii| (si, ii)))
         .map(|(si, ii)| offset[si] + ii)
         .collect();

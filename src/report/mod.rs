@@ -437,15 +437,18 @@ fn experiment(
             let mut parts = Vec::new();
             if !inc.left_out.is_empty() {
                 parts.push(format!(
-                    "The run left out stage(s) {} (--stages).",
+                    "The run left out stage(s) {} (--stages), which had no earlier outputs to keep.",
                     inc.left_out.join(", ")
                 ));
             }
             if !inc.failed.is_empty() {
                 parts.push(format!(
-                    "Failed, so missing here: {}.",
+                    "Failed, so not made by this run (earlier outputs, where there were any, are kept and marked): {}.",
                     inc.failed.join("; ")
                 ));
+            }
+            if !inc.stale.is_empty() {
+                parts.push(format!("Stale: {}.", inc.stale.join("; ")));
             }
             ("incomplete", parts.join(" "))
         }

@@ -368,13 +368,19 @@ fn a_failed_run_writes_what_succeeded_and_names_the_instance() {
             .and(predicate::str::contains("no column `utility_typo`")),
     );
     // What succeeded replaces the previous results, marked incomplete: what failed (and
-    // what reads it) is missing, and the manifest says so.
+    // what reads it) keeps its earlier outputs, marked stale, and the manifest says so.
     assert!(!before.is_empty());
-    assert!(!out.join("tiny/summary.csv").exists());
+    assert_eq!(read(&out.join("tiny"), "summary.csv"), before);
     let m: serde_json::Value =
         serde_json::from_slice(&read(&out.join("tiny"), "manifest.json")).unwrap();
     let failed = m["incomplete"]["failed"].to_string();
     assert!(failed.contains("stage `noisy`"), "{m}");
+    assert!(
+        m["incomplete"]["stale"]
+            .to_string()
+            .contains("stage `summary`"),
+        "{m}"
+    );
     let leftovers: Vec<_> = fs::read_dir(&out)
         .unwrap()
         .flatten()

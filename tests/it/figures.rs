@@ -84,8 +84,9 @@ fn rows_that_share_x_in_one_series_are_not_joined() {
     run_with("      series: sigma\n      only: {value: [abs]}\n", &out);
     assert_eq!(
         drawn(&out),
-        // `sigma` is a column of integers in the data: its series are named as it prints them.
-        "panel,series,x,y,lo,hi\n\"\",2,1.0,0.1,,\n\"\",2,2.0,0.2,,\n\"\",6,1.0,0.05,,\n\"\",6,2.0,0.04,,\n"
+        // `sigma` is a column of integers in the data: its series are its values as it prints
+        // them, named by the column (a bare `2` does not say what it is).
+        "panel,series,x,y,lo,hi\n\"\",sigma = 2,1.0,0.1,,\n\"\",sigma = 2,2.0,0.2,,\n\"\",sigma = 6,1.0,0.05,,\n\"\",sigma = 6,2.0,0.04,,\n"
     );
 }
 
@@ -173,7 +174,11 @@ fn a_value_a_log_axis_cannot_show_is_marked() {
         svg.contains("below the log axis"),
         "no legend entry for the mark"
     );
-    assert!(drawn(&out).contains(",6,2.0,,,\n"), "{}", drawn(&out));
+    assert!(
+        drawn(&out).contains(",sigma = 6,2.0,,,\n"),
+        "{}",
+        drawn(&out)
+    );
 }
 
 /// Rows with no value in the facet column belong to no one panel: they are drawn in every
@@ -196,7 +201,7 @@ fn rows_without_a_facet_value_are_drawn_in_every_panel() {
     let csv = std::fs::read_to_string(dir.path().join("out/fig/figure.csv")).unwrap();
     assert_eq!(
         csv,
-        "panel,series,x,y,lo,hi\na,2,1.0,0.1,,\na,2,2.0,0.2,,\na,6,1.0,0.05,,\na,6,2.0,0.04,,\n",
+        "panel,series,x,y,lo,hi\na,sigma = 2,1.0,0.1,,\na,sigma = 2,2.0,0.2,,\na,sigma = 6,1.0,0.05,,\na,sigma = 6,2.0,0.04,,\n",
         "the shared σ = 6 rows are drawn in panel a, the only panel"
     );
     write(

@@ -305,6 +305,7 @@ fn keys_change_with_the_kind_version_and_every_part() {
     let axes2: Vec<(std::sync::Arc<str>, AxisValue)> = vec![("eps".into(), AxisValue::Num(1.0))];
     let up2 = vec![vec![Key([2; 32])]];
     let files = vec!["f".to_string()];
+    let sources = vec![serde_json::json!({"dataset": "d"})];
     let variants = [
         KeyParts { version: 2, ..base },
         KeyParts {
@@ -337,7 +338,7 @@ fn keys_change_with_the_kind_version_and_every_part() {
             ..base
         },
         KeyParts {
-            sources: &files,
+            sources: &sources,
             ..base
         },
     ];

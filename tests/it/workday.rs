@@ -284,7 +284,7 @@ fn an_upstream_edit_with_the_same_output_keeps_everything_below_it() {
     assert!(o.status.success(), "{}", text(&o));
     assert!(
         text(&o).contains(
-            "stage `noisy`: 4 instance(s) kept: input `doubled` ran again and came out the same"
+            "stage `noisy`: 4 instance(s) kept: what `doubled` gave is the same as when they were stored"
         ),
         "{}",
         text(&o)
@@ -383,8 +383,8 @@ fn manifest(dir: &Path) -> serde_json::Value {
 }
 
 /// `--stages` runs the stages named and what they read, no more, with the keys a whole run
-/// gives them (the next whole run takes them from the store); the results say what was left
-/// out; a name no pipeline has is bad input.
+/// gives them (the next whole run takes them from the store); a name no pipeline has is bad
+/// input.
 #[test]
 fn part_of_a_pipeline_runs_with_stages() {
     let d = tempfile::tempdir().unwrap();
@@ -399,13 +399,24 @@ fn part_of_a_pipeline_runs_with_stages() {
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", text(&o));
-    let names: Vec<String> = counts(&out).into_iter().map(|(s, _, _)| s).collect();
-    assert_eq!(names, ["data", "doubled", "noisy"]);
-    assert!(out.join("cut/noisy.csv").exists() && !out.join("cut/all.csv").exists());
+    // The manifest lists the whole pipeline; `all` neither ran nor had anything to keep.
     assert_eq!(
-        manifest(&out.join("cut"))["incomplete"]["left_out"],
-        serde_json::json!(["all"])
+        counts(&out),
+        [
+            ("data".to_string(), 1, 0),
+            ("doubled".to_string(), 1, 0),
+            ("noisy".to_string(), 4, 0),
+            ("all".to_string(), 4, 0)
+        ]
     );
+    assert!(out.join("cut/noisy.csv").exists() && !out.join("cut/all.csv").exists());
+    let m = manifest(&out.join("cut"));
+    assert_eq!(
+        m["incomplete"]["left_out"],
+        serde_json::json!(["all"]),
+        "{m}"
+    );
+    assert_eq!(m["stages_asked"], serde_json::json!(["noisy"]), "{m}");
     let o = dplab()
         .args(["run", "--out"])
         .arg(&out)
@@ -435,6 +446,152 @@ fn part_of_a_pipeline_runs_with_stages() {
         text(&o).contains("no pipeline given has a stage named `nope`"),
         "{}",
         text(&o)
+    );
+}
+
+/// The files of a results directory and their bytes, `rerun/` and the manifest aside.
+fn files_of(dir: &Path) -> std::collections::BTreeMap<String, Vec<u8>> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .filter(|e| e.path().is_file() && e.file_name() != "manifest.json")
+        .map(|e| {
+            (
+                e.file_name().to_string_lossy().to_string(),
+                std::fs::read(e.path()).unwrap(),
+            )
+        })
+        .collect()
+}
+
+/// Nothing a user did not ask to change disappears (issue #54): after a whole run, a run of
+/// one stage keeps every other stage's outputs — from the store when it has them, else as
+/// they were — and its manifest and `rerun/` describe the whole pipeline. When a kept
+/// stage's instances changed (an edit above it), its outputs stay, marked stale, never
+/// passed off as current.
+#[test]
+fn a_partial_run_keeps_every_other_stage_s_results() {
+    let d = tempfile::tempdir().unwrap();
+    let (out, store) = (d.path().join("out"), d.path().join("store"));
+    let p = cutoff_pipeline(d.path(), "x * 2", AXES);
+    let run = |store: &Path, extra: &[&str]| {
+        let o = dplab()
+            .args(["run", "--out"])
+            .arg(&out)
+            .arg("--store")
+            .arg(store)
+            .arg(&p)
+            .args(extra)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", text(&o));
+        text(&o)
+    };
+    run(&store, &[]);
+    let whole = files_of(&out.join("cut"));
+    assert!(whole.contains_key("all.csv") && whole.contains_key("all.parquet"));
+    // From the store: the same bytes, and a complete manifest.
+    run(&store, &["--stages", "doubled"]);
+    assert_eq!(files_of(&out.join("cut")), whole);
+    let m = manifest(&out.join("cut"));
+    assert!(m.get("incomplete").is_none(), "{m}");
+    assert_eq!(m["stages"].as_array().unwrap().len(), 4, "{m}");
+    let as_run = std::fs::read_to_string(out.join("cut/rerun/pipeline.as-run")).unwrap();
+    for stage in ["data:", "doubled:", "noisy:", "all:"] {
+        assert!(as_run.contains(stage), "{as_run}");
+    }
+    assert!(as_run.contains("ran only `doubled`"), "{as_run}");
+    // A store that has none of them: the earlier outputs, kept as they were, current.
+    let empty = d.path().join("empty-store");
+    run(&empty, &["--stages", "doubled"]);
+    assert_eq!(files_of(&out.join("cut")), whole);
+    let m = manifest(&out.join("cut"));
+    assert!(m.get("incomplete").is_none(), "{m}");
+    let all = m["stages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == "all")
+        .unwrap();
+    assert_eq!(all["kept"]["current"], serde_json::json!(true), "{m}");
+    // An edit above them: kept, and marked stale in the manifest.
+    let p = cutoff_pipeline(d.path(), "x * 3", AXES);
+    assert!(p.exists());
+    run(&store, &["--stages", "doubled"]);
+    let now = files_of(&out.join("cut"));
+    assert_eq!(now["all.csv"], whole["all.csv"]);
+    assert_ne!(now["doubled.csv"], whole["doubled.csv"]);
+    let m = manifest(&out.join("cut"));
+    let stale = m["incomplete"]["stale"].to_string();
+    assert!(
+        stale.contains("stage `noisy`")
+            && stale.contains("stage `all`")
+            && stale.contains("changed"),
+        "{m}"
+    );
+    // The whole run brings them up to date.
+    run(&store, &[]);
+    assert!(manifest(&out.join("cut")).get("incomplete").is_none());
+}
+
+/// A run in which a stage fails keeps that stage's earlier outputs, marked; an interrupted
+/// run leaves the results directory as it was.
+#[test]
+fn a_failed_or_interrupted_run_loses_no_earlier_result() {
+    let d = tempfile::tempdir().unwrap();
+    let p = pipeline(d.path(), 3, "printf 'y\\n1\\n' > output/out.csv");
+    let out = d.path().join("out");
+    let o = run(&p, &out, &[]);
+    assert!(o.status.success(), "{}", text(&o));
+    let whole = files_of(&out.join("day"));
+    assert!(whole.contains_key("ext.csv"), "{whole:?}");
+    pipeline(d.path(), 3, "echo 'cannot import foo' >&2; exit 3");
+    let o = run(&p, &out, &[]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert_eq!(files_of(&out.join("day")), whole);
+    let m = manifest(&out.join("day"));
+    assert!(
+        m["incomplete"]["failed"][0]
+            .as_str()
+            .unwrap_or_default()
+            .starts_with("stage `ext`"),
+        "{m}"
+    );
+    assert!(
+        m["incomplete"]["stale"].to_string().contains("stage `ext`"),
+        "{m}"
+    );
+    let ext = m["stages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == "ext")
+        .unwrap();
+    assert_eq!(ext["kept"]["why"], "failed in this run", "{m}");
+    // Interrupted while its programs run: nothing of the directory changes.
+    let before = std::fs::read(out.join("day/manifest.json")).unwrap();
+    pipeline(d.path(), 3, "exec sleep 300");
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_dplab"))
+        .args(["run", "--allow-exec", "--jobs", "2", "--out"])
+        .arg(&out)
+        .arg(&p)
+        .current_dir(d.path())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let t0 = std::time::Instant::now();
+    while started(d.path()) < 8 {
+        assert!(t0.elapsed().as_secs() < 60, "the programs did not start");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    // SAFETY: signalling the dplab process this test started.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let _ = child.wait_with_output().unwrap();
+    assert_eq!(files_of(&out.join("day")), whole);
+    assert_eq!(
+        std::fs::read(out.join("day/manifest.json")).unwrap(),
+        before
     );
 }
 
@@ -680,4 +837,84 @@ fn new_external_writes_a_program_and_its_pipeline() {
         );
         assert!(!out.join("mech").exists());
     }
+}
+
+/// After `kill -9` the killed run's last progress line (a log's, every few seconds) is older
+/// than what it stored: the next run says, before it starts, exactly how many instances the
+/// store holds already — the number `--dry-run` counts — and computes only the rest.
+#[test]
+fn after_kill_9_the_next_run_says_exactly_what_is_stored() {
+    let d = tempfile::tempdir().unwrap();
+    let p = pipeline(
+        d.path(),
+        400,
+        "sleep 0.04\nprintf 'y\\n1\\n' > output/out.csv",
+    );
+    let (out, store) = (d.path().join("out"), d.path().join("store"));
+    let log = d.path().join("killed.log");
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_dplab"))
+        .args(["run", "--allow-exec", "--jobs", "2", "--out"])
+        .arg(&out)
+        .arg("--store")
+        .arg(&store)
+        .arg(&p)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    // A progress line is written every 5 s: kill a while after the first one.
+    let t0 = std::time::Instant::now();
+    while !std::fs::read_to_string(&log)
+        .unwrap()
+        .contains(" instances (")
+    {
+        assert!(t0.elapsed().as_secs() < 120, "no progress line");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    let shown: usize = std::fs::read_to_string(&log)
+        .unwrap()
+        .lines()
+        .rev()
+        .find_map(|l| l.split("day: ").nth(1)?.split('/').next()?.parse().ok())
+        .unwrap();
+    let dry = dplab()
+        .args(["run", "--dry-run", "--allow-exec", "--store"])
+        .arg(&store)
+        .arg(&p)
+        .output()
+        .unwrap();
+    // "  N instance(s) would run, M come from the store"
+    let stored: usize = text(&dry)
+        .lines()
+        .find_map(|l| {
+            l.split("would run, ")
+                .nth(1)?
+                .strip_suffix(" come from the store")?
+                .parse()
+                .ok()
+        })
+        .unwrap_or_else(|| panic!("{}", text(&dry)));
+    assert!(
+        stored >= shown,
+        "the store holds {stored}, the log showed {shown}"
+    );
+    let o = run(&p, &out, &["--store", store.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", text(&o));
+    let said = format!("day: {stored} of 401 instances are in the store already");
+    assert!(text(&o).contains(&said), "expected `{said}`:\n{}", text(&o));
+    let (ran, taken) = counts_of(&out.join("day"), "ext");
+    let (_, fine) = counts_of(&out.join("day"), "fine");
+    assert_eq!((ran, taken + fine), (400 - taken, stored as u64));
+}
+
+/// A stage's (instances run, instances taken from the store) in a results directory.
+fn counts_of(dir: &Path, stage: &str) -> (u64, u64) {
+    crate::common::manifest_counts(dir)
+        .into_iter()
+        .find(|(s, _, _)| s == stage)
+        .map(|(_, r, c)| (r, c))
+        .unwrap()
 }

@@ -134,6 +134,7 @@ pub struct RunOptions {
 pub fn execute(plan: &Plan, opts: &RunOptions) -> Result<PathBuf, RunError> {
     let started = Instant::now();
     super::provenance::start();
+    say_what_is_stored(plan, opts);
     let mut run = drive(plan, opts, None);
     let failed = run.first_error(opts);
     // A dataset that is not on this machine: the caller skips the pipeline (or fails it),
@@ -149,7 +150,9 @@ pub fn execute(plan: &Plan, opts: &RunOptions) -> Result<PathBuf, RunError> {
             if checked < opts.verify { " (that is all it has)" } else { "" }
         );
     }
-    // Early cutoff, said where it happened: what an edit upstream did not change.
+    // Early cutoff, said where it happened: what an edit upstream did not change. Its
+    // inputs may have run again or been kept themselves (by content, one level up): either
+    // way they came out as they were when this stage's instances were stored.
     for (st, stage) in run.stages.iter().zip(&plan.stages) {
         let n = st.by_content.load(Ordering::Relaxed);
         if n > 0 {
@@ -159,7 +162,7 @@ pub fn execute(plan: &Plan, opts: &RunOptions) -> Result<PathBuf, RunError> {
                 .map(|&u| format!("`{}`", plan.stages[u].name))
                 .collect();
             tracing::info!(
-                "{}: stage `{}`: {n} instance(s) kept: input {} ran again and came out the same",
+                "{}: stage `{}`: {n} instance(s) kept: what {} gave is the same as when they were stored",
                 plan.name,
                 stage.name,
                 inputs.join(", ")
@@ -172,6 +175,11 @@ pub fn execute(plan: &Plan, opts: &RunOptions) -> Result<PathBuf, RunError> {
         .stages
         .iter()
         .map(|s| s.broken.load(Ordering::Acquire))
+        .collect();
+    let absent: Vec<bool> = run
+        .stages
+        .iter()
+        .map(|s| s.absent.load(Ordering::Acquire))
         .collect();
     let mut content_keys: Vec<Vec<_>> = plan
         .stages
@@ -197,7 +205,16 @@ pub fn execute(plan: &Plan, opts: &RunOptions) -> Result<PathBuf, RunError> {
             (Some(_), Some(g)) => std::mem::take(&mut lock(g).rows),
             _ => Vec::new(),
         };
+        // What this run did not make is kept from the results directory's earlier run.
+        let carry = if run_broken[si] {
+            Some(results::Carry::Failed)
+        } else if absent[si] {
+            Some(results::Carry::NotAsked)
+        } else {
+            None
+        };
         outputs.push(StageOutput {
+            carry,
             content_keys: std::mem::take(&mut content_keys[si]),
             frame,
             rows,
@@ -211,39 +228,35 @@ pub fn execute(plan: &Plan, opts: &RunOptions) -> Result<PathBuf, RunError> {
                 .finish(),
         });
     }
-    // What the results lack: stages left out (`--stages`), and stages that have no frame
-    // because an instance of theirs or of an input failed. What succeeded is written anyway.
+    // What the results lack: stages that have no frame because an instance of theirs or of
+    // an input failed (each with why). Stages this run did not make keep their earlier
+    // outputs; the writer says which of those are stale, and which had none to keep.
     let broken: Vec<String> = plan
         .stages
         .iter()
-        .zip(&outputs)
         .zip(&run_broken)
         .filter(|(_, b)| **b)
-        .map(|((s, _), _)| s.name.clone())
+        .map(|(s, _)| s.name.clone())
         .collect();
-    let incomplete =
-        (!plan.left_out.is_empty() || failed.is_some()).then(|| super::manifest::Incomplete {
-            left_out: plan.left_out.clone(),
-            failed: broken
+    let failed_stages: Vec<String> = broken
+        .iter()
+        .map(|name| {
+            match failed_lines
                 .iter()
-                .map(|name| {
-                    match failed_lines
-                        .iter()
-                        .find(|l| l.contains(&format!("stage `{name}`:")))
-                    {
-                        Some(l) => l.clone(),
-                        None => format!(
-                            "stage `{name}`: not run, or not all of it, because an input failed"
-                        ),
-                    }
-                })
-                .collect(),
-        });
+                .find(|l| l.contains(&format!("stage `{name}`:")))
+            {
+                Some(l) => l.clone(),
+                None => {
+                    format!("stage `{name}`: not run, or not all of it, because an input failed")
+                }
+            }
+        })
+        .collect();
     let facts = RunFacts {
         out_dir: &opts.out_dir,
         set: &opts.set,
         jobs: opts.jobs,
-        incomplete,
+        failed: failed_stages,
     };
     let dir = results::write(plan, &outputs, &facts, started.elapsed().as_secs_f64())
         .map_err(|e| fail(format!("writing results: {e:#}")))?;
@@ -261,6 +274,35 @@ pub fn execute(plan: &Plan, opts: &RunOptions) -> Result<PathBuf, RunError> {
             Err(e)
         }
         None => Ok(dir),
+    }
+}
+
+/// Says, before anything runs, how many of the instances this run goes through the store holds
+/// already (under their keys). A run killed with SIGKILL cannot say what it left: its last
+/// progress line is as old as its last tick (every few seconds in a log), and the instances
+/// stored since are more. The next run says the exact number before it starts.
+fn say_what_is_stored(plan: &Plan, opts: &RunOptions) {
+    let Some(store) = &opts.store else {
+        return;
+    };
+    let forced = |s: &super::plan::PlannedStage| opts.force.covers(&s.name);
+    let (mut total, mut stored) = (0usize, 0usize);
+    for s in plan.stages.iter().filter(|s| !s.kept) {
+        total += s.instances.len();
+        if !forced(s) {
+            stored += s
+                .instances
+                .iter()
+                .filter(|i| store.contains(&i.store_key))
+                .count();
+        }
+    }
+    if stored > 0 {
+        tracing::info!(
+            "{}: {stored} of {total} instances are in the store already ({}): they are taken, not computed",
+            plan.name,
+            store.root().display()
+        );
     }
 }
 

@@ -44,6 +44,10 @@ pub(super) struct StageState {
     pub(super) whole: Mutex<Option<Arc<DataFrame>>>,
     /// Whether an instance of this stage failed or was not run.
     pub(super) broken: AtomicBool,
+    /// A kept stage ([`crate::pipeline::plan::PlannedStage::kept`]) of which the store lacks
+    /// an instance: this run writes none of its outputs (the results directory keeps the
+    /// earlier ones).
+    pub(super) absent: AtomicBool,
     pub(super) artifacts: Mutex<Vec<(usize, Vec<Artifact>)>>,
     pub(super) seconds: Mutex<Vec<f64>>,
     pub(super) cached: AtomicUsize,
@@ -258,9 +262,10 @@ impl<'a> Run<'a> {
         for (si, s) in plan.stages.iter().enumerate() {
             for ii in 0..s.instances.len() {
                 let g = offset[si] + ii;
-                if !needed(g) || load_only(g) {
+                if !needed(g) || load_only(g) || s.kept {
                     // Never run (`ready` takes only instances with nothing to wait for), or
-                    // taken from the store without reading its inputs.
+                    // taken from the store without reading its inputs (a kept stage's
+                    // instances are never computed, so they wait for nothing).
                     waiting.push(AtomicUsize::new(usize::from(!needed(g))));
                     remaining[si] += usize::from(needed(g));
                     continue;
@@ -293,7 +298,7 @@ impl<'a> Run<'a> {
         for (si, s) in plan.stages.iter().enumerate() {
             for ii in 0..s.instances.len() {
                 let g = offset[si] + ii;
-                if !needed(g) || load_only(g) {
+                if !needed(g) || load_only(g) || s.kept {
                     continue;
                 }
                 for src in sources(plan, &offset, si, ii) {
@@ -318,6 +323,7 @@ impl<'a> Run<'a> {
                 whole_readers,
                 whole: Mutex::new(None),
                 broken: AtomicBool::new(false),
+                absent: AtomicBool::new(false),
                 artifacts: Mutex::new(Vec::new()),
                 seconds: Mutex::new(vec![0.0; s.instances.len()]),
                 cached: AtomicUsize::new(0),
@@ -349,10 +355,19 @@ impl<'a> Run<'a> {
         Run {
             plan,
             opts,
+            // A kept stage's instances are only looked up: not counted, not ticked.
             progress: Progress::new(
                 &plan.name,
-                need.as_ref()
-                    .map_or(n, |x| x.need.iter().filter(|&&b| b).count()),
+                need.as_ref().map_or_else(
+                    || {
+                        plan.stages
+                            .iter()
+                            .filter(|s| !s.kept)
+                            .map(|s| s.instances.len())
+                            .sum()
+                    },
+                    |x| x.need.iter().filter(|&&b| b).count(),
+                ),
                 opts.reporter.clone(),
             ),
             offset,
@@ -434,6 +449,9 @@ impl<'a> Run<'a> {
     fn take_or_compute(&self, g: usize, si: usize, ii: usize) -> Took {
         let stage = &self.plan.stages[si];
         let inst = &stage.instances[ii];
+        if stage.kept {
+            return Took::Done(self.kept(g, si, ii));
+        }
         let forced = self.opts.force.covers(&stage.name);
         let looked = match self.opts.store.as_ref().filter(|_| !forced) {
             Some(store) => steps::look_up(
@@ -543,6 +561,26 @@ impl<'a> Run<'a> {
         }
     }
 
+    /// Instance `g` of a kept stage: what the store holds under its key, never computed.
+    /// `None` (and the stage marked absent) when the store lacks it.
+    fn kept(&self, g: usize, si: usize, ii: usize) -> Option<(InstanceResult, bool)> {
+        let inst = &self.plan.stages[si].instances[ii];
+        let hit = self
+            .opts
+            .store
+            .as_ref()
+            .and_then(|s| s.get(&inst.store_key));
+        let Some(hit) = hit else {
+            self.stages[si].absent.store(true, Ordering::Release);
+            return None;
+        };
+        if let (Some(d), Some(slot)) = (hit.digest, self.digests.get(g)) {
+            let _ = slot.set(d);
+        }
+        let frame = steps::in_stage_order(hit.frame, &inst.key());
+        Some((InstanceResult { frame, ..hit }, true))
+    }
+
     /// Instance `g` is done (`outcome`: its result and whether it came from the store, or
     /// `None`): its frame goes to its stage's gathering and to the readers that read it as a
     /// piece; the last instance of a stage hands the gathered frame to its whole readers.
@@ -567,12 +605,14 @@ impl<'a> Run<'a> {
                     }
                 }
             }
+            // A kept stage's instance the store lacks: no failure (nothing reads it).
+            None if self.plan.stages[si].kept => {}
             None => self.break_stage(si, g),
         }
         let stage_done = st.remaining.fetch_sub(1, Ordering::AcqRel) == 1;
         if stage_done {
             if let Some(gather) = &st.gather {
-                if !st.broken.load(Ordering::Acquire) {
+                if !st.broken.load(Ordering::Acquire) && !st.absent.load(Ordering::Acquire) {
                     match lock(gather).finish() {
                         Ok(f) => *lock(&st.whole) = Some(Arc::new(f)),
                         Err(e) => self.fail_stage(si, g, e),
@@ -809,10 +849,11 @@ impl<'a> Run<'a> {
     /// Instance `g` has run: the frames it read as pieces lose one reader, and are dropped
     /// when none is left.
     fn release_inputs(&self, g: usize) {
-        if self.load_only.as_ref().is_some_and(|l| l[g]) {
+        let (si, ii) = self.locate(g);
+        // Those read no inputs (see `Run::new`).
+        if self.load_only.as_ref().is_some_and(|l| l[g]) || self.plan.stages[si].kept {
             return;
         }
-        let (si, ii) = self.locate(g);
         for src in sources(self.plan, &self.offset, si, ii) {
             for u in src.pieces() {
                 if self.uses[u].fetch_sub(1, Ordering::AcqRel) == 1 {

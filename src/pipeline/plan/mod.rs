@@ -93,8 +93,8 @@ pub struct Plan {
     pub files: InputFiles,
     /// Where everything is in the file: an error found while running points there too.
     pub locs: Locations,
-    /// Stages of the file left out of this plan (`--stages`, see [`Plan::keep_stages`]).
-    pub left_out: Vec<String>,
+    /// The stages `--stages` asked for ([`Plan::run_only`]); empty for a run of the whole.
+    pub asked: Vec<String>,
 }
 
 pub struct PlannedStage {
@@ -103,6 +103,10 @@ pub struct PlannedStage {
     /// Indices into `Plan::stages` (always earlier: stages are in topological order).
     pub inputs: Vec<usize>,
     pub store: bool,
+    /// Not run by this run (`--stages` asked for others, see [`Plan::run_only`]): its instances
+    /// are taken from the store when it has them and never computed; what the store lacks, the
+    /// results directory keeps from its earlier run.
+    pub kept: bool,
     /// The axes this stage varies over, in the pipeline's axis order (`rep` last).
     pub axes: Vec<String>,
     /// Axes of its inputs that it gathers into each instance.
@@ -135,7 +139,7 @@ pub struct PlannedStage {
     /// keys but through the probes the pipeline asks for.
     pub environment: std::collections::BTreeMap<String, String>,
     /// The external data its instances read ([`crate::kind::Stage::sources`]), distinct.
-    pub sources: Vec<String>,
+    pub sources: Vec<serde_json::Value>,
     pub instances: Vec<Instance>,
 }
 
@@ -227,15 +231,16 @@ pub struct Instance {
 }
 
 impl Plan {
-    /// Keeps the stages named and what they read, directly or not (`dplab run --stages`):
-    /// part of a pipeline, planned as the whole is, so its instances have the keys a run of
-    /// the whole gives them and the store serves both. Returns the names of the stages left
-    /// out; an error names a stage the plan does not have, with the ones it has.
-    pub fn keep_stages(&mut self, names: &[String]) -> Result<Vec<String>, String> {
-        let mut keep = vec![false; self.stages.len()];
+    /// Runs only the stages named and what they read, directly or not (`dplab run --stages`):
+    /// the plan stays the whole pipeline's, so every instance has the key a run of the whole
+    /// gives it and the store serves both; every other stage is marked [`PlannedStage::kept`].
+    /// Returns the names of the stages kept; an error names a stage the plan does not have,
+    /// with the ones it has.
+    pub fn run_only(&mut self, names: &[String]) -> Result<Vec<String>, String> {
+        let mut runs = vec![false; self.stages.len()];
         for n in names {
             match self.stages.iter().position(|s| &s.name == n) {
-                Some(i) => keep[i] = true,
+                Some(i) => runs[i] = true,
                 None => {
                     let all: Vec<&str> = self.stages.iter().map(|s| s.name.as_str()).collect();
                     return Err(format!(
@@ -248,41 +253,32 @@ impl Plan {
         }
         // Stages are in topological order: one pass from the end reaches every input.
         for i in (0..self.stages.len()).rev() {
-            if keep[i] {
+            if runs[i] {
                 for &u in &self.stages[i].inputs {
-                    keep[u] = true;
+                    runs[u] = true;
                 }
             }
         }
-        let mut new_index = vec![usize::MAX; self.stages.len()];
-        let mut left_out = Vec::new();
         let mut kept = Vec::new();
-        for (i, s) in std::mem::take(&mut self.stages).into_iter().enumerate() {
-            if keep[i] {
-                new_index[i] = kept.len();
-                kept.push(s);
-            } else {
-                left_out.push(s.name);
+        for (s, runs) in self.stages.iter_mut().zip(runs) {
+            s.kept = !runs;
+            if s.kept {
+                kept.push(s.name.clone());
             }
         }
-        for s in &mut kept {
-            for u in &mut s.inputs {
-                *u = new_index[*u];
-            }
-        }
-        self.stages = kept;
-        self.left_out.extend(left_out.iter().cloned());
-        Ok(left_out)
+        self.asked.extend(names.iter().cloned());
+        Ok(kept)
     }
 
     pub fn instance_count(&self) -> usize {
         self.stages.iter().map(|s| s.instances.len()).sum()
     }
 
-    /// Every program the plan's stages run: (stage, argv).
+    /// Every program the plan's stages run: (stage, argv). A kept stage runs none.
     pub fn programs(&self) -> Vec<(&str, &[String])> {
         self.stages
             .iter()
+            .filter(|s| !s.kept)
             .flat_map(|s| s.programs.iter().map(|p| (s.name.as_str(), p.as_slice())))
             .collect()
     }
@@ -516,7 +512,7 @@ fn plan_one(
         files: p.input_files,
         base_dir: base_dir(spec),
         locs: spec.locs.clone(),
-        left_out: Vec::new(),
+        asked: Vec::new(),
     })
 }
 

@@ -73,6 +73,7 @@ impl<'a> Planner<'a> {
             kind,
             inputs: Vec::new(),
             store: st.store,
+            kept: false,
             axes: shape.axes,
             gathered: shape.gathered.into_iter().collect(),
             depth,
@@ -495,7 +496,8 @@ impl<'a> Planner<'a> {
         let mut file_hash: HashMap<PathBuf, String> = HashMap::new();
         let mut programs: BTreeSet<Vec<String>> = BTreeSet::new();
         let mut environment: BTreeMap<String, String> = BTreeMap::new();
-        let mut sources: BTreeSet<String> = BTreeSet::new();
+        // By their JSON text: distinct, in a fixed order.
+        let mut sources: BTreeMap<String, serde_json::Value> = BTreeMap::new();
         let grid = Arc::new(AxisGrid::new(&shape.axes, value_lists));
         let mut instances = Vec::with_capacity(usize::try_from(grid.combinations()).unwrap_or(0));
         let mut last_inputs: Option<Arc<[Box<[usize]>]>> = None;
@@ -528,7 +530,7 @@ impl<'a> Planner<'a> {
                     let b = self.build(sp, &key, &input_cols, &mut file_hash)?;
                     programs.extend(b.programs.iter().cloned());
                     environment.extend(b.environment.clone());
-                    sources.extend(b.sources.iter().cloned());
+                    sources.extend(b.sources.iter().map(|v| (v.to_string(), v.clone())));
                     if declared.as_ref().is_none_or(|d| *d == b.columns) {
                         declared = Some(b.columns.clone());
                     } else {
@@ -612,7 +614,7 @@ impl<'a> Planner<'a> {
             programs: programs.into_iter().collect(),
             environment,
             files,
-            sources: sources.into_iter().collect(),
+            sources: sources.into_values().collect(),
         })
     }
 
@@ -816,7 +818,7 @@ pub(super) struct Planned {
     pub(super) programs: Vec<Vec<String>>,
     pub(super) environment: BTreeMap<String, String>,
     pub(super) files: std::collections::BTreeMap<String, String>,
-    pub(super) sources: Vec<String>,
+    pub(super) sources: Vec<serde_json::Value>,
 }
 
 /// What the store key needs of a parameter set: its canonical text, the sha256 of each file
@@ -826,7 +828,7 @@ pub(super) struct Built {
     /// What its probes printed and what the kind records ([`crate::kind::Stage::recorded`]).
     pub(super) environment: BTreeMap<String, String>,
     pub(super) files: Vec<String>,
-    pub(super) sources: Vec<String>,
+    pub(super) sources: Vec<serde_json::Value>,
     /// The programs it runs ([`crate::kind::Stage::programs`]).
     pub(super) programs: Vec<Vec<String>>,
     /// The kind's output columns for these parameters (see [`PlannedStage::columns`]).

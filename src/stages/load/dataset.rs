@@ -97,18 +97,22 @@ pub fn need(params: &serde_yaml_ng::Value) -> Option<data::need::Need> {
 }
 
 impl Stage for LoadDataset {
-    /// The registered checksum of every file of the dataset and how its tables are read.
-    fn sources(&self) -> Vec<String> {
+    /// The dataset as the registry describes it: every file with its registered sha256 (null
+    /// when it has none), and how each table is read.
+    fn sources(&self) -> Vec<serde_json::Value> {
         let Ok(ds) = Registry::current().and_then(|r| r.dataset(&self.dataset)) else {
             return Vec::new();
         };
-        let mut out: Vec<String> = ds
+        let files: Vec<serde_json::Value> = ds
             .files
             .iter()
-            .map(|f| format!("{} sha256 {}", f.name, f.sha256.as_deref().unwrap_or("-")))
+            .map(|f| serde_json::json!({"file": f.name, "sha256": f.sha256}))
             .collect();
-        out.push(format!("{:?}", ds.tables));
-        out
+        vec![serde_json::json!({
+            "dataset": self.dataset,
+            "files": files,
+            "tables": ds.tables,
+        })]
     }
 
     fn validate(&self) -> Result<(), ParamError> {

@@ -14,7 +14,7 @@ use crate::stages::{build, params, Ctx, Gather, KindInfo, Output, ParamError, St
 
 pub const KIND: KindInfo = KindInfo {
     name: "plot.lines",
-    version: 10,
+    version: 11,
     random: false,
     runs_programs: false,
     summary: "Lines (optionally with confidence bands) of y against x, one series per value of `series` and/or per y column, one panel per value of `facet`; log axes; labelled reference lines.",
@@ -159,7 +159,7 @@ struct Lines {
 
 /// A value `only` keeps: text, or a number compared as a number (`sigma: [2]` keeps `2.0`).
 #[derive(Deserialize, JsonSchema, Clone)]
-#[serde(untagged)]
+#[serde(untagged, expecting = "expected a number or a text")]
 enum Cell {
     /// a number
     Number(f64),
@@ -430,7 +430,12 @@ impl Stage for Lines {
                 for ((y, lo), hi) in ys.iter().zip(&los).zip(&his) {
                     let yv = &cols[y.as_str()];
                     // Rows without a series value are named by `labels: {"": …}` (checked above).
-                    let sl = label(sname);
+                    let sl = series_title(
+                        self.series.as_deref().unwrap_or_default(),
+                        self.series.as_deref().and_then(|c| self.labels.get(c)),
+                        sname,
+                        by_value(&self.labels, sname),
+                    );
                     let name = match (self.series.is_none(), ys.len() > 1) {
                         (true, _) => label(y),
                         (false, false) => sl,
@@ -850,6 +855,25 @@ fn by_value<'m>(map: &'m IndexMap<String, String>, v: &str) -> Option<&'m String
             .find(|(k, _)| k.trim().parse::<f64>().ok() == Some(x))
             .map(|(_, l)| l)
     })
+}
+
+/// A series' name in `plot.lines`'s legend: its own label when `labels` has one (`0.001: δ =
+/// 10⁻³`); else a number with its column's name (`δ = 0.001` with `labels: {delta: δ}`, else
+/// `delta = 0.001`), since bare numbers (`0.00001`, `0.001`) do not say what they are; else the
+/// value alone (a mechanism's name says what it is).
+fn series_title(
+    column: &str,
+    column_label: Option<&String>,
+    raw: &str,
+    own: Option<&String>,
+) -> String {
+    match own {
+        Some(l) => l.clone(),
+        None if !raw.is_empty() && raw.trim().parse::<f64>().is_ok() => {
+            format!("{} = {raw}", column_label.map_or(column, String::as_str))
+        }
+        None => raw.to_string(),
+    }
 }
 
 /// A panel's title in `plot.lines`: `σ = 2` when the facet column has a label (`labels:
