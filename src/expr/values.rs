@@ -283,6 +283,14 @@ pub(crate) fn group_rows(keys: &[Vals]) -> Vec<Vec<usize>> {
 
 /// One cell of a key, hashable: an integer (or a number with an integer's value: 1 and 1.0
 /// are one key), another number by its bits (−0 is 0), text, truth, missing.
+///
+/// The one rule for when two rows have the same key, wherever dplab matches rows: `frame.group`
+/// and every kind that groups ([`crate::stages::columns`]'s `group_by`), `frame.join`,
+/// `evaluate.error`'s `on:` keys and `report.table`'s rows of the paper. Numbers are the same
+/// key when they are the same value (exactly: a key names a point of a sweep, not a
+/// measurement), text when it is the same text, and a number is never text. A key read from
+/// text — the paper's CSV, a YAML value — is read as the type of the column it is matched
+/// against ([`KeyCell::read_as`]), so the paper's `0.50` is our 0.5.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub(crate) enum KeyCell {
     Missing,
@@ -296,17 +304,45 @@ impl KeyCell {
     pub fn of(v: &Vals, r: usize) -> KeyCell {
         match v {
             Vals::Int(v) => v[r].map_or(KeyCell::Missing, KeyCell::Int),
-            Vals::Float(v) => v[r].map_or(KeyCell::Missing, |x| {
-                // Within ±2^63, an integral number is the integer it equals.
-                if x.fract() == 0.0 && x.abs() < 9.2e18 {
-                    KeyCell::Int(x as i64)
-                } else {
-                    KeyCell::Num(x.to_bits())
-                }
-            }),
+            Vals::Float(v) => v[r].map_or(KeyCell::Missing, KeyCell::number),
             Vals::Str(v) => v[r].clone().map_or(KeyCell::Missing, KeyCell::Str),
             Vals::Bool(v) => v[r].map_or(KeyCell::Missing, KeyCell::Bool),
             Vals::Null(_) => KeyCell::Missing,
         }
+    }
+
+    /// The key of number `x`.
+    pub fn number(x: f64) -> KeyCell {
+        // Within ±2^63, an integral number is the integer it equals; −0 is 0.
+        if x.fract() == 0.0 && x.abs() < 9.2e18 {
+            KeyCell::Int(x as i64)
+        } else {
+            KeyCell::Num(x.to_bits())
+        }
+    }
+
+    /// The key `text` stands for where it is matched against `like` (a cell of the column it
+    /// meets): a number where that is a number (`0.50` is 0.5; text that is no number stays
+    /// text, and matches no number), truth where that is truth, else the text.
+    pub fn read_as(text: &str, like: &KeyCell) -> KeyCell {
+        let t = text.trim();
+        match like {
+            KeyCell::Int(_) | KeyCell::Num(_) => match t.parse::<f64>() {
+                Ok(x) if x.is_finite() => KeyCell::number(x),
+                _ => KeyCell::Str(text.to_string()),
+            },
+            KeyCell::Bool(_) => match t {
+                "true" => KeyCell::Bool(true),
+                "false" => KeyCell::Bool(false),
+                _ => KeyCell::Str(text.to_string()),
+            },
+            KeyCell::Str(_) | KeyCell::Missing => KeyCell::Str(text.to_string()),
+        }
+    }
+
+    /// The keys of every row of column `c`, by this rule.
+    pub fn column(c: &Column) -> Result<Vec<KeyCell>, String> {
+        let v = load(c)?;
+        Ok((0..v.len()).map(|r| KeyCell::of(&v, r)).collect())
     }
 }

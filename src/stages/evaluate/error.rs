@@ -22,6 +22,7 @@ use polars::prelude::{Column, DataFrame};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
+use crate::expr::KeyCell;
 use crate::stages::columns::{column, f64_col, group_by, take_rows};
 use crate::stages::param::Positive;
 use crate::stages::{
@@ -307,20 +308,20 @@ impl Errors {
             .into());
         }
         let values = f64_col(truth, &self.truth)?;
-        let truth_keys = key_texts(truth, &self.on)?;
-        let mut index: HashMap<&[String], usize> = HashMap::with_capacity(truth_keys.len());
+        let truth_keys = keys(truth, &self.on)?;
+        let mut index: HashMap<&[KeyCell], usize> = HashMap::with_capacity(truth_keys.len());
         for (row, key) in truth_keys.iter().enumerate() {
             if let Some(first) = index.insert(key, row) {
                 bail!(
                     "the true frame holds the key ({}) = ({}) twice (rows {} and {}): each key must name one true value",
                     self.on.join(", "),
-                    key.join(", "),
+                    key_text(truth, &self.on, row)?,
                     first + 1,
                     row + 1
                 );
             }
         }
-        key_texts(estimates, &self.on)?
+        keys(estimates, &self.on)?
             .iter()
             .enumerate()
             .map(|(row, key)| match index.get(key.as_slice()) {
@@ -329,29 +330,33 @@ impl Errors {
                     "row {} of the estimates has the key ({}) = ({}), which the true frame lacks",
                     row + 1,
                     self.on.join(", "),
-                    key.join(", ")
+                    key_text(estimates, &self.on, row)?
                 ),
             })
             .collect()
     }
 }
 
-/// Each row's values of the key columns `keys`, as text that compares numbers by value (an
-/// integer key 3 matches a float key 3.0) and text as it is.
-fn key_texts(frame: &DataFrame, keys: &[String]) -> Result<Vec<Vec<String>>> {
+/// Each row's key: its cells of the columns `keys`, matched by the one rule of
+/// [`KeyCell`] (an integer key 3 matches a float key 3.0, text as it is).
+fn keys(frame: &DataFrame, keys: &[String]) -> Result<Vec<Vec<KeyCell>>> {
     let mut out = vec![Vec::with_capacity(keys.len()); frame.height()];
     for key in keys {
-        let col = column(frame, key)?;
-        let texts: Vec<String> = if col.dtype().is_primitive_numeric() {
-            f64_col(frame, key)?.iter().map(|x| x.to_string()).collect()
-        } else {
-            crate::stages::columns::str_col(frame, key)?
-        };
-        for (row, t) in out.iter_mut().zip(texts) {
-            row.push(t);
+        let cells = KeyCell::column(column(frame, key)?).map_err(anyhow::Error::msg)?;
+        for (row, c) in out.iter_mut().zip(cells) {
+            row.push(c);
         }
     }
     Ok(out)
+}
+
+/// Row `row`'s key as a message shows it: its cells' text, joined by `, `.
+fn key_text(frame: &DataFrame, keys: &[String], row: usize) -> Result<String> {
+    let cells: Vec<String> = keys
+        .iter()
+        .map(|k| Ok(crate::stages::columns::str_col(frame, k)?[row].clone()))
+        .collect::<Result<_>>()?;
+    Ok(cells.join(", "))
 }
 
 #[cfg(test)]

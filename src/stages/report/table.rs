@@ -10,6 +10,7 @@ use polars::prelude::*;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::expr::KeyCell;
 use crate::stages::columns::{column, f64_col_or_nan, str_col};
 use crate::stages::param::Between;
 use crate::stages::{
@@ -311,10 +312,10 @@ impl Stage for Table {
             let printed = Printed::read(ctx.file(paper)?).map_err(|e| {
                 anyhow::anyhow!("reading the paper's table {}: {e}", paper.display())
             })?;
-            let ours_keys: Vec<Vec<String>> = self
+            let ours_keys: Vec<Vec<KeyCell>> = self
                 .join
                 .iter()
-                .map(|k| str_col(&df, k))
+                .map(|k| KeyCell::column(column(&df, k)?).map_err(anyhow::Error::msg))
                 .collect::<Result<_>>()?;
             let paper_keys: Vec<&[String]> = self
                 .join
@@ -327,7 +328,7 @@ impl Stage for Table {
                         ours_keys
                             .iter()
                             .zip(&paper_keys)
-                            .all(|(a, b)| same_key(&a[row], &b[pr]))
+                            .all(|(a, b)| KeyCell::read_as(&b[pr], &a[row]) == a[row])
                     })
                 })
                 .collect();
@@ -437,8 +438,8 @@ impl Table {
             }
             let mut all = true;
             for (k, v) in &e.at {
-                let cell = str_col(df, k)?;
-                all &= key_text(v).is_some_and(|t| same_key(&cell[row], &t));
+                let cell = &KeyCell::column(column(df, k)?).map_err(anyhow::Error::msg)?[row];
+                all &= key_text(v).is_some_and(|t| KeyCell::read_as(&t, cell) == *cell);
             }
             if all {
                 return Ok(Some(e.text.trim().to_string()));
@@ -530,12 +531,6 @@ pub(crate) fn judge(ours: f64, paper: f64, half: f64, ci: Option<(f64, f64)>) ->
         Some((lo, hi)) if crate::verdict::meets(paper, half, lo, hi) => Some(Verdict::WithinCi),
         _ => None,
     }
-}
-
-/// Keys match as text, or as numbers when both parse (so `0.5` matches `0.50`).
-fn same_key(a: &str, b: &str) -> bool {
-    a == b
-        || matches!((a.parse::<f64>(), b.parse::<f64>()), (Ok(x), Ok(y)) if (x - y).abs() <= 1e-9 * x.abs().max(1.0))
 }
 
 fn markdown(df: &DataFrame, layout: &Layout, stage: &str) -> Result<String> {
