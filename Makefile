@@ -9,7 +9,7 @@ JOBS ?= 2
 MIRROR ?= $(wildcard ../shared/datasets)
 export DPLAB_DATA_MIRROR ?= $(if $(MIRROR),$(abspath $(MIRROR)),)
 
-.PHONY: build docs run-all report test figure-check parquet-check pyenv external-check bench-worker browser-test test-slurm golden bench bench-engine bench-audit lint fuzz clean
+.PHONY: build docs intro run-all report test figure-check parquet-check pyenv external-check bench-worker browser-test test-slurm golden bench bench-engine bench-audit lint fuzz clean
 
 build:
 	$(CARGO) build --release --locked
@@ -28,6 +28,11 @@ docs: build
 	$(DPLAB) list --markdown docs/src/kinds
 	command -v mdbook >/dev/null && mdbook --version | grep -q "v$(MDBOOK_VERSION)" || $(CARGO) install mdbook --locked --version $(MDBOOK_VERSION)
 	mdbook build docs
+
+## The book's introduction, written from README.md's opening (tests/it/docs.rs says how, and
+## fails `make test` while the committed page is stale).
+intro:
+	DPLAB_DOCS_UPDATE=1 $(CARGO) test --release --locked --test it docs::the_introduction_is_the_readme_s_opening
 
 ## Reproduce every experiment: fetches the datasets the pipelines read (verified by sha256; what
 ## could not be obtained is listed, and those pipelines are skipped), writes results/<pipeline>/,

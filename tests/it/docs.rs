@@ -402,3 +402,33 @@ fn runnable(args: &str) -> Option<Vec<Vec<String>>> {
     }
     Some(runs)
 }
+
+/// The book's introduction is the README's opening, written once: `docs/src/introduction.md`
+/// is made from `README.md` (its text up to `## A pipeline`, the title `# Introduction`, links
+/// into the book made relative to the book), so the two cannot drift apart. With
+/// `DPLAB_DOCS_UPDATE=1` (`make intro`) this test writes it; otherwise it fails while the
+/// committed page is not what the README gives.
+#[test]
+fn the_introduction_is_the_readme_s_opening() {
+    let readme = fs::read_to_string(root().join("README.md")).unwrap();
+    let (opening, _) = readme
+        .split_once("\n## A pipeline")
+        .expect("README.md has a `## A pipeline` section after its opening");
+    let body = opening
+        .strip_prefix("# dplab\n")
+        .expect("README.md starts with `# dplab`");
+    let page = format!(
+        "# Introduction\n{}\n",
+        body.replace("](docs/src/", "](").trim_end()
+    );
+    let path = root().join("docs/src/introduction.md");
+    if std::env::var_os("DPLAB_DOCS_UPDATE").is_some() {
+        fs::write(&path, &page).unwrap();
+        return;
+    }
+    let committed = fs::read_to_string(&path).unwrap();
+    assert!(
+        committed == page,
+        "docs/src/introduction.md is written from README.md's opening: run `make intro` and commit it"
+    );
+}
