@@ -9,7 +9,7 @@ JOBS ?= 2
 MIRROR ?= $(wildcard ../shared/datasets)
 export DPLAB_DATA_MIRROR ?= $(if $(MIRROR),$(abspath $(MIRROR)),)
 
-.PHONY: build docs intro run-all report test figure-check parquet-check pyenv external-check bench-worker browser-test test-slurm golden bench bench-engine bench-audit lint fuzz clean
+.PHONY: build docs intro wheel wheel-portable python-test run-all report test figure-check parquet-check pyenv external-check bench-worker browser-test test-slurm golden bench bench-engine bench-audit lint fuzz clean
 
 build:
 	$(CARGO) build --release --locked
@@ -61,6 +61,7 @@ test: build pyenv
 	$(MAKE) figure-check
 	$(MAKE) parquet-check
 	$(MAKE) external-check
+	$(MAKE) python-test
 	tests/browser/run.sh target/ci-results pipelines
 
 ## Every figure of target/ci-results rendered by librsvg (rsvg-convert; installed with apt-get
@@ -89,6 +90,33 @@ external-check: build pyenv
 	$(DPLAB) new --external mech --dir target/external-check
 	for j in 1 2; do PATH=$(abspath target/pyenv/bin):$$PATH $(DPLAB) run -q target/external-check/mech.yaml --profile ci --allow-exec --no-store --jobs $$j --out target/external-check/jobs$$j || exit 1; done
 	$(DPLAB) compare target/external-check/jobs1/mech target/external-check/jobs2/mech --rtol 0 --atol 0
+
+## The Python distribution (dplab-pipelines): the binary `make build` made and the `dplab` package
+## (python/dplab) in one wheel under target/wheels/, by maturin (bindings = "bin"; pyproject.toml).
+## maturin runs cargo on the same profile and flags, so it reuses that build: no second compile.
+MATURIN_VERSION := 1.16.0
+RUFF_VERSION := 0.17.6
+wheel: build pyenv
+	target/pyenv/bin/python -c 'import maturin' 2>/dev/null || target/pyenv/bin/pip install -q 'maturin==$(MATURIN_VERSION)'
+	rm -rf target/wheels
+	target/pyenv/bin/maturin build --release --locked --out target/wheels
+
+## A wheel for older Linux (manylinux_2_28: RHEL 8 clusters), linked with zig's glibc stubs; a
+## separate build of the whole crate graph (target/portable), measured once, not run in CI.
+wheel-portable: pyenv
+	target/pyenv/bin/pip install -q 'maturin[zig]==$(MATURIN_VERSION)'
+	CARGO_TARGET_DIR=target/portable target/pyenv/bin/maturin build --release --locked --zig --compatibility manylinux_2_28 --out target/wheels-portable
+
+## The Python API tested as a user has it: the wheel installed with pip into a fresh virtual
+## environment (target/wheel-venv) with no Rust toolchain on PATH, then tests/python (pytest) and
+## the book's notebook (nbclient) against it — never against the checkout's python/.
+PY_TEST_PACKAGES := pytest polars pandas pyarrow duckdb nbclient nbformat ipykernel
+python-test: wheel
+	rm -rf target/wheel-venv
+	python3 -m venv target/wheel-venv
+	target/wheel-venv/bin/pip install -q --no-index --find-links target/wheels dplab-pipelines
+	target/wheel-venv/bin/pip install -q $(PY_TEST_PACKAGES)
+	cd tests/python && env -u DPLAB_STORE PATH=$(abspath target/wheel-venv/bin):/usr/local/bin:/usr/bin:/bin $(abspath target/wheel-venv/bin/python) -m pytest -q -p no:cacheprovider .
 
 ## The report in a real browser: Debian's Chromium (installed with apt-get when missing, as root),
 ## headless, on target/ci-results (made by `make test`; run that first). Fails if an experiment has
@@ -194,9 +222,12 @@ fuzz:
 	  -dict=fuzz/pipeline.dict -rss_limit_mb=4096 -timeout=10 \
 	  -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 $(FUZZ_ARGS)
 
-lint:
+lint: pyenv
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets --locked -- -D warnings
+	target/pyenv/bin/python -c 'import ruff' 2>/dev/null || target/pyenv/bin/pip install -q 'ruff==$(RUFF_VERSION)'
+	target/pyenv/bin/ruff check python tests/python
+	target/pyenv/bin/ruff format --check python tests/python
 
 clean:
 	rm -rf target/ci-results target/golden target/browser-test

@@ -33,8 +33,21 @@ pub(crate) struct Cli {
     /// Only errors.
     #[arg(short, long, global = true)]
     pub(crate) quiet: bool,
+    /// `json`: `run` (and `--dry-run`), `validate` and `show` write one JSON event per line
+    /// on stdout (`"format": 1`; the book's Python chapter lists them), human text on stderr.
+    #[arg(long, value_enum, default_value_t = MessageFormat::Human, global = true)]
+    pub(crate) message_format: MessageFormat,
     #[command(subcommand)]
     pub(crate) command: Command,
+}
+
+/// How a command speaks (`--message-format`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum MessageFormat {
+    /// Text for people.
+    Human,
+    /// One JSON event per line on stdout, for programs.
+    Json,
 }
 
 #[derive(Subcommand)]

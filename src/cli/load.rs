@@ -155,6 +155,7 @@ pub(crate) fn report_spec_errors(errs: &[spec::SpecError]) {
     for e in errs {
         errln!("error: {e}");
     }
+    crate::cli::events::spec_errors(errs);
 }
 
 /// A pipeline's errors as a command's outcome.

@@ -19,6 +19,7 @@ mod args;
 mod compare;
 mod data;
 mod docs;
+mod events;
 mod exit;
 mod load;
 mod new;
@@ -37,6 +38,9 @@ use exit::Failure;
 
 /// Runs the command `cli` names, and turns how it went into the exit status.
 pub(crate) fn dispatch(cli: Cli) -> ExitCode {
+    if cli.message_format == args::MessageFormat::Json {
+        events::turn_on();
+    }
     raise_open_file_limit();
     end_programs_on_signals();
     out::status_is_verdict(matches!(

@@ -49,6 +49,15 @@ pub(crate) fn emit(args: std::fmt::Arguments, newline: bool) {
         return;
     }
     let text = args.to_string();
+    // With `--message-format json` stdout holds the events alone: text goes to stderr.
+    if crate::cli::events::on() {
+        let mut e = std::io::stderr().lock();
+        let _ = e.write_all(scrub(&text).as_bytes());
+        if newline {
+            let _ = e.write_all(b"\n");
+        }
+        return;
+    }
     let mut o = std::io::stdout().lock();
     let r = o.write_all(scrub(&text).as_bytes()).and_then(|()| {
         if newline {

@@ -5,6 +5,9 @@ use std::io::IsTerminal;
 use std::path::PathBuf;
 
 use dplab::pipeline::exec;
+use serde_json::json;
+
+use crate::cli::events;
 
 use crate::cli::args::{Common, RunArgs, MAX_JOBS};
 use crate::cli::exit::{Failure, Outcome};
@@ -30,6 +33,16 @@ pub(crate) fn validate(paths: &[PathBuf], common: &Common) -> Outcome {
                     p.instance_count()
                 );
                 let listed = programs(&p);
+                events::emit(
+                    "validated",
+                    json!({
+                        "file": f.display().to_string(),
+                        "pipeline": p.name,
+                        "stages": p.stages.len(),
+                        "instances": p.instance_count(),
+                        "programs": listed,
+                    }),
+                );
                 for l in &listed {
                     out!("  runs (with --allow-exec): {l}");
                 }
@@ -50,8 +63,87 @@ pub(crate) fn validate(paths: &[PathBuf], common: &Common) -> Outcome {
     }
 }
 
-/// `dplab run`; `quiet` is the global `--quiet` (no progress bars).
+/// `dplab run`; `quiet` is the global `--quiet` (no progress bars). With `--message-format
+/// json` its last event says how it ended.
 pub(crate) fn run(args: &RunArgs, quiet: bool) -> Outcome {
+    let mut tally = Tally::default();
+    let outcome = run_all(args, quiet, &mut tally);
+    let (exit, message) = match &outcome {
+        Ok(()) => (0, ""),
+        Err(Failure::BadInput(m)) => (2, m.as_str()),
+        Err(Failure::Failed(m)) => (1, m.as_str()),
+        Err(Failure::ShardFailed(m)) => (3, m.as_str()),
+    };
+    // A refusal of the whole command (a flag, consent) is not located in a file.
+    if !message.is_empty() {
+        events::emit(
+            "error",
+            json!({"file": null, "line": null, "col": null, "message": message, "hint": null}),
+        );
+    }
+    events::emit(
+        "run_done",
+        json!({"pipelines": tally.pipelines, "failed": tally.failed, "exit": exit}),
+    );
+    outcome
+}
+
+/// What a run's last event counts.
+#[derive(Default)]
+struct Tally {
+    pipelines: usize,
+    failed: usize,
+}
+
+/// The `pipeline_done` event of pipeline `plan_name` read from `file`.
+fn pipeline_done(
+    tally: &mut Tally,
+    file: &std::path::Path,
+    pipeline: &str,
+    status: &str,
+    results: Option<&std::path::Path>,
+    message: Option<&str>,
+) {
+    tally.pipelines += 1;
+    if status == "failed" || status == "invalid" {
+        tally.failed += 1;
+    }
+    events::emit(
+        "pipeline_done",
+        json!({
+            "pipeline": pipeline,
+            "file": file.display().to_string(),
+            "results": results.map(|r| r.display().to_string()),
+            "status": status,
+            "message": message,
+        }),
+    );
+}
+
+/// The `plan` event of a pipeline about to run (or a dry run's): per stage, what runs, what
+/// the store has, and why.
+fn plan_event(
+    p: &dplab::pipeline::plan::Plan,
+    store: Option<&dplab::pipeline::instance_store::InstanceStore>,
+    force: &dplab::pipeline::dryrun::Force,
+    share: Option<&[bool]>,
+) {
+    if !events::on() {
+        return;
+    }
+    let stages = dplab::pipeline::dryrun::assess(p, store, force, share);
+    events::emit(
+        "plan",
+        json!({
+            "pipeline": p.name,
+            "file": p.file.display().to_string(),
+            "store": store.map(|s| s.root().display().to_string()),
+            "stages": stages,
+        }),
+    );
+}
+
+fn run_all(args: &RunArgs, quiet: bool, tally: &mut Tally) -> Outcome {
     let RunArgs {
         paths,
         common,
@@ -133,6 +225,11 @@ pub(crate) fn run(args: &RunArgs, quiet: bool) -> Outcome {
                         owners.iter().map(|&o| o as usize == sh.index).collect()
                     });
                     let name = shard.map(|sh| sh.to_string()).unwrap_or_default();
+                    if events::on() {
+                        plan_event(&p, st.as_ref().map(|(s, _)| s), &force, owned.as_deref());
+                        pipeline_done(tally, &pipeline.path, &p.name, "ok", None, None);
+                        continue;
+                    }
                     let explained = dplab::pipeline::dryrun::explain(
                         &p,
                         st.as_ref().map(|(s, _)| s),
@@ -156,6 +253,7 @@ pub(crate) fn run(args: &RunArgs, quiet: bool) -> Outcome {
                 }
                 Err(errs) => {
                     report_spec_errors(&errs);
+                    pipeline_done(tally, &pipeline.path, "", "invalid", None, None);
                     bad = true;
                 }
             }
@@ -197,9 +295,13 @@ pub(crate) fn run(args: &RunArgs, quiet: bool) -> Outcome {
     let mut stores = Stores::default();
     let mut opts = exec::RunOptions {
         out_dir: out.clone(),
-        reporter: std::sync::Arc::new(super::progress::Shown::new(
-            !quiet && std::io::stderr().is_terminal(),
-        )),
+        reporter: if events::on() {
+            std::sync::Arc::new(events::Events::new())
+        } else {
+            std::sync::Arc::new(super::progress::Shown::new(
+                !quiet && std::io::stderr().is_terminal(),
+            ))
+        },
         jobs: threads,
         set: common.set_args(),
         store: None,
@@ -224,6 +326,7 @@ pub(crate) fn run(args: &RunArgs, quiet: bool) -> Outcome {
         let outcome = match pipeline.plan_probing(common, consent.allowed()) {
             Err(errs) => {
                 report_spec_errors(&errs);
+                pipeline_done(tally, f, "", "invalid", None, None);
                 input_failures.push(f.display().to_string());
                 false
             }
@@ -236,6 +339,9 @@ pub(crate) fn run(args: &RunArgs, quiet: bool) -> Outcome {
                     }
                     Err(e) => return Err(Failure::BadInput(e)),
                 }
+                if shard.is_none() {
+                    plan_event(&p, opts.store.as_ref(), &opts.force, None);
+                }
                 let done = match shard {
                     Some(sh) => {
                         let (owners, next) = dplab::pipeline::shard::owners(&p, sh.count, dealt);
@@ -247,20 +353,34 @@ pub(crate) fn run(args: &RunArgs, quiet: bool) -> Outcome {
                             )
                         })
                     }
-                    None => exec::execute(&p, &opts)
-                        .map(|dir| format!("{} instances → {}", p.instance_count(), dir.display())),
+                    None => exec::execute(&p, &opts).map(|dir| {
+                        pipeline_done(tally, f, &p.name, "ok", Some(&dir), None);
+                        format!("{} instances → {}", p.instance_count(), dir.display())
+                    }),
                 };
                 match done {
                     Ok(what) => {
+                        if shard.is_some() {
+                            pipeline_done(tally, f, &p.name, "ok", None, None);
+                        }
                         tracing::info!("{}: {what} in {:.2} s", p.name, t0.elapsed().as_secs_f64());
                         true
                     }
                     Err(e) if e.unavailable && *skip_unavailable => {
                         tracing::warn!("skipped {}: {}", p.name, e.message);
+                        pipeline_done(tally, f, &p.name, "skipped", None, Some(&e.message));
                         skipped.push(format!("{} ({})", f.display(), e.message));
                         true
                     }
                     Err(e) => {
+                        pipeline_done(
+                            tally,
+                            f,
+                            &p.name,
+                            "failed",
+                            e.written.as_deref(),
+                            Some(&e.to_string()),
+                        );
                         errln!("error: {e}");
                         // The whole message was just printed: the list at the end names it.
                         let first = e.to_string();
@@ -389,11 +509,20 @@ fn stages_not_found(only: &[String], found: &std::collections::BTreeSet<String>)
 /// The refusal of programs the user did not allow: prints each command and returns the
 /// message of the error (`verb`: what the user would do with them, `run` or `submit`).
 pub(crate) fn without_consent(listed: &[String], verb: &str) -> String {
+    let last =
+        format!("{verb} them only if you trust them: give --allow-exec (or DPLAB_ALLOW_EXEC=1)");
+    // In events, one message that holds the commands.
+    if events::on() {
+        return format!(
+            "these pipelines run programs, and a pipeline that runs programs is code:\n  {}\n{last}",
+            listed.join("\n  ")
+        );
+    }
     errln!("error: these pipelines run programs, and a pipeline that runs programs is code:");
     for l in listed {
         errln!("  {l}");
     }
-    format!("{verb} them only if you trust them: give --allow-exec (or DPLAB_ALLOW_EXEC=1)")
+    last
 }
 
 /// The programs a plan's stages run, one line each, with what the first word runs:

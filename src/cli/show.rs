@@ -21,6 +21,17 @@ pub(crate) fn show_cmd(path: &Path, instances: bool, common: &Common) -> Outcome
                 _ => Ok(()),
             }
         }
+        Ok(p) if crate::cli::events::on() => {
+            crate::cli::events::emit(
+                "show",
+                serde_json::json!({
+                    "file": path.display().to_string(),
+                    "pipeline": p.name,
+                    "yaml": show::composed(&p),
+                }),
+            );
+            Ok(())
+        }
         Ok(p) => {
             out_raw!("{}", show::composed(&p));
             Ok(())

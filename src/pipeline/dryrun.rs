@@ -32,27 +32,36 @@ impl Force {
     }
 }
 
-/// The dry-run report of `plan`. `share`: a shard's (its name, and per instance in plan
-/// order whether the shard owns it, see [`super::shard::owners`]): only those are counted.
-pub fn explain(
+/// What the dry run finds of one stage.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct StagePlan {
+    pub stage: String,
+    pub kind: String,
+    /// Instances counted (a shard's share, or all).
+    pub instances: usize,
+    pub to_run: usize,
+    pub in_store: usize,
+    /// Why instances would run, with how many each reason covers.
+    pub reasons: BTreeMap<String, usize>,
+    /// For a stage `--stages` did not ask for: what becomes of it (it never runs).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kept: Option<String>,
+}
+
+/// The dry run of `plan` as data, per stage (what `--dry-run` prints and `--message-format
+/// json` sends). `share`: a shard's (per instance in plan order whether the shard owns it, see
+/// [`super::shard::owners`]): only those are counted.
+pub fn assess(
     plan: &Plan,
     store: Option<&InstanceStore>,
     force: &Force,
-    share: Option<(&str, &[bool])>,
-) -> String {
+    share: Option<&[bool]>,
+) -> Vec<StagePlan> {
     let last: Index = store.map(|s| last_run(s, &plan.name)).unwrap_or_default();
     let last_files: Files = store.map(|s| last_files(s, &plan.name)).unwrap_or_default();
-    let mut out = match share {
-        None => format!("{} ({}):\n", plan.name, plan.file.display()),
-        Some((shard, _)) => format!(
-            "{} ({}), the instances shard {shard} owns:\n",
-            plan.name,
-            plan.file.display()
-        ),
-    };
-    let (mut total_run, mut total_cached) = (0, 0);
     let mut digests = HashMap::new();
     let mut g = 0;
+    let mut out = Vec::with_capacity(plan.stages.len());
     for stage in &plan.stages {
         // Not asked for (`--stages`): looked up, never run.
         if stage.kept {
@@ -62,23 +71,27 @@ pub fn explain(
                 .filter(|i| store.is_some_and(|s| s.contains(&i.store_key)))
                 .count();
             g += stage.instances.len();
-            let rest = if stored == stage.instances.len() {
-                "taken from the store".to_string()
+            let what = if stored == stage.instances.len() {
+                "taken from the store"
             } else {
-                "not asked for (--stages): its outputs in the results directory are kept as they are".to_string()
+                "not asked for (--stages): its outputs in the results directory are kept as they are"
             };
-            let _ = writeln!(
-                out,
-                "  {:<24} {:>7} to run, {:>7} in the store: {rest}",
-                stage.name, 0, stored
-            );
+            out.push(StagePlan {
+                stage: stage.name.clone(),
+                kind: stage.kind.name.to_string(),
+                instances: stage.instances.len(),
+                to_run: 0,
+                in_store: stored,
+                reasons: BTreeMap::new(),
+                kept: Some(what.to_string()),
+            });
             continue;
         }
         let mut reasons: BTreeMap<String, usize> = BTreeMap::new();
         let (mut cached, mut counted) = (0, 0);
         for inst in &stage.instances {
             g += 1;
-            if share.is_some_and(|(_, owned)| !owned[g - 1]) {
+            if share.is_some_and(|owned| !owned[g - 1]) {
                 continue;
             }
             counted += 1;
@@ -111,18 +124,53 @@ pub fn explain(
                 Some(r) => *reasons.entry(r).or_default() += 1,
             }
         }
-        let run = counted - cached;
-        total_run += run;
-        total_cached += cached;
+        out.push(StagePlan {
+            stage: stage.name.clone(),
+            kind: stage.kind.name.to_string(),
+            instances: counted,
+            to_run: counted - cached,
+            in_store: cached,
+            reasons,
+            kept: None,
+        });
+    }
+    out
+}
+
+/// The dry-run report of `plan` as a person reads it (see [`assess`]). `share`: a shard's
+/// name and share.
+pub fn explain(
+    plan: &Plan,
+    store: Option<&InstanceStore>,
+    force: &Force,
+    share: Option<(&str, &[bool])>,
+) -> String {
+    let mut out = match share {
+        None => format!("{} ({}):\n", plan.name, plan.file.display()),
+        Some((shard, _)) => format!(
+            "{} ({}), the instances shard {shard} owns:\n",
+            plan.name,
+            plan.file.display()
+        ),
+    };
+    let (mut total_run, mut total_cached) = (0, 0);
+    for st in assess(plan, store, force, share.map(|(_, o)| o)) {
         let _ = write!(
             out,
             "  {:<24} {:>7} to run, {:>7} in the store",
-            stage.name, run, cached
+            st.stage, st.to_run, st.in_store
         );
-        let listed: Vec<String> = reasons
+        if let Some(k) = &st.kept {
+            let _ = writeln!(out, ": {k}");
+            continue;
+        }
+        total_run += st.to_run;
+        total_cached += st.in_store;
+        let listed: Vec<String> = st
+            .reasons
             .iter()
             .map(|(r, n)| {
-                if *n == run && reasons.len() == 1 {
+                if *n == st.to_run && st.reasons.len() == 1 {
                     r.clone()
                 } else {
                     format!("{r} (×{n})")

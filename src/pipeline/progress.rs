@@ -28,6 +28,25 @@ pub trait Reporter: Send + Sync {
     fn progressed(&self, pipeline: &str, counts: Counts);
     /// The pipeline's instances are all through.
     fn finished(&self, pipeline: &str);
+    /// Whether it is told of each instance (the `instance_*` calls; an instance's label is a
+    /// string made for each, so the engine makes none for a reporter that does not ask).
+    fn wants_instances(&self) -> bool {
+        false
+    }
+    /// An instance starts computing (one taken from the store does not start).
+    fn instance_started(&self, _pipeline: &str, _stage: &str, _instance: &str) {}
+    /// An instance is done: computed in `seconds`, or taken from the store.
+    fn instance_finished(
+        &self,
+        _pipeline: &str,
+        _stage: &str,
+        _instance: &str,
+        _seconds: f64,
+        _from_store: bool,
+    ) {
+    }
+    /// An instance failed with `message`.
+    fn instance_failed(&self, _pipeline: &str, _stage: &str, _instance: &str, _message: &str) {}
 }
 
 /// A run's counters, each instance told to the [`Reporter`]. Failures count too, so a stage
@@ -114,5 +133,30 @@ impl Progress {
 
     pub fn finish(&self) {
         self.reporter.finished(&self.label);
+    }
+
+    /// Whether the reporter is told of each instance.
+    pub(super) fn per_instance(&self) -> bool {
+        self.reporter.wants_instances()
+    }
+
+    pub(super) fn instance_started(&self, stage: &str, instance: &str) {
+        self.reporter.instance_started(&self.label, stage, instance);
+    }
+
+    pub(super) fn instance_finished(
+        &self,
+        stage: &str,
+        instance: &str,
+        seconds: f64,
+        from_store: bool,
+    ) {
+        self.reporter
+            .instance_finished(&self.label, stage, instance, seconds, from_store);
+    }
+
+    pub(super) fn instance_failed(&self, stage: &str, instance: &str, message: &str) {
+        self.reporter
+            .instance_failed(&self.label, stage, instance, message);
     }
 }

@@ -82,7 +82,7 @@ use super::error::ProgramError;
 pub(crate) const PROTOCOL: u32 = 1;
 
 /// The Python helper, written into every working directory.
-pub(crate) const PYTHON_HELPER: &str = include_str!("../../python/dplab_external.py");
+pub(crate) const PYTHON_HELPER: &str = include_str!("../../python/dplab/external.py");
 
 /// The file name of the frame, without its extension.
 pub(crate) const FRAME: &str = "out";

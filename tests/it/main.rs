@@ -19,6 +19,7 @@ mod data;
 mod derived;
 mod docs;
 mod error_metrics;
+mod events;
 mod experiment;
 mod external;
 mod figures;

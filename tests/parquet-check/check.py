@@ -112,10 +112,46 @@ def check(parquet, problems):
                 break
 
 
+def check_instances(parquet, problems):
+    """`instances.parquet`, read by pyarrow and duckdb: one row per instance of every stage, in
+    the manifest's order with its keys and seeds, and rows that tile each stage's frame."""
+    name = f"{parquet.parent.name}/{parquet.name}"
+    manifest = json.loads((parquet.parent / "manifest.json").read_text())
+    table = pq.read_table(parquet)
+    rows = table.to_pylist()
+    want = [(st["name"], s["key"], s["seed"]) for st in manifest["stages"] for s in st["seeds"]]
+    got = [(r["stage"], r["key"], r["seed"]) for r in rows]
+    if got != want:
+        problems.append(f"{name}: its (stage, key, seed) rows are not the manifest's ({len(got)} rows, {len(want)} instances)")
+        return
+    for field, kind in [("first_row", "int"), ("rows", "int"), ("from_store", "bool"), ("seconds", "float")]:
+        if kind_of(table.schema.field(field).type) != kind:
+            problems.append(f"{name}: `{field}` is {table.schema.field(field).type}, not {kind}")
+    for st in manifest["stages"]:
+        frame = parquet.parent / f"{st['name']}.parquet"
+        mine = [r for r in rows if r["stage"] == st["name"] and not r["kept"]]
+        if not frame.exists() or not mine:
+            continue
+        n = pq.read_metadata(frame).num_rows
+        at = 0
+        for r in mine:
+            if r["first_row"] != at:
+                problems.append(f"{name}: stage `{st['name']}` instance {r['instance']!r} starts at row {r['first_row']}, not {at}")
+                break
+            at += r["rows"]
+        if at != n:
+            problems.append(f"{name}: stage `{st['name']}`'s instances hold {at} rows, its frame {n}")
+    count = duckdb.sql(f"SELECT count(*) FROM read_parquet('{parquet}')").fetchall()[0][0]
+    if count != len(rows):
+        problems.append(f"{name}: duckdb reads {count} rows, pyarrow {len(rows)}")
+
+
 def main():
     root = Path(sys.argv[1])
     problems = []
-    frames = sorted(root.glob("*/*.parquet"))
+    for p in sorted(root.glob("*/instances.parquet")):
+        check_instances(p, problems)
+    frames = sorted(p for p in root.glob("*/*.parquet") if p.name != "instances.parquet")
     if not frames:
         print(f"parquet-check: no Parquet frames under {root}", file=sys.stderr)
         return 1

@@ -11,3 +11,9 @@ pub mod prelude {
     pub use polars_core::prelude::*;
     pub use polars_io::prelude::*;
 }
+
+/// polars-io's modules by path, for the names its prelude has twice (`BatchedWriter` is CSV's
+/// and Parquet's).
+pub mod io {
+    pub use polars_io::*;
+}

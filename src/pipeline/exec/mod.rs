@@ -53,6 +53,8 @@ pub struct RunError {
     /// The stage said an external input (a dataset file) is not on this machine
     /// ([`crate::kind::Unavailable`]): nothing is wrong with the pipeline itself.
     pub unavailable: bool,
+    /// The results directory, when what succeeded was written there.
+    pub written: Option<Box<std::path::Path>>,
 }
 
 impl std::fmt::Display for RunError {
@@ -92,6 +94,7 @@ impl RunError {
             instance: inst.label(),
             message,
             unavailable,
+            written: None,
         }
     }
 
@@ -103,6 +106,7 @@ impl RunError {
             instance: String::new(),
             message,
             unavailable: false,
+            written: None,
         }
     }
 }
@@ -271,6 +275,7 @@ pub fn execute(plan: &Plan, opts: &RunOptions) -> Result<PathBuf, RunError> {
                 "\n  what succeeded is in {} (its manifest says what is missing)",
                 dir.display()
             ));
+            e.written = Some(dir.clone().into_boxed_path());
             Err(e)
         }
         None => Ok(dir),

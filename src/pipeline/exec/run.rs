@@ -523,6 +523,9 @@ impl<'a> Run<'a> {
             self.progress.tick_failed();
             return Took::Done(None);
         }
+        if self.progress.per_instance() {
+            self.progress.instance_started(&stage.name, &inst.label());
+        }
         match self.compute(si, ii, false) {
             Ok(res) => {
                 self.failures.succeeded(si);
@@ -586,11 +589,24 @@ impl<'a> Run<'a> {
     /// piece; the last instance of a stage hands the gathered frame to its whole readers.
     fn finished(&self, g: usize, si: usize, ii: usize, outcome: Option<(InstanceResult, bool)>) {
         let st = &self.stages[si];
+        let stage = &self.plan.stages[si];
+        if let Some((res, hit)) = outcome.as_ref().filter(|_| self.progress.per_instance()) {
+            if !stage.kept {
+                self.progress.instance_finished(
+                    &stage.name,
+                    &stage.instances[ii].label(),
+                    res.seconds,
+                    *hit,
+                );
+            }
+        }
         match outcome {
             Some((res, hit)) => {
                 if hit {
                     st.cached.fetch_add(1, Ordering::Relaxed);
                     lock(&st.made).add(ii, res.made.as_ref());
+                } else {
+                    lock(&st.made).computed_now(ii);
                 }
                 lock(&st.seconds)[ii] = res.seconds;
                 if !res.artifacts.is_empty() {
@@ -780,6 +796,7 @@ impl<'a> Run<'a> {
             instance: String::new(),
             message: format!("joining its instances' frames: {e:#}"),
             unavailable: false,
+            written: None,
         };
         self.fail(g, err);
         self.stages[si].broken.store(true, Ordering::Release);
@@ -790,6 +807,10 @@ impl<'a> Run<'a> {
     fn fail(&self, g: usize, err: RunError) {
         let (si, _) = self.locate(g);
         let quiet = err.unavailable || INTERRUPTED.load(Ordering::Relaxed);
+        if !quiet && self.progress.per_instance() {
+            self.progress
+                .instance_failed(&err.stage, &err.instance, &err.message);
+        }
         self.failures.failed(si, &err.instance, &err.message, quiet);
         lock(&self.errors).push((g, err));
     }

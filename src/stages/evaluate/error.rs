@@ -471,7 +471,7 @@ mod tests {
         let short = polars::df!("bin" => [0i64, 1], "count" => [1.0, 3.0]).unwrap();
         let e = fails(&KIND, with, &[&noisy, &short], 0);
         assert!(
-            e.contains("row 1 of the estimates has the key (bin) = (2)"),
+            e.contains("row 1 of the estimates has the key (bin) = (2.0)"),
             "{e}"
         );
         let twice = polars::df!("bin" => [0i64, 0, 1, 2], "count" => [1.0, 1.0, 3.0, 4.0]).unwrap();
