@@ -91,7 +91,11 @@ pub fn stable(text: &str, dir: &std::path::Path) -> String {
     s.replace(&*dir.to_string_lossy(), "[TMP]")
 }
 
-/// Every file of a results directory but its `manifest.json` (which records times and
+/// The files of a results directory that record how its run went (times, counts, what came
+/// from the store), not what it computed: two runs of the same pipeline differ in them.
+pub const RUN_RECORDS: [&str; 2] = ["manifest.json", "instances.parquet"];
+
+/// Every file of a results directory but its run records ([`RUN_RECORDS`]: times and
 /// counts), by path below it (`rerun/` included), with its bytes, in path order. Each must be
 /// a plain file or a folder.
 pub fn result_files(dir: &std::path::Path) -> Vec<(String, Vec<u8>)> {
@@ -102,7 +106,7 @@ pub fn result_files(dir: &std::path::Path) -> Vec<(String, Vec<u8>)> {
             let rel = e.path().strip_prefix(root).unwrap().display().to_string();
             if t.is_dir() {
                 walk(root, &e.path(), out);
-            } else if rel != "manifest.json" {
+            } else if !RUN_RECORDS.contains(&rel.as_str()) {
                 assert!(t.is_file(), "{}", e.path().display());
                 out.push((rel, std::fs::read(e.path()).unwrap()));
             }

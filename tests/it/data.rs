@@ -260,6 +260,16 @@ fn load_dataset_in_a_pipeline() {
         dist.contains("x,1,0.5") && dist.contains("y,1,0.5"),
         "{dist}"
     );
+    // The manifest describes the dataset it read as data a reader (and jq) can use: its
+    // files with their sha256, its tables as the registry reads them — not Rust debug text.
+    let m: serde_json::Value =
+        serde_json::from_slice(&fs::read(out_dir.join("p/manifest.json")).unwrap()).unwrap();
+    let source = &m["stages"][0]["sources"][0];
+    assert_eq!(source["dataset"], "t", "{m}");
+    assert_eq!(source["files"][0]["file"], "t.csv", "{source}");
+    assert!(source["files"][0]["sha256"].is_string(), "{source}");
+    assert!(source["tables"].is_object(), "{source}");
+    assert!(!m.to_string().contains("TableSpec"), "{m}");
 
     // A wrong file in the mirror is an integrity error, not data.
     fs::write(

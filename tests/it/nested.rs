@@ -266,21 +266,28 @@ fn every_value_of_several_forms_says_what_it_takes() {
     let mut bad = Vec::new();
     let mut found = 0;
     for (path, text) in &files {
-        let lines: Vec<&str> = text.lines().collect();
-        for (n, line) in lines.iter().enumerate() {
-            if !line.trim_start().starts_with("#[serde(untagged") {
+        // Each `#[serde(…)]` attribute, over as many lines as rustfmt gives it.
+        let mut rest = text.as_str();
+        while let Some(at) = rest.find("#[serde(") {
+            let attr_and_after = &rest[at..];
+            let end = attr_and_after
+                .find(")]")
+                .map_or(attr_and_after.len(), |e| e + 2);
+            let attr = &attr_and_after[..end];
+            rest = &attr_and_after[end..];
+            if !attr.contains("untagged") {
                 continue;
             }
             found += 1;
-            let name = lines[n + 1..]
-                .iter()
-                .find_map(|l| l.split("enum ").nth(1))
+            let name = rest
+                .split("enum ")
+                .nth(1)
                 .and_then(|r| r.split([' ', '{', '<']).next())
                 .unwrap_or_default();
-            let says = line.contains("expecting = \"expected ");
+            let says = attr.contains("expecting = \"expected ");
             let by_hand = text.contains(&format!("Deserialize<'de> for {name} "));
             if !says && !by_hand {
-                bad.push(format!("{}:{}: enum {name}", path.display(), n + 1));
+                bad.push(format!("{}: enum {name}", path.display()));
             }
         }
     }

@@ -13,7 +13,7 @@
 //! * the store only grows, holds nothing under `objects/` but entries, and every entry stays
 //!   the file it was (a new file for a stored key would mean its instance was computed again);
 //! * results, where a killed run left any, are complete (the same bytes as the reference);
-//! * the run that completes writes the reference bytes (every file but `manifest.json`, whose
+//! * the run that completes writes the reference bytes (every file but its run records, `manifest.json` and `instances.parquet`, whose
 //!   wall times differ) and the same instance keys, computes exactly the instances whose key
 //!   was not in the store when it started and takes every other one from the store (per
 //!   stage: `instances_run` and `instances_cached`), and leaves every key in the store and no
@@ -138,7 +138,7 @@ impl Lab {
     }
 }
 
-/// The files of a results directory but `manifest.json`, by name.
+/// The files of a results directory but its run records, by name.
 type Files = Vec<(String, Vec<u8>)>;
 /// Per stage (in plan order), its instances' keys (in plan order).
 type Keys = Vec<(String, Vec<String>)>;
@@ -232,7 +232,7 @@ fn manifest_keys(results: &Path) -> Keys {
         .collect()
 }
 
-/// Every file of a results directory but `manifest.json`, by name.
+/// Every file of a results directory but its run records, by name.
 fn files(dir: &Path) -> Files {
     crate::common::result_files(dir)
 }

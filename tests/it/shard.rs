@@ -89,7 +89,9 @@ fn files(root: &Path) -> Vec<(PathBuf, Vec<u8>)> {
             let p = e.path();
             if p.is_dir() {
                 stack.push(p);
-            } else if p.file_name().unwrap() != "manifest.json" {
+            } else if !crate::common::RUN_RECORDS
+                .contains(&p.file_name().unwrap().to_string_lossy().as_ref())
+            {
                 out.push((
                     p.strip_prefix(root).unwrap().to_path_buf(),
                     fs::read(&p).unwrap(),

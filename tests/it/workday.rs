@@ -454,7 +454,10 @@ fn files_of(dir: &Path) -> std::collections::BTreeMap<String, Vec<u8>> {
     std::fs::read_dir(dir)
         .unwrap()
         .flatten()
-        .filter(|e| e.path().is_file() && e.file_name() != "manifest.json")
+        .filter(|e| {
+            e.path().is_file()
+                && !crate::common::RUN_RECORDS.contains(&e.file_name().to_string_lossy().as_ref())
+        })
         .map(|e| {
             (
                 e.file_name().to_string_lossy().to_string(),
