@@ -105,7 +105,7 @@ wheel: build pyenv
 ## separate build of the whole crate graph (target/portable), measured once, not run in CI.
 wheel-portable: pyenv
 	target/pyenv/bin/pip install -q 'maturin[zig]==$(MATURIN_VERSION)'
-	CARGO_TARGET_DIR=target/portable target/pyenv/bin/maturin build --release --locked --zig --compatibility manylinux_2_28 --out target/wheels-portable
+	PATH=$(abspath target/pyenv/bin):$$PATH CARGO_TARGET_DIR=target/portable target/pyenv/bin/maturin build --release --locked --zig --compatibility manylinux_2_28 --out target/wheels-portable
 
 ## The Python API tested as a user has it: the wheel installed with pip into a fresh virtual
 ## environment (target/wheel-venv) with no Rust toolchain on PATH, then tests/python (pytest) and

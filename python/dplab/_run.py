@@ -216,9 +216,13 @@ class _Session:
             self.outcome.plans.append(plan)
             self._state(pipeline).total = plan.instances
         elif name == "instance_finished":
+            # `progress` events count the same instances, and one may come before the
+            # instance's own event: never count past the total (the last `progress` event
+            # has the exact counts).
             p = self._state(pipeline)
-            p.done += 1
-            p.cached += 1 if event.get("from_store") is True else 0
+            p.done = min(p.done + 1, p.total) if p.total else p.done + 1
+            if event.get("from_store") is True:
+                p.cached = min(p.cached + 1, p.done)
             self._show(pipeline)
         elif name == "instance_failed":
             log = event.get("log")
