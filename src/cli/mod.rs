@@ -39,6 +39,20 @@ use exit::Failure;
 /// Runs the command `cli` names, and turns how it went into the exit status.
 pub(crate) fn dispatch(cli: Cli) -> ExitCode {
     if cli.message_format == args::MessageFormat::Json {
+        // Only these speak in events; any other command's output would go to stderr.
+        if !matches!(
+            cli.command,
+            Command::Run(_)
+                | Command::Validate { .. }
+                | Command::Show {
+                    instances: false,
+                    ..
+                }
+        ) {
+            return exit::exit_status(Err(Failure::BadInput(
+                "--message-format json is for `run` (and its --dry-run), `validate` and `show` (without --instances)".into(),
+            )));
+        }
         events::turn_on();
     }
     raise_open_file_limit();

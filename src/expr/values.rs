@@ -328,7 +328,7 @@ impl KeyCell {
         let t = text.trim();
         match like {
             KeyCell::Int(_) | KeyCell::Num(_) => match t.parse::<f64>() {
-                Ok(x) if x.is_finite() => KeyCell::number(x),
+                Ok(x) if !x.is_nan() => KeyCell::number(x),
                 _ => KeyCell::Str(text.to_string()),
             },
             KeyCell::Bool(_) => match t {

@@ -220,8 +220,8 @@ fn written() -> bool {
 #[derive(Serialize, Deserialize, Debug, Default, Clone, PartialEq)]
 #[serde(default)]
 pub struct Kept {
-    /// Why this run did not make them: `not asked for (--stages), not in the store` or
-    /// `failed in this run`.
+    /// Why this run did not make them: `not asked for (--stages), and not all in the store`,
+    /// or `failed in this run` (an entry with no earlier outputs at all says so too).
     pub why: String,
     /// Whether its instances are still those that made them (the same store keys: the same
     /// kind, parameters, seeds and inputs). `false`: stale, listed in

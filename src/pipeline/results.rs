@@ -109,12 +109,17 @@ impl MadeLog {
                 None => (true, None, String::new(), None),
             };
         }
-        let at = self
-            .here
-            .binary_search_by_key(&ii, |r| r.0)
-            .ok()
-            .map(|i| at_text(self.here[i].1));
-        (false, at, this_build.to_string(), seconds)
+        // Neither taken nor computed: it failed, or was not run (an input failed, its stage
+        // stopped): no time, build or compute time to give.
+        match self.here.binary_search_by_key(&ii, |r| r.0) {
+            Ok(i) => (
+                false,
+                Some(at_text(self.here[i].1)),
+                this_build.to_string(),
+                seconds,
+            ),
+            Err(_) => (false, None, String::new(), None),
+        }
     }
 
     /// Instance `ii`'s record (after [`Self::finish`]).
@@ -222,7 +227,13 @@ pub fn write(plan: &Plan, results: &[StageOutput], opts: &RunFacts, wall: f64) -
     let _lock = lock(opts.out_dir)?;
     recover(opts.out_dir, name, &final_dir)?;
     replaceable(&final_dir, name).map_err(anyhow::Error::msg)?;
-    let earlier = earlier_run(&final_dir);
+    // Read only when some stage keeps its earlier outputs: a manifest of 10⁶ instances is
+    // hundreds of MB as a tree.
+    let earlier = if results.iter().any(|r| r.carry.is_some()) {
+        earlier_run(&final_dir)
+    } else {
+        None
+    };
     let staging = opts
         .out_dir
         .join(format!(".{name}.partial-{}", std::process::id()));
@@ -457,25 +468,48 @@ fn write_all(
     for (si, stage) in plan.stages.iter().enumerate() {
         let res = &results[si];
         if let Some(carry) = res.carry {
+            // An earlier entry that itself had no outputs (left out, failed) has nothing to
+            // keep: the stage is as missing now as it was then.
             let entry = earlier.and_then(|(from, m)| {
                 let e = m.stages.iter().find(|e| e.name == stage.name)?;
-                Some((from, m, e))
+                (!earlier_lacks(m, &stage.name)).then_some((from, m, e))
             });
             if let Some((from, m, e)) = entry {
+                let mut lost = 0;
+                for f in m.outputs.iter().filter(|f| f.of_stage(&stage.name)) {
+                    match keep_file(from, dir, f, &stage.name, &mut names)? {
+                        Some(o) => outputs.push(o),
+                        None => lost += 1,
+                    }
+                }
+                // Current only if its instances are those that made the outputs, the outputs
+                // were current then, and all of them are still here.
+                let was_current = e.kept.as_ref().is_none_or(|k| k.current)
+                    && !m
+                        .incomplete
+                        .as_ref()
+                        .is_some_and(|i| i.stale.iter().any(|l| names_stage(l, &stage.name)));
+                let same = same_instances(stage, e);
                 let kept = Kept {
                     why: carry.why().into(),
-                    current: same_instances(stage, e),
+                    current: same && was_current && lost == 0,
                 };
                 if !kept.current {
+                    let because = if !same {
+                        format!(
+                            "its instances are not those that made them any more ({}: an input, a parameter or the seed changed)",
+                            instances_moved(stage, e)
+                        )
+                    } else if lost > 0 {
+                        format!("{lost} of its files are not in the results directory any more")
+                    } else {
+                        "they were stale already when that run kept them".to_string()
+                    };
                     stale.push(format!(
-                        "stage `{}`: its outputs are an earlier run's ({}; {}), and its instances are not those that made them any more (an input, a parameter or the seed changed): run it to bring it up to date",
+                        "stage `{}`: its outputs are an earlier run's ({}), and {because}: run it to bring it up to date",
                         stage.name,
                         carry.why(),
-                        instances_moved(stage, e)
                     ));
-                }
-                for f in m.outputs.iter().filter(|f| f.of_stage(&stage.name)) {
-                    outputs.extend(keep_file(from, dir, f, &stage.name, &mut names)?);
                 }
                 carried[si] = Some(e);
                 stages.push(kept_entry(e, kept));
@@ -805,6 +839,28 @@ impl InstanceTable {
             ],
         )?)
     }
+}
+
+/// Whether the earlier run `m` lists stage `name` as having no outputs of its own: left out,
+/// or failed (then its outputs, if any, were kept from a run before it and are named stale).
+fn earlier_lacks(m: &Manifest, name: &str) -> bool {
+    let kept = m
+        .stages
+        .iter()
+        .find(|e| e.name == name)
+        .and_then(|e| e.kept.as_ref());
+    let kept_none = kept.is_some_and(|k| k.why.contains("no earlier outputs"));
+    kept_none
+        || m.incomplete.as_ref().is_some_and(|i| {
+            i.left_out.iter().any(|s| s == name)
+                // Failed, and kept nothing from a run before it.
+                || (kept.is_none() && i.failed.iter().any(|l| names_stage(l, name)))
+        })
+}
+
+/// Whether a line of `incomplete` (`stage `x`: …`) is about stage `name`.
+fn names_stage(line: &str, name: &str) -> bool {
+    line.starts_with(&format!("stage `{name}`:"))
 }
 
 /// A stage's manifest entry as this run made it.

@@ -239,17 +239,21 @@ pub fn name_problem(name: &str, kind: NameKind) -> Option<String> {
     // (a stage `manifest` whose kind writes a `.json` layout), and `OUT/index.html`, the
     // report (a pipeline `index.html` would be a directory in its place). Refused here, not
     // when the results are written after the whole run.
-    let reserved = match kind {
-        NameKind::Stage => "manifest",
-        NameKind::Pipeline => "index.html",
+    // `instances` too: `OUT/<pipeline>/instances.parquet`, the instances table.
+    let reserved: &[&str] = match kind {
+        NameKind::Stage => &["manifest", "instances"],
+        NameKind::Pipeline => &["index.html"],
         NameKind::Axis => return None,
     };
-    name.eq_ignore_ascii_case(reserved).then(|| {
-        format!("{what} {name:?} is not allowed: dplab writes a file of that name itself ({}); choose another", match kind {
-            NameKind::Stage => "the results directory's manifest.json",
+    let taken = reserved.iter().find(|r| name.eq_ignore_ascii_case(r))?;
+    Some(format!(
+        "{what} {name:?} is not allowed: dplab writes a file of that name itself ({}); choose another",
+        match *taken {
+            "manifest" => "the results directory's manifest.json",
+            "instances" => "the results directory's instances.parquet",
             _ => "the report, OUT/index.html",
-        })
-    })
+        }
+    ))
 }
 
 pub(crate) use crate::axis::parse_axis;

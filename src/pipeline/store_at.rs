@@ -14,7 +14,9 @@
 //! finds the project's store from any directory, a results directory's `rerun/` copy
 //! included (it lies under the project). A store made by an older dplab in the directory its
 //! user ran from is still found by step 3 when that is where the user stands, and by step 2
-//! when that directory holds the pipeline: no store needs moving. Every way the store was
+//! when that directory holds the pipeline: no store needs moving. Steps 2 and 3 take only a
+//! store the user running dplab owns ([`upward`]). As with git, a store made high up (a run
+//! from the home directory) serves every project below it that has none of its own. Every way the store was
 //! found is said by `--dry-run` and `-v` ([`Found::describe`]).
 
 use std::path::{Path, PathBuf};
@@ -104,12 +106,23 @@ pub fn find(
     }
 }
 
-/// The nearest `.dplab/store` directory at `from` or above it (a link to a directory counts:
-/// a store may live on another disk).
+/// The nearest `.dplab/store` directory at `from` or above it that belongs to the user running
+/// dplab (a link to a directory counts: a store may live on another disk). A store is results
+/// taken on trust, so one that another user made — a `/tmp/.dplab/store` or one in a shared
+/// scratch folder above the pipeline — is passed over, as git passes over a `.git` it does not
+/// own.
 fn upward(from: &Path) -> Option<PathBuf> {
     from.ancestors()
         .map(|d| d.join(DOT_DIR).join(STORE))
-        .find(|s| s.is_dir())
+        .find(|s| s.is_dir() && owned(s))
+}
+
+/// Whether the user running dplab owns `dir` (root owns everything it may use).
+fn owned(dir: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    // SAFETY: getuid has no preconditions and cannot fail.
+    let me = unsafe { libc::getuid() };
+    std::fs::metadata(dir).is_ok_and(|m| m.uid() == me)
 }
 
 #[cfg(test)]
@@ -164,5 +177,25 @@ mod tests {
         );
         assert_eq!(f.how, How::New);
         assert!(f.describe().contains("made in the current directory"));
+    }
+
+    /// A store another user made above the pipeline is passed over (only where this test can
+    /// give a folder away, as root).
+    #[test]
+    fn a_store_another_user_owns_is_passed_over() {
+        // SAFETY: getuid has no preconditions.
+        if unsafe { libc::getuid() } != 0 {
+            return;
+        }
+        let d = tempfile::tempdir().unwrap();
+        let store = d.path().join(".dplab/store");
+        std::fs::create_dir_all(&store).unwrap();
+        let c = std::ffi::CString::new(store.as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: a valid path; 65534 is `nobody`.
+        assert_eq!(unsafe { libc::chown(c.as_ptr(), 65534, 65534) }, 0);
+        let here = d.path().join("p");
+        std::fs::create_dir_all(&here).unwrap();
+        let f = find(None, None, Some(&here.join("p.yaml")), &here);
+        assert_eq!(f.how, How::New, "{f:?}");
     }
 }

@@ -852,3 +852,17 @@ stages:
         "{e}"
     );
 }
+
+/// A stage may not take the name of a file dplab writes in its results directory itself: it is
+/// refused when the file is read, not after the whole run.
+#[test]
+fn a_stage_named_as_dplab_s_instances_table_is_refused() {
+    let e = bad(|s| {
+        s.replace("  counts:", "  instances:")
+            .replace("input: counts", "input: instances")
+    });
+    assert!(
+        e.contains("\"instances\" is not allowed: dplab writes a file of that name itself (the results directory's instances.parquet)"),
+        "{e}"
+    );
+}

@@ -284,7 +284,7 @@ fn an_upstream_edit_with_the_same_output_keeps_everything_below_it() {
     assert!(o.status.success(), "{}", text(&o));
     assert!(
         text(&o).contains(
-            "stage `noisy`: 4 instance(s) kept: what `doubled` gave is the same as when they were stored"
+            "stage `noisy`: 4 instance(s) taken from the store by content: what `doubled` gave is the same as when they were stored"
         ),
         "{}",
         text(&o)
@@ -417,6 +417,23 @@ fn part_of_a_pipeline_runs_with_stages() {
         "{m}"
     );
     assert_eq!(m["stages_asked"], serde_json::json!(["noisy"]), "{m}");
+    // Again: `all` has no outputs still, and the manifest still says so (an entry that had
+    // none is no output to keep).
+    let o = dplab()
+        .args(["run", "--stages", "noisy", "--out"])
+        .arg(&out)
+        .arg("--store")
+        .arg(&store)
+        .arg(&p)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    let m = manifest(&out.join("cut"));
+    assert_eq!(
+        m["incomplete"]["left_out"],
+        serde_json::json!(["all"]),
+        "{m}"
+    );
     let o = dplab()
         .args(["run", "--out"])
         .arg(&out)

@@ -166,7 +166,7 @@ pub fn execute(plan: &Plan, opts: &RunOptions) -> Result<PathBuf, RunError> {
                 .map(|&u| format!("`{}`", plan.stages[u].name))
                 .collect();
             tracing::info!(
-                "{}: stage `{}`: {n} instance(s) kept: what {} gave is the same as when they were stored",
+                "{}: stage `{}`: {n} instance(s) taken from the store by content: what {} gave is the same as when they were stored",
                 plan.name,
                 stage.name,
                 inputs.join(", ")
