@@ -9,7 +9,7 @@ JOBS ?= 2
 MIRROR ?= $(wildcard ../shared/datasets)
 export DPLAB_DATA_MIRROR ?= $(if $(MIRROR),$(abspath $(MIRROR)),)
 
-.PHONY: build docs intro wheel wheel-portable python-test run-all report test figure-check parquet-check pyenv external-check bench-worker browser-test test-slurm golden bench bench-engine bench-audit lint fuzz clean
+.PHONY: build docs intro wheel wheel-portable python-test python-check run-all report test figure-check parquet-check pyenv external-check bench-worker browser-test test-slurm golden bench bench-engine bench-audit lint fuzz clean
 
 build:
 	$(CARGO) build --release --locked
@@ -54,6 +54,7 @@ report: build
 ## Every run here uses a fresh instance store, so nothing passes because of stored work.
 test: build pyenv
 	rm -rf target/test-store target/ci-store target/ci-results
+	$(MAKE) wheel
 	DPLAB_STORE=$(abspath target/test-store) INSTA_UPDATE=no $(CARGO) test --release --locked
 	DPLAB=$(abspath $(DPLAB)) $(CARGO) test --release --locked -p dplab-schema-check
 	$(WITH_PYENV) $(DPLAB) run pipelines/ --profile ci --out target/ci-results --jobs $(JOBS) --skip-unavailable --store target/ci-store --allow-exec
@@ -61,7 +62,7 @@ test: build pyenv
 	$(MAKE) figure-check
 	$(MAKE) parquet-check
 	$(MAKE) external-check
-	$(MAKE) python-test
+	$(MAKE) python-check
 	tests/browser/run.sh target/ci-results pipelines
 
 ## Every figure of target/ci-results rendered by librsvg (rsvg-convert; installed with apt-get
@@ -112,6 +113,12 @@ wheel-portable: pyenv
 ## the book's notebook (nbclient) against it — never against the checkout's python/.
 PY_TEST_PACKAGES := pytest polars pandas pyarrow duckdb nbclient nbformat ipykernel
 python-test: wheel
+	$(MAKE) python-check
+
+## python-test on the wheel already in target/wheels (`make test` makes it right after `build`:
+## cargo test builds the binary with its own feature set, and a wheel made after it would
+## compile the crate once more).
+python-check:
 	rm -rf target/wheel-venv
 	python3 -m venv target/wheel-venv
 	target/wheel-venv/bin/pip install -q --no-index --find-links target/wheels dplab-pipelines
