@@ -49,6 +49,29 @@ fn started(dir: &Path) -> usize {
         .unwrap_or(0)
 }
 
+/// Starts `cmd` (stderr captured), sends it `signal` once `n` programs have started (as
+/// `ran.txt` beside the pipeline counts them), and waits for its end.
+fn signal_once_started(
+    mut cmd: std::process::Command,
+    dir: &Path,
+    n: usize,
+    signal: libc::c_int,
+) -> std::process::Output {
+    let child = cmd
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t0 = std::time::Instant::now();
+    while started(dir) < n {
+        assert!(t0.elapsed().as_secs() < 60, "the programs did not start");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    // SAFETY: signalling the dplab process this test started.
+    unsafe { libc::kill(child.id() as i32, signal) };
+    child.wait_with_output().unwrap()
+}
+
 fn run(p: &Path, out: &Path, extra: &[&str]) -> std::process::Output {
     dplab()
         .args(["run", "--allow-exec", "--out"])
@@ -181,24 +204,13 @@ fn an_interrupt_says_what_it_leaves() {
         6,
         "if [ \"$x\" -gt 2 ]; then exec sleep 300; fi\nprintf 'y\\n1\\n' > output/out.csv",
     );
-    let child = std::process::Command::new(env!("CARGO_BIN_EXE_dplab"))
-        .args(["run", "--allow-exec", "--jobs", "2", "--out"])
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_dplab"));
+    cmd.args(["run", "--allow-exec", "--jobs", "2", "--out"])
         .arg(d.path().join("out"))
         .arg("--store")
         .arg(d.path().join("store"))
-        .arg(&p)
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let t0 = std::time::Instant::now();
-    while started(d.path()) < 4 {
-        assert!(t0.elapsed().as_secs() < 60, "the programs did not start");
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
-    // SAFETY: signalling the dplab process this test started.
-    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
-    let o = child.wait_with_output().unwrap();
+        .arg(&p);
+    let o = signal_once_started(cmd, d.path(), 4, libc::SIGTERM);
     let t = String::from_utf8_lossy(&o.stderr);
     assert!(
         t.contains("interrupted: 2 instance(s) computed by this run, in the store")
@@ -591,23 +603,12 @@ fn a_failed_or_interrupted_run_loses_no_earlier_result() {
     // Interrupted while its programs run: nothing of the directory changes.
     let before = std::fs::read(out.join("day/manifest.json")).unwrap();
     pipeline(d.path(), 3, "exec sleep 300");
-    let child = std::process::Command::new(env!("CARGO_BIN_EXE_dplab"))
-        .args(["run", "--allow-exec", "--jobs", "2", "--out"])
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_dplab"));
+    cmd.args(["run", "--allow-exec", "--jobs", "2", "--out"])
         .arg(&out)
         .arg(&p)
-        .current_dir(d.path())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let t0 = std::time::Instant::now();
-    while started(d.path()) < 8 {
-        assert!(t0.elapsed().as_secs() < 60, "the programs did not start");
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
-    // SAFETY: signalling the dplab process this test started.
-    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
-    let _ = child.wait_with_output().unwrap();
+        .current_dir(d.path());
+    signal_once_started(cmd, d.path(), 8, libc::SIGINT);
     assert_eq!(files_of(&out.join("day")), whole);
     assert_eq!(
         std::fs::read(out.join("day/manifest.json")).unwrap(),
