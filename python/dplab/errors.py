@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from ._base import DplabError
+
 if TYPE_CHECKING:
     from .results import Results, RunSet
 
@@ -17,10 +19,6 @@ __all__ = [
     "ProtocolError",
     "RunError",
 ]
-
-
-class DplabError(Exception):
-    """The base of every error the dplab API raises."""
 
 
 class BinaryNotFoundError(DplabError, FileNotFoundError):

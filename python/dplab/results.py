@@ -18,7 +18,7 @@ from html import escape
 from pathlib import Path
 from typing import Any, Literal
 
-from .errors import DplabError
+from ._base import DplabError
 
 __all__ = ["AUDIT_KIND", "PROVENANCE", "Figure", "Lib", "Results", "RunSet", "open"]
 
