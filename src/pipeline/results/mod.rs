@@ -19,6 +19,14 @@ use super::plan::{Plan, PlannedStage};
 use super::spec::AxisValue;
 use crate::kind::Artifact;
 use crate::text::hex;
+use instances::outputs_instances;
+pub use kept::Carry;
+use kept::{
+    earlier_lacks, earlier_run, instances_moved, keep_file, kept_entry, names_stage, same_instances,
+};
+
+mod instances;
+mod kept;
 
 /// What the results directory needs of one stage once all its instances are done: its
 /// frames gathered in plan order, its artifacts, and per instance the compute time and
@@ -174,29 +182,6 @@ fn at_text(at: u64) -> String {
     .at_text()
 }
 
-/// Why a stage's outputs are not this run's. Nothing a user did not ask to change may
-/// disappear from a results directory: a run of some stages (`--stages`) and a run in which a
-/// stage failed keep that stage's earlier outputs and its earlier manifest entry, marked
-/// [`Kept`], and listed as stale when its instances are not those that made them any more
-/// (compared by store key: kind, parameters, seed and inputs). An interrupted run writes
-/// nothing, so it leaves the whole directory as it was.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Carry {
-    /// A stage `--stages` did not ask for, of which the store lacks an instance.
-    NotAsked,
-    /// An instance of the stage, or of one it reads, failed.
-    Failed,
-}
-
-impl Carry {
-    fn why(self) -> &'static str {
-        match self {
-            Carry::NotAsked => "not asked for (--stages), and not all in the store",
-            Carry::Failed => "failed in this run",
-        }
-    }
-}
-
 /// What a results directory records of how its run was made.
 pub struct RunFacts<'a> {
     /// The directory the results directory goes under (`--out`).
@@ -289,19 +274,6 @@ pub fn replaceable(dir: &Path, name: &str) -> Result<(), String> {
         "{} exists and is not results of pipeline `{name}` (it has no manifest.json that dplab wrote for `{name}`): a run would replace it ({advice})",
         dir.display()
     ))
-}
-
-/// The manifest of the results `dir` holds (which [`replaceable`] found to be this
-/// pipeline's), when it has one that reads: what a stage this run did not make keeps.
-fn earlier_run(dir: &Path) -> Option<Manifest> {
-    let path = dir.join("manifest.json");
-    fs::symlink_metadata(&path)
-        .ok()
-        .filter(|m| m.file_type().is_file())?;
-    let (f, _) = crate::regular::open_regular(&path).ok()?;
-    serde_json::from_reader::<_, Manifest>(std::io::BufReader::new(f))
-        .ok()
-        .filter(|m| m.is_dplab())
 }
 
 /// Whether `path` is a regular file holding a dplab manifest of pipeline `name`. The
@@ -664,205 +636,6 @@ fn axis_json(x: &AxisValue) -> serde_json::Value {
     }
 }
 
-/// `instances.parquet`: one row per instance of every stage — its label, axis values (a JSON
-/// object), repetition, seed, store keys, its rows in its stage's frame (`first_row`, `rows`),
-/// whether it came from the store, when and by which build it was computed, its compute time,
-/// whether its outputs are an earlier run's (`kept`), and what its stage's probes printed —
-/// so DuckDB or polars join any frame to its provenance without reading the manifest's JSON
-/// (row `r` of `<stage>.parquet` is the instance with `first_row ≤ r < first_row + rows`).
-/// Written in row groups of [`INSTANCE_ROWS`] instances: a sweep of 10⁶ never holds its table
-/// whole.
-fn outputs_instances(
-    plan: &Plan,
-    results: &[StageOutput],
-    carried: &[Option<&StageEntry>],
-    dir: &Path,
-    names: &mut OutputNames,
-    outputs: &mut Vec<OutputFile>,
-) -> Result<()> {
-    let this_build = super::instance_store::Made::now(0.0).by;
-    let name = names.claim(INSTANCES.into())?;
-    let file = put_with(dir, &name, |w| {
-        let schema = InstanceTable::default().frame()?.schema().as_ref().clone();
-        let mut bw = ParquetWriter::new(w).batched(&schema)?;
-        let mut t = InstanceTable::default();
-        for (si, stage) in plan.stages.iter().enumerate() {
-            let res = &results[si];
-            let env = serde_json::to_string(&stage.environment).unwrap_or_default();
-            if let Some(e) = carried[si] {
-                for s in &e.seeds {
-                    t.stage.push(stage.name.clone());
-                    t.instance.push(s.instance.clone());
-                    t.axes.push(None);
-                    t.rep.push(None);
-                    t.seed.push(s.seed.clone());
-                    t.key.push(s.key.clone());
-                    t.content_key.push(s.content_key.clone());
-                    t.first_row.push(None);
-                    t.rows.push(None);
-                    t.from_store.push(s.computed.is_some());
-                    t.computed_at
-                        .push(s.computed.as_ref().map(|c| c.at.clone()));
-                    t.build.push(
-                        s.computed
-                            .as_ref()
-                            .map_or_else(String::new, |c| c.by.clone()),
-                    );
-                    t.seconds.push(s.computed.as_ref().map(|c| c.seconds));
-                    t.kept.push(true);
-                    t.environment.push(env.clone());
-                    t.flush_full(&mut bw)?;
-                }
-                continue;
-            }
-            let framed = res.frame.is_some() && res.rows.len() == stage.instances.len();
-            let mut first = 0i64;
-            for (ii, inst) in stage.instances.iter().enumerate() {
-                let key = inst.key();
-                let axes: serde_json::Map<String, serde_json::Value> = key
-                    .iter()
-                    .map(|(a, v)| (a.to_string(), axis_json(v)))
-                    .collect();
-                let rep = key
-                    .iter()
-                    .find(|(a, _)| &**a == "rep")
-                    .and_then(|(_, v)| v.canonical().parse::<i64>().ok());
-                let (from_store, at, by, secs) =
-                    res.made
-                        .made_of(ii, &this_build, res.seconds.get(ii).copied());
-                let rows = framed.then(|| res.rows[ii] as i64);
-                t.stage.push(stage.name.clone());
-                t.instance.push(inst.label());
-                t.axes
-                    .push(Some(serde_json::Value::Object(axes).to_string()));
-                t.rep.push(rep);
-                t.seed.push(format!("{:032x}", inst.seed));
-                t.key.push(inst.store_key.to_string());
-                t.content_key.push(
-                    res.content_keys
-                        .get(ii)
-                        .copied()
-                        .flatten()
-                        .map(|k| k.to_string()),
-                );
-                t.first_row.push(rows.map(|_| first));
-                t.rows.push(rows);
-                t.from_store.push(from_store);
-                t.computed_at.push(at);
-                t.build.push(by);
-                t.seconds.push(secs);
-                t.kept.push(false);
-                t.environment.push(env.clone());
-                first += rows.unwrap_or(0);
-                t.flush_full(&mut bw)?;
-            }
-        }
-        std::mem::take(&mut t).write_to(&mut bw)?;
-        bw.finish()?;
-        Ok(())
-    })?;
-    outputs.push(file);
-    Ok(())
-}
-
-/// The file of [`outputs_instances`].
-pub(crate) const INSTANCES: &str = "instances.parquet";
-
-/// Instances per row group of `instances.parquet`.
-const INSTANCE_ROWS: usize = 1 << 16;
-
-/// Columns of `instances.parquet` being filled (see [`outputs_instances`]).
-#[derive(Default)]
-struct InstanceTable {
-    stage: Vec<String>,
-    instance: Vec<String>,
-    axes: Vec<Option<String>>,
-    rep: Vec<Option<i64>>,
-    seed: Vec<String>,
-    key: Vec<String>,
-    content_key: Vec<Option<String>>,
-    first_row: Vec<Option<i64>>,
-    rows: Vec<Option<i64>>,
-    from_store: Vec<bool>,
-    computed_at: Vec<Option<String>>,
-    build: Vec<String>,
-    seconds: Vec<Option<f64>>,
-    kept: Vec<bool>,
-    environment: Vec<String>,
-}
-
-impl InstanceTable {
-    fn len(&self) -> usize {
-        self.stage.len()
-    }
-
-    /// Writes the rows gathered so far as a row group once there are [`INSTANCE_ROWS`].
-    fn flush_full<W: Write>(
-        &mut self,
-        bw: &mut polars::io::parquet::write::BatchedWriter<W>,
-    ) -> Result<()> {
-        if self.len() >= INSTANCE_ROWS {
-            std::mem::take(self).write_to(bw)?;
-        }
-        Ok(())
-    }
-
-    fn write_to<W: Write>(
-        self,
-        bw: &mut polars::io::parquet::write::BatchedWriter<W>,
-    ) -> Result<()> {
-        bw.write_batch(&self.frame()?)?;
-        Ok(())
-    }
-
-    fn frame(self) -> Result<DataFrame> {
-        let n = self.len();
-        let c = |name: &str, s: Series| Column::from(s.with_name(name.into()));
-        Ok(DataFrame::new(
-            n,
-            vec![
-                c("stage", Series::new("".into(), self.stage)),
-                c("instance", Series::new("".into(), self.instance)),
-                c("axes", Series::new("".into(), self.axes)),
-                c("rep", Series::new("".into(), self.rep)),
-                c("seed", Series::new("".into(), self.seed)),
-                c("key", Series::new("".into(), self.key)),
-                c("content_key", Series::new("".into(), self.content_key)),
-                c("first_row", Series::new("".into(), self.first_row)),
-                c("rows", Series::new("".into(), self.rows)),
-                c("from_store", Series::new("".into(), self.from_store)),
-                c("computed_at", Series::new("".into(), self.computed_at)),
-                c("build", Series::new("".into(), self.build)),
-                c("seconds", Series::new("".into(), self.seconds)),
-                c("kept", Series::new("".into(), self.kept)),
-                c("environment", Series::new("".into(), self.environment)),
-            ],
-        )?)
-    }
-}
-
-/// Whether the earlier run `m` lists stage `name` as having no outputs of its own: left out,
-/// or failed (then its outputs, if any, were kept from a run before it and are named stale).
-fn earlier_lacks(m: &Manifest, name: &str) -> bool {
-    let kept = m
-        .stages
-        .iter()
-        .find(|e| e.name == name)
-        .and_then(|e| e.kept.as_ref());
-    let kept_none = kept.is_some_and(|k| k.why.contains("no earlier outputs"));
-    kept_none
-        || m.incomplete.as_ref().is_some_and(|i| {
-            i.left_out.iter().any(|s| s == name)
-                // Failed, and kept nothing from a run before it.
-                || (kept.is_none() && i.failed.iter().any(|l| names_stage(l, name)))
-        })
-}
-
-/// Whether a line of `incomplete` (`stage `x`: …`) is about stage `name`.
-fn names_stage(line: &str, name: &str) -> bool {
-    line.starts_with(&format!("stage `{name}`:"))
-}
-
 /// A stage's manifest entry as this run made it.
 fn entry_of<'a>(stage: &'a PlannedStage, res: &'a StageOutput) -> StageEntry<Listed<'a>> {
     let secs = &res.seconds;
@@ -889,91 +662,6 @@ fn entry_of<'a>(stage: &'a PlannedStage, res: &'a StageOutput) -> StageEntry<Lis
         kept: None,
         seeds: Listed::Plan(SeedsOf(stage, &res.content_keys, &res.made)),
     }
-}
-
-/// An earlier run's entry of a stage whose outputs this run keeps: as it was, marked.
-fn kept_entry(e: &StageEntry, kept: Kept) -> StageEntry<Listed<'_>> {
-    StageEntry {
-        name: e.name.clone(),
-        kind: e.kind.clone(),
-        kind_version: e.kind_version,
-        instances_run: e.instances_run,
-        instances_cached: e.instances_cached,
-        axes: e.axes.clone(),
-        gathered: e.gathered.clone(),
-        stored: e.stored,
-        instances: e.instances,
-        seconds_total: e.seconds_total,
-        seconds_max: e.seconds_max,
-        programs: e.programs.clone(),
-        params: e.params.clone(),
-        files: e.files.clone(),
-        sources: e.sources.clone(),
-        environment: e.environment.clone(),
-        from_store: e.from_store.clone(),
-        kept: Some(kept),
-        seeds: Listed::Kept(&e.seeds),
-    }
-}
-
-/// Whether the earlier entry `e` lists the instances `stage` has now, key for key.
-fn same_instances(stage: &PlannedStage, e: &StageEntry) -> bool {
-    e.seeds.len() == stage.instances.len()
-        && e.seeds
-            .iter()
-            .zip(&stage.instances)
-            .all(|(s, i)| s.key == i.store_key.to_string())
-}
-
-/// How the instances of `stage` differ from those of its earlier entry `e`, in a few words.
-fn instances_moved(stage: &PlannedStage, e: &StageEntry) -> String {
-    let before: std::collections::HashSet<&str> = e.seeds.iter().map(|s| s.key.as_str()).collect();
-    let changed = stage
-        .instances
-        .iter()
-        .filter(|i| !before.contains(i.store_key.to_string().as_str()))
-        .count();
-    format!(
-        "{changed} of its {} instance(s) have other keys now, it had {}",
-        stage.instances.len(),
-        e.seeds.len()
-    )
-}
-
-/// Copies file `f` of the earlier results `from` into `dir` for stage `stage`, as it is now
-/// (its size and hash taken again). Only a plain name of that directory and a regular file
-/// are copied: a manifest is no licence to read elsewhere. A file that is not there any more
-/// is left out, with a warning.
-fn keep_file(
-    from: &Path,
-    dir: &Path,
-    f: &OutputFile,
-    stage: &str,
-    names: &mut OutputNames,
-) -> Result<Option<OutputFile>> {
-    let mut parts = Path::new(&f.file).components();
-    let plain = matches!(
-        (parts.next(), parts.next()),
-        (Some(std::path::Component::Normal(_)), None)
-    ) && !f.file.starts_with('.');
-    let src = from.join(&f.file);
-    let regular = plain && fs::symlink_metadata(&src).is_ok_and(|m| m.file_type().is_file());
-    if !regular {
-        tracing::warn!(
-            "stage `{stage}`: its earlier output `{}` is not a file of {} any more: not kept",
-            f.file,
-            from.display()
-        );
-        return Ok(None);
-    }
-    let (mut file, _) = crate::regular::open_regular(&src)
-        .map_err(|e| anyhow::anyhow!("{}: {e}", src.display()))?;
-    let mut out = put_with(dir, &names.claim(f.file.clone())?, |w| {
-        std::io::copy(&mut file, w)?;
-        Ok(())
-    })?;
-    out.stage = stage.to_string();
-    Ok(Some(out))
 }
 
 /// A stage's instances in its manifest entry: streamed from the plan, or as an earlier run
