@@ -792,6 +792,21 @@ pub struct KindInfo {
     pub params: fn() -> Schema,
     pub gather: Gather,
     pub build: fn(&Value) -> Result<Box<dyn StageRun>, ParamError>,
+    /// For a kind that checks a claim (an audit): the [`Verdict`] an instance's frame states,
+    /// read from the frame alone, so an instance taken from the store speaks up as one just
+    /// computed. The engine reports each verdict as its instance finishes, and the caller
+    /// exits with its own status when one differs from what was expected.
+    pub verdict: Option<fn(&DataFrame) -> Option<Verdict>>,
+}
+
+/// What an instance of a checking kind found ([`KindInfo::verdict`]): whether it flagged
+/// something, whether that differs from what its stage expected, and one line that says what
+/// (the claim, the bound, the event).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Verdict {
+    pub flagged: bool,
+    pub unexpected: bool,
+    pub line: String,
 }
 
 /// One kind run on its own, as the engine runs one instance of it: for the test module beside

@@ -23,8 +23,9 @@ What a stage uses:
   from it; `job.rng`: a numpy `Generator` (PCG64 through `SeedSequence(job.seed)`), needs numpy;
 - `job.rows(name)`, `job.columns(name)`: an input as dicts; `job.polars(name)`,
   `job.arrow(name)`: as a polars DataFrame or pyarrow Table;
-- `job.write(data)`: the frame (rows, columns, or a library frame); `job.artifact("f.svg")`:
-  where to write an artifact kept with the instance;
+- `job.write(data)`: the frame (numpy arrays or a pyarrow table as binary columns, the
+  fast path; rows, columns, or another library's frame); `job.artifact("f.svg")`: where to
+  write an artifact kept with the instance;
 - `serve(fn)`: calls `fn(job)` for the instance dplab hands over, or, in a stage with
   `worker: true`, for each instance of a stream of them (the program starts once per dplab
   thread instead of once per instance).
@@ -189,12 +190,22 @@ class Job:
         return os.path.join(self.artifacts_dir, name)
 
     def write(self, data, format="auto"):
-        """Writes the instance's frame: a list of dicts, a dict of lists, or a polars,
-        pyarrow or pandas frame. `format` is "auto" (rows and columns as CSV, with the
-        standard library; a library's frame as Parquet, by that library), "parquet" or
-        "csv". Call it once."""
-        if format not in ("auto", "parquet", "csv"):
-            raise ValueError(f"format {format!r}: use 'auto', 'parquet' or 'csv'")
+        """Writes the instance's frame: a dict of numpy arrays, a pyarrow table, a list of
+        dicts, a dict of lists, or a polars or pandas frame. `format` is "auto" (numpy
+        arrays and pyarrow tables as binary columns, out.cols, with one write per column and
+        no Python loop per row: the fast path for many rows; other rows and columns as CSV,
+        with the standard library; a polars or pandas frame as Parquet, by that library),
+        "cols", "parquet" or "csv". Call it once."""
+        if format not in ("auto", "cols", "parquet", "csv"):
+            raise ValueError(f"format {format!r}: use 'auto', 'cols', 'parquet' or 'csv'")
+        if format in ("auto", "cols"):
+            binary = _binary_columns(data)
+            if binary is not None:
+                return _write_cols(binary, self.output["cols"])
+            if format == "cols":
+                raise ValueError(
+                    "format='cols' takes a dict of numpy arrays or a pyarrow table without missing values"
+                )
         columns = _as_columns(data)
         if columns is None:
             # A frame object of a library: let it write itself.
@@ -231,6 +242,82 @@ class Job:
                 )
             raise RuntimeError("writing Parquet needs polars or pyarrow; use format='csv'")
         _write_csv(columns, self.output["csv"])
+
+
+def _binary_columns(data):
+    """(name, 1-D numpy array) pairs for the binary format, or None when `data` is not
+    numpy arrays or a pyarrow table, or has missing values (then CSV or Parquet takes it)."""
+    kind = type(data).__module__.split(".")[0]
+    if kind == "pyarrow" and hasattr(data, "column_names"):
+        if any(c.null_count for c in data.columns):
+            return None
+        import numpy as np
+
+        out = []
+        for name, col in zip(data.column_names, data.columns):
+            out.append((str(name), np.asarray(col.to_numpy())))
+        return out
+    if isinstance(data, dict) and any(type(v).__module__ == "numpy" for v in data.values()):
+        import numpy as np
+
+        return [(str(k), np.asarray(v)) for k, v in data.items()]
+    return None
+
+
+_COLS_MAGIC = b"DPLABCOL"
+_COLS_VERSION = 1
+
+
+def _write_cols(columns, path):
+    """Writes `columns` in dplab's binary column format, version 1 (see the external-programs
+    chapter): a JSON header, then each column's values back to back, one write per column."""
+    import numpy as np
+
+    lengths = {name: len(a) for name, a in columns}
+    if len(set(lengths.values())) > 1:
+        raise ValueError(f"columns of different lengths: {lengths}")
+    rows = next(iter(lengths.values()), 0)
+    parts = []
+    for name, a in columns:
+        if a.ndim != 1:
+            raise ValueError(f"column {name!r} has shape {a.shape}: give 1-D arrays (one value a row)")
+        k = a.dtype.kind
+        if k == "f":
+            parts.append((name, "f64", np.ascontiguousarray(a, dtype="<f8")))
+        elif k in "iu":
+            if k == "u" and rows and int(a.max()) > 2**63 - 1:
+                raise ValueError(f"column {name!r} holds integers above 2**63 - 1")
+            parts.append((name, "i64", np.ascontiguousarray(a, dtype="<i8")))
+        elif k == "b":
+            parts.append((name, "bool", np.ascontiguousarray(a, dtype="u1")))
+        elif k in "USO":
+            values = a.tolist()
+            if any(not isinstance(v, str) for v in values):
+                raise ValueError(
+                    f"column {name!r} holds values that are not text (None?): missing values go through format='parquet'"
+                )
+            encoded = [v.encode("utf-8") for v in values]
+            offsets = np.zeros(rows + 1, dtype="<u8")
+            np.cumsum([len(e) for e in encoded], out=offsets[1:])
+            parts.append((name, "str", (offsets, b"".join(encoded))))
+        else:
+            raise ValueError(f"column {name!r} has numpy dtype {a.dtype}: use numbers, bools or text")
+    header = json.dumps(
+        {"rows": rows, "columns": [{"name": n, "type": t} for n, t, _ in parts]}
+    ).encode("utf-8")
+    with open(path, "wb") as f:
+        f.write(_COLS_MAGIC)
+        f.write(_COLS_VERSION.to_bytes(4, "little"))
+        f.write(len(header).to_bytes(4, "little"))
+        f.write(header)
+        for _, t, values in parts:
+            if t == "str":
+                offsets, text = values
+                f.write(offsets.data)
+                f.write(text)
+            else:
+                # The array's own memory, written as it is: no copy, no loop.
+                f.write(values.data)
 
 
 def _as_columns(data):

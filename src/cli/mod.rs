@@ -29,6 +29,7 @@ mod run;
 mod show;
 mod slurm;
 mod store;
+mod verdicts;
 
 use std::process::ExitCode;
 

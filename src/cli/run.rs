@@ -73,6 +73,7 @@ pub(crate) fn run(args: &RunArgs, quiet: bool) -> Outcome {
         Err(Failure::BadInput(m)) => (2, m.as_str()),
         Err(Failure::Failed(m)) => (1, m.as_str()),
         Err(Failure::ShardFailed(m)) => (3, m.as_str()),
+        Err(Failure::Unexpected(m)) => (4, m.as_str()),
     };
     // A refusal of the whole command (a flag, consent) is not located in a file.
     if !message.is_empty() {
@@ -293,15 +294,17 @@ fn run_all(args: &RunArgs, quiet: bool, tally: &mut Tally) -> Outcome {
         }
     }
     let mut stores = Stores::default();
+    let shown: std::sync::Arc<dyn dplab::pipeline::progress::Reporter> = if events::on() {
+        std::sync::Arc::new(events::Events::new())
+    } else {
+        std::sync::Arc::new(super::progress::Shown::new(
+            !quiet && std::io::stderr().is_terminal(),
+        ))
+    };
+    let verdicts = std::sync::Arc::new(super::verdicts::Verdicts::new(shown, events::on()));
     let mut opts = exec::RunOptions {
         out_dir: out.clone(),
-        reporter: if events::on() {
-            std::sync::Arc::new(events::Events::new())
-        } else {
-            std::sync::Arc::new(super::progress::Shown::new(
-                !quiet && std::io::stderr().is_terminal(),
-            ))
-        },
+        reporter: verdicts.clone(),
         jobs: threads,
         set: common.set_args(),
         store: None,
@@ -411,8 +414,31 @@ fn run_all(args: &RunArgs, quiet: bool, tally: &mut Tally) -> Outcome {
             errln!("  {s}");
         }
     }
+    let said = verdicts.tally();
+    if said.checks > 0 {
+        tracing::info!(
+            "{} verdict(s): {} flagged, {} unexpected",
+            said.checks,
+            said.flagged,
+            said.unexpected.len()
+        );
+    }
     if input_failures.is_empty() && run_failures.is_empty() {
-        return Ok(());
+        if said.unexpected.is_empty() {
+            return Ok(());
+        }
+        errln!(
+            "\n{} of {} verdict(s) differ from what their stage expects (`expect:`; with none, any flag):",
+            said.unexpected.len(),
+            said.checks
+        );
+        for u in said.unexpected.iter().take(10) {
+            errln!("  {u}");
+        }
+        if said.unexpected.len() > 10 {
+            errln!("  … and {} more", said.unexpected.len() - 10);
+        }
+        return Err(Failure::Unexpected(String::new()));
     }
     errln!(
         "\n{} of {} pipeline(s) failed:",

@@ -188,6 +188,18 @@ fn check_approximate_delta(delta: f64) -> Result<(), ParamRangeError> {
 /// `ln Φ(−x)` for x ≥ 0: from statrs's `erfc` while it is a normal number (x ≤ 37), then from
 /// the asymptotic series `Φ(−x) = φ(x)/x·(1 − 1/x² + 3/x⁴ − …)`, whose terms to x⁻¹⁴ leave a
 /// relative error below 10⁻¹⁶ for x > 37.
+/// The privacy profile of μ-GDP, which the Gaussian of σ = Δ/μ achieves exactly (Balle &
+/// Wang 2018, Theorem 8; Dong, Roth & Su 2022, Corollary 2.13): δ(ε) = Φ(−ε/μ + μ/2) −
+/// e^ε·Φ(−ε/μ − μ/2), with the numerics of [`Gaussian::analytic`] (the module doc).
+pub(crate) fn gdp_delta(mu: f64, epsilon: f64) -> f64 {
+    let first = ln_phi_neg(epsilon / mu - mu / 2.0);
+    let ratio = epsilon + ln_phi_neg(epsilon / mu + mu / 2.0) - first;
+    if ratio >= 0.0 {
+        return 0.0;
+    }
+    (first + (-ratio.exp_m1()).ln()).exp()
+}
+
 fn ln_phi_neg(x: f64) -> f64 {
     if x <= 37.0 {
         return (0.5 * erfc(x / std::f64::consts::SQRT_2)).ln();

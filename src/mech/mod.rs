@@ -48,37 +48,14 @@ pub(crate) mod interval;
 pub mod laplace;
 pub mod near_optimal;
 pub(crate) mod noisy_max;
+pub(crate) mod privacy;
 pub(crate) mod quadrature;
 pub mod rate_distortion;
 pub(crate) mod staircase;
 pub(crate) mod stats;
 pub mod trig;
 
-/// The privacy a mechanism promises, in the terms of its guarantee (each module's
-/// `# Guarantee`): what a mechanism *kind* states from its own parameters, as an OpenDP
-/// measurement carries its privacy map, so an audit holds it to that claim without the
-/// pipeline writing it a second time.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum Privacy {
-    /// (ε, δ)-DP; δ = 0 is pure ε-DP.
-    Approx { epsilon: f64, delta: f64 },
-    /// ρ-zCDP (Bun & Steinke 2016).
-    Zcdp { rho: f64 },
-}
-
-impl Privacy {
-    /// The ε of the (ε, δ)-DP this promises at `delta` (0 < δ < 1 for ρ-zCDP): its own ε when
-    /// δ is at least its own δ; for ρ-zCDP, ε = ρ + 2√(ρ ln(1/δ)) (Bun & Steinke 2016,
-    /// Proposition 1.3). `None` when it promises nothing at that δ (below its own δ).
-    pub(crate) fn epsilon_at(self, delta: f64) -> Option<f64> {
-        match self {
-            Privacy::Approx { epsilon, delta: d } => (delta >= d).then_some(epsilon),
-            Privacy::Zcdp { rho } => {
-                (delta > 0.0 && delta < 1.0).then(|| rho + 2.0 * (rho * (1.0 / delta).ln()).sqrt())
-            }
-        }
-    }
-}
+pub use privacy::Privacy;
 
 /// A parameter outside its valid range. The message names the value and the range.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -118,33 +95,5 @@ pub(crate) fn check_delta(delta: f64) -> Result<(), ParamRangeError> {
             value: delta.to_string(),
             valid: "must be in [0, 1)".into(),
         })
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::Privacy;
-
-    /// ρ-zCDP at δ = 1e-5: ρ + 2√(ρ ln 1e5) (0.02 gives 0.9798, as the audit pipeline's table
-    /// printed it rounded up); (ε, δ)-DP promises its ε at its δ and above, nothing below.
-    #[test]
-    fn a_claim_in_epsilon_at_a_delta() {
-        let z = Privacy::Zcdp { rho: 0.02 }.epsilon_at(1e-5).unwrap();
-        assert!((z - 0.979_706).abs() < 1e-6, "{z}");
-        assert_eq!(Privacy::Zcdp { rho: 0.02 }.epsilon_at(0.0), None);
-        let a = Privacy::Approx {
-            epsilon: 0.5,
-            delta: 1e-5,
-        };
-        assert_eq!(a.epsilon_at(1e-5), Some(0.5));
-        assert_eq!(a.epsilon_at(1e-6), None);
-        assert_eq!(
-            Privacy::Approx {
-                epsilon: 1.0,
-                delta: 0.0
-            }
-            .epsilon_at(0.0),
-            Some(1.0)
-        );
     }
 }

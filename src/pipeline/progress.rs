@@ -47,6 +47,16 @@ pub trait Reporter: Send + Sync {
     }
     /// An instance failed with `message`.
     fn instance_failed(&self, _pipeline: &str, _stage: &str, _instance: &str, _message: &str) {}
+    /// An instance of a checking kind is done, computed or taken from the store, with its
+    /// verdict ([`crate::kind::KindInfo::verdict`]); told whatever `wants_instances` says.
+    fn verdict(
+        &self,
+        _pipeline: &str,
+        _stage: &str,
+        _instance: &str,
+        _verdict: &crate::kind::Verdict,
+    ) {
+    }
 }
 
 /// A run's counters, each instance told to the [`Reporter`]. Failures count too, so a stage
@@ -153,6 +163,10 @@ impl Progress {
     ) {
         self.reporter
             .instance_finished(&self.label, stage, instance, seconds, from_store);
+    }
+
+    pub(super) fn verdict(&self, stage: &str, instance: &str, verdict: &crate::kind::Verdict) {
+        self.reporter.verdict(&self.label, stage, instance, verdict);
     }
 
     pub(super) fn instance_failed(&self, stage: &str, instance: &str, message: &str) {

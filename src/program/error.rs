@@ -71,7 +71,7 @@ pub(crate) enum ProgramError {
         more: bool,
         tail: String,
     },
-    /// It wrote both `out.parquet` and `out.csv`.
+    /// It wrote more than one of `out.parquet`, `out.csv` and `out.cols`.
     BothFrames,
     /// Its frame file does not parse.
     MalformedFrame { file: String, message: String },
@@ -209,7 +209,7 @@ impl fmt::Display for ProgramError {
             NoFrame { found, more, tail } => {
                 write!(
                     f,
-                    "the program exited 0 but wrote no frame: it must write out.parquet or out.csv in its output directory (`output.parquet` / `output.csv` in dplab.json)"
+                    "the program exited 0 but wrote no frame: it must write out.parquet, out.csv or out.cols in its output directory (`output.parquet` / `output.csv` / `output.cols` in dplab.json)"
                 )?;
                 if !found.is_empty() {
                     write!(f, "; that directory holds: {}", listed(found))?;
@@ -220,7 +220,7 @@ impl fmt::Display for ProgramError {
                 f.write_str(&tail_text(tail))
             }
             BothFrames => f.write_str(
-                "the program wrote both out.parquet and out.csv: write exactly one of them",
+                "the program wrote more than one of out.parquet, out.csv and out.cols: write exactly one of them",
             ),
             MalformedFrame { file, message } => write!(
                 f,

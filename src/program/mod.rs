@@ -15,6 +15,7 @@
 //! that): the `external` kind binds it to a stage, and the command line stops its programs on
 //! a signal ([`stop_programs`]) without going through a kind.
 
+mod columns;
 pub mod contain;
 mod dir;
 mod error;

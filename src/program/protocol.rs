@@ -9,7 +9,7 @@
 //!   dplab_external.py          the Python helper (its directory leads PYTHONPATH)
 //!   inputs/<name>.parquet      each input frame, as Parquet …
 //!   inputs/<name>.csv          … and as CSV (header row; empty cell = missing)
-//!   output/                    the program writes exactly one of out.parquet, out.csv here
+//!   output/                    the program writes exactly one of out.parquet, out.csv, out.cols here
 //!   artifacts/                 files it writes here become the instance's artifacts
 //! ```
 //!
@@ -29,7 +29,8 @@
 //!      "rows": 2, "columns": [{"name": "candidate", "type": "str"}, {"name": "count", "type": "int"}]}
 //!   ],
 //!   "output": {"dir": "<work>/output", "frame": "out",
-//!              "parquet": "<work>/output/out.parquet", "csv": "<work>/output/out.csv"},
+//!              "parquet": "<work>/output/out.parquet", "csv": "<work>/output/out.csv",
+//!              "cols": "<work>/output/out.cols"},
 //!   "artifacts_dir": "<work>/artifacts"
 //! }
 //! ```
@@ -49,7 +50,9 @@
 //! - All paths are absolute; the layout above is fixed, so a program may also use the
 //!   relative paths (`inputs/counts.csv`, `output/out.csv`).
 //!
-//! The program writes its frame as `output/out.parquet` or `output/out.csv` (a header row);
+//! The program writes its frame as `output/out.parquet`, `output/out.csv` (a header row) or
+//! `output/out.cols` (binary columns, [`super::columns`]: what the Python helper writes for
+//! numpy arrays and pyarrow tables);
 //! writing neither or both is an error, and so is a frame larger than the bound the run
 //! allows (in bytes, cells or columns) or, when its stage declares `columns:`, a frame of
 //! other columns (the axis columns dplab adds aside). Other files in `output/` are ignored.
@@ -305,6 +308,7 @@ struct OutputPlace {
     frame: &'static str,
     parquet: PathBuf,
     csv: PathBuf,
+    cols: PathBuf,
 }
 
 /// `dplab.json`, field for field (see the module doc).
@@ -410,6 +414,7 @@ pub(crate) fn prepare(work: &WorkDir, facts: &Facts) -> Result<PathBuf, ProgramE
         output: OutputPlace {
             parquet: out.join(format!("{FRAME}.parquet")),
             csv: out.join(format!("{FRAME}.csv")),
+            cols: out.join(format!("{FRAME}.cols")),
             dir: out,
             frame: FRAME,
         },
@@ -504,12 +509,21 @@ pub(crate) fn collect(
             )
         })
     };
-    let (parquet, csv) = (format!("{FRAME}.parquet"), format!("{FRAME}.csv"));
-    let file = match (has(&parquet)?, has(&csv)?) {
-        (true, true) => return Err(ProgramError::BothFrames),
-        (true, false) => parquet,
-        (false, true) => csv,
-        (false, false) => {
+    let names = [
+        format!("{FRAME}.parquet"),
+        format!("{FRAME}.csv"),
+        format!("{FRAME}.cols"),
+    ];
+    let mut written = Vec::new();
+    for n in names {
+        if has(&n)? {
+            written.push(n);
+        }
+    }
+    let file = match written.len() {
+        1 => written.remove(0),
+        2.. => return Err(ProgramError::BothFrames),
+        _ => {
             // For the message only, a few names: never a listing of a million files.
             const SHOWN: usize = 20;
             let names = out
@@ -548,19 +562,36 @@ pub(crate) fn collect(
         message,
     };
     let frame = if file.ends_with(".csv") {
-        crate::frames::read_csv(&bytes).map_err(|e| {
+        let frame = crate::frames::read_csv(&bytes).map_err(|e| {
             let m = e.to_string();
             if m.contains("--max-cells") {
                 ProgramError::TooLarge(format!("the program's frame {shown}: {m}"))
             } else {
                 malformed(m)
             }
-        })?
+        })?;
+        warn_slow_csv(frame.height());
+        frame
+    } else if file.ends_with(".cols") {
+        super::columns::read_columns(&bytes, &shown)?
     } else {
         read_parquet(&bytes, &shown)?
     };
     let artifacts = read_artifacts(work, bounds)?;
     Ok((frame, artifacts))
+}
+
+/// Rows of a CSV frame from which a run is told, once, of the binary fast path.
+const SLOW_CSV_ROWS: usize = 100_000;
+
+/// Tells the run once that a program sends large frames through CSV, and what is faster.
+fn warn_slow_csv(rows: usize) {
+    static SAID: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    if rows >= SLOW_CSV_ROWS && !SAID.swap(true, std::sync::atomic::Ordering::Relaxed) {
+        tracing::warn!(
+            "a program wrote a frame of {rows} rows as CSV, which costs a Python loop per row and a parse per cell: hand `job.write` numpy arrays ({{\"noisy\": array}}) or a pyarrow table, which it writes as binary columns (output/out.cols), or write those yourself (see the external-programs chapter)"
+        );
+    }
 }
 
 /// The bytes of an open file, at most `max` (`Err(Some(size))` past it, `Err(None)` when

@@ -24,6 +24,7 @@ pub const KIND: KindInfo = KindInfo {
     params: params::<Normalise>,
     gather: Gather::Nothing,
     build: build::<Normalise>,
+    verdict: None,
 };
 
 fn default_range() -> Interval {

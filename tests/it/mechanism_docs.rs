@@ -39,9 +39,18 @@ const HELPERS: &[&str] = &[
     "mod.rs",
     "trig/mod.rs",
     // numerics and statistics
-    "audit/mod.rs",    // the black-box audit: bounds on any mechanism's privacy loss
-    "audit/search.rs", // its event searches
-    "audit/tests.rs",  // its tests (bounds against scipy, each search's power)
+    "audit/mod.rs",   // the black-box audit: bounds on any mechanism's privacy loss
+    "audit/bound.rs", // its bound, and what a bound of 0 could have seen
+    "audit/event.rs", // events on releases and their text
+    "audit/keep.rs",  // scoring candidate events and keeping the best
+    "audit/search/mod.rs", // choosing one event among the searches'
+    "audit/search/discrete.rs", // the searches, one family a file
+    "audit/search/ranges.rs",
+    "audit/search/logistic.rs",
+    "audit/search/support.rs",
+    "audit/search/bits.rs",
+    "privacy.rs", // privacy claims and their profiles δ(ε): conversions, no mechanism
+    "audit/tests.rs", // its tests (bounds against scipy, each search's power)
     "fastmath.rs",
     "interval.rs",
     "quadrature.rs",

@@ -2,17 +2,8 @@
 //! confidence, from samples of its output on two neighbouring inputs.
 //!
 //! # The bound
-//! If M is (ε, δ)-DP then for neighbouring inputs x, x' and every event E,
-//! Pr[M(x) ∈ E] ≤ e^ε · Pr[M(x') ∈ E] + δ, hence ε ≥ ln((p₁ − δ) / p₂) with p₁ = Pr[M(x) ∈ E]
-//! and p₂ = Pr[M(x') ∈ E]. With k₁ of n draws of M(x) and k₂ of n draws of M(x') in E, the
-//! one-sided Clopper–Pearson bounds LCB(p₁) and UCB(p₂), each at level 1 − α/2, hold together
-//! with probability at least 1 − α (Bonferroni), so
-//!
-//! ε_LB = ln((LCB(p₁) − δ) / UCB(p₂))
-//!
-//! is below the mechanism's true ε with confidence 1 − α — provided E, x and x' were chosen
-//! without looking at the draws that measure them (Bichsel et al., DP-Sniper, S&P'21, §IV–V).
-//! It is reported as 0 when the fraction is not above 1 (no evidence of any privacy loss).
+//! ε_LB, below the mechanism's true ε with confidence 1 − α when the event was chosen
+//! without the draws that measure it: [`bound`].
 //!
 //! # Selection and multiple testing
 //! [`audit`] draws a *search split* on both inputs of every pair, tries every candidate event
@@ -42,36 +33,18 @@
 //! The validation split is counted as it is drawn, chunk by chunk: memory holds the search
 //! split and one chunk per thread, whatever the number of validation samples.
 
+pub(crate) mod bound;
+pub(crate) mod event;
+pub(crate) mod keep;
 pub(crate) mod search;
 
 use std::sync::Arc;
 
 use rayon::prelude::*;
 
-pub(crate) use search::{Event, Searches};
-// The one-sided bounds are the statistics module's (its two-sided interval is built on them).
-pub(crate) use crate::mech::stats::{clopper_pearson_lower, clopper_pearson_upper};
-
-/// ε_LB = ln((LCB(p₁) − δ) / UCB(p₂)) from k₁ of n₁ and k₂ of n₂ draws in the event, both
-/// bounds together at `confidence` (each at 1 − (1 − confidence)/2); 0 when the fraction is
-/// not above 1.
-pub(crate) fn epsilon_lower_bound(
-    k1: u64,
-    n1: u64,
-    k2: u64,
-    n2: u64,
-    delta: f64,
-    confidence: f64,
-) -> f64 {
-    let alpha = (1.0 - confidence) / 2.0;
-    let lo = clopper_pearson_lower(k1, n1, alpha) - delta;
-    let hi = clopper_pearson_upper(k2, n2, alpha);
-    if lo > hi {
-        (lo / hi).ln()
-    } else {
-        0.0
-    }
-}
+pub(crate) use bound::{detectable, draws_to_flag, epsilon_lower_bound};
+pub(crate) use event::Event;
+pub(crate) use search::Searches;
 
 /// Draws of a mechanism's output: release `i` is `values[i·dim .. (i+1)·dim]`, seen
 /// `counts[i]` times (1 for single draws; a histogram's count for a mechanism that reports
@@ -185,8 +158,11 @@ pub(crate) struct Plan {
     /// Draws per call of the sampler.
     pub chunk: u64,
     pub confidence: f64,
-    /// The claimed δ (0 for pure ε-DP).
-    pub delta: f64,
+    /// The claim's (ε, δ) points an event may be tested at, ε increasing: one for a point
+    /// claim, a curve's for a curve ([`crate::mech::privacy::Privacy::points`]). The search
+    /// split chooses the event and the point together; the validation split tests that one
+    /// event at that one point.
+    pub points: Vec<(f64, f64)>,
     pub searches: Searches,
 }
 
@@ -197,11 +173,17 @@ pub(crate) struct Finding {
     /// true: p₁ is measured on x (side 0) and p₂ on x' (side 1); false: the other way round.
     pub forward: bool,
     pub event: Event,
+    /// The claim's point it was tested at.
+    pub epsilon: f64,
+    pub delta: f64,
     /// Validation draws per side.
     pub samples: u64,
     pub k1: u64,
     pub k2: u64,
+    /// ε_LB at the point's δ.
     pub epsilon_lb: f64,
+    /// δ_LB at the point's ε: LCB(p₁) − e^ε·UCB(p₂), at least 0.
+    pub delta_lb: f64,
     /// The chosen event's draws, on p₁'s side and p₂'s, of `search_n` per side of the search
     /// split that scored it, and that score (see [`search`]).
     pub search_k1: u64,
@@ -280,9 +262,11 @@ pub(crate) fn audit<E: Send>(
                     &a,
                     &b,
                     plan.searches,
-                    plan.delta,
-                    plan.confidence,
-                    plan.samples,
+                    keep::Claim {
+                        points: &plan.points,
+                        confidence: plan.confidence,
+                        validation: plan.samples,
+                    },
                 )
             },
             || {
@@ -336,52 +320,23 @@ pub(crate) fn audit<E: Send>(
         (on_x2, on_x)
     };
     let n = plan.samples;
+    let (epsilon, delta) = plan.points[chosen.point];
     Ok(Some(Finding {
         pair,
         forward: chosen.forward,
+        epsilon,
+        delta,
         samples: n,
         k1,
         k2,
-        epsilon_lb: epsilon_lower_bound(k1, n, k2, n, plan.delta, plan.confidence),
+        epsilon_lb: epsilon_lower_bound(k1, n, k2, n, delta, plan.confidence),
+        delta_lb: bound::delta_lower_bound(k1, n, k2, n, epsilon, plan.confidence),
         search_k1: chosen.k1,
         search_k2: chosen.k2,
         search_n: chosen.n1.max(chosen.n2),
-        search_score: chosen.score,
+        search_score: chosen.bound,
         event: chosen.event,
     }))
-}
-
-/// The smallest ε at which the event measured by `f` would have been flagged (its bound above
-/// `claimed`) had the mechanism's loss on it been that ε: with p₂ as the validation split
-/// measured it (at least one draw in n) and p₁ = e^ε·p₂ + δ, the bound that the expected
-/// counts at n draws per side give. It says what a bound of 0 means: no violation larger than
-/// this was there to be seen *on this event* at this many draws — not that there is none.
-/// `None` when even p₁ = 1 would not be flagged.
-pub(crate) fn detectable(f: &Finding, claimed: f64, delta: f64, confidence: f64) -> Option<f64> {
-    let n = f.samples;
-    let p2 = (f.k2.max(1) as f64 / n as f64).min(1.0);
-    let bound_at = |eps: f64| {
-        let p1 = (eps.exp() * p2 + delta).min(1.0);
-        let k1 = (p1 * n as f64).round() as u64;
-        epsilon_lower_bound(k1, n, f.k2.max(1), n, delta, confidence)
-    };
-    // Where p₁ reaches 1, nothing larger is seen.
-    let top = ((1.0 - delta).max(f64::MIN_POSITIVE) / p2)
-        .ln()
-        .max(claimed);
-    if bound_at(top) <= claimed {
-        return None;
-    }
-    let (mut lo, mut hi) = (claimed.max(0.0), top);
-    for _ in 0..60 {
-        let mid = 0.5 * (lo + hi);
-        if bound_at(mid) > claimed {
-            hi = mid;
-        } else {
-            lo = mid;
-        }
-    }
-    Some(hi)
 }
 
 /// The search split of one side of a pair, in chunk order.

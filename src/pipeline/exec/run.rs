@@ -600,6 +600,14 @@ impl<'a> Run<'a> {
                 );
             }
         }
+        // A checking kind's verdict, from its frame: one taken from the store speaks up as one
+        // computed now. A kept stage's was not asked for.
+        if let (Some((res, _)), Some(read), false) = (&outcome, stage.kind.verdict, stage.kept) {
+            if let Some(v) = read(&res.frame) {
+                self.progress
+                    .verdict(&stage.name, &stage.instances[ii].label(), &v);
+            }
+        }
         match outcome {
             Some((res, hit)) => {
                 if hit {

@@ -186,6 +186,7 @@ static KINDS: &[KindInfo] = &[
         params: crate::kind::params::<Paper>,
         gather: Gather::All,
         build: crate::kind::build::<Paper>,
+        verdict: None,
     },
     KindInfo {
         name: "t.each",
@@ -196,6 +197,7 @@ static KINDS: &[KindInfo] = &[
         params: crate::kind::params::<Num>,
         gather: Gather::Nothing,
         build: crate::kind::build::<Num>,
+        verdict: None,
     },
     KindInfo {
         name: "t.all",
@@ -206,6 +208,7 @@ static KINDS: &[KindInfo] = &[
         params: crate::kind::params::<Num>,
         gather: Gather::All,
         build: crate::kind::build::<Num>,
+        verdict: None,
     },
 ];
 

@@ -16,6 +16,7 @@ pub const KIND: KindInfo = KindInfo {
     params: params::<Improvement>,
     gather: Gather::All,
     build: build::<Improvement>,
+    verdict: None,
 };
 
 #[derive(Deserialize, JsonSchema)]

@@ -19,6 +19,7 @@ pub const KIND: KindInfo = KindInfo {
     params: params::<LogLogFit>,
     gather: Gather::All,
     build: build::<LogLogFit>,
+    verdict: None,
 };
 
 /// What the rows of the output are.

@@ -23,6 +23,7 @@ pub const KIND: KindInfo = KindInfo {
     params: params::<Summary>,
     gather: Gather::Nothing,
     build: build::<Summary>,
+    verdict: None,
 };
 
 #[derive(Deserialize, JsonSchema)]

@@ -27,7 +27,8 @@ use serde_yaml_ng::{Mapping, Value};
 use sha2::{Digest, Sha256};
 
 use super::neighbours::{Neighbours, Pair};
-use crate::mech::audit::{audit, detectable, Draw, Plan, Releases, Searches};
+use crate::mech::audit::{audit, detectable, draws_to_flag, Draw, Plan, Releases, Searches};
+use crate::mech::Privacy;
 use crate::stages::columns::{f64_col, str_col, FrameBuilder};
 use crate::stages::param::{Count, Fraction, Level, Positive};
 use crate::stages::report::layout::{Layout, LayoutColumn, Role, Show};
@@ -46,11 +47,12 @@ pub trait Kinds: 'static {
 
 /// The kind, given the registry that builds the audited mechanism.
 pub const fn kind<K: Kinds>() -> KindInfo {
-    // Version 3: an input several pairs hold is drawn once (its first pair's stream), and the
-    // logistic fit sums in fixed blocks: the same rule, other bits.
+    // Version 4: claims are curves (zCDP at a δ by Canonne, Kamath & Steinke's conversion, not
+    // Bun & Steinke's), each search family keeps its own candidates, the bits search, and the
+    // columns of [`CLAIM`].
     KindInfo {
         name: "audit.epsilon",
-        version: 3,
+        version: 4,
         random: true,
         // It runs what it audits: an external program's consent is asked for by the programs
         // it names, so auditing built-in kinds needs none.
@@ -59,7 +61,60 @@ pub const fn kind<K: Kinds>() -> KindInfo {
         params: params::<Audit>,
         gather: Gather::Nothing,
         build: build::<K>,
+        verdict: Some(verdict),
     }
+}
+
+/// The verdict an audit's row states (see [`crate::kind::Verdict`]): flagged when its bound
+/// is above the claim at the tested point, unexpected when that differs from `expect:` (any
+/// flag, without one). Its line: `flagged: ρ = 0.5 (zCDP) at (ε, δ) = (1.2, 1e-05): ε_lb 1.4
+/// (δ_lb 0.003) on `noisy ≥ 3.2` (expect: violation)`.
+fn verdict(frame: &DataFrame) -> Option<crate::kind::Verdict> {
+    let flag = |name: &str| -> Option<bool> { frame.column(name).ok()?.bool().ok()?.get(0) };
+    let num = |name: &str| -> Option<f64> {
+        frame
+            .column(name)
+            .ok()?
+            .cast(&DataType::Float64)
+            .ok()?
+            .f64()
+            .ok()?
+            .get(0)
+    };
+    let text = |name: &str| -> String {
+        frame
+            .column(name)
+            .ok()
+            .and_then(|c| c.str().ok()?.get(0).map(str::to_string))
+            .unwrap_or_default()
+    };
+    let flagged = flag("violation")?;
+    let unexpected = flag("unexpected")?;
+    if frame.height() != 1 {
+        return None;
+    }
+    let s = |v: Option<f64>| v.map_or("—".to_string(), |v| significant(v, 4));
+    let expect = text("expect");
+    let line = format!(
+        "{}: {} at (ε, δ) = ({}, {}): ε_lb {} (δ_lb {}) on `{}`{}",
+        if flagged { "flagged" } else { "not flagged" },
+        text("claim"),
+        s(num("epsilon")),
+        s(num("delta")),
+        s(num("epsilon_lb")),
+        s(num("delta_lb")),
+        text("event"),
+        if expect.is_empty() {
+            String::new()
+        } else {
+            format!(" (expect: {expect})")
+        }
+    );
+    Some(crate::kind::Verdict {
+        flagged,
+        unexpected,
+        line,
+    })
 }
 
 /// Draws per run of the audited mechanism: memory holds one chunk per thread, whatever the
@@ -95,6 +150,19 @@ pub(crate) const SURE: [&str; 5] = [
     "search_score",
 ];
 
+/// The claim and the verdict, after [`SURE`] (version 4 on): the claim as written, the
+/// conversion that made its (ε, δ) points, δ_LB at the tested ε, the draws per side that would
+/// flag it were the mechanism 10 % worse on the event ([`draws_to_flag`]), what was expected,
+/// and whether the verdict differs from it.
+pub(crate) const CLAIM: [&str; 6] = [
+    "claim",
+    "conversion",
+    "delta_lb",
+    "draws_to_flag",
+    "expect",
+    "unexpected",
+];
+
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct Mechanism {
@@ -113,40 +181,150 @@ fn empty() -> Value {
 #[derive(Deserialize, JsonSchema, Default)]
 #[serde(deny_unknown_fields)]
 struct Claim {
-    /// the ε the mechanism claims: a number, or {column: c}, the value of the mechanism's output column c on every row (a mechanism that computes its ε, as Wu et al.'s Algorithm 3 for a channel); default: the claim the mechanism's kind states from its own parameters (mechanism.noise, mechanism.select, near_optimal.noise) — an external program must be given one
+    /// the ε the mechanism claims ((ε, δ)-DP with `delta`, else pure ε-DP): a number, or {column: c}, the value of the mechanism's output column c on every row (a mechanism that computes its ε, as Wu et al.'s Algorithm 3 for a channel). Give one of epsilon, rho, mu, renyi; default: the claim the mechanism's kind states from its own parameters (mechanism.noise, mechanism.select, near_optimal.noise) — an external program must be given one
     #[serde(default, skip_serializing_if = "Option::is_none")]
     epsilon: Option<Claimed>,
-    /// the δ it claims (0: pure ε-DP); default: the δ of the mechanism's own claim, else 0. For a ρ-zCDP mechanism (Gaussian with the zCDP calibration, discrete Gaussian) the δ at which its ρ is audited as ε = ρ + 2√(ρ ln(1/δ)), and then required
+    /// with `epsilon`: the δ of an (ε, δ)-DP claim (default 0, pure ε-DP). With `rho`, `mu` or `renyi` (or a mechanism that states ρ-zCDP): test that one point (ε(δ), δ) of the claim's curve instead of the whole curve
     #[serde(default, skip_serializing_if = "Option::is_none")]
     delta: Option<Fraction>,
+    /// ρ of a ρ-zCDP claim (Bun & Steinke 2016), audited along its whole (ε, δ) curve (Canonne, Kamath & Steinke 2020's conversion)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    rho: Option<Positive>,
+    /// μ of a μ-GDP claim (Dong, Roth & Su 2022; a Gaussian of σ at sensitivity Δ is μ = Δ/σ), audited along its exact (ε, δ) curve
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    mu: Option<Positive>,
+    /// a Rényi DP claim, {alpha: [orders > 1], epsilon: [the ε at each]}, audited along the (ε, δ) curve it implies (Canonne, Kamath & Steinke 2020's conversion)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    renyi: Option<RenyiClaim>,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct RenyiClaim {
+    /// the orders α, each > 1
+    alpha: Vec<f64>,
+    /// the Rényi ε at each order, as many as `alpha`
+    epsilon: Vec<f64>,
 }
 
 /// The claim an audit holds its mechanism to: written in `claim:` or stated by the mechanism
-/// kind ([`crate::kind::Stage::privacy`]), and its δ.
+/// kind ([`crate::kind::Stage::privacy`]), and the one δ of its curve to test, if any.
 struct Held {
-    epsilon: HeldEpsilon,
-    delta: f64,
+    claim: HeldClaim,
+    /// The δ of the one point of a curve to test (`claim.delta` beside a curve).
+    at: Option<f64>,
 }
 
-enum HeldEpsilon {
-    Value(f64),
-    /// The value of this output column of the mechanism, the same on every row and run.
-    Column(String),
+enum HeldClaim {
+    Stated(Privacy),
+    /// (ε, δ)-DP with ε the value of this output column of the mechanism, the same on every
+    /// row and run.
+    Column {
+        column: String,
+        delta: f64,
+    },
+}
+
+impl Held {
+    /// The claim, given the ε the mechanism reported (a column claim).
+    fn privacy(&self, reported: Option<f64>) -> Option<Privacy> {
+        match &self.claim {
+            HeldClaim::Stated(p) => Some(p.clone()),
+            HeldClaim::Column { delta, .. } => reported.map(|epsilon| Privacy::Approx {
+                epsilon,
+                delta: *delta,
+            }),
+        }
+    }
 }
 
 /// The claim to hold `kind` to: what `claim` writes, else the mechanism's own (`own`).
-fn held(claim: &Claim, own: Option<crate::mech::Privacy>, kind: &str) -> Result<Held, ParamError> {
-    use crate::mech::Privacy;
+fn held(claim: &Claim, own: Option<Privacy>, kind: &str) -> Result<Held, ParamError> {
     let written = claim.delta.map(|d| *d);
-    let epsilon = match (&claim.epsilon, own) {
-        (Some(Claimed::Value(v)), _) => HeldEpsilon::Value(**v),
-        (Some(Claimed::Column(c)), _) => HeldEpsilon::Column(c.column.clone()),
-        (None, None) => {
-            return Err(ParamError::at(
-                "claim",
-                format!("kind `{kind}` states no privacy claim of its own: give the one to audit, `claim: {{epsilon: …}}`"),
-            ))
+    let given: Vec<&str> = [
+        ("epsilon", claim.epsilon.is_some()),
+        ("rho", claim.rho.is_some()),
+        ("mu", claim.mu.is_some()),
+        ("renyi", claim.renyi.is_some()),
+    ]
+    .into_iter()
+    .filter_map(|(k, on)| on.then_some(k))
+    .collect();
+    if given.len() > 1 {
+        return Err(ParamError::at(
+            "claim",
+            format!(
+                "it gives {}: a claim is one of epsilon (with delta: (ε, δ)-DP), rho (zCDP), mu (GDP) or renyi",
+                given.join(" and ")
+            ),
+        ));
+    }
+    let range = |key: &str, e: crate::mech::ParamRangeError| {
+        ParamError::at(&format!("claim.{key}"), e.to_string())
+    };
+    let curve = |p: Privacy, key: &str| -> Result<Held, ParamError> {
+        p.check().map_err(|e| range(key, e))?;
+        if let Some(d) = written {
+            if !(d > 0.0 && d < 1.0) {
+                return Err(ParamError::at(
+                    "claim.delta",
+                    format!("δ = {d}: the point of a curve to test needs δ in (0, 1)"),
+                ));
+            }
         }
+        Ok(Held {
+            claim: HeldClaim::Stated(p),
+            at: written,
+        })
+    };
+    if let Some(r) = &claim.renyi {
+        if r.alpha.len() != r.epsilon.len() {
+            return Err(ParamError::at(
+                "claim.renyi",
+                format!(
+                    "{} orders (alpha) but {} values (epsilon): give one ε per order",
+                    r.alpha.len(),
+                    r.epsilon.len()
+                ),
+            ));
+        }
+        let orders = r
+            .alpha
+            .iter()
+            .copied()
+            .zip(r.epsilon.iter().copied())
+            .collect();
+        return curve(Privacy::Renyi { orders }, "renyi");
+    }
+    if let Some(rho) = claim.rho {
+        return curve(Privacy::Zcdp { rho: *rho }, "rho");
+    }
+    if let Some(mu) = claim.mu {
+        return curve(Privacy::Gdp { mu: *mu }, "mu");
+    }
+    match (&claim.epsilon, own) {
+        (Some(Claimed::Value(v)), _) => Ok(Held {
+            claim: HeldClaim::Stated(Privacy::Approx {
+                epsilon: **v,
+                delta: written.unwrap_or(0.0),
+            }),
+            at: None,
+        }),
+        (Some(Claimed::Column(c)), _) => Ok(Held {
+            claim: HeldClaim::Column {
+                column: c.column.clone(),
+                delta: written.unwrap_or(0.0),
+            },
+            at: None,
+        }),
+        (None, None) => Err(ParamError::at(
+            "claim",
+            if written.is_some() {
+                format!("kind `{kind}` states no privacy claim of its own, so a δ alone says nothing: give the claim it goes with, `claim: {{epsilon: …, delta: …}}`, or a curve's `rho`, `mu` or `renyi` with the δ of the one point to test")
+            } else {
+                format!("kind `{kind}` states no privacy claim of its own: give the one to audit, `claim: {{epsilon: …}}` (pure ε), `{{epsilon: …, delta: …}}`, `{{rho: …}}` (zCDP), `{{mu: …}}` (GDP) or `{{renyi: {{alpha: […], epsilon: […]}}}}`")
+            },
+        )),
         (None, Some(Privacy::Approx { epsilon, delta })) => {
             if let Some(d) = written.filter(|d| *d != delta) {
                 return Err(ParamError::at(
@@ -154,31 +332,13 @@ fn held(claim: &Claim, own: Option<crate::mech::Privacy>, kind: &str) -> Result<
                     format!("δ = {d}, but the mechanism claims δ = {delta} from its own parameters: audit another claim by giving `claim.epsilon` too"),
                 ));
             }
-            return Ok(Held {
-                epsilon: HeldEpsilon::Value(epsilon),
-                delta,
-            });
+            Ok(Held {
+                claim: HeldClaim::Stated(Privacy::Approx { epsilon, delta }),
+                at: None,
+            })
         }
-        (None, Some(p @ Privacy::Zcdp { rho })) => {
-            let (Some(d), Some(epsilon)) = (
-                written,
-                written.and_then(|d| p.epsilon_at(d)),
-            ) else {
-                return Err(ParamError::at(
-                    "claim.delta",
-                    format!("the mechanism claims ρ-zCDP (ρ = {rho}), which an audit holds to (ε, δ)-DP at a δ: give `claim: {{delta: …}}` in (0, 1) (ε = ρ + 2√(ρ ln(1/δ)))"),
-                ));
-            };
-            return Ok(Held {
-                epsilon: HeldEpsilon::Value(epsilon),
-                delta: d,
-            });
-        }
-    };
-    Ok(Held {
-        epsilon,
-        delta: written.unwrap_or(0.0),
-    })
+        (None, Some(p)) => curve(p, "delta"),
+    }
 }
 
 /// The claimed ε: written, or reported by the mechanism itself.
@@ -211,6 +371,27 @@ enum Search {
     Linear,
     /// outcomes one side draws and the other never does, bit for bit, where `discrete` does not apply (a floating-point sampler's sparse support)
     Support,
+    /// thresholds and intervals on each number's bits, its lowest set bit and its significant bits, where `discrete` does not apply (a floating-point sampler's holes: numpy's Laplace)
+    Bits,
+}
+
+/// What an audit expects of its verdict.
+#[derive(Deserialize, serde::Serialize, JsonSchema, Clone, Copy, Debug, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+enum Expect {
+    /// a known-broken variant: the audit should flag it
+    Violation,
+    /// the audit should not flag it
+    None,
+}
+
+impl Expect {
+    fn name(self) -> &'static str {
+        match self {
+            Expect::Violation => "violation",
+            Expect::None => "none",
+        }
+    }
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -240,6 +421,9 @@ struct Audit {
     /// the event searches to run (each where it applies)
     #[serde(default = "all_searches")]
     searches: Vec<Search>,
+    /// the verdict expected: `violation` (a known-broken variant, shown as such) or `none`; `dplab run` exits with status 4 when a verdict differs from its expectation, and with no `expect:` any flag counts as unexpected
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    expect: Option<Expect>,
     /// where the audit writes the number of draws in the mechanism's `with:` (an external program: params.samples, which it must honour)
     #[serde(default = "samples_key")]
     samples_at: String,
@@ -261,6 +445,7 @@ fn all_searches() -> Vec<Search> {
         Search::Scalar,
         Search::Linear,
         Search::Support,
+        Search::Bits,
     ]
 }
 fn samples_key() -> String {
@@ -525,7 +710,7 @@ impl AuditRun {
             )
         };
         let out = inner.run(&mut ictx).with_context(where_)?;
-        if let HeldEpsilon::Column(c) = &self.held.epsilon {
+        if let HeldClaim::Column { column: c, .. } = &self.held.claim {
             let eps = claimed_in(&out.frame, c).with_context(where_)?;
             let first = *claimed.get_or_init(|| eps);
             if first.to_bits() != eps.to_bits() {
@@ -656,6 +841,7 @@ impl StageRun for AuditRun {
             scalar: wanted(Search::Scalar),
             linear: wanted(Search::Linear),
             support: wanted(Search::Support),
+            bits: wanted(Search::Bits),
         };
         // Equal answers are one input (the rest of the input is the same in every pair).
         let mut seen: Vec<Vec<u64>> = Vec::new();
@@ -674,13 +860,13 @@ impl StageRun for AuditRun {
             .iter()
             .map(|p| [number(&p.x), number(&p.x2)])
             .collect();
-        let plan = |searches| Plan {
+        let plan = |searches, points| Plan {
             inputs: numbered.clone(),
             search_samples: a.search(),
             samples: a.samples.get(),
             chunk: CHUNK,
             confidence: *a.confidence,
-            delta: self.held.delta,
+            points,
             searches,
         };
         let ctx: &Ctx = ctx;
@@ -708,24 +894,53 @@ impl StageRun for AuditRun {
         if sh.text {
             searches.scalar = false;
             searches.linear = false;
+            searches.bits = false;
             if !searches.discrete && !searches.support {
                 bail!("the released column(s) hold text, which only the `discrete` and `support` searches can audit: add one to `searches`");
             }
         }
-        let found = audit(&plan(searches), |d| {
+        // The probe above ran the mechanism, so a claim it reports is known.
+        let privacy =
+            self.held
+                .privacy(claimed.get().copied())
+                .with_context(|| match &self.held.claim {
+                    HeldClaim::Column { column, .. } => {
+                        format!("the mechanism reported no claimed ε in column `{column}`")
+                    }
+                    HeldClaim::Stated(_) => String::new(),
+                })?;
+        let points = privacy.points(self.held.at);
+        if points.is_empty() {
+            bail!(
+                "the claim {} gives no (ε, δ) point to test (δ outside (0, 1)?)",
+                privacy.describe()
+            );
+        }
+        let found = audit(&plan(searches, points.clone()), |d| {
             self.draw(ctx, &inputs, d, &names, &shape, &claimed)
         })?;
-        let eps = match &self.held.epsilon {
-            HeldEpsilon::Value(v) => *v,
-            // The probe above ran the mechanism, so its claim is known.
-            HeldEpsilon::Column(c) => *claimed
-                .get()
-                .with_context(|| format!("the mechanism reported no claimed ε in column `{c}`"))?,
-        };
         let names = names.into_inner().unwrap_or_default();
+        let confidence = *a.confidence;
+        // The point reported without an event: a point claim's own; a curve's at the δ
+        // nearest one draw in the validation split (the smallest δ it could show).
+        let (eps, delta) = match &found {
+            Some(f) => (f.epsilon, f.delta),
+            None => {
+                let one = 1.0 / a.samples.get() as f64;
+                points
+                    .iter()
+                    .copied()
+                    .min_by(|x, y| {
+                        (x.1.ln() - one.ln())
+                            .abs()
+                            .total_cmp(&(y.1.ln() - one.ln()).abs())
+                    })
+                    .unwrap_or((f64::NAN, f64::NAN))
+            }
+        };
         let sure = found.as_ref().map(|f| {
             (
-                detectable(f, eps, self.held.delta, *a.confidence),
+                detectable(f, f.epsilon, f.delta, confidence),
                 f.search_n as i64,
                 f.search_k1 as i64,
                 f.search_k2 as i64,
@@ -757,11 +972,16 @@ impl StageRun for AuditRun {
                 "no event separated the inputs on the search split".to_string(),
             ),
         };
+        let violation = lb > eps;
+        let unexpected = match a.expect {
+            Some(Expect::Violation) => !violation,
+            Some(Expect::None) | None => violation,
+        };
         let frame = FrameBuilder::new()
             .f64("epsilon", vec![eps])
-            .f64("delta", vec![self.held.delta])
+            .f64("delta", vec![delta])
             .f64("epsilon_lb", vec![lb])
-            .f64("confidence", vec![*a.confidence])
+            .f64("confidence", vec![confidence])
             .i64("samples", vec![a.samples.get() as i64])
             .opt_f64("p1", vec![p1])
             .opt_f64("p2", vec![p2])
@@ -769,17 +989,32 @@ impl StageRun for AuditRun {
             .str("event", vec![event])
             .build()?;
         let mut frame = frame;
-        frame.with_column(Column::new("violation".into(), vec![lb > eps]))?;
+        frame.with_column(Column::new("violation".into(), vec![violation]))?;
         let sure_frame = FrameBuilder::new()
             .opt_f64("detectable", vec![sure.and_then(|s| s.0)])
             .opt_i64("search_samples", vec![sure.map(|s| s.1)])
             .opt_i64("search_k1", vec![sure.map(|s| s.2)])
             .opt_i64("search_k2", vec![sure.map(|s| s.3)])
             .opt_f64("search_score", vec![sure.map(|s| s.4)])
+            .str("claim", vec![privacy.describe()])
+            .str("conversion", vec![privacy.conversion().to_string()])
+            .opt_f64("delta_lb", vec![found.as_ref().map(|f| f.delta_lb)])
+            .opt_i64(
+                "draws_to_flag",
+                vec![found
+                    .as_ref()
+                    .and_then(|f| draws_to_flag(f, confidence))
+                    .map(|n| i64::try_from(n).unwrap_or(i64::MAX))],
+            )
+            .str(
+                "expect",
+                vec![a.expect.map_or("", Expect::name).to_string()],
+            )
             .build()?;
         for c in sure_frame.columns() {
             frame.with_column(c.clone())?;
         }
+        frame.with_column(Column::new("unexpected".into(), vec![unexpected]))?;
         Ok(frame.into())
     }
 
@@ -827,7 +1062,14 @@ impl StageRun for AuditRun {
         Vec::new()
     }
     fn columns_out(&self, _: &[Option<Vec<String>>]) -> Option<Vec<String>> {
-        Some(COLUMNS.iter().chain(&SURE).map(|c| c.to_string()).collect())
+        Some(
+            COLUMNS
+                .iter()
+                .chain(&SURE)
+                .chain(&CLAIM)
+                .map(|c| c.to_string())
+                .collect(),
+        )
     }
     /// The layout that puts its rows in the report's Audits section ([`Show::Audit`]): the
     /// report knows an audit by its layout, as it knows a table, never by this kind's name.
@@ -839,6 +1081,7 @@ impl StageRun for AuditRun {
             columns: COLUMNS
                 .iter()
                 .chain(&SURE)
+                .chain(&CLAIM)
                 .map(|c| LayoutColumn {
                     name: c.to_string(),
                     header: c.to_string(),

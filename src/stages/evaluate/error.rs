@@ -39,6 +39,7 @@ pub const KIND: KindInfo = KindInfo {
     params: params::<Errors>,
     gather: Gather::Nothing,
     build: build::<Errors>,
+    verdict: None,
 };
 
 #[derive(Deserialize, JsonSchema, Clone, Copy, Debug, PartialEq)]

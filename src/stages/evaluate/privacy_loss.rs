@@ -23,6 +23,7 @@ pub const KIND: KindInfo = KindInfo {
     params: params::<PrivacyLoss>,
     gather: Gather::Nothing,
     build: build::<PrivacyLoss>,
+    verdict: None,
 };
 
 #[derive(Deserialize, JsonSchema)]

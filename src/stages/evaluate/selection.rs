@@ -20,6 +20,7 @@ pub const KIND: KindInfo = KindInfo {
     params: params::<Selection>,
     gather: Gather::Nothing,
     build: build::<Selection>,
+    verdict: None,
 };
 
 #[derive(Deserialize, JsonSchema)]

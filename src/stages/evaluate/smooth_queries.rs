@@ -22,6 +22,7 @@ pub const KIND: KindInfo = KindInfo {
     params: params::<Score>,
     gather: Gather::Nothing,
     build: build::<Score>,
+    verdict: None,
 };
 
 #[derive(Deserialize, JsonSchema)]

@@ -25,6 +25,7 @@ pub const KIND: KindInfo = KindInfo {
     params: params::<Tv>,
     gather: Gather::Nothing,
     build: build::<Tv>,
+    verdict: None,
 };
 
 #[derive(Deserialize, JsonSchema)]

@@ -25,6 +25,7 @@ pub const KIND: KindInfo = KindInfo {
     params: params::<Tail>,
     gather: Gather::Nothing,
     build: build::<Tail>,
+    verdict: None,
 };
 
 /// Which bound the tail is compared with.

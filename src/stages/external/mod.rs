@@ -44,6 +44,7 @@ pub const KIND: KindInfo = KindInfo {
     params: params::<External>,
     gather: Gather::Nothing,
     build: build::<External>,
+    verdict: None,
 };
 
 /// Longest a program may run, in seconds (a week): a larger `timeout` is a typo.

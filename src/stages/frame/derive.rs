@@ -39,6 +39,7 @@ pub const KIND: KindInfo = KindInfo {
     params: params::<Derive>,
     gather: Gather::Nothing,
     build: build::<Derive>,
+    verdict: None,
 };
 
 #[derive(Deserialize, JsonSchema)]

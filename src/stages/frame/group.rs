@@ -36,6 +36,7 @@ pub const KIND: KindInfo = KindInfo {
     params: params::<Group>,
     gather: Gather::All,
     build: build::<Group>,
+    verdict: None,
 };
 
 #[derive(Deserialize, JsonSchema)]

@@ -37,6 +37,7 @@ pub const KIND: KindInfo = KindInfo {
     params: params::<Join>,
     gather: Gather::Nothing,
     build: build::<Join>,
+    verdict: None,
 };
 
 #[derive(Deserialize, Serialize, JsonSchema, Clone, Copy, PartialEq, Eq)]

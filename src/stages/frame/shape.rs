@@ -17,6 +17,7 @@ pub const KIND: KindInfo = KindInfo {
     params: params::<Shape>,
     gather: Gather::Nothing,
     build: build::<Shape>,
+    verdict: None,
 };
 
 #[derive(Deserialize, JsonSchema)]

@@ -21,6 +21,7 @@ pub const KIND: KindInfo = KindInfo {
     params: params::<StackFrames>,
     gather: Gather::Unshared,
     build: build::<StackFrames>,
+    verdict: None,
 };
 
 #[derive(Deserialize, JsonSchema)]

@@ -23,6 +23,7 @@ pub const KIND: KindInfo = KindInfo {
     params: params::<LoadDataset>,
     gather: Gather::Nothing,
     build: build::<LoadDataset>,
+    verdict: None,
 };
 
 #[derive(Deserialize, Serialize, JsonSchema, Default, Clone, Copy, PartialEq, Eq)]

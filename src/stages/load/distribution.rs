@@ -22,6 +22,7 @@ pub const KIND: KindInfo = KindInfo {
     params: params::<LoadDistribution>,
     gather: Gather::Nothing,
     build: build::<LoadDistribution>,
+    verdict: None,
 };
 
 #[derive(Deserialize, JsonSchema)]

@@ -21,6 +21,7 @@ pub const KIND: KindInfo = KindInfo {
     params: params::<LoadGrid>,
     gather: Gather::Nothing,
     build: build::<LoadGrid>,
+    verdict: None,
 };
 
 #[derive(Deserialize, JsonSchema)]

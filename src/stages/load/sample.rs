@@ -21,6 +21,7 @@ pub const KIND: KindInfo = KindInfo {
     params: params::<Sample>,
     gather: Gather::Nothing,
     build: build::<Sample>,
+    verdict: None,
 };
 
 #[derive(Deserialize, JsonSchema)]

@@ -23,6 +23,7 @@ pub const KIND: KindInfo = KindInfo {
     params: params::<LoadTable>,
     gather: Gather::Nothing,
     build: build::<LoadTable>,
+    verdict: None,
 };
 
 #[derive(Deserialize, JsonSchema)]

@@ -37,6 +37,7 @@ pub const KIND: KindInfo = KindInfo {
     params: params::<ChannelRelease>,
     gather: Gather::Nothing,
     build: build::<ChannelRelease>,
+    verdict: None,
 };
 
 /// The columns it writes besides the records' letter column (which comes third).

@@ -32,6 +32,7 @@ pub const KIND: KindInfo = KindInfo {
     params: params::<AddNoise>,
     gather: Gather::Nothing,
     build: build::<AddNoise>,
+    verdict: None,
 };
 
 /// Draws per sub-stream: the unit of parallel work whose result is independent of threads.

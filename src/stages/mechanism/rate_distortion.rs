@@ -25,6 +25,7 @@ pub const KIND: KindInfo = KindInfo {
     params: params::<RateDistortion>,
     gather: Gather::Nothing,
     build: build::<RateDistortion>,
+    verdict: None,
 };
 
 /// The output columns, in order; with a joint p(x, z) as second input, [`JOINT_COLUMNS`]

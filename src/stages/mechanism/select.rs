@@ -30,6 +30,7 @@ pub const KIND: KindInfo = KindInfo {
     params: params::<Select>,
     gather: Gather::Nothing,
     build: build::<Select>,
+    verdict: None,
 };
 
 /// The selection methods, by their names in the text.

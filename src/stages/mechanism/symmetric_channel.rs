@@ -23,6 +23,7 @@ pub const KIND: KindInfo = KindInfo {
     params: params::<Symmetric>,
     gather: Gather::Nothing,
     build: build::<Symmetric>,
+    verdict: None,
 };
 
 /// The columns it adds (after the second input's, with `column`).

@@ -50,6 +50,7 @@ pub const KIND: KindInfo = KindInfo {
     params: params::<Trigonometric>,
     gather: Gather::Nothing,
     build: build::<Trigonometric>,
+    verdict: None,
 };
 
 /// C, ellipsoid points, when `candidates` is not given.

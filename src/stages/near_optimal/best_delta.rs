@@ -17,6 +17,7 @@ pub const KIND: KindInfo = KindInfo {
     params: params::<BestDelta>,
     gather: Gather::All,
     build: build::<BestDelta>,
+    verdict: None,
 };
 
 /// The columns, in order (the set's own, read from the input's rows).

@@ -24,6 +24,7 @@ pub const KIND: KindInfo = KindInfo {
     params: params::<Convergence>,
     gather: Gather::Nothing,
     build: build::<Convergence>,
+    verdict: None,
 };
 
 /// The columns after the set's, in order.

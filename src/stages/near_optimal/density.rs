@@ -24,6 +24,7 @@ pub const KIND: KindInfo = KindInfo {
     params: params::<Density>,
     gather: Gather::Nothing,
     build: build::<Density>,
+    verdict: None,
 };
 
 /// The columns after the set's, in order.

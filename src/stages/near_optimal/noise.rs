@@ -36,6 +36,7 @@ pub const KIND: KindInfo = KindInfo {
     params: params::<NearOptimalNoise>,
     gather: Gather::Nothing,
     build: build::<NearOptimalNoise>,
+    verdict: None,
 };
 
 #[derive(Deserialize, JsonSchema)]

@@ -24,6 +24,7 @@ pub const KIND: KindInfo = KindInfo {
     params: params::<Privacy>,
     gather: Gather::Nothing,
     build: build::<Privacy>,
+    verdict: None,
 };
 
 /// The columns after the set's, in order.

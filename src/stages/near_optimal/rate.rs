@@ -25,6 +25,7 @@ pub const KIND: KindInfo = KindInfo {
     params: params::<Rate>,
     gather: Gather::Nothing,
     build: build::<Rate>,
+    verdict: None,
 };
 
 /// The columns after the set's, in order.

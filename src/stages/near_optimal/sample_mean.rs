@@ -26,6 +26,7 @@ pub const KIND: KindInfo = KindInfo {
     params: params::<SampleMean>,
     gather: Gather::Nothing,
     build: build::<SampleMean>,
+    verdict: None,
 };
 
 /// The columns after the set's, in order.

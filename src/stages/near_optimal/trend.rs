@@ -19,6 +19,7 @@ pub const KIND: KindInfo = KindInfo {
     params: params::<Trend>,
     gather: Gather::All,
     build: build::<Trend>,
+    verdict: None,
 };
 
 /// The columns, in order.

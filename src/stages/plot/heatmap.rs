@@ -20,6 +20,7 @@ pub const KIND: KindInfo = KindInfo {
     params: params::<Heatmap>,
     gather: Gather::All,
     build: build::<Heatmap>,
+    verdict: None,
 };
 
 #[derive(Deserialize, JsonSchema)]

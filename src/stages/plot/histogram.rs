@@ -28,6 +28,7 @@ pub const KIND: KindInfo = KindInfo {
     params: params::<Histogram>,
     gather: Gather::All,
     build: build::<Histogram>,
+    verdict: None,
 };
 
 #[derive(Deserialize, JsonSchema)]

@@ -21,6 +21,7 @@ pub const KIND: KindInfo = KindInfo {
     params: params::<Lines>,
     gather: Gather::All,
     build: build::<Lines>,
+    verdict: None,
 };
 
 /// A y scale type (`Serialize` only so that the schema shows the default `{}`).

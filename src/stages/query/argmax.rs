@@ -17,6 +17,7 @@ pub const KIND: KindInfo = KindInfo {
     params: params::<Argmax>,
     gather: Gather::Nothing,
     build: build::<Argmax>,
+    verdict: None,
 };
 
 #[derive(Deserialize, JsonSchema)]

@@ -18,6 +18,7 @@ pub const KIND: KindInfo = KindInfo {
     params: params::<Revenue>,
     gather: Gather::Nothing,
     build: build::<Revenue>,
+    verdict: None,
 };
 
 #[derive(Deserialize, JsonSchema)]

@@ -42,6 +42,7 @@ pub const KIND: KindInfo = KindInfo {
     params: params::<Answers>,
     gather: Gather::Nothing,
     build: build::<Answers>,
+    verdict: None,
 };
 
 /// Largest query seed: it is stored in a frame and compared as a float.

@@ -32,6 +32,7 @@ pub const KIND: KindInfo = KindInfo {
     params: params::<Table>,
     gather: Gather::All,
     build: build::<Table>,
+    verdict: None,
 };
 
 #[derive(Deserialize, JsonSchema)]

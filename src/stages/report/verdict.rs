@@ -23,6 +23,7 @@ pub const KIND: KindInfo = KindInfo {
     params: params::<VerdictTable>,
     gather: Gather::All,
     build: build::<VerdictTable>,
+    verdict: None,
 };
 
 #[derive(Deserialize, Serialize, JsonSchema, Clone, Copy, Default, PartialEq, Eq)]
