@@ -9,7 +9,7 @@ JOBS ?= 2
 MIRROR ?= $(wildcard ../shared/datasets)
 export DPLAB_DATA_MIRROR ?= $(if $(MIRROR),$(abspath $(MIRROR)),)
 
-.PHONY: build docs intro wheel wheel-portable python-test python-check run-all report test figure-check parquet-check pyenv external-check bench-worker browser-test test-slurm golden bench bench-engine bench-audit lint fuzz clean
+.PHONY: build docs intro wheel wheel-portable python-test python-check run-all report test figure-check parquet-check pyenv pyenv-libraries external-check bench-worker browser-test test-slurm golden bench bench-engine bench-audit lint fuzz clean
 
 build:
 	$(CARGO) build --release --locked
@@ -39,7 +39,7 @@ intro:
 ## then results/index.html (the report, also when a pipeline failed: it shows what there is; the
 ## exit status is the run's: data that could not be obtained does not fail it, the report and
 ## the lines above say so).
-run-all: build pyenv
+run-all: build pyenv pyenv-libraries
 	$(DPLAB) data fetch --pipelines pipelines/ || test $$? -eq 1
 	status=0; $(WITH_PYENV) $(DPLAB) run pipelines/ --out results --skip-unavailable --allow-exec || status=$$?; \
 	$(DPLAB) report results --pipelines pipelines/ && exit $$status
@@ -52,7 +52,7 @@ report: build
 ## then every pipeline under --profile ci compared with tests/golden/, every figure rendered and
 ## held against the frame it drew, and the report in Chromium.
 ## Every run here uses a fresh instance store, so nothing passes because of stored work.
-test: build pyenv
+test: build pyenv pyenv-libraries
 	rm -rf target/test-store target/ci-store target/ci-results
 	$(MAKE) wheel
 	DPLAB_STORE=$(abspath target/test-store) INSTA_UPDATE=no $(CARGO) test --release --locked
@@ -83,6 +83,27 @@ parquet-check: pyenv
 pyenv:
 	test -x target/pyenv/bin/python || python3 -m venv target/pyenv || { rm -rf target/pyenv; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends python3-venv >/dev/null && python3 -m venv target/pyenv; }
 	target/pyenv/bin/python -c 'import pyarrow, duckdb, numpy' 2>/dev/null || target/pyenv/bin/pip install -q pyarrow duckdb numpy
+
+## The DP libraries pipelines/audit/libraries.yaml audits, at these versions, from the package
+## registry: OpenDP, diffprivlib (with the scikit-learn it imports: 1.7 removed a name it uses)
+## and Google's python-dp into target/pyenv; Tumult's tmlt.core, which needs numpy < 2 and
+## pandas < 2 on Python 3.11, into target/pyenv-tmlt, whose interpreter a wrapper puts on the
+## pipelines' PATH as python3-tmlt. The versions are the table's too (libraries.csv): change
+## them together. A library that does not install is left out with a warning, and the stages
+## that audit it fail their probe.
+OPENDP_VERSION := 0.16.0
+DIFFPRIVLIB_VERSION := 0.6.6
+DIFFPRIVLIB_SKLEARN_VERSION := 1.6.1
+PYTHON_DP_VERSION := 1.1.5
+TMLT_CORE_VERSION := 0.20.0
+pyenv-libraries: pyenv
+	target/pyenv/bin/pip install -q 'opendp==$(OPENDP_VERSION)' || echo 'warning: opendp $(OPENDP_VERSION) did not install: libraries.yaml audits it no further' >&2
+	target/pyenv/bin/pip install -q 'diffprivlib==$(DIFFPRIVLIB_VERSION)' 'scikit-learn==$(DIFFPRIVLIB_SKLEARN_VERSION)' || echo 'warning: diffprivlib $(DIFFPRIVLIB_VERSION) did not install: libraries.yaml audits it no further' >&2
+	target/pyenv/bin/pip install -q 'python-dp==$(PYTHON_DP_VERSION)' || echo 'warning: python-dp $(PYTHON_DP_VERSION) did not install: libraries.yaml audits it no further' >&2
+	rm -f target/pyenv/bin/python3-tmlt
+	{ test -x target/pyenv-tmlt/bin/python || python3 -m venv target/pyenv-tmlt; } && target/pyenv-tmlt/bin/pip install -q 'tmlt.core==$(TMLT_CORE_VERSION)' \
+	  && printf '#!/bin/sh\nexec "%s" "$$@"\n' '$(abspath target/pyenv-tmlt/bin/python3)' > target/pyenv/bin/python3-tmlt && chmod +x target/pyenv/bin/python3-tmlt \
+	  || echo 'warning: tmlt.core $(TMLT_CORE_VERSION) did not install: libraries.yaml audits it no further' >&2
 
 ## What `dplab new --external` writes, run as a newcomer would (python3 with numpy first on
 ## PATH): it succeeds, and gives the same frames with 1 and 2 jobs.
