@@ -228,10 +228,12 @@ impl Privacy {
         };
         let mut out: Vec<(f64, f64)> = levels
             .into_iter()
-            // δ at least the profile at ε, whatever the rounding of ε(δ) (the module doc).
+            // ε(δ) is a bound the conversion proves at δ (the module doc); the profile at it,
+            // minimised over a grid of orders, agrees to rounding.
             .filter_map(|d| {
                 let e = self.epsilon_at(d)?;
-                Some((e, self.delta_at(e).map_or(d, |p| p.max(d))))
+                debug_assert!(self.delta_at(e).is_none_or(|p| p <= d * (1.0 + 1e-6)));
+                Some((e, d))
             })
             .filter(|(e, _)| e.is_finite())
             .collect();

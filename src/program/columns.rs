@@ -236,7 +236,7 @@ mod tests {
             body.extend(v.to_le_bytes());
         }
         body.extend([1u8, 0, 1]);
-        for o in [0u64, 1, 1, 4] {
+        for o in [0u64, 1, 1, 3] {
             body.extend(o.to_le_bytes());
         }
         body.extend("aé".as_bytes());

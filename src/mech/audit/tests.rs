@@ -1,7 +1,9 @@
 use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64Mcg;
 
-use super::search::Projection;
+use super::bound::{clopper_pearson_lower, clopper_pearson_upper};
+use super::event::{Event, Feature, Projection};
+use super::keep::Claim;
 use super::*;
 use crate::mech::exponential::ExponentialMechanism;
 use crate::mech::laplace::Laplace;
@@ -84,7 +86,7 @@ fn plan(pairs: usize, search: u64, samples: u64, searches: Searches) -> Plan {
         samples,
         chunk: 1 << 14,
         confidence: 0.95,
-        delta: 0.0,
+        points: vec![(0.0, 0.0)],
         searches,
     }
 }
@@ -113,6 +115,7 @@ const SCALAR: Searches = Searches {
     scalar: true,
     linear: false,
     support: false,
+    bits: false,
 };
 
 /// The Laplace mechanism on a counting query (Δ = 1), inputs 0 and 1, noise of `scale`.
@@ -174,6 +177,7 @@ fn discrete_search_flags_the_naive_exponential_mechanism() {
         scalar: false,
         linear: false,
         support: false,
+        bits: false,
     };
     let x = [1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0];
     let x2 = [0.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0];
@@ -253,6 +257,7 @@ fn linear_score_finds_a_loss_spread_over_coordinates() {
         scalar: false,
         linear: true,
         support: false,
+        bits: false,
     };
     let f = audit_of(&plan(1, 20_000, 100_000, linear), 9, 8, spread);
     assert!(f.epsilon_lb > 1.0, "{f:?}");
@@ -315,6 +320,7 @@ fn the_discrete_search_leaves_continuous_outputs_alone() {
         scalar: false,
         linear: false,
         support: false,
+        bits: false,
     };
     let l = Laplace::new(1.0).unwrap();
     let draws = |side: f64, r: &mut Pcg64Mcg| {
@@ -368,6 +374,7 @@ fn an_event_too_rare_for_the_validation_split_is_not_chosen() {
         scalar: false,
         linear: false,
         support: false,
+        bits: false,
     };
     let a = Releases {
         dim: 1,
@@ -379,11 +386,20 @@ fn an_event_too_rare_for_the_validation_split_is_not_chosen() {
         values: vec![1.0, 2.0, 3.0],
         counts: vec![0, 3970, 6030],
     };
-    let outcomes = |v: u64| match search::best_for(&a, &b, discrete, 0.0, 0.95, v)
-        .unwrap()
-        .event
+    let outcomes = |v: u64| match search::best_for(
+        &a,
+        &b,
+        discrete,
+        Claim {
+            points: &[(0.0, 0.0)],
+            confidence: 0.95,
+            validation: v,
+        },
+    )
+    .unwrap()
+    .event
     {
-        search::Event::Outcomes { outcomes, .. } => outcomes,
+        Event::Outcomes { outcomes, .. } => outcomes,
         e => panic!("{e:?}"),
     };
     assert_eq!(outcomes(100_000), [vec![1.0]]);
@@ -405,6 +421,7 @@ fn support_search_flags_a_single_precision_laplace_sampler() {
         scalar: false,
         linear: false,
         support: true,
+        bits: false,
     };
     let textbook = |bits: u32| {
         move |_: usize, side: usize, r: &mut Pcg64Mcg| {
@@ -491,7 +508,6 @@ fn codes_become_indicator_and_count_features() {
     let Some(Projection::Linear { terms, .. }) = search::logistic_for_tests(&a, &b) else {
         panic!("no score");
     };
-    use search::Feature;
     let value = |j: usize| {
         terms.iter().find_map(|t| match t {
             Feature::Value { j: k, labels, fill } if *k == j => Some((labels.clone(), *fill)),
@@ -581,11 +597,14 @@ fn detectable_says_what_these_draws_could_have_flagged() {
     let finding = |k2: u64, n: u64| Finding {
         pair: 0,
         forward: true,
-        event: search::Event::outcomes(vec![vec![1.0]]),
+        event: Event::outcomes(vec![vec![1.0]]),
+        epsilon: 0.1,
+        delta: 0.0,
         samples: n,
         k1: k2,
         k2,
         epsilon_lb: 0.0,
+        delta_lb: 0.0,
         search_k1: 0,
         search_k2: 0,
         search_n: 0,
@@ -642,4 +661,195 @@ fn an_input_several_pairs_hold_is_drawn_once() {
     assert_eq!(asked, [(0, 0, 0), (0, 1, 0), (1, 1, 0), (2, 0, 0)]);
     // The pair of the inputs furthest apart (3 vs 0) is the one that separates them best.
     assert_eq!(found.pair, 2, "{found:?}");
+}
+
+/// The confidence, by simulation: mechanisms that keep their claim exactly are flagged in at
+/// most (1 − confidence) of many seeded audits, curves as points. A Gaussian of σ = 1 at
+/// Δ = 1 is exactly 1-GDP, audited along the whole GDP curve (the search picks the point);
+/// the Laplace mechanism is exactly ε-DP; and "with probability δ release the input, else
+/// randomised response" is exactly (ε, δ)-DP at its one point. 150 audits each at 90 %
+/// confidence: at most 15 flags may pass as chance, and Clopper–Pearson is conservative, so
+/// there are far fewer.
+#[test]
+fn tight_claims_are_flagged_at_most_as_often_as_the_confidence_allows() {
+    use crate::mech::privacy::Privacy;
+    use rand_distr::{Distribution, StandardNormal};
+    const AUDITS: u64 = 150;
+    let searches = Searches {
+        discrete: true,
+        scalar: true,
+        linear: false,
+        support: false,
+        bits: false,
+    };
+    let plan_for = |points: Vec<(f64, f64)>| Plan {
+        inputs: vec![[0, 1]],
+        search_samples: 4_000,
+        samples: 20_000,
+        chunk: 1 << 12,
+        confidence: 0.9,
+        points,
+        searches,
+    };
+    let (eps, delta) = (0.5f64, 0.05f64);
+    let keep = (eps.exp() / (1.0 + eps.exp())) * (1.0 - delta);
+    let cases: Vec<(
+        &str,
+        Plan,
+        Box<dyn Fn(usize, usize, &mut Pcg64Mcg) -> Vec<f64> + Sync>,
+    )> = vec![
+        (
+            "1-GDP Gaussian",
+            plan_for(Privacy::Gdp { mu: 1.0 }.points(None)),
+            Box::new(|_, side, r: &mut Pcg64Mcg| {
+                let z: f64 = StandardNormal.sample(r);
+                vec![side as f64 + z]
+            }),
+        ),
+        (
+            "ε-DP Laplace",
+            plan_for(vec![(1.0, 0.0)]),
+            Box::new(laplace(1.0)),
+        ),
+        (
+            "(ε, δ) randomised response",
+            plan_for(vec![(eps, delta)]),
+            Box::new(move |_, side, r: &mut Pcg64Mcg| {
+                let u: f64 = r.random();
+                let out = if u < delta {
+                    2.0 + side as f64
+                } else if u < delta + keep {
+                    side as f64
+                } else {
+                    1.0 - side as f64
+                };
+                vec![out]
+            }),
+        ),
+    ];
+    for (name, plan, release) in &cases {
+        let flagged = (0..AUDITS)
+            .filter(|&seed| {
+                let f = audit_of(plan, 1000 + seed, 1, release);
+                f.epsilon_lb > f.epsilon
+            })
+            .count() as u64;
+        assert!(
+            flagged <= AUDITS / 10,
+            "{name}: flagged in {flagged} of {AUDITS} audits at 90 % confidence"
+        );
+    }
+}
+
+/// A curve claim that does not hold is flagged: the Gaussian of σ = 1 at Δ = 2 is 2-GDP,
+/// audited as 1-GDP, at a point the search chose (not the claim's δ = 0 end).
+#[test]
+fn a_curve_claim_that_fails_is_flagged_at_a_point_of_its_curve() {
+    use crate::mech::privacy::Privacy;
+    use rand_distr::{Distribution, StandardNormal};
+    let mut p = plan(1, 20_000, 100_000, SCALAR);
+    p.points = Privacy::Gdp { mu: 1.0 }.points(None);
+    let f = audit_of(&p, 5, 1, |_, side, r| {
+        let z: f64 = StandardNormal.sample(r);
+        vec![2.0 * side as f64 + z]
+    });
+    assert!(f.epsilon_lb > f.epsilon && f.delta > 0.0, "{f:?}");
+    assert!(f.delta_lb > f.delta, "{f:?}");
+    let promised = Privacy::Gdp { mu: 1.0 }.delta_at(f.epsilon).unwrap();
+    assert!(promised <= f.delta * (1.0 + 1e-9), "{promised} {f:?}");
+}
+
+/// Each search family keeps its own candidates: the geometric mechanism at ε = 0.1 on
+/// inputs 2 apart (a true loss of 0.2) has a few hundred outcomes, whose sets, fitted to
+/// noise, filled every shared slot, so no threshold was scored and nothing was flagged; with
+/// slots of its own the scalar search's threshold is scored, and flags it.
+#[test]
+fn a_search_family_is_not_crowded_out_by_another() {
+    let g = crate::mech::geometric::Geometric::for_privacy(0.1, 1.0).unwrap();
+    let all = Searches {
+        discrete: true,
+        scalar: true,
+        linear: true,
+        support: true,
+        bits: false,
+    };
+    let mut p = plan(1, 1_000_000, 1_000_000, all);
+    p.points = vec![(0.1, 0.0)];
+    let f = audit_of(&p, 3, 1, move |_, side, r| {
+        vec![(2 * side) as f64 + g.sample(r) as f64]
+    });
+    assert!(f.epsilon_lb > 0.1, "{f:?}");
+}
+
+/// The bits search sees a floating-point sampler's holes: `x + Laplace` for x ∈ {0, 1} (the
+/// textbook sampler, numpy's) releases near 0 only multiples of 2⁻⁵³ for x = 1, so an event
+/// on the lowest set bit flags ε = 0.1; a snapped release (multiples of 16 for both) is not
+/// flagged, and without the bits search neither is the textbook one.
+#[test]
+fn the_bits_search_flags_float_holes_and_not_a_snapped_release() {
+    let bits = Searches {
+        bits: true,
+        support: true,
+        ..SCALAR
+    };
+    let mut p = plan(1, 200_000, 200_000, bits);
+    p.points = vec![(0.1, 0.0)];
+    let textbook = audit_of(&p, 9, 1, laplace(10.0));
+    assert!(textbook.epsilon_lb > 0.1, "{textbook:?}");
+    let l = Laplace::new(10.0).unwrap();
+    let snapped = audit_of(&p, 9, 1, move |_, side, r| {
+        vec![((side as f64 + l.sample(r)) / 16.0).round() * 16.0]
+    });
+    assert!(snapped.epsilon_lb <= 0.1, "{snapped:?}");
+    let mut p = p.clone();
+    p.searches = Searches {
+        bits: false,
+        ..bits
+    };
+    let unseen = audit_of(&p, 9, 1, laplace(10.0));
+    assert!(unseen.epsilon_lb <= 0.1, "{unseen:?}");
+}
+
+/// The draws that would flag a 10 % worse mechanism: a bound above ε at that many, and not
+/// at half as many; more for a rarer event.
+#[test]
+fn draws_to_flag_is_the_power_of_the_event() {
+    let finding = |k2: u64| Finding {
+        pair: 0,
+        forward: true,
+        event: Event::outcomes(vec![vec![1.0]]),
+        epsilon: 1.0,
+        delta: 0.0,
+        samples: 100_000,
+        k1: 0,
+        k2,
+        epsilon_lb: 0.0,
+        delta_lb: 0.0,
+        search_k1: 0,
+        search_k2: 0,
+        search_n: 0,
+        search_score: 0.0,
+    };
+    let (common, rare) = (finding(20_000), finding(200));
+    let n = draws_to_flag(&common, 0.95).unwrap();
+    let m = draws_to_flag(&rare, 0.95).unwrap();
+    assert!(m > n, "{m} {n}");
+    let p2 = 0.2;
+    let p1 = (1.1f64).exp() * p2;
+    let at = |n: u64| {
+        epsilon_lower_bound(
+            (p1 * n as f64).round() as u64,
+            n,
+            (p2 * n as f64).round() as u64,
+            n,
+            0.0,
+            0.95,
+        )
+    };
+    assert!(
+        at(n) > 1.0 && at(n / 2) <= 1.0,
+        "{n}: {} {}",
+        at(n),
+        at(n / 2)
+    );
 }
