@@ -278,6 +278,10 @@ pub trait StageRun: Send + Sync {
     fn columns_out(&self, inputs: &[Option<Vec<String>>]) -> Option<Vec<String>>;
     /// See [`Stage::privacy`].
     fn privacy(&self) -> Option<crate::mech::Privacy>;
+    /// See [`Stage::seeded`].
+    fn seeded(&self) -> bool {
+        true
+    }
     /// See [`Stage::stage_files`].
     fn stage_files(&self) -> anyhow::Result<Vec<Artifact>> {
         Ok(Vec::new())
@@ -366,6 +370,14 @@ pub trait Stage: DeserializeOwned + Send + Sync + 'static {
     fn privacy(&self) -> Option<crate::mech::Privacy> {
         None
     }
+    /// Whether the seed decides its output (true for every kind of dplab's). False for a
+    /// program that draws from a source the seed does not govern (a library that cannot be
+    /// seeded, `seeded: false`): its results are not reproducible bit for bit, which its
+    /// frames say where the kind has room for it (an audit's `reproducible` column), and
+    /// `--verify` does not compute it twice to compare.
+    fn seeded(&self) -> bool {
+        true
+    }
     /// Files about the stage as a whole rather than one instance (how the report shows its
     /// frame): the engine writes them once, `<stage>.<ext>` beside the stage's gathered frame,
     /// from its first instance's parameters. They follow from the parameters, which the
@@ -414,6 +426,9 @@ impl<T: Stage> StageRun for Typed<T> {
     }
     fn privacy(&self) -> Option<crate::mech::Privacy> {
         self.0.privacy()
+    }
+    fn seeded(&self) -> bool {
+        self.0.seeded()
     }
     fn stage_files(&self) -> anyhow::Result<Vec<Artifact>> {
         self.0.stage_files()

@@ -327,6 +327,24 @@ fn run_all(args: &RunArgs, quiet: bool, tally: &mut Tally) -> Outcome {
             s
         });
         let outcome = match pipeline.plan_probing(common, consent.allowed()) {
+            // What its programs need is not installed (every error a failed probe): skipped
+            // like a pipeline whose data is not here.
+            Err(errs)
+                if *skip_unavailable
+                    && errs
+                        .iter()
+                        .all(|e| e.hint.as_deref() == Some(dplab::pipeline::plan::PROBE_FAILED)) =>
+            {
+                let why = errs
+                    .iter()
+                    .map(|e| e.message.clone())
+                    .collect::<Vec<_>>()
+                    .join("; ");
+                tracing::warn!("skipped {}: {why}", f.display());
+                pipeline_done(tally, f, "", "skipped", None, Some(&why));
+                skipped.push(format!("{} ({})", f.display(), dplab::text::brief(&why, 200)));
+                true
+            }
             Err(errs) => {
                 report_spec_errors(&errs);
                 pipeline_done(tally, f, "", "invalid", None, None);
@@ -407,7 +425,7 @@ fn run_all(args: &RunArgs, quiet: bool, tally: &mut Tally) -> Outcome {
     }
     if !skipped.is_empty() {
         errln!(
-            "\n{} pipeline(s) skipped because their data is not on this machine (see `dplab data list`):",
+            "\n{} pipeline(s) skipped because their data or what their programs need is not on this machine (see `dplab data list`):",
             skipped.len()
         );
         for s in &skipped {

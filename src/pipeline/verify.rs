@@ -21,7 +21,8 @@ use super::instance_store::InstanceResult;
 use super::plan::Plan;
 
 /// One flag per instance of the run (global ids, `offset[stage] + index`): whether to
-/// compute it twice. At most `n` are set, among stages whose kind runs programs.
+/// compute it twice. At most `n` are set, among stages whose kind runs programs and whose seed
+/// decides their output.
 pub fn choose(plan: &Plan, offset: &[usize], n: usize) -> Vec<bool> {
     let total = offset.last().copied().unwrap_or(0);
     let mut chosen = vec![false; total];
@@ -32,7 +33,8 @@ pub fn choose(plan: &Plan, offset: &[usize], n: usize) -> Vec<bool> {
         .stages
         .iter()
         .enumerate()
-        .filter(|(_, s)| s.kind.runs_programs && !s.kept)
+        // A program that cannot be seeded gives other bits each run: nothing to compare.
+        .filter(|(_, s)| s.kind.runs_programs && !s.kept && s.seeded)
         .flat_map(|(si, s)| (0..s.instances.len()).map(move |ii| (si, ii)))
         .map(|(si, ii)| offset[si] + ii)
         .collect();

@@ -97,6 +97,11 @@ pub struct Plan {
     pub asked: Vec<String>,
 }
 
+/// The hint of a plan error that is a failed probe: what the stage needs (an interpreter, a
+/// library) is not on this machine, as a dataset may not be, and `--skip-unavailable` skips a
+/// pipeline whose only errors are these.
+pub const PROBE_FAILED: &str = "what the program needs is not installed here (a probe checks it): install it, or pass --skip-unavailable to skip pipelines that need what this machine lacks";
+
 pub struct PlannedStage {
     pub name: String,
     pub kind: &'static KindInfo,
@@ -130,6 +135,9 @@ pub struct PlannedStage {
     /// ([`crate::kind::Stage::programs`]): the caller runs the plan only with the user's
     /// consent.
     pub programs: Vec<Vec<String>>,
+    /// Whether the seed decides every instance's output ([`crate::kind::Stage::seeded`]):
+    /// false for a program that cannot be seeded, which `--verify` leaves alone.
+    pub seeded: bool,
     /// The files and trees its parameters name (as written), each with its sha256 (a tree's
     /// digest, [`super::files::InputFiles::tree_digest`]): the run record keeps them, so
     /// `--dry-run` names the file that changed.

@@ -52,6 +52,7 @@ impl<'a> Planner<'a> {
             instances,
             columns,
             programs,
+            seeded,
             environment,
             files,
             sources,
@@ -88,6 +89,7 @@ impl<'a> Planner<'a> {
                 .collect(),
             columns,
             programs,
+            seeded,
             environment,
             files,
             sources,
@@ -495,6 +497,7 @@ impl<'a> Planner<'a> {
         let mut built: HashMap<Vec<String>, Built> = HashMap::new();
         let mut file_hash: HashMap<PathBuf, String> = HashMap::new();
         let mut programs: BTreeSet<Vec<String>> = BTreeSet::new();
+        let mut seeded = true;
         let mut environment: BTreeMap<String, String> = BTreeMap::new();
         // By their JSON text: distinct, in a fixed order.
         let mut sources: BTreeMap<String, serde_json::Value> = BTreeMap::new();
@@ -529,6 +532,7 @@ impl<'a> Planner<'a> {
                 None => {
                     let b = self.build(sp, &key, &input_cols, &mut file_hash)?;
                     programs.extend(b.programs.iter().cloned());
+                    seeded &= b.seeded;
                     environment.extend(b.environment.clone());
                     sources.extend(b.sources.iter().map(|v| (v.to_string(), v.clone())));
                     if declared.as_ref().is_none_or(|d| *d == b.columns) {
@@ -612,6 +616,7 @@ impl<'a> Planner<'a> {
             instances,
             columns,
             programs: programs.into_iter().collect(),
+            seeded,
             environment,
             files,
             sources: sources.into_values().collect(),
@@ -775,10 +780,11 @@ impl<'a> Planner<'a> {
                 Err(_) if ov.prober.is_none() => NOT_RUN.to_string(),
                 Ok(out) => hex(&Sha256::digest(&out)),
                 Err(msg) => {
-                    let e = spec.err(
+                    let mut e = spec.err(
                         &format!("stages.{name}.with.probe"),
                         format!("stage `{name}`: the probe `{command}` failed: {msg}"),
                     );
+                    e.hint = Some(super::PROBE_FAILED.to_string());
                     self.errors.push(e);
                     return None;
                 }
@@ -793,6 +799,7 @@ impl<'a> Planner<'a> {
             files,
             sources: r.sources(),
             programs: r.programs().into_iter().map(|(_, argv)| argv).collect(),
+            seeded: r.seeded(),
             columns,
         })
     }
@@ -816,6 +823,7 @@ pub(super) struct Planned {
     pub(super) instances: Vec<Instance>,
     pub(super) columns: Option<Vec<String>>,
     pub(super) programs: Vec<Vec<String>>,
+    pub(super) seeded: bool,
     pub(super) environment: BTreeMap<String, String>,
     pub(super) files: std::collections::BTreeMap<String, String>,
     pub(super) sources: Vec<serde_json::Value>,
@@ -831,6 +839,8 @@ pub(super) struct Built {
     pub(super) sources: Vec<serde_json::Value>,
     /// The programs it runs ([`crate::kind::Stage::programs`]).
     pub(super) programs: Vec<Vec<String>>,
+    /// Whether its seed decides its output ([`crate::kind::Stage::seeded`]).
+    pub(super) seeded: bool,
     /// The kind's output columns for these parameters (see [`PlannedStage::columns`]).
     pub(super) columns: Option<Vec<String>>,
 }

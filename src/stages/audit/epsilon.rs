@@ -153,14 +153,16 @@ pub(crate) const SURE: [&str; 5] = [
 /// The claim and the verdict, after [`SURE`] (version 4 on): the claim as written, the
 /// conversion that made its (ε, δ) points, δ_LB at the tested ε, the draws per side that would
 /// flag it were the mechanism 10 % worse on the event ([`draws_to_flag`]), what was expected,
-/// and whether the verdict differs from it.
-pub(crate) const CLAIM: [&str; 6] = [
+/// whether the verdict differs from it, and whether the audited mechanism draws from the seed
+/// alone (false for a program that cannot be seeded: its row is not reproducible bit for bit).
+pub(crate) const CLAIM: [&str; 7] = [
     "claim",
     "conversion",
     "delta_lb",
     "draws_to_flag",
     "expect",
     "unexpected",
+    "reproducible",
 ];
 
 #[derive(Deserialize, JsonSchema)]
@@ -1014,6 +1016,10 @@ impl StageRun for AuditRun {
             frame.with_column(c.clone())?;
         }
         frame.with_column(Column::new("unexpected".into(), vec![unexpected]))?;
+        frame.with_column(Column::new(
+            "reproducible".into(),
+            vec![self.inner_any().seeded()],
+        ))?;
         Ok(frame.into())
     }
 
@@ -1053,6 +1059,9 @@ impl StageRun for AuditRun {
     }
     fn probes(&self) -> Vec<crate::kind::Probe> {
         self.inner_any().probes()
+    }
+    fn seeded(&self) -> bool {
+        self.inner_any().seeded()
     }
     fn recorded(&self) -> Vec<(String, String)> {
         self.inner_any().recorded()

@@ -79,6 +79,13 @@ struct External {
     /// start the program once per dplab thread and hand it instances one after another (worker protocol 1; the Python helper's `serve(fn)`), instead of once per instance: what it keeps across instances must not change its results, which `--verify` checks
     #[serde(default)]
     worker: bool,
+    /// false when the program draws from a source dplab's seed does not govern (a library that cannot be seeded, as python-dp's C++ sampler): its results are then not reproducible bit for bit, its audits say so, and `--verify` does not compare two runs of it
+    #[serde(default = "yes")]
+    seeded: bool,
+}
+
+fn yes() -> bool {
+    true
 }
 
 impl External {
@@ -206,6 +213,10 @@ fn code_path(program: &str) -> PathBuf {
 }
 
 impl Stage for External {
+    fn seeded(&self) -> bool {
+        self.seeded
+    }
+
     fn validate(&self) -> Result<(), ParamError> {
         check_argv("command", &self.command)?;
         if let Some(probe) = &self.probe {
