@@ -111,6 +111,12 @@ pub(crate) fn compare_cmd(
                 frames += c.frames;
                 cells += c.cells;
                 timings += c.timings;
+                for f in &c.unreproducible {
+                    tracing::info!(
+                        "{}{f}: not compared: its stage is not reproducible bit for bit (a program dplab cannot seed, or a stage that reads one's output)",
+                        if name.is_empty() { String::new() } else { format!("{name}/") }
+                    );
+                }
                 if !c.report.is_empty() {
                     mismatch = true;
                     for line in c.report.lines() {

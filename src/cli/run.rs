@@ -331,9 +331,9 @@ fn run_all(args: &RunArgs, quiet: bool, tally: &mut Tally) -> Outcome {
             // like a pipeline whose data is not here.
             Err(errs)
                 if *skip_unavailable
-                    && errs
-                        .iter()
-                        .all(|e| e.hint.as_deref() == Some(dplab::pipeline::plan::PROBE_FAILED)) =>
+                    && errs.iter().all(|e| {
+                        e.hint.as_deref() == Some(dplab::pipeline::plan::PROBE_FAILED)
+                    }) =>
             {
                 let why = errs
                     .iter()
@@ -342,7 +342,11 @@ fn run_all(args: &RunArgs, quiet: bool, tally: &mut Tally) -> Outcome {
                     .join("; ");
                 tracing::warn!("skipped {}: {why}", f.display());
                 pipeline_done(tally, f, "", "skipped", None, Some(&why));
-                skipped.push(format!("{} ({})", f.display(), dplab::text::brief(&why, 200)));
+                skipped.push(format!(
+                    "{} ({})",
+                    f.display(),
+                    dplab::text::brief(&why, 200)
+                ));
                 true
             }
             Err(errs) => {

@@ -19,6 +19,9 @@
 //!   infinity;
 //! - anything else (text) must be identical.
 //!
+//! A frame whose stage the manifest marks not reproducible (a program dplab cannot seed, or a
+//! stage reading one's output) is not compared, and is named as such.
+//!
 //! Wall times are measurements, not results: a column named `*_seconds`, and a row whose
 //! `value` cell names such a column (the long format of `aggregate.summary`), are not
 //! compared; the count of such cells is reported.
@@ -85,6 +88,9 @@ pub struct Comparison {
     pub cells: usize,
     /// Wall-time cells, not compared.
     pub timings: usize,
+    /// Frames not compared: their stage's manifest entry says they are not reproducible bit for
+    /// bit (a program dplab cannot seed, or a stage reading one's output).
+    pub unreproducible: Vec<String>,
     pub report: String,
 }
 
@@ -120,7 +126,16 @@ pub fn compare_dirs(a: &Path, b: &Path, tol: Tolerance) -> Result<Comparison> {
         .flat_map(|m| m.axes.into_keys())
         .collect();
     axes.insert("rep".into());
-    let both: Vec<&String> = fa.intersection(&fb).collect();
+    // Frames of stages that no seed decides are not compared (either side's manifest says).
+    let unseeded: BTreeSet<String> = [a, b]
+        .iter()
+        .filter_map(|d| made(d))
+        .flat_map(|m| m.stages.into_iter().filter(|s| !s.reproducible))
+        .map(|s| format!("{}.csv", s.name))
+        .collect();
+    let (both, unreproducible): (Vec<&String>, Vec<&String>) =
+        fa.intersection(&fb).partition(|n| !unseeded.contains(*n));
+    let unreproducible = unreproducible.into_iter().cloned().collect();
     for name in &both {
         let ta = read_frame(&a.join(name))?;
         let tb = read_frame(&b.join(name))?;
@@ -142,6 +157,7 @@ pub fn compare_dirs(a: &Path, b: &Path, tol: Tolerance) -> Result<Comparison> {
         frames: both.len(),
         cells,
         timings,
+        unreproducible,
         report,
     })
 }

@@ -177,6 +177,11 @@ pub struct StageEntry<Seeds = Vec<Seed>> {
     /// manifest without it wrote every frame.
     #[serde(default = "written")]
     pub stored: bool,
+    /// Whether its frame is the same bits on every run: false for a stage whose program dplab
+    /// cannot seed (`seeded: false`), and for every stage that reads one's output. `dplab
+    /// compare` does not compare such frames. An older manifest: true.
+    #[serde(default = "written")]
+    pub reproducible: bool,
     pub instances: u64,
     /// Compute time of its instances, summed and the longest.
     pub seconds_total: f64,

@@ -58,6 +58,7 @@ pub(super) fn kept_entry(e: &StageEntry, kept: Kept) -> StageEntry<Listed<'_>> {
         axes: e.axes.clone(),
         gathered: e.gathered.clone(),
         stored: e.stored,
+        reproducible: e.reproducible,
         instances: e.instances,
         seconds_total: e.seconds_total,
         seconds_max: e.seconds_max,

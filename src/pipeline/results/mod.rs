@@ -437,6 +437,12 @@ fn write_all(
     let (mut left_out, mut stale) = (Vec::new(), Vec::new());
     // Per stage, the earlier entry whose outputs are kept.
     let mut carried: Vec<Option<&StageEntry>> = vec![None; plan.stages.len()];
+    // Stages are in topological order: whether each reads only what the seed decides.
+    let mut reproducible: Vec<bool> = Vec::with_capacity(plan.stages.len());
+    for stage in &plan.stages {
+        let r = stage.seeded && stage.inputs.iter().all(|&u| reproducible[u]);
+        reproducible.push(r);
+    }
     for (si, stage) in plan.stages.iter().enumerate() {
         let res = &results[si];
         if let Some(carry) = res.carry {
@@ -495,7 +501,7 @@ fn write_all(
                         why: "not asked for (--stages), not all in the store, and no earlier outputs to keep".into(),
                         current: false,
                     }),
-                    ..entry_of(stage, res)
+                    ..entry_of(stage, res, reproducible[si])
                 });
                 continue;
             }
@@ -549,7 +555,7 @@ fn write_all(
         for o in &mut outputs[first_output..] {
             o.stage = stage.name.clone();
         }
-        stages.push(entry_of(stage, res));
+        stages.push(entry_of(stage, res, reproducible[si]));
     }
     let axes = plan
         .axes
@@ -637,7 +643,11 @@ fn axis_json(x: &AxisValue) -> serde_json::Value {
 }
 
 /// A stage's manifest entry as this run made it.
-fn entry_of<'a>(stage: &'a PlannedStage, res: &'a StageOutput) -> StageEntry<Listed<'a>> {
+fn entry_of<'a>(
+    stage: &'a PlannedStage,
+    res: &'a StageOutput,
+    reproducible: bool,
+) -> StageEntry<Listed<'a>> {
     let secs = &res.seconds;
     let hits = res.cached;
     StageEntry {
@@ -649,6 +659,7 @@ fn entry_of<'a>(stage: &'a PlannedStage, res: &'a StageOutput) -> StageEntry<Lis
         axes: stage.axes.clone(),
         gathered: stage.gathered.clone(),
         stored: stage.store,
+        reproducible,
         instances: stage.instances.len() as u64,
         seconds_total: secs.iter().sum::<f64>(),
         seconds_max: secs.iter().copied().fold(0.0, f64::max),
