@@ -17,7 +17,7 @@ build:
 ## Pipelines whose programs need numpy (the DP-Sniper suite's mechanisms) find it in target/pyenv:
 ## its python3 comes first on PATH where the pipelines run (the interpreter is the machine's, so
 ## programs probed by `python3 --version` keep their store keys).
-WITH_PYENV = PATH=$(abspath target/pyenv/bin):$$PATH
+WITH_PYENV = PATH=$(abspath target/pyenv/bin):$$PATH TMLT_CORE_PYTHON=$(abspath target/pyenv-tmlt/bin/python3)
 
 ## The book: the stage-kind pages written again from the kinds' own descriptions (what
 ## `dplab list` prints; `make test` fails while the committed ones are stale), then the HTML
@@ -87,8 +87,8 @@ pyenv:
 ## The DP libraries pipelines/audit/libraries.yaml audits, at these versions, from the package
 ## registry: OpenDP, diffprivlib (with the scikit-learn it imports: 1.7 removed a name it uses)
 ## and Google's python-dp into target/pyenv; Tumult's tmlt.core, which needs numpy < 2 and
-## pandas < 2 on Python 3.11, into target/pyenv-tmlt, whose interpreter a wrapper puts on the
-## pipelines' PATH as python3-tmlt. The versions are the table's too (libraries.csv): change
+## pandas < 2 on Python 3.11, into target/pyenv-tmlt, whose interpreter WITH_PYENV names in
+## TMLT_CORE_PYTHON (libraries/tmlt.py execs it). The versions are the table's too (libraries.csv): change
 ## them together. A library that does not install is left out with a warning, and the stages
 ## that audit it fail their probe.
 OPENDP_VERSION := 0.16.0
@@ -100,10 +100,8 @@ pyenv-libraries: pyenv
 	target/pyenv/bin/pip install -q 'opendp==$(OPENDP_VERSION)' || echo 'warning: opendp $(OPENDP_VERSION) did not install: libraries.yaml audits it no further' >&2
 	target/pyenv/bin/pip install -q 'diffprivlib==$(DIFFPRIVLIB_VERSION)' 'scikit-learn==$(DIFFPRIVLIB_SKLEARN_VERSION)' || echo 'warning: diffprivlib $(DIFFPRIVLIB_VERSION) did not install: libraries.yaml audits it no further' >&2
 	target/pyenv/bin/pip install -q 'python-dp==$(PYTHON_DP_VERSION)' || echo 'warning: python-dp $(PYTHON_DP_VERSION) did not install: libraries.yaml audits it no further' >&2
-	rm -f target/pyenv/bin/python3-tmlt
 	{ test -x target/pyenv-tmlt/bin/python || python3 -m venv target/pyenv-tmlt; } && target/pyenv-tmlt/bin/pip install -q 'tmlt.core==$(TMLT_CORE_VERSION)' \
-	  && printf '#!/bin/sh\nexec "%s" "$$@"\n' '$(abspath target/pyenv-tmlt/bin/python3)' > target/pyenv/bin/python3-tmlt && chmod +x target/pyenv/bin/python3-tmlt \
-	  || echo 'warning: tmlt.core $(TMLT_CORE_VERSION) did not install: libraries.yaml audits it no further' >&2
+		  || echo 'warning: tmlt.core $(TMLT_CORE_VERSION) did not install: libraries.yaml audits it no further' >&2
 
 ## What `dplab new --external` writes, run as a newcomer would (python3 with numpy first on
 ## PATH): it succeeds, and gives the same frames with 1 and 2 jobs.

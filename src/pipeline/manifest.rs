@@ -365,6 +365,7 @@ mod tests {
       ],
       "gathered": [],
       "stored": true,
+      "reproducible": true,
       "instances": 2,
       "seconds_total": 0.5,
       "seconds_max": 0.25,

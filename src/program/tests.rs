@@ -227,7 +227,8 @@ fn a_shell_program_copies_its_input_back() {
                                     {"name": "count", "type": "int"},
                                     {"name": "p", "type": "float"}]}],
             "output": {"dir": at("output"), "frame": "out",
-                       "parquet": at("output/out.parquet"), "csv": at("output/out.csv")},
+                       "parquet": at("output/out.parquet"), "csv": at("output/out.csv"),
+                       "cols": at("output/out.cols")},
             "artifacts_dir": at("artifacts"),
         });
         assert_eq!(d, expected);

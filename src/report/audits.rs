@@ -9,7 +9,7 @@ use serde::Serialize;
 
 use super::anchor;
 use super::read::Outputs;
-use crate::stages::audit::epsilon::{COLUMNS, SURE};
+use crate::stages::audit::epsilon::{CLAIM, COLUMNS, SURE};
 use crate::stages::report::layout::{Layout, Show};
 use crate::text::significant;
 
@@ -42,6 +42,14 @@ pub struct AuditRow {
     pub detectable: String,
     /// How the search split scored the event: "k₁ / k₂ of n, bound b"; empty when unknown.
     pub search: String,
+    /// What the stage expected (`violation`, `none`), empty when it says nothing.
+    pub expect: String,
+    /// Whether the verdict differs from that (with no expectation: any flag), as the frame
+    /// says; a frame without the column: whether it is flagged.
+    pub unexpected: bool,
+    /// The draws per side that would flag the claim were the mechanism 10 % worse on the
+    /// event; empty when the frame does not say.
+    pub draws_to_flag: String,
 }
 
 /// Characters of an event's description the table shows.
@@ -95,7 +103,10 @@ pub(super) fn rows(
             continue;
         }
         let axes: Vec<usize> = (0..frame.names.len())
-            .filter(|&i| !at.contains(&i) && !SURE.contains(&frame.names[i].as_str()))
+            .filter(|&i| {
+                let n = frame.names[i].as_str();
+                !at.contains(&i) && !SURE.contains(&n) && !CLAIM.contains(&n)
+            })
             .collect();
         for r in &frame.rows {
             let get = |c: &str| {
@@ -124,10 +135,16 @@ pub(super) fn rows(
             };
             let delta = get("delta");
             let epsilon = get("epsilon");
-            let claim = match delta.parse::<f64>() {
-                Ok(d) if d > 0.0 => format!("{} (δ = {delta})", shown(&epsilon)),
+            // The claim as written (version 4 on): a curve's tested point beside it.
+            let claim = match (sure("claim"), delta.parse::<f64>()) {
+                (c, Ok(d)) if !c.is_empty() && c.starts_with(['μ', 'ρ', 'R']) => {
+                    format!("{c}, at ε = {}, δ = {}", shown(&epsilon), significant(d, 3))
+                }
+                (c, _) if !c.is_empty() => c,
+                (_, Ok(d)) if d > 0.0 => format!("{} (δ = {delta})", shown(&epsilon)),
                 _ => shown(&epsilon),
             };
+            let violation = get("violation") == "true";
             let instance = axes
                 .iter()
                 .filter(|&&i| !r[i].is_empty())
@@ -149,9 +166,15 @@ pub(super) fn rows(
                 pair: get("pair"),
                 event,
                 event_full,
-                violation: get("violation") == "true",
+                violation,
                 detectable,
                 search,
+                expect: sure("expect"),
+                unexpected: match sure("unexpected").as_str() {
+                    "" => violation,
+                    u => u == "true",
+                },
+                draws_to_flag: sure("draws_to_flag"),
             });
         }
     }

@@ -274,6 +274,7 @@ pub fn build(
         )
     });
     summary.flagged = audit_rows.iter().filter(|a| a.violation).count();
+    summary.unexpected = audit_rows.iter().filter(|a| a.unexpected).count();
     summary.audits = audit_rows;
     summary.benchmarks = ordered
         .iter()

@@ -51,6 +51,9 @@ pub struct Summary {
     pub audits: Vec<super::AuditRow>,
     /// How many of them are flagged (`violation`).
     pub flagged: usize,
+    /// How many verdicts differ from what their stage expected (`expect:`; with none, any
+    /// flag): what makes `dplab run` exit with status 4.
+    pub unexpected: usize,
     /// Tables shown at the head of the Audits section (benchmarks of the audits).
     pub benchmarks: usize,
 }

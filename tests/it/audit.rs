@@ -91,7 +91,8 @@ fn auditing_a_built_in_mechanism_needs_no_consent_and_ignores_jobs() {
         lines.next(),
         Some(
             "eps,epsilon,delta,epsilon_lb,confidence,samples,p1,p2,pair,event,violation,\
-             detectable,search_samples,search_k1,search_k2,search_score"
+             detectable,search_samples,search_k1,search_k2,search_score,\
+             claim,conversion,delta_lb,draws_to_flag,expect,unexpected,reproducible"
         )
     );
     let rows: Vec<&str> = lines.collect();
@@ -104,12 +105,13 @@ fn auditing_a_built_in_mechanism_needs_no_consent_and_ignores_jobs() {
         let (claim, detectable): (f64, f64) =
             (cells[1].parse().unwrap(), cells[11].parse().unwrap());
         assert!(detectable > claim, "{}", frames[0]);
-        assert!(cells[12..].iter().all(|c| !c.is_empty()), "{}", frames[0]);
+        assert!(cells[12..17].iter().all(|c| !c.is_empty()), "{}", frames[0]);
     }
 }
 
 /// The external program is audited without any change to the audit: refused without consent
-/// (the refusal names its command), run with it, and flagged.
+/// (the refusal names its command), run with it, and flagged — which, unexpected (no
+/// `expect:`), says so on stderr and exits 4, and with `expect: violation` passes.
 #[test]
 fn an_external_program_is_audited_with_consent_and_its_bug_is_flagged() {
     let d = tempfile::tempdir().unwrap();
@@ -125,7 +127,22 @@ fn an_external_program_is_audited_with_consent_and_its_bug_is_flagged() {
     );
     assert!(!out.exists());
     let o = run(&p, &out, &["--allow-exec"]);
+    assert_eq!(o.status.code(), Some(4), "{}", text(&o));
+    assert!(
+        text(&o).contains("au: audit: flagged: ε = 0.5") && text(&o).contains("[UNEXPECTED]"),
+        "{}",
+        text(&o)
+    );
+    let frame = std::fs::read_to_string(out.join("au/audit.csv")).unwrap();
+    assert!(frame.contains(",true,"), "{frame}");
+    let expected = EXTERNAL.replace(
+        "claim: {epsilon: 0.5}",
+        "claim: {epsilon: 0.5}\n      expect: violation",
+    );
+    let p = write(d.path(), "au.yaml", &format!("{HEADER}{expected}"));
+    let o = run(&p, &out, &["--allow-exec"]);
     assert!(o.status.success(), "{}", text(&o));
+    assert!(text(&o).contains("[expected]"), "{}", text(&o));
     let frame = std::fs::read_to_string(out.join("au/audit.csv")).unwrap();
     let row = frame.lines().nth(1).unwrap();
     assert_eq!(row.split(',').nth(9), Some("true"), "{frame}");
