@@ -88,7 +88,7 @@ pyenv:
 ## registry: OpenDP, diffprivlib (with the scikit-learn it imports: 1.7 removed a name it uses)
 ## and Google's python-dp into target/pyenv; Tumult's tmlt.core, which needs numpy < 2 and
 ## pandas < 2 on Python 3.11, into target/pyenv-tmlt, whose interpreter WITH_PYENV names in
-## TMLT_CORE_PYTHON (libraries/tmlt.py execs it). The versions are the table's too (libraries.csv): change
+## TMLT_CORE_PYTHON (libraries/launch_tmlt.py execs it). The versions are the table's too (libraries.csv): change
 ## them together. A library that does not install is left out with a warning, and the stages
 ## that audit it fail their probe.
 OPENDP_VERSION := 0.16.0
