@@ -365,6 +365,19 @@ def _check(outcome: _Outcome, what: str) -> None:
         else:
             raise _unexpected(outcome, what)
         raise PipelineError(message, outcome.errors, exit_code=outcome.exit)
+    if outcome.exit == 4:
+        # Every pipeline ran, but a checking stage's verdict (an audit's) differs from its
+        # `expect:` (with none, any flag): the results are there, and the error says so.
+        runs = outcome.results()
+        first_run = next(iter(runs.values()), None)
+        raise RunError(
+            f"{what}: a verdict differs from what its stage expects (exit 4: an audit flagged "
+            "a mechanism it did not expect to, or missed one it did)" + outcome.tail(),
+            outcome.failures,
+            results=first_run,
+            runs=runs,
+            exit_code=4,
+        )
     if outcome.exit == 1 and (outcome.events or outcome.failures):
         runs = outcome.results()
         failed = [e for e in outcome.done if e.get("status") == "failed"]

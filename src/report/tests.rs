@@ -771,6 +771,55 @@ fn an_audit_is_a_stage_whose_layout_says_audit_whatever_its_kind() {
     assert!(!html.contains(r#"data-stage="lookalike""#), "{html}");
 }
 
+/// The summary says how many audits there are, how many flagged and how many unexpected (a
+/// verdict other than its stage's `expect:`; a frame without the column: any flag), and each
+/// row says its expectation; a curve claim is shown as written, at the point it was tested.
+#[test]
+fn the_summary_counts_audits_flagged_and_unexpected() {
+    const AUDIT: &str = "epsilon,delta,epsilon_lb,confidence,samples,p1,p2,pair,event,violation,\
+        detectable,search_samples,search_k1,search_k2,search_score,claim,conversion,delta_lb,\
+        draws_to_flag,expect,unexpected,reproducible,case\n\
+        1.0,0.0,0.2,0.95,100000,0.5,0.4,0 vs 1,q >= 2.5,false,1.3,1000,10,5,0.1,ε = 1,as claimed,0.0,52000,none,false,true,a\n\
+        0.1,0.0,0.6,0.95,100000,0.6,0.3,0 vs 1,q >= 0.5,true,,1000,10,5,0.5,ε = 0.1,as claimed,0.1,900,violation,false,true,b\n\
+        2.5,0.0056,6.1,0.95,100000,0.6,0.3,0 vs 1,q >= 0.5,true,,1000,10,5,5.9,μ = 0.5 (GDP),exact,0.02,900,none,true,true,c\n";
+    const LAYOUT: &str = r#"{"title": "ε lower bounds", "columns": [], "show": "audit"}"#;
+    let dir = tempfile::tempdir().unwrap();
+    results_dir(
+        dir.path(),
+        "exp-a",
+        &[("checked.csv", AUDIT), ("checked.json", LAYOUT)],
+        &[("checked", "audit.epsilon")],
+        "",
+    );
+    let w = write(dir.path(), &[]).unwrap();
+    assert!(w.problems.is_empty(), "{:?}", w.problems);
+    assert_eq!(
+        (
+            w.summary.audits.len(),
+            w.summary.flagged,
+            w.summary.unexpected
+        ),
+        (3, 2, 1)
+    );
+    let gdp = w
+        .summary
+        .audits
+        .iter()
+        .find(|a| a.instance == "case = c")
+        .unwrap();
+    assert_eq!(gdp.claim, "μ = 0.5 (GDP), at ε = 2.5, δ = 0.0056");
+    let html = page(&w.path);
+    assert!(
+        html.contains(r#"data-audits="3" data-flagged="2" data-unexpected="1""#)
+            && html.contains("3 audited instances, 2 flagged,"),
+        "{html}"
+    );
+    assert!(
+        html.contains("expected: violation") && html.contains("52000 draws would flag it"),
+        "{html}"
+    );
+}
+
 /// A table whose layout says `in_audits` (`report.table section: audits`, a benchmark of the
 /// audits) stands at the head of the Audits section, once, and its experiment's section links
 /// to it; the Audits section is there for it even when no audit frame is.

@@ -93,6 +93,8 @@ def audit(dir: Path) -> Path:
               mechanism: {kind: mechanism.noise, with: {column: value, noise: laplace, epsilon: 4}}
               output: [noisy]
               claim: {epsilon: 0.5}
+              # A known-broken variant: flagged as expected, so the run exits 0.
+              expect: violation
               samples: 20000
               search_samples: 5000
               neighbours: {column: value, relation: l1, base: [0], patterns: [one_above]}

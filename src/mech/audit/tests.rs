@@ -693,11 +693,8 @@ fn tight_claims_are_flagged_at_most_as_often_as_the_confidence_allows() {
     };
     let (eps, delta) = (0.5f64, 0.05f64);
     let keep = (eps.exp() / (1.0 + eps.exp())) * (1.0 - delta);
-    let cases: Vec<(
-        &str,
-        Plan,
-        Box<dyn Fn(usize, usize, &mut Pcg64Mcg) -> Vec<f64> + Sync>,
-    )> = vec![
+    type Release = Box<dyn Fn(usize, usize, &mut Pcg64Mcg) -> Vec<f64> + Sync>;
+    let cases: Vec<(&str, Plan, Release)> = vec![
         (
             "1-GDP Gaussian",
             plan_for(Privacy::Gdp { mu: 1.0 }.points(None)),

@@ -394,14 +394,14 @@ fn every_claim_type_is_stated_and_converted() {
         ("{mu: 1, delta: 0}", "claim.delta", "(0, 1)"),
         ("{mu: -1}", "claim.mu", ""),
     ] {
-        let e = refused(&kind(), &format!("{{{mech}, claim: {claim}}}"));
+        let e = refused(kind(), &format!("{{{mech}, claim: {claim}}}"));
         assert!(
             e.starts_with(&format!("{at}: ")) && e.contains(says),
             "{claim}: {e}"
         );
     }
     let e = refused(
-        &kind(),
+        kind(),
         &format!("{{{mech}, claim: {{epsilon: 1}}, expect: maybe}}"),
     );
     assert!(e.starts_with("expect") && e.contains("violation"), "{e}");
