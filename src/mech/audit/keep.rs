@@ -46,6 +46,29 @@ pub(crate) struct Candidate {
     pub n2: u64,
 }
 
+impl Candidate {
+    /// A candidate with its score and the counts that gave it: k₁ of n₁ on p₁'s side, k₂ of
+    /// n₂ on p₂'s.
+    pub(super) fn scored(
+        event: Event,
+        forward: bool,
+        s: Scored,
+        (k1, n1, k2, n2): (u64, u64, u64, u64),
+    ) -> Self {
+        Candidate {
+            event,
+            forward,
+            score: s.score,
+            point: s.point,
+            bound: s.bound,
+            k1,
+            k2,
+            n1,
+            n2,
+        }
+    }
+}
+
 /// How a candidate with k₁ of n₁ draws on p₁'s side and k₂ of n₂ on p₂'s scores (see the
 /// module doc): its margin at its best point, on those counts and on their expectation at
 /// `validation` draws per side when that is fewer (the smaller of the two at each point);
@@ -188,36 +211,19 @@ impl<'a, 'p> Best<'a, 'p> {
         };
         let forward = rate(ka, rule.na, kb, rule.nb);
         let backward = rate(kb, rule.nb, ka, rule.na);
-        let (
-            forward,
-            Scored {
-                score,
-                point,
-                bound,
-            },
-        ) = match (forward, backward) {
+        let (forward, scored) = match (forward, backward) {
             (Some(f), Some(b)) if b.score > f.score => (false, b),
             (Some(f), _) => (true, f),
             (None, Some(b)) => (false, b),
             (None, None) => return,
         };
-        if score > floor {
-            let (k1, n1, k2, n2) = if forward {
+        if scored.score > floor {
+            let counts = if forward {
                 (ka, rule.na, kb, rule.nb)
             } else {
                 (kb, rule.nb, ka, rule.na)
             };
-            self.take(Candidate {
-                event: event(),
-                forward,
-                score,
-                point,
-                bound,
-                k1,
-                k2,
-                n1,
-                n2,
-            });
+            self.take(Candidate::scored(event(), forward, scored, counts));
         }
     }
 

@@ -34,7 +34,7 @@ use rayon::prelude::*;
 
 use super::event::{Event, Projection};
 pub(crate) use super::keep::Candidate;
-use super::keep::{score, Best, Claim, Scored};
+use super::keep::{score, Best, Claim};
 use super::Releases;
 
 /// Candidates the first half of the search split hands to the second (see the module doc).
@@ -191,25 +191,19 @@ fn chosen(a: &Releases, b: &Releases, searches: Searches, claim: Claim) -> Vec<C
         } else {
             (kb, nb, ka, na)
         };
-        let Some(Scored {
-            score,
-            point,
-            bound,
-        }) = score(k1, n1, k2, n2, &rule)
-        else {
+        let Some(scored) = score(k1, n1, k2, n2, &rule) else {
             continue;
         };
-        if found.first().is_none_or(|b: &Candidate| score > b.score) {
-            found = vec![Candidate {
-                score,
-                point,
-                bound,
-                k1,
-                k2,
-                n1,
-                n2,
-                ..c.clone()
-            }];
+        if found
+            .first()
+            .is_none_or(|b: &Candidate| scored.score > b.score)
+        {
+            found = vec![Candidate::scored(
+                c.event.clone(),
+                c.forward,
+                scored,
+                (k1, n1, k2, n2),
+            )];
         }
     }
     found
