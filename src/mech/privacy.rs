@@ -54,17 +54,6 @@ impl Privacy {
     /// Checks the claim's numbers: ε, ρ, μ, each εα finite and > 0 (ε = 0 allowed), δ in
     /// [0, 1), each α > 1.
     pub(crate) fn check(&self) -> Result<(), ParamRangeError> {
-        let positive = |name: &'static str, v: f64| {
-            if v.is_finite() && v > 0.0 {
-                Ok(())
-            } else {
-                Err(ParamRangeError {
-                    name,
-                    value: v.to_string(),
-                    valid: "must be a finite number > 0".into(),
-                })
-            }
-        };
         match self {
             Privacy::Approx { epsilon, delta } => {
                 if !(epsilon.is_finite() && *epsilon >= 0.0) {
@@ -76,8 +65,8 @@ impl Privacy {
                 }
                 super::check_delta(*delta)
             }
-            Privacy::Zcdp { rho } => positive("rho", *rho),
-            Privacy::Gdp { mu } => positive("mu", *mu),
+            Privacy::Zcdp { rho } => super::check_positive("rho", *rho),
+            Privacy::Gdp { mu } => super::check_positive("mu", *mu),
             Privacy::Renyi { orders } => {
                 if orders.is_empty() {
                     return Err(ParamRangeError {
