@@ -99,7 +99,10 @@ class PipelineError(DplabError, ValueError):
 
 
 class RunError(DplabError, RuntimeError):
-    """A run in which instances or pipelines failed (the binary's exit code 1).
+    """A run in which instances failed (exit code 1), or a verdict was not the one expected (4).
+
+    Exit code 4: an audit flagged a mechanism it was not told to expect broken, or missed one it
+    was; every instance ran, and `results` holds them.
 
     `failures` lists the failed instances; `results` is the partial results directory of the
     (first) failed pipeline when one was written, else `None`; `runs` holds the results of every

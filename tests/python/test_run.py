@@ -12,7 +12,7 @@ from pathlib import Path
 
 import dplab
 import pytest
-from conftest import OK, external, started, study, write
+from conftest import OK, audit, external, started, study, write
 
 pytestmark = pytest.mark.needs_events
 
@@ -96,6 +96,22 @@ def test_a_failing_program_raises_run_error(tmp_path: Path) -> None:
     partial = e.value.results
     assert partial.incomplete and partial.incomplete["failed"]
     assert partial.frame("fine").height == 2
+
+
+def test_an_unexpected_verdict_raises_run_error_with_exit_4(tmp_path: Path) -> None:
+    p = audit(tmp_path)
+    # The broken variant, no longer declared broken: its flag is unexpected.
+    p.write_text(p.read_text().replace("expect: violation", "expect: none"))
+    with pytest.raises(dplab.RunError) as e:
+        dplab.run(p, jobs=1, quiet=True)
+    assert e.value.exit_code == 4
+    assert "a verdict differs" in str(e.value)
+    assert e.value.failures == []
+    results = e.value.results
+    assert results is not None and not results.incomplete
+    broken = results.frame("broken")
+    assert broken["violation"].to_list() == [True]
+    assert broken["unexpected"].to_list() == [True]
 
 
 def test_an_external_stage_needs_allow_exec(tmp_path: Path) -> None:

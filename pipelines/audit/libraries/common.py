@@ -1,19 +1,18 @@
 """What every library program of pipelines/audit/libraries.yaml shares.
 
 The audit (`audit.epsilon`) runs a program once per chunk of draws, as a worker, on a one-frame
-input with one row and a column `value`: the neighbouring input. The pipeline's neighbours are
-the pair value = 0 and value = 1 (`relation: l1`, `pairs: [[[0], [1]]]`), which a program reads
-in one of two ways, as its mechanism's entry says:
+input: the neighbouring input. Its mechanism's entry says which of two kinds it is:
 
-- a noise primitive releases f(x) + noise with x = value: the query answers of the pair
-  differ by 1, the sensitivity every primitive here is built for (Delta-Siege's input pair
-  (0, 1) at sensitivity 1, Lokna et al., CCS 2023, §6);
-- an aggregate or a model reads two datasets D and D' from its parameters (`datasets:
-  [D, D']`, which differ in one record) and runs on D when value = 0, on D' when value = 1.
-  dplab has no neighbouring input of several fields per record yet, so the two datasets are
-  written out in the pipeline and the neighbouring value only selects one.
+- a noise primitive releases f(x) + noise on an input of one row, x in its column `value`: the
+  pipeline's neighbours are the pair value = 0 and value = 1 (`relation: l1`, `pairs: [[[0],
+  [1]]]`), query answers that differ by 1, the sensitivity every primitive here is built for
+  (Delta-Siege's input pair (0, 1) at sensitivity 1, Lokna et al., CCS 2023, §6);
+- an aggregate or a model runs on a dataset, which the input is, one row per record
+  (`relation: add_remove` or `replace`, `fields: [value]`, or `[x, y]` for a model), as the
+  pipeline's `datasets: [[D, D']]` writes the two neighbours: D on one side, D' on the other.
 
-Each program writes one row per draw, `sample` = 0 … samples − 1, and the released columns.
+Each program writes one row per draw, `sample` = 0 … samples − 1, and the released columns
+(or, for a release of several rows, its own `sample` column).
 """
 
 from __future__ import annotations
@@ -22,30 +21,29 @@ from typing import Any, Callable
 
 import numpy as np
 
-# A mechanism: the job (parameters, seed) and the neighbouring value, and the number of
-# draws, to the released columns (each an array of that many values).
-Mechanism = Callable[[Any, float, int], "dict[str, np.ndarray]"]
+# A mechanism: the job (parameters, seed, the neighbouring input) and the number of draws, to
+# the released columns (each an array of that many values, unless it numbers its `sample`s).
+Mechanism = Callable[[Any, int], "dict[str, np.ndarray]"]
 
 
 def neighbour(job: Any) -> float:
-    """Return the neighbouring input's one value (the query answer, or which dataset)."""
+    """Return a noise primitive's neighbouring input: its one row's `value`."""
     (name,) = job.input_names[:1]
     values = job.columns(name)["value"]
     if len(values) != 1:
-        raise ValueError(f"the neighbouring input has {len(values)} rows; these programs take one")
+        raise ValueError(f"the neighbouring input has {len(values)} rows; a primitive takes one")
     return float(values[0])
 
 
-def dataset(job: Any, value: float) -> np.ndarray:
-    """Return the dataset the neighbouring value selects.
+def rows(job: Any) -> dict[str, np.ndarray]:
+    """Return the neighbouring dataset, a column per field (one row per record)."""
+    name = job.input_names[0]
+    return {field: np.asarray(values) for field, values in job.columns(name).items()}
 
-    That is `datasets[0]` (D) for 0 and `datasets[1]` (D') for 1, as an array of float64 (one
-    row per record).
-    """
-    pair = job.params["datasets"]
-    if len(pair) != 2 or value not in (0.0, 1.0):
-        raise ValueError(f"expected datasets: [D, D'] and a neighbouring value 0 or 1, got {value}")
-    return np.asarray(pair[int(value)], dtype=np.float64)
+
+def dataset(job: Any) -> np.ndarray:
+    """Return an aggregate's neighbouring dataset: its records' `value`, as float64."""
+    return np.asarray(rows(job)["value"], dtype=np.float64)
 
 
 def random_state(job: Any) -> np.random.RandomState:
@@ -71,7 +69,11 @@ def serve_mechanisms(mechanisms: dict[str, Mechanism]) -> None:
             known = ", ".join(sorted(mechanisms))
             raise ValueError(f"no mechanism {name!r} here; these are: {known}")
         n = int(job.params["samples"])
-        columns = mechanisms[name](job, neighbour(job), n)
+        columns = mechanisms[name](job, n)
+        if "sample" in columns:
+            # A release of several rows numbers its own.
+            write(job, columns)
+            return
         for column, values in columns.items():
             if np.shape(values) != (n,):
                 raise AssertionError(f"{name}: column {column} has shape {np.shape(values)}")

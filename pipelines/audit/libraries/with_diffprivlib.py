@@ -81,7 +81,7 @@ import warnings
 from typing import Any
 
 import numpy as np
-from common import dataset, random_state, serve_mechanisms
+from common import dataset, neighbour, random_state, rows, serve_mechanisms
 from diffprivlib import mechanisms, models, tools
 from diffprivlib.accountant import BudgetAccountant
 from diffprivlib.utils import DiffprivlibCompatibilityWarning, PrivacyLeakWarning
@@ -99,8 +99,9 @@ def _sensitivity(p: dict[str, Any]) -> float:
     return float(p.get("sensitivity", 1.0))
 
 
-def laplace(job: Any, x: float, n: int) -> dict[str, np.ndarray]:
+def laplace(job: Any, n: int) -> dict[str, np.ndarray]:
     """`Laplace(epsilon, sensitivity).randomise(x)`."""
+    x = neighbour(job)
     p = job.params
     mech = mechanisms.Laplace(
         epsilon=p["epsilon"], sensitivity=_sensitivity(p), random_state=random_state(job)
@@ -108,8 +109,9 @@ def laplace(job: Any, x: float, n: int) -> dict[str, np.ndarray]:
     return {"noisy": _draws(n, lambda: mech.randomise(x))}
 
 
-def snapping(job: Any, x: float, n: int) -> dict[str, np.ndarray]:
+def snapping(job: Any, n: int) -> dict[str, np.ndarray]:
     """`Snapping(epsilon, sensitivity, lower, upper).randomise(x)`."""
+    x = neighbour(job)
     p = job.params
     mech = mechanisms.Snapping(
         epsilon=p["epsilon"],
@@ -121,8 +123,9 @@ def snapping(job: Any, x: float, n: int) -> dict[str, np.ndarray]:
     return {"noisy": _draws(n, lambda: mech.randomise(x))}
 
 
-def geometric(job: Any, x: float, n: int) -> dict[str, np.ndarray]:
+def geometric(job: Any, n: int) -> dict[str, np.ndarray]:
     """`Geometric(epsilon, sensitivity).randomise(x)` on the integer x."""
+    x = neighbour(job)
     p = job.params
     mech = mechanisms.Geometric(
         epsilon=p["epsilon"], sensitivity=int(_sensitivity(p)), random_state=random_state(job)
@@ -131,7 +134,8 @@ def geometric(job: Any, x: float, n: int) -> dict[str, np.ndarray]:
 
 
 def _gaussian(kind: type, integer: bool = False) -> Any:
-    def run(job: Any, x: float, n: int) -> dict[str, np.ndarray]:
+    def run(job: Any, n: int) -> dict[str, np.ndarray]:
+        x = neighbour(job)
         p = job.params
         sens = _sensitivity(p)
         mech = kind(
@@ -148,9 +152,9 @@ def _gaussian(kind: type, integer: bool = False) -> Any:
     return run
 
 
-def mean(job: Any, x: float, n: int) -> dict[str, np.ndarray]:
+def mean(job: Any, n: int) -> dict[str, np.ndarray]:
     """`tools.mean(D, epsilon, bounds)`."""
-    p, data, rs = job.params, dataset(job, x), random_state(job)
+    p, data, rs = job.params, dataset(job), random_state(job)
     bounds = tuple(p["bounds"])
 
     def draw() -> float:
@@ -165,9 +169,9 @@ def mean(job: Any, x: float, n: int) -> dict[str, np.ndarray]:
     return {"mean": _draws(n, draw)}
 
 
-def sum_(job: Any, x: float, n: int) -> dict[str, np.ndarray]:
+def sum_(job: Any, n: int) -> dict[str, np.ndarray]:
     """`tools.sum(D, epsilon, bounds)`."""
-    p, data, rs = job.params, dataset(job, x), random_state(job)
+    p, data, rs = job.params, dataset(job), random_state(job)
     bounds = tuple(p["bounds"])
 
     def draw() -> float:
@@ -182,9 +186,9 @@ def sum_(job: Any, x: float, n: int) -> dict[str, np.ndarray]:
     return {"sum": _draws(n, draw)}
 
 
-def histogram(job: Any, x: float, n: int) -> dict[str, np.ndarray]:
+def histogram(job: Any, n: int) -> dict[str, np.ndarray]:
     """`tools.histogram(D, epsilon, bins, range)`: the noisy counts and the bin edges."""
-    p, data, rs = job.params, dataset(job, x), random_state(job)
+    p, data, rs = job.params, dataset(job), random_state(job)
     bins = int(p["bins"])
     given = p.get("range")
     counts = np.empty((n, bins), dtype=np.int64)
@@ -203,9 +207,9 @@ def histogram(job: Any, x: float, n: int) -> dict[str, np.ndarray]:
     return out
 
 
-def count(job: Any, x: float, n: int) -> dict[str, np.ndarray]:
+def count(job: Any, n: int) -> dict[str, np.ndarray]:
     """`tools.count_nonzero(D, epsilon)`."""
-    p, data, rs = job.params, dataset(job, x), random_state(job)
+    p, data, rs = job.params, dataset(job), random_state(job)
 
     def draw() -> float:
         return tools.count_nonzero(
@@ -215,16 +219,16 @@ def count(job: Any, x: float, n: int) -> dict[str, np.ndarray]:
     return {"count": _draws(n, draw, np.int64)}
 
 
-def _xy(job: Any, x: float) -> tuple[np.ndarray, np.ndarray]:
-    """Split the selected dataset's records (feature, label) into X (one column) and y."""
-    records = dataset(job, x).reshape(-1, 2)
-    return records[:, :1], records[:, 1]
+def _xy(job: Any) -> tuple[np.ndarray, np.ndarray]:
+    """The neighbouring dataset's records (x, y): X as one feature column, and y."""
+    records = rows(job)
+    return records["x"].astype(np.float64).reshape(-1, 1), records["y"].astype(np.float64)
 
 
-def linear_regression(job: Any, x: float, n: int) -> dict[str, np.ndarray]:
+def linear_regression(job: Any, n: int) -> dict[str, np.ndarray]:
     """`LinearRegression(epsilon, bounds_X, bounds_y, fit_intercept=False).fit(X, y).coef_`."""
     p, rs = job.params, random_state(job)
-    features, labels = _xy(job, x)
+    features, labels = _xy(job)
 
     def draw() -> float:
         model = models.LinearRegression(
@@ -240,6 +244,29 @@ def linear_regression(job: Any, x: float, n: int) -> dict[str, np.ndarray]:
     return {"coef": _draws(n, draw)}
 
 
+def logistic_regression(job: Any, n: int) -> dict[str, np.ndarray]:
+    """`LogisticRegression(epsilon, data_norm).fit(X, y).coef_`, a row per row of `coef_`.
+
+    The model has one row of coefficients for two classes and one per class for more, the
+    classes being `np.unique(y)`: so a release has as many rows as the data's label set
+    makes it (the audit reads it with `max_rows`).
+    """
+    p, rs = job.params, random_state(job)
+    features, labels = _xy(job)
+    samples, coefs = [], []
+    for s in range(n):
+        model = models.LogisticRegression(
+            epsilon=p["epsilon"],
+            data_norm=float(p["data_norm"]),
+            random_state=rs,
+            accountant=BudgetAccountant(),
+        )
+        coef = model.fit(features, labels).coef_[:, 0]
+        samples.append(np.full(len(coef), s, dtype=np.int64))
+        coefs.append(coef)
+    return {"sample": np.concatenate(samples), "coef": np.concatenate(coefs)}
+
+
 serve_mechanisms(
     {
         "laplace": laplace,
@@ -253,5 +280,6 @@ serve_mechanisms(
         "histogram": histogram,
         "count": count,
         "linear_regression": linear_regression,
+        "logistic_regression": logistic_regression,
     }
 )

@@ -23,11 +23,12 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from common import serve_mechanisms
+from common import neighbour, serve_mechanisms
 
 
-def laplace(job: Any, x: float, n: int) -> dict[str, np.ndarray]:
+def laplace(job: Any, n: int) -> dict[str, np.ndarray]:
     """Release x + Laplace(0, Δ/ε) from numpy's textbook sampler, n times."""
+    x = neighbour(job)
     scale = float(job.params.get("sensitivity", 1.0)) / float(job.params["epsilon"])
     return {"noisy": x + job.rng.laplace(0.0, scale, size=n)}
 

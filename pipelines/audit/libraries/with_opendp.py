@@ -44,7 +44,7 @@ from typing import Any
 
 import numpy as np
 import opendp.prelude as dp
-from common import dataset, serve_mechanisms
+from common import dataset, neighbour, serve_mechanisms
 
 dp.enable_features("contrib")
 
@@ -79,30 +79,30 @@ def _noise(job: Any, x: float, n: int, measure: str, integer: bool) -> dict[str,
     return {"noisy": noisy}
 
 
-def laplace(job: Any, x: float, n: int) -> dict[str, np.ndarray]:
+def laplace(job: Any, n: int) -> dict[str, np.ndarray]:
     """Float Laplace noise, n copies of x in one call."""
-    return _noise(job, x, n, "laplace", integer=False)
+    return _noise(job, neighbour(job), n, "laplace", integer=False)
 
 
-def discrete_laplace(job: Any, x: float, n: int) -> dict[str, np.ndarray]:
+def discrete_laplace(job: Any, n: int) -> dict[str, np.ndarray]:
     """Integer (discrete) Laplace noise, n copies of x in one call."""
-    return _noise(job, x, n, "laplace", integer=True)
+    return _noise(job, neighbour(job), n, "laplace", integer=True)
 
 
-def gaussian(job: Any, x: float, n: int) -> dict[str, np.ndarray]:
+def gaussian(job: Any, n: int) -> dict[str, np.ndarray]:
     """Float Gaussian noise, n copies of x in one call."""
-    return _noise(job, x, n, "gaussian", integer=False)
+    return _noise(job, neighbour(job), n, "gaussian", integer=False)
 
 
-def discrete_gaussian(job: Any, x: float, n: int) -> dict[str, np.ndarray]:
+def discrete_gaussian(job: Any, n: int) -> dict[str, np.ndarray]:
     """Integer (discrete) Gaussian noise, n copies of x in one call."""
-    return _noise(job, x, n, "gaussian", integer=True)
+    return _noise(job, neighbour(job), n, "gaussian", integer=True)
 
 
-def sized_sum(job: Any, x: float, n: int) -> dict[str, np.ndarray]:
+def sized_sum(job: Any, n: int) -> dict[str, np.ndarray]:
     """Sum n known records clamped to bounds, then add Laplace noise: one call per draw."""
     p = job.params
-    data = dataset(job, x).tolist()
+    data = dataset(job).tolist()
     lower, upper = (float(b) for b in p["bounds"])
     domain = dp.vector_domain(dp.atom_domain(bounds=(lower, upper)), size=len(data))
     meas = dp.t.make_sum(domain, dp.symmetric_distance()) >> dp.m.then_laplace(

@@ -40,22 +40,24 @@ from typing import Any, Callable
 import numpy as np
 import pydp.algorithms.laplacian as algorithms
 import pydp.algorithms.numerical_mechanisms as numerical
-from common import dataset, serve_mechanisms
+from common import dataset, neighbour, serve_mechanisms
 
 
 def _draws(n: int, draw: Callable[[], float]) -> np.ndarray:
     return np.fromiter((draw() for _ in range(n)), dtype=np.float64, count=n)
 
 
-def laplace(job: Any, x: float, n: int) -> dict[str, np.ndarray]:
+def laplace(job: Any, n: int) -> dict[str, np.ndarray]:
     """`LaplaceMechanism(epsilon, sensitivity).add_noise(x)`."""
+    x = neighbour(job)
     p = job.params
     mech = numerical.LaplaceMechanism(float(p["epsilon"]), float(p.get("sensitivity", 1.0)))
     return {"noisy": _draws(n, lambda: mech.add_noise(float(x)))}
 
 
-def gaussian(job: Any, x: float, n: int) -> dict[str, np.ndarray]:
+def gaussian(job: Any, n: int) -> dict[str, np.ndarray]:
     """`GaussianMechanism(epsilon, delta, sensitivity).add_noise(x)`."""
+    x = neighbour(job)
     p = job.params
     mech = numerical.GaussianMechanism(
         float(p["epsilon"]), float(p["delta"]), float(p.get("sensitivity", 1.0))
@@ -64,9 +66,9 @@ def gaussian(job: Any, x: float, n: int) -> dict[str, np.ndarray]:
 
 
 def _algorithm(kind: type, column: str, bounded: bool) -> Any:
-    def run(job: Any, x: float, n: int) -> dict[str, np.ndarray]:
+    def run(job: Any, n: int) -> dict[str, np.ndarray]:
         p = job.params
-        data = dataset(job, x).tolist()
+        data = dataset(job).tolist()
         kwargs: dict[str, Any] = {"epsilon": float(p["epsilon"]), "dtype": "float"}
         if bounded:
             kwargs["lower_bound"], kwargs["upper_bound"] = (float(b) for b in p["bounds"])

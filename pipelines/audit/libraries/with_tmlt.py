@@ -36,7 +36,7 @@ from typing import Any
 
 import numpy as np
 import tmlt.core.random.rng as tmlt_rng
-from common import serve_mechanisms
+from common import neighbour, serve_mechanisms
 from tmlt.core.domains.numpy_domains import NumpyFloatDomain
 from tmlt.core.measurements.noise_mechanisms import (
     AddDiscreteGaussianNoise,
@@ -62,8 +62,9 @@ def _scale(p: dict[str, Any], parameter: str) -> Fraction:
     return Fraction(str(p.get("sensitivity", 1))) / Fraction(str(p[parameter]))
 
 
-def laplace(job: Any, x: float, n: int) -> dict[str, np.ndarray]:
+def laplace(job: Any, n: int) -> dict[str, np.ndarray]:
     """`AddLaplaceNoise(NumpyFloatDomain(), scale)(x)`, once per draw."""
+    x = neighbour(job)
     p = job.params
     _seed(job)
     mech = AddLaplaceNoise(input_domain=NumpyFloatDomain(), scale=_scale(p, "epsilon"))
@@ -72,8 +73,9 @@ def laplace(job: Any, x: float, n: int) -> dict[str, np.ndarray]:
     return {"noisy": np.fromiter((mech(value) for _ in range(n)), dtype=np.float64, count=n)}
 
 
-def geometric(job: Any, x: float, n: int) -> dict[str, np.ndarray]:
+def geometric(job: Any, n: int) -> dict[str, np.ndarray]:
     """`AddGeometricNoise(alpha)(x)` on the integer x, once per draw."""
+    x = neighbour(job)
     p = job.params
     _seed(job)
     mech = AddGeometricNoise(alpha=_scale(p, "epsilon"))
@@ -82,8 +84,9 @@ def geometric(job: Any, x: float, n: int) -> dict[str, np.ndarray]:
     return {"noisy": np.fromiter((mech(value) for _ in range(n)), dtype=np.int64, count=n)}
 
 
-def discrete_gaussian(job: Any, x: float, n: int) -> dict[str, np.ndarray]:
+def discrete_gaussian(job: Any, n: int) -> dict[str, np.ndarray]:
     """`AddDiscreteGaussianNoise(sigma_squared)(x)` on the integer x, once per draw."""
+    x = neighbour(job)
     p = job.params
     _seed(job)
     sens = Fraction(str(p.get("sensitivity", 1)))

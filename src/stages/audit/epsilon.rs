@@ -50,10 +50,12 @@ pub trait Kinds: 'static {
 pub const fn kind<K: Kinds>() -> KindInfo {
     // Version 4: claims are curves (zCDP at a δ by Canonne, Kamath & Steinke's conversion, not
     // Bun & Steinke's), each search family keeps its own candidates, the bits search, and the
-    // columns of [`CLAIM`].
+    // columns of [`CLAIM`]. Version 5: records of several fields (`fields`), releases of varying
+    // length (`max_rows`), records' values as written (not to 4 digits), and `draws_to_flag`
+    // empty on a flagged row.
     KindInfo {
         name: "audit.epsilon",
-        version: 4,
+        version: 5,
         random: true,
         // It runs what it audits: an external program's consent is asked for by the programs
         // it names, so auditing built-in kinds needs none.
@@ -153,7 +155,8 @@ pub(crate) const SURE: [&str; 5] = [
 
 /// The claim and the verdict, after [`SURE`] (version 4 on): the claim as written, the
 /// conversion that made its (ε, δ) points, δ_LB at the tested ε, the draws per side that would
-/// flag it were the mechanism 10 % worse on the event ([`draws_to_flag`]), what was expected,
+/// flag it were the mechanism 10 % worse on the event ([`draws_to_flag`]; empty on a flagged
+/// row), what was expected,
 /// whether the verdict differs from it, and whether the audited mechanism draws from the seed
 /// alone (false for a program that cannot be seeded: its row is not reproducible bit for bit).
 pub(crate) const CLAIM: [&str; 7] = [
@@ -246,6 +249,9 @@ struct Audit {
     /// the verdict expected: `violation` (a known-broken variant, shown as such) or `none`; `dplab run` exits with status 4 when a verdict differs from its expectation, and with no `expect:` any flag counts as unexpected
     #[serde(default, skip_serializing_if = "Option::is_none")]
     expect: Option<Expect>,
+    /// the most rows a release may have, for a release whose length depends on the data (a label set, a model's coefficients of the classes it saw): each release is then read as its number of rows followed by its first `max_rows` rows in the order written, the missing ones ∅ (a code no value takes), so that the events see both its length and its values; without it every release must have as many rows
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    max_rows: Option<crate::stages::param::Between<1, 10000>>,
     /// where the audit writes the number of draws in the mechanism's `with:` (an external program: params.samples, which it must honour)
     #[serde(default = "samples_key")]
     samples_at: String,
@@ -397,6 +403,12 @@ impl Audit {
             ));
         }
         crate::kind::distinct("output", &self.output)?;
+        if let (Some(_), Some(count)) = (&self.max_rows, &self.count) {
+            return Err(ParamError::at(
+                "max_rows",
+                format!("a histogram of releases (`count: {count}`) has one row per release: `max_rows` is for releases of several rows whose number varies"),
+            ));
+        }
         if self.searches.is_empty() {
             return Err(ParamError::at("searches", "give at least one search"));
         }
@@ -425,12 +437,23 @@ impl Audit {
 }
 
 /// The audited stage's input on one side of a pair: the answers (a dataset's counts, beside
-/// its bins under add_remove and replace) and the `same` columns.
-fn input(n: &Neighbours, answers: &[f64]) -> Result<DataFrame> {
+/// its bins under add_remove and replace) and the `same` columns; or, under `fields`, the
+/// dataset's rows.
+fn input(n: &Neighbours, pair: &Pair, side: usize) -> Result<DataFrame> {
     let mut fb = FrameBuilder::new();
+    if let Some(columns) = n.rows_frame(pair, side) {
+        for (name, col) in columns {
+            fb = match col {
+                super::neighbours::Column::F64(v) => fb.f64(&name, v),
+                super::neighbours::Column::Text(v) => fb.str(&name, v),
+            };
+        }
+        return fb.build();
+    }
     if let Some((key, bins)) = n.key_column() {
         fb = fb.str(key, bins);
     }
+    let answers = if side == 0 { &pair.x } else { &pair.x2 };
     fb = fb.f64(&n.column, answers.to_vec());
     for (name, values) in &n.same {
         fb = fb.str(name, values.clone());
@@ -480,11 +503,18 @@ fn claimed_in(frame: &DataFrame, name: &str) -> Result<f64> {
     Ok(first)
 }
 
+/// A missing row's values in a release of varying length (`max_rows`): below every number a
+/// program writes that is not itself −f64::MAX, and no text's code (those are ≥ 0), so
+/// that an event can tell "no row" from any value.
+const NO_ROW: f64 = f64::MIN;
+
 /// What reading the mechanism's output found out about its shape.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Shape {
-    /// Rows per release (1 for a histogram).
+    /// Rows per release (1 for a histogram; `max_rows` for a release of varying length).
     rows: usize,
+    /// Whether a release's length varies (`max_rows`): its first number is its row count.
+    ragged: bool,
     /// Whether an output column holds text.
     text: bool,
 }
@@ -545,7 +575,7 @@ impl AuditRun {
         let first = *shape.get_or_init(|| found);
         if first != found {
             bail!(
-                "{}: its releases changed shape between runs ({} rows per release, then {})",
+                "{}: its releases changed shape between runs ({} rows per release, then {}): a release whose length depends on the data needs `max_rows:` (the most rows a release may have)",
                 where_(),
                 first.rows,
                 found.rows
@@ -596,7 +626,11 @@ impl AuditRun {
                     values,
                     counts: out,
                 },
-                Shape { rows: 1, text },
+                Shape {
+                    rows: 1,
+                    ragged: false,
+                    text,
+                },
             ));
         }
         let sample = frame.column("sample").map_err(|_| {
@@ -604,38 +638,80 @@ impl AuditRun {
         })?;
         let sample = f64_col(frame, sample.name())?;
         let rows = frame.height();
-        if n == 0 || !rows.is_multiple_of(n as usize) {
-            bail!(
-                "its output has {rows} rows for {n} draws: does it honour `{}`?",
-                self.audit.samples_at
-            );
-        }
-        let per = rows / n as usize;
-        let dim = per * k;
-        let mut values = vec![0.0; rows * k];
-        let mut filled = vec![0usize; n as usize];
-        for (r, &s) in sample.iter().enumerate() {
+        let n_draws = usize::try_from(n).unwrap_or(usize::MAX);
+        // Each draw's number of rows (without a Vec per draw: this is the audit's hot path).
+        let mut per_draw = vec![0usize; n_draws];
+        for &s in &sample {
             if !(s >= 0.0 && s < n as f64 && s.fract() == 0.0) {
                 bail!(
                     "its `sample` column holds {s}: {n} draws are numbered 0 to {}",
-                    n - 1
+                    n.saturating_sub(1)
                 );
             }
-            let s = s as usize;
-            if filled[s] == per {
-                bail!("draw {s} has more than {per} rows ({rows} rows for {n} draws): each draw must have as many");
+            per_draw[s as usize] += 1;
+        }
+        let (per, ragged) = match &self.audit.max_rows {
+            Some(max) => {
+                let max = max.get() as usize;
+                if let Some((s, m)) = per_draw.iter().enumerate().find(|(_, m)| **m > max) {
+                    bail!("draw {s} has {m} rows, more than `max_rows: {max}`: raise it to the most rows a release may have");
+                }
+                (max, true)
             }
+            None => {
+                let per = per_draw.first().copied().unwrap_or(0);
+                if let Some((s, m)) = per_draw.iter().enumerate().find(|(_, m)| **m != per) {
+                    bail!(
+                        "its output has {rows} rows for {n} draws, {per} for draw 0 and {m} for draw {s}: does it honour `{}`? A release whose length depends on the data needs `max_rows:` (the most rows a release may have)",
+                        self.audit.samples_at
+                    );
+                }
+                if n == 0 || per == 0 {
+                    bail!(
+                        "its output has {rows} rows for {n} draws: does it honour `{}`?",
+                        self.audit.samples_at
+                    );
+                }
+                (per, false)
+            }
+        };
+        // A release of varying length starts with its row count, and its missing rows are ∅.
+        let head = usize::from(ragged);
+        let dim = head + per * k;
+        let mut values = vec![NO_ROW; n_draws * dim];
+        let mut filled = vec![0usize; n_draws];
+        for (r, &s) in sample.iter().enumerate() {
+            let s = s as usize;
+            let at = s * dim + head + filled[s] * k;
             for (c, col) in cols.iter().enumerate() {
-                values[s * dim + filled[s] * k + c] = col[r];
+                values[at + c] = col[r];
             }
             filled[s] += 1;
         }
-        Ok((Releases::draws(dim, values), Shape { rows: per, text }))
+        if ragged {
+            for (s, m) in per_draw.iter().enumerate() {
+                values[s * dim] = *m as f64;
+            }
+        }
+        Ok((
+            Releases::draws(dim, values),
+            Shape {
+                rows: per,
+                ragged,
+                text,
+            },
+        ))
     }
 
     /// Names of the numbers of a release, and their values in words.
     fn coordinate_name(&self, shape: Shape, j: usize) -> String {
         let k = self.audit.output.len();
+        if shape.ragged {
+            let Some(j) = j.checked_sub(1) else {
+                return "rows".into();
+            };
+            return format!("{}[{}]", self.audit.output[j % k], j / k);
+        }
         let col = &self.audit.output[j % k];
         if shape.rows > 1 {
             format!("{col}[{}]", j / k)
@@ -651,7 +727,7 @@ impl StageRun for AuditRun {
         let inputs = self
             .pairs
             .iter()
-            .map(|p| Ok([input(&a.neighbours, &p.x)?, input(&a.neighbours, &p.x2)?]))
+            .map(|p| Ok([input(&a.neighbours, p, 0)?, input(&a.neighbours, p, 1)?]))
             .collect::<Result<Vec<_>>>()?;
         let names = Mutex::new(HashMap::new());
         let shape = OnceLock::new();
@@ -710,6 +786,7 @@ impl StageRun for AuditRun {
         drop(probe);
         let sh = shape.get().copied().unwrap_or(Shape {
             rows: 1,
+            ragged: false,
             text: false,
         });
         if sh.text {
@@ -775,7 +852,9 @@ impl StageRun for AuditRun {
                 Some(f.p2()),
                 self.pairs[f.pair].text(f.forward),
                 f.event.describe(&|j| self.coordinate_name(sh, j), &|_, v| {
-                    if sh.text {
+                    if v.to_bits() == NO_ROW.to_bits() {
+                        "∅".to_string()
+                    } else if sh.text {
                         names
                             .get(&(v as u64))
                             .cloned()
@@ -822,8 +901,10 @@ impl StageRun for AuditRun {
             .opt_f64("delta_lb", vec![found.as_ref().map(|f| f.delta_lb)])
             .opt_i64(
                 "draws_to_flag",
+                // Empty on a flagged row: its draws were enough.
                 vec![found
                     .as_ref()
+                    .filter(|_| !violation)
                     .and_then(|f| draws_to_flag(f, confidence))
                     .map(|n| i64::try_from(n).unwrap_or(i64::MAX))],
             )

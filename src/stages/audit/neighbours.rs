@@ -43,34 +43,63 @@ impl Relation {
     }
 }
 
-/// One record of a dataset: a number or a text, compared by its text (`2` and `2.0` are one
-/// value, as YAML writes either).
+/// One record of a dataset: a value (a number or a text), or under `fields` a list of one value
+/// per field; compared by its text (`2` and `2.0` are one value, as YAML writes either), which
+/// is `(0, 1)` for the record `[0, 1]`.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub(crate) struct Record(pub String);
+pub(crate) struct Record(pub String, pub Vec<String>);
+
+/// One value of a record as text.
+fn value_text<E: serde::de::Error>(v: Value) -> Result<String, E> {
+    Ok(match v {
+        Value::String(s) => s,
+        Value::Bool(b) => b.to_string(),
+        Value::Number(n) => match n.as_f64() {
+            Some(f) if n.as_i64().is_none() && n.as_u64().is_none() => {
+                if !f.is_finite() {
+                    return Err(E::custom(format!(
+                        "a record's value is a finite number or a text, got {f}"
+                    )));
+                }
+                // Shortest round trip: a record under `fields` reaches the mechanism as
+                // written, not rounded.
+                format!("{f}")
+            }
+            _ => n.to_string(),
+        },
+        _ => {
+            return Err(E::custom(
+                "a record is a value (a number or a text) or, under `fields`, a list of values, not a mapping or null",
+            ))
+        }
+    })
+}
 
 impl<'de> Deserialize<'de> for Record {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        use serde::de::Error;
-        Ok(Record(match Value::deserialize(d)? {
-            Value::String(s) => s,
-            Value::Bool(b) => b.to_string(),
-            Value::Number(n) => match n.as_f64() {
-                Some(f) if n.as_i64().is_none() && n.as_u64().is_none() => {
-                    if !f.is_finite() {
-                        return Err(D::Error::custom(format!(
-                            "a record's value is a finite number or a text, got {f}"
-                        )));
-                    }
-                    crate::text::significant(f, 4)
+        match Value::deserialize(d)? {
+            Value::Sequence(items) => {
+                let parts = items
+                    .into_iter()
+                    .map(value_text::<D::Error>)
+                    .collect::<Result<Vec<_>, _>>()?;
+                if parts.is_empty() {
+                    return Err(serde::de::Error::custom(
+                        "a record of several fields is a list of one value per field, not []",
+                    ));
                 }
-                _ => n.to_string(),
-            },
-            _ => {
-                return Err(D::Error::custom(
-                    "a record is one value (a number or a text), not a list, mapping or null",
-                ))
+                // A one-field record is its value: `[a]` and `a` are one record.
+                let text = match parts.as_slice() {
+                    [one] => one.clone(),
+                    _ => format!("({})", parts.join(", ")),
+                };
+                Ok(Record(text, parts))
             }
-        }))
+            v => {
+                let text = value_text::<D::Error>(v)?;
+                Ok(Record(text.clone(), vec![text]))
+            }
+        }
     }
 }
 
@@ -82,7 +111,10 @@ impl JsonSchema for Record {
         "Record".into()
     }
     fn json_schema(_: &mut SchemaGenerator) -> Schema {
-        schemars::json_schema!({"type": ["string", "number", "boolean"]})
+        schemars::json_schema!({"anyOf": [
+            {"type": ["string", "number", "boolean"]},
+            {"type": "array", "minItems": 1, "items": {"type": ["string", "number", "boolean"]}}
+        ]})
     }
 }
 
@@ -186,7 +218,8 @@ fn statdp(n: usize, single: bool) -> Vec<(&'static str, Vec<f64>, Vec<f64>)> {
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct Neighbours {
-    /// the mechanism's input column that holds the query answers (mechanism.noise: its `column`; mechanism.select: its `utility`)
+    /// the mechanism's input column that holds the query answers (mechanism.noise: its `column`; mechanism.select: its `utility`), or under add_remove and replace each bin's count of records; not with `fields`, whose records are rows
+    #[serde(default)]
     pub column: String,
     /// how neighbours differ: answers moved by at most Δ (linf, l1), or datasets differing in one record (add_remove, replace)
     pub relation: Relation,
@@ -211,9 +244,12 @@ pub(crate) struct Neighbours {
     /// input columns identical on both sides, one text per answer (mechanism.select's `candidate` names)
     #[serde(default)]
     pub same: indexmap::IndexMap<String, Vec<String>>,
-    /// add_remove, replace: the values a record may take; the mechanism's input has one row per value, its count of records in `column` and the value in `key`
+    /// add_remove, replace: the values a record may take; the mechanism's input has one row per value, its count of records in `column` and the value in `key`. With `fields`: the records a neighbour generated from `dataset` may add (add_remove) or put in a record's place (replace)
     #[serde(default)]
     pub bins: Vec<Record>,
+    /// add_remove, replace: the fields of a record, e.g. [x, y]; the mechanism then sees each dataset as it is, one row per record in the order written and one column per field (numbers where every record's value is one, else text), and each record is a list of one value per field: `datasets: [[[[0, 1], [1, 1]], [[0, 1]]]]`
+    #[serde(default)]
+    pub fields: Vec<String>,
     /// add_remove, replace: the input column naming each bin (mechanism.select: its `candidate`)
     #[serde(default = "bin")]
     pub key: String,
@@ -280,6 +316,9 @@ pub(crate) struct Pair {
     pub origin: String,
     /// Datasets of records: both sides in words (`{a ×2, b}`), shown instead of the counts.
     pub shown: Option<[String; 2]>,
+    /// Under `fields`: both datasets, the records in the mechanism's row order (`x` and `x2`
+    /// then number each row's record, so that equal inputs are found equal).
+    pub rows: Option<[Vec<Record>; 2]>,
 }
 
 fn vector(x: &[f64]) -> String {
@@ -319,8 +358,16 @@ impl Neighbours {
             self.check_same(self.bins.len())?;
             return Ok(out);
         }
+        if self.column.is_empty() {
+            return Err(at(
+                "column".into(),
+                "name the mechanism's input column that holds the answers, e.g. `column: value`"
+                    .into(),
+            ));
+        }
         for (set, key) in [
             (!self.bins.is_empty(), "bins"),
+            (!self.fields.is_empty(), "fields"),
             (!self.datasets.is_empty(), "datasets"),
             (self.dataset.is_some(), "dataset"),
         ] {
@@ -382,6 +429,7 @@ impl Neighbours {
                 x2: x2.clone(),
                 origin: format!("pair {}", i + 1),
                 shown: None,
+                rows: None,
             });
             len.get_or_insert(x.len());
         }
@@ -433,6 +481,7 @@ impl Neighbours {
                         .collect(),
                     origin: p.name().into(),
                     shown: None,
+                    rows: None,
                 });
             }
             len.get_or_insert(base.len());
@@ -447,6 +496,7 @@ impl Neighbours {
                         x2: scale(x2),
                         origin: format!("statdp {name}"),
                         shown: None,
+                        rows: None,
                     });
                 }
                 len.get_or_insert(n);
@@ -511,9 +561,9 @@ impl Neighbours {
         Ok(())
     }
 
-    /// The key column's values, one per bin (record relations only).
+    /// The key column's values, one per bin (record relations as histograms only).
     pub(crate) fn key_column(&self) -> Option<(&str, Vec<String>)> {
-        self.relation.of_records().then(|| {
+        (self.relation.of_records() && self.fields.is_empty()).then(|| {
             (
                 self.key.as_str(),
                 self.bins.iter().map(|b| b.0.clone()).collect(),
@@ -521,11 +571,54 @@ impl Neighbours {
         })
     }
 
+    /// Under `fields`, which fields are numbers: those where every record written has one.
+    fn numeric(&self) -> Vec<bool> {
+        let all: Vec<&Record> = self
+            .bins
+            .iter()
+            .chain(self.datasets.iter().flatten().flatten())
+            .chain(self.dataset.iter().flatten())
+            .collect();
+        (0..self.fields.len())
+            .map(|j| {
+                all.iter().all(|r| {
+                    r.1.get(j)
+                        .and_then(|v| v.parse::<f64>().ok())
+                        .is_some_and(f64::is_finite)
+                })
+            })
+            .collect()
+    }
+
+    /// Under `fields`, one side of a pair as the mechanism's input: one row per record, one
+    /// column per field, of numbers where every record of every dataset has a number there.
+    pub(crate) fn rows_frame(&self, pair: &Pair, side: usize) -> Option<Vec<(String, Column)>> {
+        let rows = &pair.rows.as_ref()?[side];
+        let numeric = self.numeric();
+        Some(
+            self.fields
+                .iter()
+                .enumerate()
+                .map(|(j, name)| {
+                    let texts = rows.iter().map(|r| r.1[j].as_str());
+                    let col = if numeric[j] {
+                        Column::F64(texts.map(|t| t.parse().unwrap_or(f64::NAN)).collect())
+                    } else {
+                        Column::Text(texts.map(str::to_string).collect())
+                    };
+                    (name.clone(), col)
+                })
+                .collect(),
+        )
+    }
+
     /// The pairs of datasets under add_remove or replace: explicit ones checked, then every
-    /// neighbour of `dataset`; each side is given to the mechanism as its histogram over `bins`.
+    /// neighbour of `dataset`; each side is given to the mechanism as its histogram over
+    /// `bins`, or under `fields` as its rows.
     fn record_pairs(&self) -> Result<Vec<Pair>, ParamError> {
         let at = |path: String, m: String| ParamError::at(&format!("neighbours.{path}"), m);
         let rel = self.relation.name();
+        let rows = !self.fields.is_empty();
         if self.sensitivity.is_some() {
             return Err(at(
                 "sensitivity".into(),
@@ -544,29 +637,115 @@ impl Neighbours {
                 ));
             }
         }
-        if self.bins.is_empty() {
-            return Err(at(
-                "bins".into(),
-                format!("under `relation: {rel}` the mechanism sees each dataset as its histogram: give the values a record may take, e.g. `bins: [a, b, c]`"),
-            ));
+        if rows {
+            crate::kind::distinct("neighbours.fields", &self.fields)?;
+            if !self.column.is_empty() {
+                return Err(at(
+                    "column".into(),
+                    format!("under `fields` the mechanism sees each dataset as its rows, whose columns are the fields ({}): `column` names a histogram's counts, drop it", self.fields.join(", ")),
+                ));
+            }
+            if let Some((name, _)) = self.same.first() {
+                return Err(at(
+                    format!("same.{name}"),
+                    "`same` gives one value per answer or bin; under `fields` the records are rows: put the column in `fields`".into(),
+                ));
+            }
+            // Every record of the right width, where it is written.
+            let k = self.fields.len();
+            let wide = |r: &Record, path: String| -> Result<(), ParamError> {
+                if r.1.len() == k {
+                    return Ok(());
+                }
+                Err(at(
+                    path,
+                    format!(
+                        "record `{}` has {} value(s) for the {k} fields ({}): write one value per field, e.g. [{}]",
+                        r.0,
+                        r.1.len(),
+                        self.fields.join(", "),
+                        vec!["…"; k].join(", ")
+                    ),
+                ))
+            };
+            for (i, b) in self.bins.iter().enumerate() {
+                wide(b, format!("bins.{i}"))?;
+            }
+            for (i, pair) in self.datasets.iter().enumerate() {
+                for (side, d) in pair.iter().enumerate() {
+                    for (j, r) in d.iter().enumerate() {
+                        wide(r, format!("datasets.{i}.{side}.{j}"))?;
+                    }
+                }
+            }
+            for (j, r) in self.dataset.iter().flatten().enumerate() {
+                wide(r, format!("dataset.{j}"))?;
+            }
+        } else {
+            if let Some(r) = self
+                .bins
+                .iter()
+                .chain(self.datasets.iter().flatten().flatten())
+                .chain(self.dataset.iter().flatten())
+                .find(|r| r.1.len() != 1)
+            {
+                return Err(at(
+                    if self.bins.iter().any(|b| b == r) {
+                        "bins".into()
+                    } else if self.dataset.iter().flatten().any(|b| b == r) {
+                        "dataset".into()
+                    } else {
+                        "datasets".into()
+                    },
+                    format!("record `{}` has several values: name them with `fields: [...]` (the mechanism then sees each dataset as its rows), or write one value per record for a histogram over `bins`", r.0),
+                ));
+            }
+            if self.bins.is_empty() {
+                return Err(at(
+                    "bins".into(),
+                    format!("under `relation: {rel}` the mechanism sees each dataset as its histogram: give the values a record may take, e.g. `bins: [a, b, c]` (or its records' `fields`, to see each dataset as its rows)"),
+                ));
+            }
+            if self.column.is_empty() {
+                return Err(at(
+                    "column".into(),
+                    "name the mechanism's input column that holds each bin's count, e.g. `column: count`".into(),
+                ));
+            }
+            if self.key == self.column {
+                return Err(at(
+                    "key".into(),
+                    format!(
+                        "`{}` is the column of counts (`column`): name the bins' column otherwise",
+                        self.key
+                    ),
+                ));
+            }
         }
         crate::kind::distinct(
             "neighbours.bins",
             &self.bins.iter().map(|b| b.0.clone()).collect::<Vec<_>>(),
         )?;
-        if self.key == self.column {
-            return Err(at(
-                "key".into(),
-                format!(
-                    "`{}` is the column of counts (`column`): name the bins' column otherwise",
-                    self.key
-                ),
-            ));
+        // What a histogram counts: the bins, and under `fields` every other record written,
+        // in the order first written (so that a pair's sides are numbered alike).
+        let mut universe: Vec<&Record> = self.bins.iter().collect();
+        if rows {
+            for r in self
+                .datasets
+                .iter()
+                .flatten()
+                .flatten()
+                .chain(self.dataset.iter().flatten())
+            {
+                if !universe.contains(&r) {
+                    universe.push(r);
+                }
+            }
         }
         let index: BTreeMap<&Record, usize> =
-            self.bins.iter().enumerate().map(|(i, b)| (b, i)).collect();
+            universe.iter().enumerate().map(|(i, b)| (*b, i)).collect();
         let histogram = |records: &[Record], path: String| -> Result<Vec<f64>, ParamError> {
-            let mut h = vec![0.0; self.bins.len()];
+            let mut h = vec![0.0; universe.len()];
             for (j, r) in records.iter().enumerate() {
                 let Some(&i) = index.get(r) else {
                     return Err(at(
@@ -585,6 +764,14 @@ impl Neighbours {
                 h[i] += 1.0;
             }
             Ok(h)
+        };
+        // Under `fields`, the input is numbered by its rows in order, not by its histogram.
+        let numbered = |records: &[Record], h: Vec<f64>| -> Vec<f64> {
+            if rows {
+                records.iter().map(|r| index[r] as f64).collect()
+            } else {
+                h
+            }
         };
         let mut out = Vec::new();
         for (i, [x, x2]) in self.datasets.iter().enumerate() {
@@ -631,10 +818,11 @@ impl Neighbours {
                 ));
             }
             out.push(Pair {
-                x: h,
-                x2: h2,
+                x: numbered(x, h),
+                x2: numbered(x2, h2),
                 origin: format!("pair {}", i + 1),
                 shown: Some([multiset(&t), multiset(&t2)]),
+                rows: rows.then(|| [x.clone(), x2.clone()]),
             });
         }
         if let Some(x) = &self.dataset {
@@ -642,55 +830,51 @@ impl Neighbours {
             let t = tally(x);
             let shown = multiset(&t);
             let mut generated = Vec::new();
-            let mut moved = |origin: String, changes: &[(usize, f64)], after: String| {
-                let mut h2 = h.clone();
-                for &(i, d) in changes {
-                    h2[i] += d;
-                }
-                generated.push(Pair {
-                    x: h.clone(),
-                    x2: h2,
-                    origin,
-                    shown: Some([shown.clone(), after]),
-                });
-            };
-            let with = |r: Option<&Record>, a: Option<&Record>| {
+            // x' from x: `r` removed (its first row, under `fields`), `a` added (last) or put
+            // in its place.
+            let mut moved = |origin: String, r: Option<&Record>, a: Option<&Record>| {
                 let mut t2 = t.clone();
+                let mut h2 = h.clone();
+                let mut x2: Vec<Record> = x.clone();
                 if let Some(r) = r {
                     if let Some(c) = t2.get_mut(r) {
                         *c -= 1;
                     }
+                    h2[index[r]] -= 1.0;
                 }
                 if let Some(a) = a {
                     *t2.entry(a).or_insert(0) += 1;
+                    h2[index[a]] += 1.0;
                 }
-                multiset(&t2)
+                match (r.and_then(|r| x.iter().position(|y| y == r)), a) {
+                    (Some(p), Some(a)) => x2[p] = a.clone(),
+                    (Some(p), None) => {
+                        x2.remove(p);
+                    }
+                    (None, Some(a)) => x2.push(a.clone()),
+                    (None, None) => {}
+                }
+                generated.push(Pair {
+                    x: numbered(x, h.clone()),
+                    x2: numbered(&x2, h2),
+                    origin,
+                    shown: Some([shown.clone(), multiset(&t2)]),
+                    rows: rows.then(|| [x.clone(), x2]),
+                });
             };
             match self.relation {
                 Relation::AddRemove => {
                     for r in t.keys() {
-                        moved(
-                            format!("remove {}", r.0),
-                            &[(index[r], -1.0)],
-                            with(Some(r), None),
-                        );
+                        moved(format!("remove {}", r.0), Some(r), None);
                     }
                     for b in &self.bins {
-                        moved(
-                            format!("add {}", b.0),
-                            &[(index[b], 1.0)],
-                            with(None, Some(b)),
-                        );
+                        moved(format!("add {}", b.0), None, Some(b));
                     }
                 }
                 _ => {
                     for r in t.keys() {
                         for b in self.bins.iter().filter(|b| b != r) {
-                            moved(
-                                format!("replace {} by {}", r.0, b.0),
-                                &[(index[r], -1.0), (index[b], 1.0)],
-                                with(Some(r), Some(b)),
-                            );
+                            moved(format!("replace {} by {}", r.0, b.0), Some(r), Some(b));
                         }
                     }
                 }
@@ -721,6 +905,13 @@ impl Neighbours {
         }
         Ok(out)
     }
+}
+
+/// A column of a dataset's rows under `fields`.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum Column {
+    F64(Vec<f64>),
+    Text(Vec<String>),
 }
 
 #[cfg(test)]
@@ -850,6 +1041,79 @@ mod tests {
             refused("{column: u, relation: linf, pairs: [[[0], [1]]], same: {c: [a, b]}}"),
             "neighbours.same.c: 2 values for 1 answers"
         );
+    }
+
+    /// Under `fields` a dataset reaches the mechanism as its rows, in the order written, with
+    /// its values as written (not rounded); its neighbours are generated as for a histogram
+    /// (the first row of a record removed, a bin added last or put in its place), and what
+    /// does not fit is refused where it is written.
+    #[test]
+    fn records_of_several_fields_are_rows() {
+        let n = parse(
+            "{relation: add_remove, fields: [x, y], bins: [[0.123456789, c]], dataset: [[1, a], [0, b], [1, a]]}",
+        );
+        let pairs = n.pairs().unwrap();
+        let got: Vec<&str> = pairs.iter().map(|p| p.origin.as_str()).collect();
+        assert_eq!(
+            got,
+            ["remove (0, b)", "remove (1, a)", "add (0.123456789, c)"]
+        );
+        assert_eq!(n.key_column(), None);
+        let frame = |p: &Pair, side| n.rows_frame(p, side).unwrap();
+        assert_eq!(
+            frame(&pairs[1], 1),
+            [
+                ("x".to_string(), Column::F64(vec![0.0, 1.0])),
+                ("y".to_string(), Column::Text(vec!["b".into(), "a".into()])),
+            ]
+        );
+        assert_eq!(
+            frame(&pairs[2], 1)[0].1,
+            Column::F64(vec![1.0, 0.0, 1.0, 0.123456789])
+        );
+        // Equal inputs are numbered alike; a permutation is another input.
+        assert_eq!(pairs[0].x, pairs[2].x);
+        assert_ne!(pairs[0].x2, pairs[1].x2);
+        assert_eq!(
+            pairs[0].text(true),
+            "remove (0, b): {(0, b), (1, a) ×2} vs {(1, a) ×2}"
+        );
+
+        let r = parse("{relation: replace, fields: [v], datasets: [[[2, 1], [1, 1]]]}");
+        let p = &r.pairs().unwrap()[0];
+        assert_eq!(frame_of(&r, p, 0), Column::F64(vec![2.0, 1.0]));
+        let e = parse("{relation: add_remove, fields: [x, y], datasets: [[[[1, a]], []]]}");
+        assert_eq!(
+            e.rows_frame(&e.pairs().unwrap()[0], 1).unwrap()[0].1,
+            Column::F64(vec![])
+        );
+
+        assert_eq!(
+            refused("{relation: add_remove, fields: [x, y], datasets: [[[[1, a]], [[1, a], [2]]]]}"),
+            "neighbours.datasets.0.1.1: record `2` has 1 value(s) for the 2 fields (x, y): write one value per field, e.g. […, …]"
+        );
+        assert!(refused("{relation: add_remove, bins: [a], datasets: [[[[1, a]], []]]}")
+            .starts_with("neighbours.datasets: record `(1, a)` has several values: name them with `fields: [...]`"));
+        assert!(refused(
+            "{column: count, relation: add_remove, fields: [x], datasets: [[[1], []]]}"
+        )
+        .starts_with(
+            "neighbours.column: under `fields` the mechanism sees each dataset as its rows"
+        ));
+        assert!(
+            refused("{relation: add_remove, fields: [x, x], datasets: [[[[1, 1]], []]]}")
+                .starts_with("neighbours.fields")
+        );
+        assert!(refused("{relation: l1, fields: [x], pairs: [[[0], [1]]]}")
+            .starts_with("neighbours.column: name the mechanism's input column"));
+        assert!(
+            refused("{column: v, relation: l1, fields: [x], pairs: [[[0], [1]]]}")
+                .starts_with("neighbours.fields: `fields` describes datasets of records")
+        );
+    }
+
+    fn frame_of(n: &Neighbours, p: &Pair, side: usize) -> Column {
+        n.rows_frame(p, side).unwrap().remove(0).1
     }
 
     /// Under add_remove every neighbour of a dataset is generated (each distinct record

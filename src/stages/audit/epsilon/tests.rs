@@ -128,6 +128,44 @@ fn a_histogram_of_records_is_audited_under_add_remove_and_replace() {
     assert_eq!(strings(&fixed, "violation"), ["false"], "{fixed}");
 }
 
+/// Datasets of records with several fields reach the mechanism as rows (`fields`), and a
+/// release whose length depends on the data is read with `max_rows` as its row count and its
+/// rows: Laplace noise on each record's x is private under replace (one x moves by 1) and
+/// flagged under add_remove, where the release's length is the record count; without
+/// `max_rows`, releases of varying length are refused, naming it.
+#[test]
+fn records_are_rows_and_releases_may_vary_in_length() {
+    let audit = |neighbours: &str, max_rows: &str, seed: u128| {
+        let with = format!(
+                "{{mechanism: {{kind: mechanism.noise, with: {{column: x, noise: laplace, epsilon: 1}}}},
+                  output: [noisy], claim: {{epsilon: 1}}, {max_rows}
+                  neighbours: {neighbours},
+                  samples: 100000, search_samples: 20000}}"
+            );
+        run(kind(), &with, &[], seed).map(|o| o.frame)
+    };
+    let replace =
+        "{relation: replace, fields: [x, y], datasets: [[[[0, a], [5, b]], [[1, a], [5, b]]]]}";
+    let good = audit(replace, "", 1).unwrap();
+    assert_eq!(strings(&good, "violation"), ["false"], "{good}");
+    assert!(floats(&good, "epsilon_lb")[0] > 0.7, "{good}");
+    // Measured in the direction the search chose.
+    let pair = &strings(&good, "pair")[0];
+    assert!(
+        pair.contains("{(0, a), (5, b)}") && pair.contains("{(1, a), (5, b)}"),
+        "{pair}"
+    );
+    let add = "{relation: add_remove, fields: [x, y], dataset: [[0, a], [5, b]]}";
+    let bad = audit(add, "max_rows: 2,", 2).unwrap();
+    assert_eq!(strings(&bad, "violation"), ["true"], "{bad}");
+    assert!(floats(&bad, "epsilon_lb")[0] > 5.0, "{bad}");
+    assert!(strings(&bad, "event")[0].contains("rows"), "{bad}");
+    let e = format!("{:#}", audit(add, "", 3).unwrap_err());
+    assert!(e.contains("needs `max_rows:`"), "{e}");
+    let e = format!("{:#}", audit(add, "max_rows: 1,", 3).unwrap_err());
+    assert!(e.contains("has 2 rows, more than `max_rows: 1`"), "{e}");
+}
+
 /// The audit writes the layout that puts its frame in the report's Audits section, once for
 /// the stage, with the frame's own columns.
 #[test]
