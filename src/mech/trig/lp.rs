@@ -51,6 +51,8 @@ use clarabel::solver::{
 };
 use nalgebra::DMatrix;
 
+use crate::mech::fastmath::per_isa;
+
 /// How to solve the LP.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LpMethod {
@@ -183,7 +185,10 @@ fn check_finite(what: &'static str, xs: &[f64]) -> Result<(), LpError> {
 }
 
 /// Eight independent accumulators let the compiler vectorise and pipeline the sum; the
-/// fixed association order keeps results bit-reproducible.
+/// fixed association order keeps results bit-reproducible (on every instruction set: plain
+/// multiplies and adds, never fused). Always inlined, so that inside [`column_dots`] it is
+/// compiled for that copy's instruction set.
+#[inline(always)]
 fn dot(a: &[f64], b: &[f64]) -> f64 {
     let mut acc = [0.0; 8];
     let ca = a.chunks_exact(8);
@@ -226,13 +231,86 @@ fn finish(
     (support, objective)
 }
 
+per_isa! {
+    /// `W_jᵀy` for every column `j` of `w` (`rows` values each), in `out` (one per column).
+    ///
+    /// Why per instruction set: this pass over all of W (every pricing round, and the dual
+    /// bound) was about half of the LP's time on h14-table3.2, and the compiler builds [`dot`]
+    /// two lanes at a time even where the CPU has four or eight (seen in its assembly: no
+    /// wider copy comes from autovectorisation). The wide copies hold [`dot`]'s eight
+    /// accumulators in two AVX2 registers and run the same multiplies and adds in the same order, so they give
+    /// the baseline's bits (tested).
+    fn column_dots(w: &[f64], rows: usize, y: &[f64], out: &mut [f64]) {
+        // AVX-512's intrinsics are stable only after this crate's minimum Rust (1.87): its
+        // copy takes the AVX2 one (a CPU with AVX-512 has AVX2).
+        avx512: for (o, col) in out.iter_mut().zip(w.chunks_exact(rows)) {
+            // SAFETY: this copy runs only on a CPU with AVX-512, hence AVX2.
+            *o = unsafe { dot_avx2(col, y) };
+        },
+        avx2: for (o, col) in out.iter_mut().zip(w.chunks_exact(rows)) {
+            // SAFETY: this copy runs only on a CPU with AVX2 (the dispatcher's check).
+            *o = unsafe { dot_avx2(col, y) };
+        },
+        baseline: for (o, col) in out.iter_mut().zip(w.chunks_exact(rows)) {
+            *o = dot(col, y);
+        },
+    }
+}
+
+/// [`dot`] with its eight accumulators in two AVX2 registers (lanes 0–3 and 4–7).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+#[inline]
+unsafe fn dot_avx2(a: &[f64], b: &[f64]) -> f64 {
+    use std::arch::x86_64::{
+        _mm256_add_pd, _mm256_loadu_pd, _mm256_mul_pd, _mm256_setzero_pd, _mm256_storeu_pd,
+    };
+    let (ca, cb) = (a.chunks_exact(8), b.chunks_exact(8));
+    let (ta, tb) = (ca.remainder(), cb.remainder());
+    let (mut lo, mut hi) = (_mm256_setzero_pd(), _mm256_setzero_pd());
+    for (x, y) in ca.zip(cb) {
+        // SAFETY: x and y are eight f64 each (unaligned loads of four).
+        let (xl, xh, yl, yh) = unsafe {
+            (
+                _mm256_loadu_pd(x.as_ptr()),
+                _mm256_loadu_pd(x.as_ptr().add(4)),
+                _mm256_loadu_pd(y.as_ptr()),
+                _mm256_loadu_pd(y.as_ptr().add(4)),
+            )
+        };
+        lo = _mm256_add_pd(lo, _mm256_mul_pd(xl, yl));
+        hi = _mm256_add_pd(hi, _mm256_mul_pd(xh, yh));
+    }
+    let mut lanes = [0.0; 8];
+    // SAFETY: `lanes` holds eight f64.
+    unsafe {
+        _mm256_storeu_pd(lanes.as_mut_ptr(), lo);
+        _mm256_storeu_pd(lanes.as_mut_ptr().add(4), hi);
+    }
+    reduce(&lanes, ta, tb)
+}
+
+/// [`dot`]'s last steps: the tail's products summed in order, then the fixed tree of the
+/// eight accumulators plus the tail.
+#[inline(always)]
+fn reduce(acc: &[f64; 8], ta: &[f64], tb: &[f64]) -> f64 {
+    let tail: f64 = ta.iter().zip(tb).map(|(x, y)| x * y).sum();
+    ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7])) + tail
+}
+
+/// [`column_dots`] into a new vector.
+fn all_column_dots(w: &[f64], rows: usize, y: &[f64]) -> Vec<f64> {
+    let mut out = vec![0.0; w.len() / rows];
+    column_dots(w, rows, y, &mut out);
+    out
+}
+
 /// `bᵀp − max_j W_jᵀp` with `p` the given row duals clipped into `[−1, 1]`: the value of
 /// a feasible point of the dual, hence a lower bound on the optimum.
 fn dual_bound(w: &[f64], rows: usize, b: &[f64], duals: &[f64]) -> f64 {
     let p: Vec<f64> = duals.iter().map(|y| y.clamp(-1.0, 1.0)).collect();
-    let max_col = w
-        .chunks_exact(rows)
-        .map(|col| dot(col, &p))
+    let max_col = all_column_dots(w, rows, &p)
+        .into_iter()
         .fold(f64::NEG_INFINITY, f64::max);
     dot(b, &p) - max_col
 }
@@ -628,12 +706,11 @@ impl<'a> Master<'a> {
     fn price_all(&self, tol: f64, limit: usize) -> Vec<usize> {
         let y = &self.pi[..self.rows];
         let y0 = self.pi[self.rows];
-        let mut candidates: Vec<(f64, usize)> = self
-            .w
-            .chunks_exact(self.rows)
+        let mut candidates: Vec<(f64, usize)> = all_column_dots(self.w, self.rows, y)
+            .into_iter()
             .enumerate()
             .filter(|&(j, _)| !self.in_master[j])
-            .map(|(j, col)| (-(dot(col, y) + y0), j))
+            .map(|(j, wy)| (-(wy + y0), j))
             .filter(|&(d, _)| d < -tol)
             .collect();
         let order = |a: &(f64, usize), b: &(f64, usize)| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1));

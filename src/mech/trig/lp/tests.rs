@@ -249,6 +249,41 @@ fn deterministic_bits() {
     assert_eq!((a.rounds, a.pivots), (c.rounds, c.pivots));
 }
 
+/// The pricing pass gives the baseline's bits on every instruction set the CPU has: rows
+/// that are no multiple of the eight accumulators, and values of very different sizes (so a
+/// different order of the adds would show).
+#[test]
+fn column_dots_are_the_baseline_s_bits_on_every_instruction_set() {
+    let mut rng = Pcg64::seed_from_u64(8);
+    for rows in [1, 7, 8, 9, 50, 201] {
+        let w: Vec<f64> = (0..rows * 37)
+            .map(|i| rng.random_range(-1.0..1.0) * 10f64.powi((i % 23) as i32 - 11))
+            .collect();
+        let y: Vec<f64> = (0..rows).map(|_| rng.random_range(-1.0..1.0)).collect();
+        let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        let mut baseline = vec![0.0; 37];
+        column_dots::baseline(&w, rows, &y, &mut baseline);
+        let direct: Vec<f64> = w.chunks_exact(rows).map(|c| dot(c, &y)).collect();
+        assert_eq!(bits(&baseline), bits(&direct), "rows = {rows}");
+        assert_eq!(bits(&all_column_dots(&w, rows, &y)), bits(&baseline));
+        #[cfg(target_arch = "x86_64")]
+        {
+            use crate::mech::fastmath::{has, Isa};
+            let mut out = vec![0.0; 37];
+            if has(Isa::Avx2) {
+                // SAFETY: the CPU has AVX2 and FMA (checked just above).
+                unsafe { column_dots::avx2(&w, rows, &y, &mut out) };
+                assert_eq!(bits(&out), bits(&baseline), "AVX2, rows = {rows}");
+            }
+            if has(Isa::Avx512) {
+                // SAFETY: the CPU has AVX-512 F and DQ (checked just above).
+                unsafe { column_dots::avx512(&w, rows, &y, &mut out) };
+                assert_eq!(bits(&out), bits(&baseline), "AVX-512, rows = {rows}");
+            }
+        }
+    }
+}
+
 #[test]
 fn small_columns_per_round_still_converges() {
     let mut rng = Pcg64::seed_from_u64(7);
