@@ -88,7 +88,10 @@ elif scenario in ("interrupt", "stubborn"):
             sys.exit(130)
     signal.signal(signal.SIGINT, on_int)
     ev(event="plan", pipeline="p", file="p.yaml", store=None, stages=stages)
-    (here / "started").write_text(str(os.getpid()))
+    # Written then renamed: the test polls for the file and reads it at once, and an
+    # open-then-write would let it read the empty file in between (CI did, once).
+    (here / "started.tmp").write_text(str(os.getpid()))
+    os.replace(here / "started.tmp", here / "started")
     while True:
         time.sleep(0.05)
 """
