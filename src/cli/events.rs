@@ -71,13 +71,14 @@ const PROGRESS_EVERY: Duration = Duration::from_millis(250);
 /// The run's [`Reporter`] in events: each instance started, finished or failed, and the counts
 /// every [`PROGRESS_EVERY`].
 pub(crate) struct Events {
-    last: Mutex<Option<Instant>>,
+    /// Per pipeline (they run at once), when its last progress event went out.
+    last: Mutex<std::collections::HashMap<String, Instant>>,
 }
 
 impl Events {
     pub(crate) fn new() -> Self {
         Events {
-            last: Mutex::new(None),
+            last: Mutex::default(),
         }
     }
 }
@@ -93,15 +94,20 @@ fn counts(pipeline: &str, c: Counts) -> Value {
 }
 
 impl Reporter for Events {
-    fn started(&self, _pipeline: &str, _total: usize) {
-        *self.last.lock().unwrap_or_else(|e| e.into_inner()) = None;
+    fn started(&self, pipeline: &str, _total: usize) {
+        self.last
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(pipeline);
     }
 
     fn progressed(&self, pipeline: &str, c: Counts) {
         let mut last = self.last.lock().unwrap_or_else(|e| e.into_inner());
-        let due = last.is_none_or(|t| t.elapsed() >= PROGRESS_EVERY);
+        let due = last
+            .get(pipeline)
+            .is_none_or(|t| t.elapsed() >= PROGRESS_EVERY);
         if due || c.done + c.failed == c.total {
-            *last = Some(Instant::now());
+            last.insert(pipeline.to_string(), Instant::now());
             emit("progress", counts(pipeline, c));
         }
     }

@@ -2,17 +2,19 @@
 //! terminal; otherwise a plain line every few seconds (and when a pipeline is through), which
 //! a log file or a Slurm job's output can hold. The engine only counts.
 
+use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use dplab::pipeline::progress::{Counts, Reporter};
-use indicatif::{ProgressBar, ProgressStyle};
+use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 
-/// The progress of the pipeline running now (pipelines run one after another).
+/// The progress of the pipelines running now (they run at once: a bar, or a line, each).
 pub struct Shown {
     terminal: bool,
-    bar: Mutex<Option<ProgressBar>>,
-    last_line: Mutex<Instant>,
+    bars: MultiProgress,
+    bar: Mutex<HashMap<String, ProgressBar>>,
+    last_line: Mutex<HashMap<String, Instant>>,
 }
 
 impl Shown {
@@ -20,8 +22,9 @@ impl Shown {
     pub fn new(terminal: bool) -> Self {
         Shown {
             terminal,
-            bar: Mutex::new(None),
-            last_line: Mutex::new(Instant::now()),
+            bars: MultiProgress::new(),
+            bar: Mutex::default(),
+            last_line: Mutex::default(),
         }
     }
 }
@@ -38,11 +41,14 @@ fn message(c: Counts) -> String {
 
 impl Reporter for Shown {
     fn started(&self, pipeline: &str, total: usize) {
-        *self.last_line.lock().unwrap_or_else(|e| e.into_inner()) = Instant::now();
+        self.last_line
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(pipeline.to_string(), Instant::now());
         if !self.terminal {
             return;
         }
-        let b = ProgressBar::new(total as u64);
+        let b = self.bars.add(ProgressBar::new(total as u64));
         b.set_style(
             ProgressStyle::with_template(
                 "{prefix} [{bar:30}] {pos}/{len} instances ({msg}), ETA {eta}",
@@ -52,16 +58,27 @@ impl Reporter for Shown {
         );
         b.set_prefix(pipeline.to_string());
         b.set_message("0 from the store");
-        *self.bar.lock().unwrap_or_else(|e| e.into_inner()) = Some(b);
+        self.bar
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(pipeline.to_string(), b);
     }
 
     fn progressed(&self, pipeline: &str, c: Counts) {
-        if let Some(b) = self.bar.lock().unwrap_or_else(|e| e.into_inner()).as_ref() {
+        if let Some(b) = self
+            .bar
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(pipeline)
+        {
             b.set_message(message(c));
             b.set_position((c.done + c.failed) as u64);
             return;
         }
-        let mut last = self.last_line.lock().unwrap_or_else(|e| e.into_inner());
+        let mut lines = self.last_line.lock().unwrap_or_else(|e| e.into_inner());
+        let last = lines
+            .entry(pipeline.to_string())
+            .or_insert_with(Instant::now);
         if last.elapsed() >= Duration::from_secs(5) || c.done + c.failed == c.total {
             *last = Instant::now();
             tracing::info!(
@@ -74,9 +91,15 @@ impl Reporter for Shown {
         }
     }
 
-    fn finished(&self, _: &str) {
-        if let Some(b) = self.bar.lock().unwrap_or_else(|e| e.into_inner()).take() {
+    fn finished(&self, pipeline: &str) {
+        if let Some(b) = self
+            .bar
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(pipeline)
+        {
             b.finish_and_clear();
+            self.bars.remove(&b);
         }
     }
 }

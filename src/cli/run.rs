@@ -302,23 +302,29 @@ fn run_all(args: &RunArgs, quiet: bool, tally: &mut Tally) -> Outcome {
         ))
     };
     let verdicts = std::sync::Arc::new(super::verdicts::Verdicts::new(shown, events::on()));
-    let mut opts = exec::RunOptions {
+    // One pool of `threads` slots for every pipeline of the command: they run at once, and
+    // together run `threads` instances (see `pipeline::exec::Slots`).
+    let slots = std::sync::Arc::new(exec::Slots::new(threads));
+    let options = |st: Option<dplab::pipeline::instance_store::InstanceStore>| exec::RunOptions {
         out_dir: out.clone(),
         reporter: verdicts.clone(),
         jobs: threads,
+        slots: slots.clone(),
         set: common.set_args(),
-        store: None,
+        store: st,
         force: store.force(),
         verify: *verify,
         max_failures: *max_failures,
     };
     let mut input_failures = Vec::new();
-    let mut run_failures = Vec::new();
     let mut skipped = Vec::new();
-    for pipeline in &pipelines {
-        let (f, t0) = (&pipeline.path, std::time::Instant::now());
+    // Every pipeline is planned first (its probes run, its `plan` event goes out, a shard's
+    // share is dealt in file order), then they run.
+    let mut planned: Vec<Planned> = Vec::new();
+    for (index, pipeline) in pipelines.iter().enumerate() {
+        let f = &pipeline.path;
         // Said with -v; said always when none was found and one is made here.
-        opts.store = stores.of(store, f).map(|(s, found)| {
+        let st = stores.of(store, f).map(|(s, found)| {
             if found.how == dplab::pipeline::store_at::How::New {
                 tracing::info!("{}: {}", pipeline.path.display(), found.describe());
             } else {
@@ -326,7 +332,7 @@ fn run_all(args: &RunArgs, quiet: bool, tally: &mut Tally) -> Outcome {
             }
             s
         });
-        let outcome = match pipeline.plan_probing(common, consent.allowed()) {
+        match pipeline.plan_probing(common, consent.allowed()) {
             // What its programs need is not installed (every error a failed probe): skipped
             // like a pipeline whose data is not here.
             Err(errs)
@@ -347,13 +353,14 @@ fn run_all(args: &RunArgs, quiet: bool, tally: &mut Tally) -> Outcome {
                     f.display(),
                     dplab::text::brief(&why, 200)
                 ));
-                true
             }
             Err(errs) => {
                 report_spec_errors(&errs);
                 pipeline_done(tally, f, "", "invalid", None, None);
                 input_failures.push(f.display().to_string());
-                false
+                if *fail_fast {
+                    break;
+                }
             }
             Ok(mut p) => {
                 match keep_stages(&mut p, only, &mut named) {
@@ -364,66 +371,60 @@ fn run_all(args: &RunArgs, quiet: bool, tally: &mut Tally) -> Outcome {
                     }
                     Err(e) => return Err(Failure::BadInput(e)),
                 }
+                let opts = options(st);
+                let owners = shard.map(|sh| {
+                    let (owners, next) = dplab::pipeline::shard::owners(&p, sh.count, dealt);
+                    dealt = next;
+                    owners
+                });
                 if shard.is_none() {
                     plan_event(&p, opts.store.as_ref(), &opts.force, None);
                 }
-                let done = match shard {
-                    Some(sh) => {
-                        let (owners, next) = dplab::pipeline::shard::owners(&p, sh.count, dealt);
-                        dealt = next;
-                        exec::execute_shard(&p, &opts, sh, &owners).map(|r| {
-                            format!(
-                                "shard {sh}: owns {} instances ({} already stored); computed {} ({} of them shared with other shards) in {:.2} s of compute, loaded {} from the store",
-                                r.owned, r.owned_stored, r.computed, r.shared_computed, r.compute_seconds, r.loaded
-                            )
-                        })
-                    }
-                    None => exec::execute(&p, &opts).map(|dir| {
-                        pipeline_done(tally, f, &p.name, "ok", Some(&dir), None);
-                        format!("{} instances → {}", p.instance_count(), dir.display())
-                    }),
-                };
-                match done {
-                    Ok(what) => {
-                        if shard.is_some() {
-                            pipeline_done(tally, f, &p.name, "ok", None, None);
-                        }
-                        tracing::info!("{}: {what} in {:.2} s", p.name, t0.elapsed().as_secs_f64());
-                        true
-                    }
-                    Err(e) if e.unavailable && *skip_unavailable => {
-                        tracing::warn!("skipped {}: {}", p.name, e.message);
-                        pipeline_done(tally, f, &p.name, "skipped", None, Some(&e.message));
-                        skipped.push(format!("{} ({})", f.display(), e.message));
-                        true
-                    }
-                    Err(e) => {
-                        pipeline_done(
-                            tally,
-                            f,
-                            &p.name,
-                            "failed",
-                            e.written.as_deref(),
-                            Some(&e.to_string()),
-                        );
-                        errln!("error: {e}");
-                        // The whole message was just printed: the list at the end names it.
-                        let first = e.to_string();
-                        let first = first.lines().next().unwrap_or_default();
-                        run_failures.push(format!(
-                            "{} ({})",
-                            f.display(),
-                            dplab::text::brief(first, 160)
-                        ));
-                        false
-                    }
-                }
+                planned.push(Planned {
+                    index,
+                    file: f,
+                    plan: p,
+                    opts,
+                    owners,
+                });
             }
-        };
-        if !outcome && *fail_fast {
-            break;
         }
     }
+    let ends = std::sync::Mutex::new(Ends {
+        tally,
+        skipped,
+        failures: Vec::new(),
+    });
+    let run_one = |job: &Planned| run_pipeline(job, shard, *skip_unavailable, &ends);
+    if *fail_fast {
+        // The first failure stops the run: one pipeline after another.
+        for job in &planned {
+            if !run_one(job) {
+                break;
+            }
+        }
+    } else {
+        // At once, in file order as slots free up: while one ends on a few long instances,
+        // the next ones' instances take the other cores.
+        let at_once = exec::Slots::new(PIPELINES_AT_ONCE);
+        std::thread::scope(|threads| {
+            for job in &planned {
+                let slot = at_once.take();
+                threads.spawn(move || {
+                    run_one(job);
+                    drop(slot);
+                });
+            }
+        });
+    }
+    let Ends {
+        skipped,
+        mut failures,
+        ..
+    } = ends.into_inner().unwrap_or_else(|e| e.into_inner());
+    // Listed in file order, whichever ended first.
+    failures.sort_by_key(|(i, _)| *i);
+    let run_failures: Vec<String> = failures.into_iter().map(|(_, f)| f).collect();
     if let Some(e) = stages_not_found(only, &named) {
         return Err(Failure::BadInput(e));
     }
@@ -478,6 +479,89 @@ fn run_all(args: &RunArgs, quiet: bool, tally: &mut Tally) -> Outcome {
         Err(Failure::BadInput(String::new()))
     } else {
         Err(Failure::Failed(String::new()))
+    }
+}
+
+/// How many pipelines of one command run at once (sharing `--jobs` slots for their instances,
+/// see `pipeline::exec::Slots`). Three keep two cores busy through the DP-Sniper suite's
+/// half-minute last audit and the short pipelines beside it; more would keep more idle
+/// threads and worker processes (`--jobs` per pipeline) alive for nothing.
+const PIPELINES_AT_ONCE: usize = 3;
+
+/// A pipeline planned and about to run: its place among the files, its plan, how it runs,
+/// and in a shard, whose its instances are ([`dplab::pipeline::shard::owners`]).
+struct Planned<'a> {
+    index: usize,
+    file: &'a std::path::Path,
+    plan: dplab::pipeline::plan::Plan,
+    opts: exec::RunOptions,
+    owners: Option<Vec<u32>>,
+}
+
+/// What the pipelines' ends add up to (they end in any order): the run's tally, the skipped
+/// ones, and the failed ones with their place among the files.
+struct Ends<'t> {
+    tally: &'t mut Tally,
+    skipped: Vec<String>,
+    failures: Vec<(usize, String)>,
+}
+
+/// Runs one planned pipeline (or a shard's share of it) and says how it ended; `false` when
+/// it failed.
+fn run_pipeline(
+    job: &Planned,
+    shard: Option<dplab::pipeline::shard::Shard>,
+    skip_unavailable: bool,
+    ends: &std::sync::Mutex<Ends>,
+) -> bool {
+    let (p, f, t0) = (&job.plan, job.file, std::time::Instant::now());
+    let done = match (shard, &job.owners) {
+        (Some(sh), Some(owners)) => exec::execute_shard(p, &job.opts, sh, owners).map(|r| {
+            format!(
+                "shard {sh}: owns {} instances ({} already stored); computed {} ({} of them shared with other shards) in {:.2} s of compute, loaded {} from the store",
+                r.owned, r.owned_stored, r.computed, r.shared_computed, r.compute_seconds, r.loaded
+            )
+        }),
+        _ => exec::execute(p, &job.opts).map(|dir| {
+            let mut e = ends.lock().unwrap_or_else(|e| e.into_inner());
+            pipeline_done(e.tally, f, &p.name, "ok", Some(&dir), None);
+            format!("{} instances → {}", p.instance_count(), dir.display())
+        }),
+    };
+    let mut e = ends.lock().unwrap_or_else(|e| e.into_inner());
+    match done {
+        Ok(what) => {
+            if shard.is_some() {
+                pipeline_done(e.tally, f, &p.name, "ok", None, None);
+            }
+            tracing::info!("{}: {what} in {:.2} s", p.name, t0.elapsed().as_secs_f64());
+            true
+        }
+        Err(err) if err.unavailable && skip_unavailable => {
+            tracing::warn!("skipped {}: {}", p.name, err.message);
+            pipeline_done(e.tally, f, &p.name, "skipped", None, Some(&err.message));
+            e.skipped.push(format!("{} ({})", f.display(), err.message));
+            true
+        }
+        Err(err) => {
+            pipeline_done(
+                e.tally,
+                f,
+                &p.name,
+                "failed",
+                err.written.as_deref(),
+                Some(&err.to_string()),
+            );
+            errln!("error: {err}");
+            // The whole message was just printed: the list at the end names it.
+            let first = err.to_string();
+            let first = first.lines().next().unwrap_or_default();
+            e.failures.push((
+                job.index,
+                format!("{} ({})", f.display(), dplab::text::brief(first, 160)),
+            ));
+            false
+        }
     }
 }
 

@@ -13,6 +13,11 @@
 //!
 //! Claims only save work: two shards that both compute an instance (a claim broken while its
 //! holder still ran) store byte-identical entries and the store keeps one.
+//!
+//! The pipelines of one command run at once (one scheduler for the run, see `exec`), and two
+//! of them often need the same instance (a dataset, the true answers fig3.1 and table 3.2
+//! share). Within one process a claim is a key in memory ([`Claims::claim_here`]): no file,
+//! and what its holder stores, even in a pack, is seen by the waiter's next look at once.
 
 use std::collections::HashMap;
 use std::fs;
@@ -37,6 +42,8 @@ pub struct Claims {
     me: String,
     host: String,
     held: Mutex<HashMap<Key, PathBuf>>,
+    /// Keys an instance of this process is computing now ([`Claims::claim_here`]).
+    here: Mutex<std::collections::HashSet<Key>>,
     /// Other processes' claims as last seen: modification time, and when it was first seen
     /// with that time.
     seen: Mutex<HashMap<Key, (SystemTime, Instant)>>,
@@ -58,12 +65,26 @@ pub struct Claim<'a> {
     /// `None` when the claim could not be written (a read-only or full store): the instance
     /// is computed without one, as before claims existed.
     path: Option<PathBuf>,
+    /// A claim within this process only ([`Claims::claim_here`]).
+    here: bool,
+}
+
+impl Claim<'_> {
+    /// Whether other processes wait for this claim, and so look for the result in an entry
+    /// file of its own rather than in this process's open pack.
+    pub fn across_processes(&self) -> bool {
+        !self.here
+    }
 }
 
 impl Drop for Claim<'_> {
     // The claim file this process created (create_new) under the store's claims/.
     #[expect(clippy::disallowed_methods)]
     fn drop(&mut self) {
+        if self.here {
+            self.claims.lock_here().remove(&self.key);
+            return;
+        }
         let Some(path) = &self.path else { return };
         self.claims.lock_held().remove(&self.key);
         // Only our own: a waiter that broke it (thinking it stale) may have claimed it since.
@@ -81,9 +102,28 @@ impl Claims {
             me: format!("{host} {}", std::process::id()),
             host,
             held: Mutex::default(),
+            here: Mutex::default(),
             seen: Mutex::default(),
             last_beat: Mutex::default(),
         }
+    }
+
+    fn lock_here(&self) -> std::sync::MutexGuard<'_, std::collections::HashSet<Key>> {
+        self.here.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Claims `key` among the instances this process runs: `Theirs` while another of them
+    /// (of another pipeline of the same command, or a twin in the same one) computes it.
+    pub fn claim_here(&self, key: &Key) -> Claimed<'_> {
+        if !self.lock_here().insert(*key) {
+            return Claimed::Theirs;
+        }
+        Claimed::Mine(Claim {
+            claims: self,
+            key: *key,
+            path: None,
+            here: true,
+        })
     }
 
     fn lock_held(&self) -> std::sync::MutexGuard<'_, HashMap<Key, PathBuf>> {
@@ -120,6 +160,7 @@ impl Claims {
                         claims: self,
                         key: *key,
                         path,
+                        here: false,
                     });
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
@@ -142,6 +183,7 @@ impl Claims {
             claims: self,
             key: *key,
             path: None,
+            here: false,
         })
     }
 

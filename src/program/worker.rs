@@ -35,7 +35,8 @@
 //!
 //! Each dplab thread keeps at most one worker, of the stage it served last: the scheduler
 //! takes ready instances in plan order, so a thread mostly serves one stage at a time, and at
-//! most `--jobs` workers are alive.
+//! most `--jobs` workers per pipeline are alive (a command runs at most three pipelines at
+//! once, see `cli/run.rs`).
 
 use std::cell::RefCell;
 use std::ffi::OsString;

@@ -37,6 +37,7 @@ mod shard;
 mod show;
 mod slurm;
 mod store;
+mod together;
 mod trigonometric;
 mod workday;
 mod worker;

@@ -20,7 +20,9 @@
 //! - `steps.rs`: one instance's steps, as functions that know no scheduler: its look-up in the
 //!   store (with a shard's claim and the early cutoff), its computation, the message of its
 //!   failure;
-//! - `gather.rs`: inputs read as a whole stage or as pieces, and frames gathered in plan order.
+//! - `gather.rs`: inputs read as a whole stage or as pieces, and frames gathered in plan order;
+//! - `slots.rs`: how many instances run at once across the pipelines of one command (they
+//!   run at once, each with its scheduler).
 //!
 //! Progress is ticked in [`super::progress`], failures told in [`super::failures`].
 
@@ -41,7 +43,10 @@ use run::{drive, lock, Need};
 
 mod gather;
 mod run;
+mod slots;
 mod steps;
+
+pub use slots::Slots;
 
 /// A stage instance that failed while running: exit code 1.
 #[derive(Debug, Clone)]
@@ -116,7 +121,11 @@ pub struct RunOptions {
     pub out_dir: PathBuf,
     /// Told the counts as the run goes.
     pub reporter: Arc<dyn super::progress::Reporter>,
+    /// This pipeline's worker threads.
     pub jobs: usize,
+    /// What its workers take a slot of to run an instance: shared by the pipelines a command
+    /// runs at once, so that together they run `--jobs` instances.
+    pub slots: Arc<Slots>,
     pub set: Vec<String>,
     /// The instance store, unless disabled (`--no-store`).
     pub store: Option<InstanceStore>,

@@ -420,8 +420,10 @@ impl<'a> Run<'a> {
     }
 
     /// Runs (or takes from the store) instance `g`, whose inputs are all done, then hands its
-    /// frame to its readers and starts those that have nothing left to wait for.
-    fn instance(&self, g: usize) {
+    /// frame to its readers and starts those that have nothing left to wait for. `true` when
+    /// it was deferred instead: another shard or pipeline is computing it (the caller puts it
+    /// back in line with [`Run::defer`], once it has given back its slot).
+    fn instance(&self, g: usize) -> bool {
         let (si, ii) = self.locate(g);
         let outcome = if self.poisoned[g].load(Ordering::Acquire) {
             self.skipped.fetch_add(1, Ordering::Relaxed);
@@ -430,8 +432,8 @@ impl<'a> Run<'a> {
         } else {
             match self.take_or_compute(g, si, ii) {
                 Took::Done(outcome) => outcome,
-                // Another shard is computing it: back in line.
-                Took::Deferred => return,
+                // Another shard or pipeline is computing it: back in line.
+                Took::Deferred => return true,
             }
         };
         let outcome = match outcome {
@@ -442,6 +444,7 @@ impl<'a> Run<'a> {
         };
         self.release_inputs(g);
         self.finished(g, si, ii, outcome);
+        false
     }
 
     /// Instance `g` taken from the store or computed, or deferred: another shard is
@@ -470,12 +473,11 @@ impl<'a> Run<'a> {
         let claim = match looked {
             Looked::Theirs => {
                 tracing::debug!(
-                    "{} {} {{{}}}: another shard is computing it; waiting",
+                    "{} {} {{{}}}: another shard or pipeline is computing it; waiting",
                     self.plan.name,
                     stage.name,
                     inst.label()
                 );
-                self.defer(g);
                 return Took::Deferred;
             }
             Looked::Found { hit, by_content } => {
@@ -542,7 +544,8 @@ impl<'a> Run<'a> {
                 // that is not deterministic leaves nothing a later run would take.
                 let verifying = self.verify.get(g) == Some(&true);
                 if let Some(s) = self.opts.store.as_ref().filter(|_| !verifying) {
-                    self.put(s, g, claim.is_some(), &res);
+                    let now = claim.as_ref().is_some_and(|c| c.across_processes());
+                    self.put(s, g, now, &res);
                 }
                 // Stored where waiting shards look: they may take it now.
                 drop(claim);
@@ -656,9 +659,9 @@ impl<'a> Run<'a> {
         }
     }
 
-    /// Instance `g` waits for another shard to store it: back in line after every instance
-    /// that can run now. When nothing else can, this worker pauses first, so waiting costs a
-    /// look at the store every [`CLAIM_POLL`], not a spinning core.
+    /// Instance `g` waits for another shard or pipeline to store it: back in line after every
+    /// instance that can run now. When nothing else can, this worker pauses first (holding no
+    /// slot), so waiting costs a look at the store every [`CLAIM_POLL`], not a spinning core.
     fn defer(&self, g: usize) {
         let n = self.waiting.len();
         let mut ready = lock(&self.ready);
@@ -859,9 +862,14 @@ impl<'a> Run<'a> {
             if let Some(Reverse((_, g))) = ready.heap.pop() {
                 ready.running += 1;
                 drop(ready);
+                let slot = self.opts.slots.take();
                 RUNNING.fetch_add(1, Ordering::Relaxed);
-                self.instance(g);
+                let deferred = self.instance(g);
                 RUNNING.fetch_sub(1, Ordering::Relaxed);
+                drop(slot);
+                if deferred {
+                    self.defer(g);
+                }
                 ready = lock(&self.ready);
                 ready.running -= 1;
                 continue;

@@ -54,12 +54,23 @@ pub(super) fn look_up<'s>(l: Lookup<'s>, not_stored: &dyn Fn(anyhow::Error)) -> 
         .get(&l.key)
         .or_else(|| l.fresh.then(|| store.get_fresh(&l.key)).flatten());
     let mut claim = None;
-    if found.is_none() && l.shared {
-        match store.claims().claim(&l.key) {
+    if found.is_none() {
+        // What other shards need too is claimed in the store, for them to see; the rest
+        // within this process, where another pipeline of the run may need it too.
+        let claimed = if l.shared {
+            store.claims().claim(&l.key)
+        } else {
+            store.claims().claim_here(&l.key)
+        };
+        match claimed {
             Claimed::Mine(c) => {
                 claim = Some(c);
                 // Its last holder may have stored it just before this claimed it.
-                found = store.get_fresh(&l.key);
+                found = if l.shared {
+                    store.get_fresh(&l.key)
+                } else {
+                    store.get(&l.key)
+                };
             }
             Claimed::Theirs => return Looked::Theirs,
         }
