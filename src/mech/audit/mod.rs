@@ -239,6 +239,7 @@ pub(crate) fn audit<E: Send>(
         Ok([a, b])
     };
     let mut best: Option<(usize, search::Candidate)> = None;
+    let bounds = keep::Bounds::default();
     let mut kept: Vec<(usize, Arc<Releases>)> = Vec::new();
     let mut next = if pairs > 0 {
         Some(both(0, &kept)?)
@@ -266,6 +267,7 @@ pub(crate) fn audit<E: Send>(
                         points: &plan.points,
                         confidence: plan.confidence,
                         validation: plan.samples,
+                        bounds: &bounds,
                     },
                 )
             },

@@ -394,6 +394,7 @@ fn an_event_too_rare_for_the_validation_split_is_not_chosen() {
             points: &[(0.0, 0.0)],
             confidence: 0.95,
             validation: v,
+            bounds: &super::keep::Bounds::default(),
         },
     )
     .unwrap()

@@ -93,6 +93,7 @@ pub(crate) fn best(
             points: &[(0.0, delta)],
             confidence,
             validation: u64::MAX,
+            bounds: &super::keep::Bounds::default(),
         },
     )
 }
