@@ -146,7 +146,15 @@ pub(crate) enum Event {
 }
 
 pub(super) fn key(x: &[f64]) -> Vec<u64> {
-    x.iter().map(|v| (v + 0.0).to_bits()).collect()
+    let mut k = Vec::with_capacity(x.len());
+    key_into(x, &mut k);
+    k
+}
+
+/// [`key`] into `out`, which it replaces: one buffer for many releases.
+pub(super) fn key_into(x: &[f64], out: &mut Vec<u64>) {
+    out.clear();
+    out.extend(x.iter().map(|v| (v + 0.0).to_bits()));
 }
 
 /// A release's fingerprint, for the sets and histograms the searches build over every draw of

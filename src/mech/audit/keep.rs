@@ -22,7 +22,7 @@ use foldhash::fast::FixedState;
 
 use super::bound::{clopper_pearson_lower, clopper_pearson_upper};
 use super::event::Event;
-use super::Releases;
+use super::Rows;
 
 /// Draws on its likelier side below which an event is not scored.
 pub(crate) const MIN_DRAWS: u64 = 10;
@@ -225,7 +225,7 @@ pub(crate) struct Claim<'p> {
 impl<'a, 'p> Best<'a, 'p> {
     /// Keeps `keep` candidates separating `a` from `b` in `best`.
     pub(super) fn over(
-        (a, b): (&Releases, &Releases),
+        (a, b): (Rows, Rows),
         claim: Claim<'p>,
         keep: usize,
         best: &'a mut Vec<Candidate>,

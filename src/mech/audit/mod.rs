@@ -38,7 +38,7 @@ pub(crate) mod event;
 pub(crate) mod keep;
 pub(crate) mod search;
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use rayon::prelude::*;
 
@@ -71,19 +71,6 @@ impl Releases {
         self.counts.len()
     }
 
-    pub(crate) fn is_empty(&self) -> bool {
-        self.counts.is_empty()
-    }
-
-    pub(crate) fn row(&self, i: usize) -> &[f64] {
-        &self.values[i * self.dim..(i + 1) * self.dim]
-    }
-
-    /// The number of draws they stand for.
-    pub(crate) fn total(&self) -> u64 {
-        self.counts.iter().sum()
-    }
-
     /// Appends `other`'s releases (of the same dimension).
     pub(crate) fn extend(&mut self, other: Releases) {
         if self.counts.is_empty() {
@@ -93,19 +80,81 @@ impl Releases {
         self.counts.extend(other.counts);
     }
 
-    /// The first half of the releases and the rest (of single draws: halves of the draws).
-    pub(crate) fn halves(&self) -> (Releases, Releases) {
-        let mid = self.len() / 2;
-        let part = |rows: std::ops::Range<usize>| Releases {
+    /// The releases where they are, to be read (or halved) without a copy.
+    pub(crate) fn rows(&self) -> Rows<'_> {
+        Rows {
             dim: self.dim,
-            values: self.values[rows.start * self.dim..rows.end * self.dim].to_vec(),
-            counts: self.counts[rows].to_vec(),
-        };
-        (part(0..mid), part(mid..self.len()))
+            values: &self.values,
+            counts: &self.counts,
+        }
     }
 
     /// The draws that fall in `event`.
     pub(crate) fn count_in(&self, event: &Event) -> u64 {
+        self.rows().count_in(event)
+    }
+}
+
+/// [`Releases`] borrowed: a whole split, or a half of one, read in place. Halving a search
+/// split of 10⁶ draws of 20 numbers by copying it wrote 160 MB of fresh memory per side and
+/// pair (the kernel zeroing every page first).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Rows<'a> {
+    pub dim: usize,
+    pub values: &'a [f64],
+    pub counts: &'a [u64],
+}
+
+impl<'a> Rows<'a> {
+    pub(crate) fn len(&self) -> usize {
+        self.counts.len()
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.counts.is_empty()
+    }
+
+    pub(crate) fn row(&self, i: usize) -> &'a [f64] {
+        &self.values[i * self.dim..(i + 1) * self.dim]
+    }
+
+    /// The number of draws they stand for.
+    pub(crate) fn total(&self) -> u64 {
+        self.counts.iter().sum()
+    }
+
+    /// The first half of the releases and the rest (of single draws: halves of the draws).
+    pub(crate) fn halves(&self) -> (Rows<'a>, Rows<'a>) {
+        let mid = self.len() / 2;
+        let (v1, v2) = self.values.split_at(mid * self.dim);
+        let (c1, c2) = self.counts.split_at(mid);
+        (
+            Rows {
+                dim: self.dim,
+                values: v1,
+                counts: c1,
+            },
+            Rows {
+                dim: self.dim,
+                values: v2,
+                counts: c2,
+            },
+        )
+    }
+
+    /// The draws that fall in `event`.
+    pub(crate) fn count_in(&self, event: &Event) -> u64 {
+        if let Event::Outcomes { bits, .. } = event {
+            // One key buffer for every row, where `Event::contains` allocates one per row.
+            let mut key = Vec::with_capacity(self.dim);
+            return (0..self.len())
+                .filter(|&i| {
+                    event::key_into(self.row(i), &mut key);
+                    bits.contains(key.as_slice())
+                })
+                .map(|i| self.counts[i])
+                .sum();
+        }
         (0..self.len())
             .filter(|&i| event.contains(self.row(i)))
             .map(|i| self.counts[i])
@@ -218,6 +267,9 @@ pub(crate) fn audit<E: Send>(
             }
         }
     }
+    // Search splits no pair holds any longer, whose memory the next ones are drawn into: a
+    // fresh one of 10⁶ draws of 20 numbers is 160 MB that the kernel zeroes page by page.
+    let spare: Mutex<Vec<Releases>> = Mutex::new(Vec::new());
     let drawn = |input: usize, kept: &[(usize, Arc<Releases>)]| -> Result<Arc<Releases>, E> {
         if let Some((_, r)) = kept.iter().find(|(i, _)| *i == input) {
             return Ok(Arc::clone(r));
@@ -226,7 +278,8 @@ pub(crate) fn audit<E: Send>(
             .iter()
             .find(|(i, _)| *i == input)
             .map_or((0, 0), |(_, at)| *at);
-        Ok(Arc::new(draw_all(plan, pair, side, &draw)?))
+        let reuse = spare.lock().ok().and_then(|mut s| s.pop());
+        Ok(Arc::new(draw_all(plan, pair, side, &draw, reuse)?))
     };
     let both = |pair: usize, kept: &[(usize, Arc<Releases>)]| -> Result<[Arc<Releases>; 2], E> {
         let [x, x2] = plan.inputs[pair];
@@ -283,7 +336,14 @@ pub(crate) fn audit<E: Send>(
                 best = Some((pair, c));
             }
         }
+        // Held by no later pair (the next one's are drawn by now): to be drawn into again.
+        for r in [a, b] {
+            if let (Ok(r), Ok(mut s)) = (Arc::try_unwrap(r), spare.lock()) {
+                s.push(r);
+            }
+        }
     }
+    drop(spare);
     let Some((pair, chosen)) = best else {
         return Ok(None);
     };
@@ -341,12 +401,13 @@ pub(crate) fn audit<E: Send>(
     }))
 }
 
-/// The search split of one side of a pair, in chunk order.
+/// The search split of one side of a pair, in chunk order, into `reuse`'s memory if given.
 fn draw_all<E: Send>(
     plan: &Plan,
     pair: usize,
     side: usize,
     draw: &(impl Fn(Draw) -> Result<Releases, E> + Sync),
+    reuse: Option<Releases>,
 ) -> Result<Releases, E> {
     let chunks = plan.search_samples.div_ceil(plan.chunk);
     let parts: Vec<Releases> = (0..chunks)
@@ -362,7 +423,14 @@ fn draw_all<E: Send>(
             })
         })
         .collect::<Result<_, E>>()?;
-    let mut all = Releases::default();
+    let mut all = reuse.unwrap_or_default();
+    all.dim = 0;
+    all.values.clear();
+    all.counts.clear();
+    // Sized once: grown part by part, it was copied at every doubling.
+    all.values
+        .reserve(parts.iter().map(|p| p.values.len()).sum::<usize>());
+    all.counts.reserve(parts.iter().map(Releases::len).sum::<usize>());
     for p in parts {
         all.extend(p);
     }

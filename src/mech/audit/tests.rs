@@ -340,7 +340,7 @@ fn counted_releases_count_as_their_draws() {
         values: vec![0.0, 1.0, 2.0],
         counts: vec![5, 7, 11],
     };
-    assert_eq!(r.total(), 23);
+    assert_eq!(r.rows().total(), 23);
     assert_eq!(r.count_in(&Event::outcomes(vec![vec![1.0], vec![2.0]])), 18);
     let ge = Event::Range {
         projection: Projection::Coordinate(0),

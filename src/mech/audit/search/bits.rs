@@ -18,10 +18,10 @@
 use super::super::event::Projection;
 use super::super::keep::Best;
 use super::ranges::ranges;
-use super::Releases;
+use super::Rows;
 
 /// Coordinate `j`'s lowest set bit and its significant bits, both searched into `keep`.
-pub(super) fn bits(j: usize, a: &Releases, b: &Releases, keep: &mut Best) {
+pub(super) fn bits(j: usize, a: Rows, b: Rows, keep: &mut Best) {
     ranges(Projection::LowBit(j), a, b, keep);
     ranges(Projection::Precision(j), a, b, keep);
 }

@@ -6,14 +6,14 @@ use foldhash::fast::FixedState;
 
 use super::super::event::{fingerprint, Event};
 use super::super::keep::Best;
-use super::Releases;
+use super::Rows;
 
 /// Distinct outcomes beyond which the discrete search does not apply; it does not either when
 /// they are more than a tenth of the draws (continuous outputs: every draw is its own outcome).
 pub(crate) const MAX_OUTCOMES: usize = 10_000;
 
 /// (a) Exact outcomes sorted by their likelihood ratio, every prefix a candidate set.
-pub(super) fn discrete(a: &Releases, b: &Releases, keep: &mut Best) {
+pub(super) fn discrete(a: Rows, b: Rows, keep: &mut Best) {
     let mut hist: HashMap<u128, (u64, u64, usize), FixedState> = HashMap::default();
     let mut order: Vec<Vec<f64>> = Vec::new();
     for (side, r) in [a, b].into_iter().enumerate() {
@@ -62,7 +62,7 @@ pub(super) fn discrete(a: &Releases, b: &Releases, keep: &mut Best) {
 
 /// Whether the discrete search applies: at most [`MAX_OUTCOMES`] distinct outcomes, seen ten
 /// times each on average (the rule [`discrete`] keeps).
-pub(super) fn applies(a: &Releases, b: &Releases) -> bool {
+pub(super) fn applies(a: Rows, b: Rows) -> bool {
     let mut seen: HashSet<u128, FixedState> = HashSet::default();
     for r in [a, b] {
         for i in 0..r.len() {

@@ -17,7 +17,7 @@ use nalgebra::{DMatrix, DVector};
 use rayon::prelude::*;
 
 use super::super::event::{Feature, Projection};
-use super::Releases;
+use super::Rows;
 
 /// Dimensions beyond which the linear score is not learnt (Newton's method is cubic in them).
 pub(crate) const MAX_LINEAR_DIM: usize = 256;
@@ -102,8 +102,8 @@ fn features(rows: &[(&[f64], f64, f64)], d: usize) -> Option<Vec<Feature>> {
 
 /// [`logistic`], for the tests of the features it learns on.
 #[cfg(test)]
-pub(crate) fn logistic_for_tests(a: &Releases, b: &Releases) -> Option<Projection> {
-    logistic(a, b)
+pub(crate) fn logistic_for_tests(a: &super::Releases, b: &super::Releases) -> Option<Projection> {
+    logistic(a.rows(), b.rows())
 }
 
 /// (c) A linear score telling side 0 from side 1: a logistic regression on the standardised
@@ -111,7 +111,7 @@ pub(crate) fn logistic_for_tests(a: &Releases, b: &Releases) -> Option<Projectio
 /// finite when the sides separate), written back in the features' own units. Hand-written: a
 /// few lines on nalgebra, where a machine-learning crate would bring a tree of dependencies
 /// for one fit.
-pub(super) fn logistic(a: &Releases, b: &Releases) -> Option<Projection> {
+pub(super) fn logistic(a: Rows, b: Rows) -> Option<Projection> {
     let raw: Vec<(&[f64], f64, f64)> = [(a, 1.0), (b, 0.0)]
         .into_iter()
         .flat_map(|(r, y)| {

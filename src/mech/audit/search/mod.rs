@@ -35,7 +35,7 @@ use rayon::prelude::*;
 use super::event::{Event, Projection};
 pub(crate) use super::keep::Candidate;
 use super::keep::{score, Best, Claim};
-use super::Releases;
+use super::{Releases, Rows};
 
 /// Candidates the first half of the search split hands to the second (see the module doc).
 pub(crate) const TOP: usize = 32;
@@ -106,6 +106,7 @@ pub(crate) fn best_for(
     searches: Searches,
     claim: Claim,
 ) -> Option<Candidate> {
+    let (a, b) = (a.rows(), b.rows());
     if a.is_empty() || b.is_empty() {
         return None;
     }
@@ -137,8 +138,8 @@ pub(crate) fn best_for(
 
 /// The best of the discrete, scalar, linear and bits searches (at most one), chosen on
 /// halves when the releases are single draws (the module doc).
-fn chosen(a: &Releases, b: &Releases, searches: Searches, claim: Claim) -> Vec<Candidate> {
-    let single = |r: &Releases| r.counts.iter().all(|&c| c == 1) && r.len() >= 2 * MIN_HALF;
+fn chosen(a: Rows, b: Rows, searches: Searches, claim: Claim) -> Vec<Candidate> {
+    let single = |r: Rows| r.counts.iter().all(|&c| c == 1) && r.len() >= 2 * MIN_HALF;
     let mut found = Vec::new();
     if !(single(a) && single(b)) {
         let mut keep = Best::over((a, b), claim, 1, &mut found);
@@ -149,7 +150,7 @@ fn chosen(a: &Releases, b: &Releases, searches: Searches, claim: Claim) -> Vec<C
     }
     let (a1, a2) = a.halves();
     let (b1, b2) = b.halves();
-    let top = searched(&a1, &b1, searches, claim, TOP);
+    let top = searched(a1, b1, searches, claim, TOP);
     let (na, nb) = (a2.total(), b2.total());
     // Most candidates are ranges of a few projections (the linear score's above all):
     // each projection is computed once per release of the second half, not per candidate.
@@ -163,10 +164,10 @@ fn chosen(a: &Releases, b: &Releases, searches: Searches, claim: Claim) -> Vec<C
     }
     let projected: Vec<[Vec<f64>; 2]> = distinct
         .par_iter()
-        .map(|p| [&a2, &b2].map(|r| (0..r.len()).map(|i| p.of(r.row(i))).collect()))
+        .map(|p| [a2, b2].map(|r| (0..r.len()).map(|i| p.of(r.row(i))).collect()))
         .collect();
     let count = |event: &Event, side: usize| -> u64 {
-        let r = if side == 0 { &a2 } else { &b2 };
+        let r = if side == 0 { a2 } else { b2 };
         let Event::Range { projection, lo, hi } = event else {
             return r.count_in(event);
         };
@@ -176,7 +177,7 @@ fn chosen(a: &Releases, b: &Releases, searches: Searches, claim: Claim) -> Vec<C
         };
         values
             .iter()
-            .zip(&r.counts)
+            .zip(r.counts)
             .filter(|(v, _)| *lo <= **v && **v < *hi)
             .map(|(_, c)| c)
             .sum()
@@ -185,7 +186,7 @@ fn chosen(a: &Releases, b: &Releases, searches: Searches, claim: Claim) -> Vec<C
         .par_iter()
         .map(|c| (count(&c.event, 0), count(&c.event, 1)))
         .collect();
-    let rule = Best::over((&a2, &b2), claim, 1, &mut Vec::new()).rule;
+    let rule = Best::over((a2, b2), claim, 1, &mut Vec::new()).rule;
     for (c, (ka, kb)) in top.iter().zip(counted) {
         let (k1, n1, k2, n2) = if c.forward {
             (ka, na, kb, nb)
@@ -215,8 +216,8 @@ fn chosen(a: &Releases, b: &Releases, searches: Searches, claim: Claim) -> Vec<C
 /// family after family in this fixed order: the result does not depend on the number of
 /// threads.
 fn searched(
-    a: &Releases,
-    b: &Releases,
+    a: Rows,
+    b: Rows,
     searches: Searches,
     claim: Claim,
     keep: usize,

@@ -3,7 +3,7 @@
 
 use super::super::event::{Event, Projection};
 use super::super::keep::Best;
-use super::Releases;
+use super::Rows;
 
 /// Quantile levels of the pooled search draws at which thresholds and interval ends sit:
 /// every 2 %, and the tails, where a mechanism's likelihood ratio is often largest.
@@ -18,8 +18,8 @@ fn levels() -> Vec<f64> {
 }
 
 /// (b) Thresholds and intervals on a projection, at quantiles of the pooled draws.
-pub(super) fn ranges(projection: Projection, a: &Releases, b: &Releases, keep: &mut Best) {
-    let sorted = |r: &Releases| {
+pub(super) fn ranges(projection: Projection, a: Rows, b: Rows, keep: &mut Best) {
+    let sorted = |r: Rows| {
         let mut v: Vec<(f64, u64)> = (0..r.len())
             .map(|i| (projection.of(r.row(i)), r.counts[i]))
             .collect();

@@ -6,7 +6,7 @@ use foldhash::fast::FixedState;
 
 use super::super::event::{fingerprint, Event};
 use super::super::keep::{Best, Rule};
-use super::Releases;
+use super::Rows;
 
 /// (d) The support: outcomes seen on one side and never on the other, bit for bit. A sampler
 /// whose outputs form a sparse set that moves with the input (a floating-point Laplace drawn
@@ -18,14 +18,14 @@ use super::Releases;
 /// cross-fitted: the set is taken from the first half of each side's search draws and scored
 /// on the second halves (an honest estimate, since the halves are independent). The event
 /// then measured on the validation split is the set from the whole search split.
-pub(super) fn support(a: &Releases, b: &Releases, keep: &mut Best) {
-    let halves = |r: &Releases| {
+pub(super) fn support(a: Rows, b: Rows, keep: &mut Best) {
+    let halves = |r: Rows| {
         let mid = r.len() / 2;
         let first: HashSet<u128, FixedState> = (0..mid).map(|i| fingerprint(r.row(i))).collect();
         (first, mid..r.len())
     };
     let ((a1, a2), (b1, b2)) = (halves(a), halves(b));
-    let count = |r: &Releases,
+    let count = |r: Rows,
                  rows: &std::ops::Range<usize>,
                  only: &HashSet<u128, FixedState>,
                  not: &HashSet<u128, FixedState>| {
@@ -37,7 +37,7 @@ pub(super) fn support(a: &Releases, b: &Releases, keep: &mut Best) {
             .map(|i| r.counts[i])
             .sum::<u64>()
     };
-    let n2 = |r: &Releases, rows: &std::ops::Range<usize>| {
+    let n2 = |r: Rows, rows: &std::ops::Range<usize>| {
         rows.clone().map(|i| r.counts[i]).sum::<u64>()
     };
     let mut half = Best {
@@ -52,7 +52,7 @@ pub(super) fn support(a: &Releases, b: &Releases, keep: &mut Best) {
         return;
     }
     // The set on the whole search split of side `of`, without what the other side drew.
-    let whole = |of: &Releases, other: &Releases| {
+    let whole = |of: Rows, other: Rows| {
         let theirs: HashSet<u128, FixedState> = (0..other.len())
             .map(|i| fingerprint(other.row(i)))
             .collect();
