@@ -19,31 +19,33 @@ use super::Rows;
 /// on the second halves (an honest estimate, since the halves are independent). The event
 /// then measured on the validation split is the set from the whole search split.
 pub(super) fn support(a: Rows, b: Rows, keep: &mut Best) {
-    let halves = |r: Rows| {
-        let mid = r.len() / 2;
-        let first: HashSet<u128, FixedState> = (0..mid).map(|i| fingerprint(r.row(i))).collect();
-        (first, mid..r.len())
+    // Each release's fingerprint once: the halves' sets, the counts on the second halves and
+    // the whole split's set all read these (they hashed every release three to five times).
+    let prints = |r: Rows| (0..r.len()).map(|i| fingerprint(r.row(i))).collect::<Vec<_>>();
+    let (fa, fb) = (prints(a), prints(b));
+    let set = |fs: &[u128]| {
+        let mut s: HashSet<u128, FixedState> =
+            HashSet::with_capacity_and_hasher(fs.len(), FixedState::default());
+        s.extend(fs.iter().copied());
+        s
     };
-    let ((a1, a2), (b1, b2)) = (halves(a), halves(b));
+    let (mid_a, mid_b) = (a.len() / 2, b.len() / 2);
+    let (a1, b1) = (set(&fa[..mid_a]), set(&fb[..mid_b]));
+    // The draws of the second half of side `r` (fingerprints `fs`) in `only` and not in `not`.
     let count = |r: Rows,
-                 rows: &std::ops::Range<usize>,
+                 fs: &[u128],
+                 mid: usize,
                  only: &HashSet<u128, FixedState>,
                  not: &HashSet<u128, FixedState>| {
-        rows.clone()
-            .filter(|&i| {
-                let k = fingerprint(r.row(i));
-                only.contains(&k) && !not.contains(&k)
-            })
+        (mid..r.len())
+            .filter(|&i| only.contains(&fs[i]) && !not.contains(&fs[i]))
             .map(|i| r.counts[i])
             .sum::<u64>()
     };
-    let n2 = |r: Rows, rows: &std::ops::Range<usize>| {
-        rows.clone().map(|i| r.counts[i]).sum::<u64>()
-    };
     let mut half = Best {
         rule: Rule {
-            na: n2(a, &a2),
-            nb: n2(b, &b2),
+            na: a.counts[mid_a..].iter().sum(),
+            nb: b.counts[mid_b..].iter().sum(),
             ..keep.rule
         },
         best: keep.best,
@@ -52,26 +54,27 @@ pub(super) fn support(a: Rows, b: Rows, keep: &mut Best) {
         return;
     }
     // The set on the whole search split of side `of`, without what the other side drew.
-    let whole = |of: Rows, other: Rows| {
-        let theirs: HashSet<u128, FixedState> = (0..other.len())
-            .map(|i| fingerprint(other.row(i)))
-            .collect();
+    let whole = |of: Rows, of_prints: &[u128], other_prints: &[u128]| {
+        let theirs = set(other_prints);
         let mut seen: HashSet<u128, FixedState> = HashSet::default();
         let outcomes = (0..of.len())
-            .map(|i| of.row(i))
-            .filter(|row| {
-                let k = fingerprint(row);
+            .filter(|&i| {
+                let k = of_prints[i];
                 !theirs.contains(&k) && seen.insert(k)
             })
-            .map(<[f64]>::to_vec)
+            .map(|i| of.row(i).to_vec())
             .collect();
         Event::outcomes(outcomes)
     };
     // Side 0's outcomes: forward (p₁ on x); side 1's: backward, which `offer` also scores.
-    half.offer(count(a, &a2, &a1, &b1), count(b, &b2, &a1, &b1), || {
-        whole(a, b)
-    });
-    half.offer(count(a, &a2, &b1, &a1), count(b, &b2, &b1, &a1), || {
-        whole(b, a)
-    });
+    half.offer(
+        count(a, &fa, mid_a, &a1, &b1),
+        count(b, &fb, mid_b, &a1, &b1),
+        || whole(a, &fa, &fb),
+    );
+    half.offer(
+        count(a, &fa, mid_a, &b1, &a1),
+        count(b, &fb, mid_b, &b1, &a1),
+        || whole(b, &fb, &fa),
+    );
 }
