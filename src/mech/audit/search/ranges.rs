@@ -20,6 +20,17 @@ fn levels() -> Vec<f64> {
 /// (b) Thresholds and intervals on a projection, at quantiles of the pooled draws.
 pub(super) fn ranges(projection: Projection, a: Rows, b: Rows, keep: &mut Best) {
     let sorted = |r: Rows| {
+        if r.counts.iter().all(|&c| c == 1) {
+            // Single draws: the values alone, sorted as integers in f64::total_cmp's order
+            // (half the bytes of value–count pairs, and no comparison closure), and the draws
+            // below the i-th are i.
+            let mut keys: Vec<u64> = (0..r.len())
+                .map(|i| order_key(projection.of(r.row(i))))
+                .collect();
+            keys.sort_unstable();
+            let values: Vec<f64> = keys.into_iter().map(from_order_key).collect();
+            return (values, (0..=r.len() as u64).collect());
+        }
         let mut v: Vec<(f64, u64)> = (0..r.len())
             .map(|i| (projection.of(r.row(i)), r.counts[i]))
             .collect();
@@ -89,7 +100,61 @@ pub(super) fn ranges(projection: Projection, a: Rows, b: Rows, keep: &mut Best) 
     }
 }
 
+/// `x` as an integer that sorts as [`f64::total_cmp`] orders the floats (its own
+/// transformation of the bits, made unsigned), and back: the sorted floats are the same bits.
+fn order_key(x: f64) -> u64 {
+    let b = x.to_bits() as i64;
+    ((b ^ (((b >> 63) as u64) >> 1) as i64) as u64) ^ (1 << 63)
+}
+
+fn from_order_key(k: u64) -> f64 {
+    let b = (k ^ (1 << 63)) as i64;
+    f64::from_bits((b ^ (((b >> 63) as u64) >> 1) as i64) as u64)
+}
+
 /// Draws equal to t.
 fn at(s: &[f64], t: f64, c: &[u64]) -> u64 {
     c[s.partition_point(|&x| x <= t)] - c[s.partition_point(|&x| x < t)]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{from_order_key, order_key};
+
+    /// The integer keys sort floats exactly as `f64::total_cmp` (NaNs of both signs, ±∞, ±0,
+    /// subnormals), and give the same bits back.
+    #[test]
+    fn order_keys_sort_as_total_cmp() {
+        let mut xs = vec![
+            f64::NAN,
+            -f64::NAN,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            0.0,
+            -0.0,
+            1.0,
+            -1.0,
+            f64::MIN_POSITIVE,
+            -f64::MIN_POSITIVE,
+            5e-324,
+            -5e-324,
+            f64::MAX,
+            f64::MIN,
+            0.1,
+            -1000.0,
+            2.5,
+        ];
+        let mut rng = 0x9e37_79b9_7f4a_7c15u64;
+        for _ in 0..1000 {
+            rng = rng.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+            xs.push(f64::from_bits(rng));
+        }
+        let mut by_cmp = xs.clone();
+        by_cmp.sort_by(f64::total_cmp);
+        let mut keys: Vec<u64> = xs.iter().map(|&x| order_key(x)).collect();
+        keys.sort_unstable();
+        let by_key: Vec<u64> = keys.into_iter().map(|k| from_order_key(k).to_bits()).collect();
+        let want: Vec<u64> = by_cmp.iter().map(|x| x.to_bits()).collect();
+        assert_eq!(by_key, want);
+    }
 }
