@@ -152,8 +152,11 @@ fn chosen(a: Rows, b: Rows, searches: Searches, claim: Claim) -> Vec<Candidate> 
     let (b1, b2) = b.halves();
     let top = searched(a1, b1, searches, claim, TOP);
     let (na, nb) = (a2.total(), b2.total());
-    // Most candidates are ranges of a few projections (the linear score's above all):
-    // each projection is computed once per release of the second half, not per candidate.
+    // Most candidates are ranges of a few projections (the linear score's above all): each
+    // projection is computed once per release of the second half, not per candidate, and
+    // the release counted between the two consecutive ends of that projection's candidates
+    // it falls in; a candidate's count is then a sum of those (where a pass over every draw
+    // per candidate, and a vector of every draw's projection, were the cost before).
     let mut distinct: Vec<&Projection> = Vec::new();
     for c in &top {
         if let Event::Range { projection, .. } = &c.event {
@@ -162,25 +165,56 @@ fn chosen(a: Rows, b: Rows, searches: Searches, claim: Claim) -> Vec<Candidate> 
             }
         }
     }
-    let projected: Vec<[Vec<f64>; 2]> = distinct
+    let ends: Vec<Vec<f64>> = distinct
+        .iter()
+        .map(|p| {
+            let mut e: Vec<f64> = top
+                .iter()
+                .filter_map(|c| match &c.event {
+                    Event::Range { projection, lo, hi } if projection == *p => Some([*lo, *hi]),
+                    _ => None,
+                })
+                .flatten()
+                .collect();
+            e.sort_by(f64::total_cmp);
+            // Equal as numbers (−0 and 0 are one end): the counts compare them so.
+            e.dedup_by(|x, y| x == y);
+            e
+        })
+        .collect();
+    // between[i][side][m]: the draws whose projection i is at or above m of its ends (and
+    // below the rest); NaN is in no range.
+    let between: Vec<[Vec<u64>; 2]> = distinct
         .par_iter()
-        .map(|p| [a2, b2].map(|r| (0..r.len()).map(|i| p.of(r.row(i))).collect()))
+        .zip(ends.par_iter())
+        .map(|(p, e)| {
+            [a2, b2].map(|r| {
+                let mut h = vec![0u64; e.len() + 1];
+                for i in 0..r.len() {
+                    let v = p.of(r.row(i));
+                    if !v.is_nan() {
+                        h[e.partition_point(|x| *x <= v)] += r.counts[i];
+                    }
+                }
+                h
+            })
+        })
         .collect();
     let count = |event: &Event, side: usize| -> u64 {
         let r = if side == 0 { a2 } else { b2 };
         let Event::Range { projection, lo, hi } = event else {
             return r.count_in(event);
         };
-        let at = distinct.iter().position(|p| *p == projection);
-        let Some(values) = at.map(|i| &projected[i][side]) else {
+        let Some(at) = distinct.iter().position(|p| *p == projection) else {
             return r.count_in(event);
         };
-        values
-            .iter()
-            .zip(r.counts)
-            .filter(|(v, _)| *lo <= **v && **v < *hi)
-            .map(|(_, c)| c)
-            .sum()
+        // lo ≤ v < hi: v at or above lo's end and not at or above hi's.
+        let end = |x: f64| ends[at].partition_point(|y| *y < x);
+        let (i, j) = (end(*lo), end(*hi));
+        if i >= j {
+            return 0;
+        }
+        between[at][side][i + 1..=j].iter().sum()
     };
     let counted: Vec<(u64, u64)> = top
         .par_iter()
