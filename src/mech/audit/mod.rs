@@ -430,7 +430,8 @@ fn draw_all<E: Send>(
     // Sized once: grown part by part, it was copied at every doubling.
     all.values
         .reserve(parts.iter().map(|p| p.values.len()).sum::<usize>());
-    all.counts.reserve(parts.iter().map(Releases::len).sum::<usize>());
+    all.counts
+        .reserve(parts.iter().map(Releases::len).sum::<usize>());
     for p in parts {
         all.extend(p);
     }

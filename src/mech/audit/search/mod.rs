@@ -249,13 +249,7 @@ fn chosen(a: Rows, b: Rows, searches: Searches, claim: Claim) -> Vec<Candidate> 
 /// its own `keep` best (the module doc). They run side by side, and their candidates come out
 /// family after family in this fixed order: the result does not depend on the number of
 /// threads.
-fn searched(
-    a: Rows,
-    b: Rows,
-    searches: Searches,
-    claim: Claim,
-    keep: usize,
-) -> Vec<Candidate> {
+fn searched(a: Rows, b: Rows, searches: Searches, claim: Claim, keep: usize) -> Vec<Candidate> {
     #[derive(Clone, Copy, PartialEq, Eq)]
     enum Family {
         Discrete,

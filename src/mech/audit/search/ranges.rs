@@ -153,7 +153,10 @@ mod tests {
         by_cmp.sort_by(f64::total_cmp);
         let mut keys: Vec<u64> = xs.iter().map(|&x| order_key(x)).collect();
         keys.sort_unstable();
-        let by_key: Vec<u64> = keys.into_iter().map(|k| from_order_key(k).to_bits()).collect();
+        let by_key: Vec<u64> = keys
+            .into_iter()
+            .map(|k| from_order_key(k).to_bits())
+            .collect();
         let want: Vec<u64> = by_cmp.iter().map(|x| x.to_bits()).collect();
         assert_eq!(by_key, want);
     }

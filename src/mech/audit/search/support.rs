@@ -21,7 +21,11 @@ use super::Rows;
 pub(super) fn support(a: Rows, b: Rows, keep: &mut Best) {
     // Each release's fingerprint once: the halves' sets, the counts on the second halves and
     // the whole split's set all read these (they hashed every release three to five times).
-    let prints = |r: Rows| (0..r.len()).map(|i| fingerprint(r.row(i))).collect::<Vec<_>>();
+    let prints = |r: Rows| {
+        (0..r.len())
+            .map(|i| fingerprint(r.row(i)))
+            .collect::<Vec<_>>()
+    };
     let (fa, fb) = (prints(a), prints(b));
     let set = |fs: &[u128]| {
         let mut s: HashSet<u128, FixedState> =
