@@ -483,9 +483,11 @@ fn run_all(args: &RunArgs, quiet: bool, tally: &mut Tally) -> Outcome {
 }
 
 /// How many pipelines of one command run at once (sharing `--jobs` slots for their instances,
-/// see `pipeline::exec::Slots`). Three keep two cores busy through the DP-Sniper suite's
-/// half-minute last audit and the short pipelines beside it; more would keep more idle
-/// threads and worker processes (`--jobs` per pipeline) alive for nothing.
+/// see `pipeline::exec::Slots`). Each open pipeline keeps `--jobs` threads, and each thread
+/// may keep a worker process alive (`program::worker`), so the bound is small. A cold run of
+/// `pipelines/` on two cores (issue #57's note) took 423 s at 159 % CPU with three and 387 s
+/// at 153 % with eight, one run each: the idle share did not shrink with more pipelines open
+/// (it is inside the DP-Sniper suite, which runs at 104 %), so three it stays.
 const PIPELINES_AT_ONCE: usize = 3;
 
 /// A pipeline planned and about to run: its place among the files, its plan, how it runs,
