@@ -213,6 +213,9 @@ pub(crate) struct Plan {
     /// event at that one point.
     pub points: Vec<(f64, f64)>,
     pub searches: Searches,
+    /// Whether a draw waits on something outside this process (a program's answer): see
+    /// [`Draws`].
+    pub waits: bool,
 }
 
 /// The event an audit chose and what the validation split says of it.
@@ -250,6 +253,39 @@ impl Finding {
     }
 }
 
+/// Where the draws run. rayon's global pool is as wide as the cores, and a draw that waits on
+/// another process (a program computing the chunk) holds its worker idle meanwhile: two
+/// such draws in flight left no worker for the searches, and the DP-Sniper suite's audits ran
+/// at 93 % of two cores. A waiting mechanism's draws therefore run on a pool of the audit's own,
+/// as wide as the global one, whose threads spend their time waiting; the search keeps every
+/// global worker. A global worker that waits for this pool runs other global work meanwhile
+/// (rayon's cross-pool wait). Which thread draws a chunk changes nothing: each chunk has its
+/// own random stream ([`Draw::stream`]) and chunks are put together in their order.
+struct Draws(Option<rayon::ThreadPool>);
+
+impl Draws {
+    fn for_plan(plan: &Plan) -> Self {
+        Draws(
+            plan.waits
+                .then(|| {
+                    rayon::ThreadPoolBuilder::new()
+                        .num_threads(rayon::current_num_threads())
+                        .thread_name(|i| format!("audit-draw-{i}"))
+                        .build()
+                        .ok()
+                })
+                .flatten(),
+        )
+    }
+
+    fn run<R: Send>(&self, f: impl FnOnce() -> R + Send) -> R {
+        match &self.0 {
+            Some(pool) => pool.install(f),
+            None => f(),
+        }
+    }
+}
+
 /// Audits a mechanism given by `draw` (see the module documentation): searches every pair's
 /// search split for the best event, measures it on the validation split. `None` when no search
 /// applies to the releases (none was given any candidate).
@@ -258,6 +294,7 @@ pub(crate) fn audit<E: Send>(
     draw: impl Fn(Draw) -> Result<Releases, E> + Sync,
 ) -> Result<Option<Finding>, E> {
     let pairs = plan.inputs.len();
+    let draws = Draws::for_plan(plan);
     // Where each input first appears: its search split is drawn there.
     let mut first: Vec<(usize, (usize, usize))> = Vec::new();
     for (pair, sides) in plan.inputs.iter().enumerate() {
@@ -295,7 +332,7 @@ pub(crate) fn audit<E: Send>(
     let bounds = keep::Bounds::default();
     let mut kept: Vec<(usize, Arc<Releases>)> = Vec::new();
     let mut next = if pairs > 0 {
-        Some(both(0, &kept)?)
+        Some(draws.run(|| both(0, &kept))?)
     } else {
         None
     };
@@ -326,7 +363,7 @@ pub(crate) fn audit<E: Send>(
             },
             || {
                 (pair + 1 < pairs)
-                    .then(|| both(pair + 1, &kept))
+                    .then(|| draws.run(|| both(pair + 1, &kept)))
                     .transpose()
             },
         );
@@ -375,7 +412,7 @@ pub(crate) fn audit<E: Send>(
         }
         Ok(total)
     };
-    let (on_x, on_x2) = (count(0)?, count(1)?);
+    let (on_x, on_x2) = (draws.run(|| count(0))?, draws.run(|| count(1))?);
     let (k1, k2) = if chosen.forward {
         (on_x, on_x2)
     } else {

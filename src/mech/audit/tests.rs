@@ -88,6 +88,7 @@ fn plan(pairs: usize, search: u64, samples: u64, searches: Searches) -> Plan {
         confidence: 0.95,
         points: vec![(0.0, 0.0)],
         searches,
+        waits: false,
     }
 }
 
@@ -306,6 +307,46 @@ fn the_best_pair_is_chosen_and_threads_change_nothing() {
     assert_eq!(
         (one.k1, one.k2, one.epsilon_lb.to_bits(), &one.event),
         (three.k1, three.k2, three.epsilon_lb.to_bits(), &three.event)
+    );
+}
+
+/// A mechanism whose draws wait on another process draws on the audit's own threads, never on
+/// rayon's global workers (which the search keeps), and finds what it finds on them.
+#[test]
+fn waiting_draws_run_on_threads_of_their_own_and_change_nothing() {
+    let l = Laplace::new(1.0).unwrap();
+    let release = move |_: usize, side: usize, r: &mut Pcg64Mcg| vec![side as f64 + l.sample(r)];
+    let plain = Plan {
+        chunk: 1000,
+        ..plan(2, 10_000, 50_000, Searches::ALL)
+    };
+    let waiting = Plan {
+        waits: true,
+        ..plain.clone()
+    };
+    let threads = std::sync::Mutex::new(std::collections::BTreeSet::new());
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(2)
+        .thread_name(|i| format!("global-{i}"))
+        .build()
+        .unwrap();
+    let (a, b) = pool.install(|| {
+        let a = audit_of(&plain, 1, 1, release);
+        let b = audit_of(&waiting, 1, 1, |pair, side, r| {
+            let name = std::thread::current().name().unwrap_or("").to_string();
+            threads.lock().unwrap().insert(name);
+            release(pair, side, r)
+        });
+        (a, b)
+    });
+    let threads = threads.into_inner().unwrap();
+    assert!(
+        !threads.is_empty() && threads.iter().all(|t| t.starts_with("audit-draw-")),
+        "drawn on {threads:?}"
+    );
+    assert_eq!(
+        (a.pair, a.k1, a.k2, a.epsilon_lb.to_bits(), &a.event),
+        (b.pair, b.k1, b.k2, b.epsilon_lb.to_bits(), &b.event)
     );
 }
 
@@ -691,6 +732,7 @@ fn tight_claims_are_flagged_at_most_as_often_as_the_confidence_allows() {
         confidence: 0.9,
         points,
         searches,
+        waits: false,
     };
     let (eps, delta) = (0.5f64, 0.05f64);
     let keep = (eps.exp() / (1.0 + eps.exp())) * (1.0 - delta);

@@ -589,6 +589,8 @@ impl StageRun for AuditRun {
             confidence: *a.confidence,
             points,
             searches,
+            // A program's draws wait on its answers (mech::audit's `Draws`).
+            waits: !self.shown.programs().is_empty(),
         };
         let ctx: &Ctx = ctx;
         // Text outcomes have no order: only sets of them are events. Whether the release is
