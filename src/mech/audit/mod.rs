@@ -264,6 +264,8 @@ impl Finding {
 struct Draws(Option<rayon::ThreadPool>);
 
 impl Draws {
+    /// A pool that cannot be started (no threads left) leaves the draws on the global pool:
+    /// slower, never different.
     fn for_plan(plan: &Plan) -> Self {
         Draws(
             plan.waits
