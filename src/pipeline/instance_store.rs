@@ -963,3 +963,50 @@ pub fn manifest_keys(results_dir: &Path) -> std::collections::HashSet<String> {
     }
     keys
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn result(x: f64) -> InstanceResult {
+        InstanceResult {
+            frame: polars::df!("x" => [x]).expect("a frame"),
+            artifacts: Vec::new(),
+            seconds: 0.0,
+            digest: None,
+            made: None,
+        }
+    }
+
+    fn x(found: Option<InstanceResult>) -> Option<f64> {
+        found.map(|r| {
+            r.frame
+                .column("x")
+                .expect("x")
+                .f64()
+                .expect("f64")
+                .get(0)
+                .expect("a value")
+        })
+    }
+
+    /// Two keys that share the 128 bits the index knows them by: the later one is found, and
+    /// the earlier one is a miss (it runs again), never the other's result — in the process
+    /// that stored them and in one that reads the store afresh.
+    #[test]
+    fn keys_sharing_their_first_128_bits_never_serve_each_other() {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let a = Key([7; 32]);
+        let mut b = a;
+        b.0[31] = 8;
+        let store = InstanceStore::new(dir.path());
+        assert!(!store.contains(&a), "reads the (empty) index");
+        store.put(&a, "test.kind", &result(1.0)).expect("stored");
+        assert_eq!(x(store.get(&a)), Some(1.0));
+        store.put(&b, "test.kind", &result(2.0)).expect("stored");
+        for s in [store.clone(), InstanceStore::new(dir.path())] {
+            assert_eq!(x(s.get(&b)), Some(2.0));
+            assert_eq!(x(s.get(&a)), None);
+        }
+    }
+}
