@@ -9,7 +9,7 @@ JOBS ?= 2
 MIRROR ?= $(wildcard ../shared/datasets)
 export DPLAB_DATA_MIRROR ?= $(if $(MIRROR),$(abspath $(MIRROR)),)
 
-.PHONY: build docs intro wheel wheel-portable python-test python-check run-all report test figure-check parquet-check pyenv pyenv-libraries external-check bench-worker browser-test test-slurm golden bench bench-engine bench-audit lint fuzz clean
+.PHONY: build docs intro wheel wheel-portable python-test python-check run-all report test test-downloads figure-check parquet-check pyenv pyenv-libraries external-check bench-worker browser-test test-slurm golden bench bench-engine bench-audit lint fuzz clean
 
 build:
 	$(CARGO) build --release --locked
@@ -102,6 +102,13 @@ pyenv-libraries: pyenv
 	target/pyenv/bin/pip install -q 'python-dp==$(PYTHON_DP_VERSION)' || echo 'warning: python-dp $(PYTHON_DP_VERSION) did not install: libraries.yaml audits it no further' >&2
 	{ test -x target/pyenv-tmlt/bin/python || python3 -m venv target/pyenv-tmlt; } && target/pyenv-tmlt/bin/pip install -q 'tmlt.core==$(TMLT_CORE_VERSION)' \
 		  || echo 'warning: tmlt.core $(TMLT_CORE_VERSION) did not install: libraries.yaml audits it no further' >&2
+
+## What `make test` downloads, without compiling anything: the Python environments of the
+## pipelines (pyenv, pyenv-libraries) and the packages python-check installs, into pip's cache.
+## CI runs it beside the release build, so a fresh machine's downloads (about 3.5 minutes
+## here, tmlt.core's environment 100 s of them) are not waited for one after the other.
+test-downloads: pyenv pyenv-libraries
+	target/pyenv/bin/pip download -q --dest target/pip-download $(PY_TEST_PACKAGES)
 
 ## What `dplab new --external` writes, run as a newcomer would (python3 with numpy first on
 ## PATH): it succeeds, and gives the same frames with 1 and 2 jobs.

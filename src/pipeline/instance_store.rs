@@ -501,16 +501,18 @@ impl InstanceStore {
                     .unwrap_or_else(|| Made::now(result.seconds)),
             ),
         };
-        let mut entry = serde_json::to_vec(&meta)?;
-        entry.push(b'\n');
-        entry.extend_from_slice(&body);
+        let mut line = serde_json::to_vec(&meta)?;
+        line.push(b'\n');
+        // A small entry is one piece (one `write` into a pack); a large one is written as its
+        // line and its body, never joined: the 10⁶-row frame of a summary was held twice.
+        let small = (pack && line.len() + body.len() < SMALL).then(|| [&line[..], &body].concat());
         for key in keys {
-            if pack && entry.len() < SMALL {
-                self.append(key, &entry)?;
+            if let Some(entry) = &small {
+                self.append(key, entry)?;
                 continue;
             }
             let final_path = self.entry(key);
-            self.place(&entry, &final_path)
+            self.place_parts(&[&line, &body], &final_path)
                 .with_context(|| format!("storing {}", final_path.display()))?;
             self.remember(|m| m.own_file(key.0));
         }
@@ -689,17 +691,27 @@ impl InstanceStore {
     /// Writes `bytes` to `path` by way of a unique file in `tmp/`, creating directories only
     /// when missing (a small file costs an open, a write and a rename).
     fn place(&self, bytes: &[u8], path: &Path) -> Result<()> {
+        self.place_parts(&[bytes], path)
+    }
+
+    /// [`Self::place`] of the parts one after another.
+    fn place_parts(&self, parts: &[&[u8]], path: &Path) -> Result<()> {
         let tmp_root = self.root.join("tmp");
         let name = path
             .file_name()
             .map_or_else(String::new, |n| n.to_string_lossy().to_string());
         let tmp = tmp_root.join(format!("{name}.{}.{}", std::process::id(), unique_suffix()));
-        let written = fs::write(&tmp, bytes).or_else(|e| {
+        let write = || {
+            use std::io::Write;
+            let mut f = fs::File::create(&tmp)?;
+            parts.iter().try_for_each(|p| f.write_all(p))
+        };
+        let written = write().or_else(|e| {
             if e.kind() != std::io::ErrorKind::NotFound {
                 return Err(e);
             }
             fs::create_dir_all(&tmp_root)?;
-            fs::write(&tmp, bytes)
+            write()
         });
         let placed = written.and_then(|()| {
             fs::rename(&tmp, path).or_else(|e| {

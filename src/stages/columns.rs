@@ -147,43 +147,19 @@ impl FrameBuilder {
 }
 
 /// Row indices grouped by the values of `keys` (first-seen order), for group-wise stages,
-/// each group with its key as text ([`str_col`]'s; `""` for a missing key) for labels and
-/// messages. Rows are one group when their keys are equal *as values*, by the rule of the
-/// expression language ([`crate::expr::KeyCell`]): 1 and 1.0 are one key, −0 is 0, a missing
-/// key is a group of its own (not the empty text) — the rule `frame.group` groups by, so
-/// every kind that groups means the same by "one group". An output's key columns come from
-/// a row of each group ([`FrameBuilder::keys`]), with their type.
+/// each group with its key as text ([`key_texts`]) for labels and messages. Rows are one
+/// group when their keys are equal *as values*, by the rule of the expression language
+/// ([`crate::expr::KeyCell`]): 1 and 1.0 are one key, −0 is 0, a missing key is a group of
+/// its own (not the empty text) — the rule `frame.group` groups by, so every kind that groups
+/// means the same by "one group". An output's key columns come from a row of each group
+/// ([`FrameBuilder::keys`]), with their type.
 pub(crate) fn group_by(df: &DataFrame, keys: &[String]) -> Result<Vec<(Vec<String>, Vec<usize>)>> {
-    let cols: Vec<&Column> = keys.iter().map(|k| column(df, k)).collect::<Result<_>>()?;
-    let vals: Vec<crate::expr::Vals> = cols
-        .iter()
-        .map(|c| crate::expr::load(c).map_err(anyhow::Error::msg))
-        .collect::<Result<_>>()?;
-    let groups = if vals.is_empty() {
-        // No key: one group of every row (none when there is no row).
-        (df.height() > 0)
-            .then(|| (0..df.height()).collect())
-            .into_iter()
-            .collect()
-    } else {
-        crate::expr::group_rows(&vals)
-    };
-    // The keys' values are no longer needed: freed before the texts are made (a summary of
-    // 10⁶ groups held both, 96 MB of them).
-    drop(vals);
+    let groups = group_rows_by(df, keys)?;
     let firsts: Vec<usize> = groups.iter().map(|rows| rows[0]).collect();
-    let mut texts: Vec<std::vec::IntoIter<String>> = cols
-        .iter()
-        .map(|c| {
-            let text = take_rows(c, &firsts)?.cast(&DataType::String)?;
-            Ok(text
-                .str()?
-                .iter()
-                .map(|v| v.unwrap_or("").to_string())
-                .collect::<Vec<_>>()
-                .into_iter())
-        })
-        .collect::<Result<_>>()?;
+    let mut texts: Vec<std::vec::IntoIter<String>> = key_texts(df, keys, &firsts)?
+        .into_iter()
+        .map(Vec::into_iter)
+        .collect();
     // Each text moved into its group's key, not copied: 10⁶ groups of two keys held 2·10⁶
     // strings twice.
     Ok(groups
@@ -196,6 +172,43 @@ pub(crate) fn group_by(df: &DataFrame, keys: &[String]) -> Result<Vec<(Vec<Strin
             (key, rows)
         })
         .collect())
+}
+
+/// [`group_by`]'s groups without their keys' texts, for a kind that names a group only when
+/// it fails ([`key_texts`] of its first row then): `aggregate.summary` of 10⁶ groups held
+/// 2·10⁶ texts it never read.
+pub(crate) fn group_rows_by(df: &DataFrame, keys: &[String]) -> Result<Vec<Vec<usize>>> {
+    let vals: Vec<crate::expr::Vals> = keys
+        .iter()
+        .map(|k| crate::expr::load(column(df, k)?).map_err(anyhow::Error::msg))
+        .collect::<Result<_>>()?;
+    Ok(if vals.is_empty() {
+        // No key: one group of every row (none when there is no row).
+        (df.height() > 0)
+            .then(|| (0..df.height()).collect())
+            .into_iter()
+            .collect()
+    } else {
+        crate::expr::group_rows(&vals)
+    })
+}
+
+/// Per key column, its values at `rows` as text ([`str_col`]'s; `""` for a missing key).
+pub(crate) fn key_texts(
+    df: &DataFrame,
+    keys: &[String],
+    rows: &[usize],
+) -> Result<Vec<Vec<String>>> {
+    keys.iter()
+        .map(|k| {
+            let text = take_rows(column(df, k)?, rows)?.cast(&DataType::String)?;
+            Ok(text
+                .str()?
+                .iter()
+                .map(|v| v.unwrap_or("").to_string())
+                .collect())
+        })
+        .collect()
 }
 
 /// Column `name` restricted to `rows`, keeping its type.

@@ -7,7 +7,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use crate::mech::stats::{quantile_sorted, summarise};
-use crate::stages::columns::{f64_col, group_by, FrameBuilder};
+use crate::stages::columns::{f64_col, group_rows_by, key_texts, FrameBuilder};
 use crate::stages::param::{Interval, Level, Probability};
 use crate::stages::{
     build, check_size_run, distinct, params, product, Ctx, Gather, KindInfo, Limit, Output,
@@ -97,7 +97,7 @@ impl Stage for Summary {
 
     fn run(&self, ctx: &mut Ctx) -> Result<Output> {
         let df = ctx.input()?;
-        let groups = group_by(df, &self.by)?;
+        let groups = group_rows_by(df, &self.by)?;
         // One row per (group, value), with the keys, the value's name, 8 statistics and the
         // quantiles as columns.
         let (ng, nv) = (groups.len() as u64, self.values.len() as u64);
@@ -120,15 +120,17 @@ impl Stage for Summary {
             .iter()
             .map(|v| f64_col(df, v))
             .collect::<Result<_>>()?;
-        for (key, rows) in groups {
+        for rows in groups {
             for (name, col) in self.values.iter().zip(&columns) {
                 let xs: Vec<f64> = rows.iter().map(|&r| col[r]).collect();
                 let mut s = summarise(&xs, *self.level);
                 if let Some(&Interval { lo, hi }) = self.bounds.get(name) {
                     if let Some(x) = xs.iter().find(|x| !(lo..=hi).contains(*x)) {
-                        let group = if key.is_empty() {
+                        let group = if self.by.is_empty() {
                             String::new()
                         } else {
+                            let key = key_texts(df, &self.by, &rows[..1])?;
+                            let key: Vec<&str> = key.iter().map(|t| t[0].as_str()).collect();
                             format!(" (group {})", key.join(", "))
                         };
                         return Err(ParamError::at(
@@ -187,7 +189,7 @@ impl Summary {
 #[cfg(test)]
 mod tests {
     use super::KIND;
-    use crate::kind::testing::{floats, names, refused, run, strings};
+    use crate::kind::testing::{fails, floats, names, refused, run, strings};
 
     /// Per group: n, mean, std (n − 1), the t-interval around the mean, min, max and the
     /// quantiles asked for; a bound names a summarised value or is refused.
@@ -227,6 +229,25 @@ mod tests {
         assert_eq!(
             refused(&KIND, "{values: [x], bounds: {y: [0, 1]}}"),
             "bounds: `y` is not one of `values` (x): only a summarised value has bounds"
+        );
+    }
+
+    /// A value outside its bounds is named with its group's keys, as they print.
+    #[test]
+    fn a_value_out_of_bounds_names_its_group() {
+        let input = polars::df!(
+            "g" => ["a", "b", "b"], "h" => [Some(1.5), None, None], "x" => [0.5, 0.5, 2.0]
+        )
+        .unwrap();
+        let why = fails(
+            &KIND,
+            "{values: [x], by: [g, h], bounds: {x: [0, 1]}}",
+            &[&input],
+            0,
+        );
+        assert!(
+            why.contains("a value of `x` is 2 (group b, ), outside its bounds [0, 1]"),
+            "{why}"
         );
     }
 }
