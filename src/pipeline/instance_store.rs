@@ -347,18 +347,19 @@ impl InstanceStore {
                 .file
                 .get_or_init(|| fs::File::open(&pack.path).ok())
                 .as_ref()?;
-            // The entry with its header, whose key must be this one: the index knows keys by
-            // their first 128 bits ([`Short`]), the header by all 256.
+            // The entry with what precedes it, its header, whose key must be this one: the
+            // index knows keys by their first 128 bits ([`Short`]), the header by all 256. A
+            // pack written before entries had headers (2026-11-28) has none to check: its
+            // entries are read where its index says, as they were.
             let len = usize::try_from(len).ok().filter(|&l| l <= 1 << 30)?;
-            let mut buf = vec![0; ENTRY_HEADER + len];
-            let start = off.checked_sub(ENTRY_HEADER as u64)?;
-            if f.read_exact_at(&mut buf, start).is_ok()
-                && buf[..4] == *ENTRY_MAGIC
-                && buf[4..36] == key.0
-                && buf[36..44] == (len as u64).to_le_bytes()
-            {
-                buf.drain(..ENTRY_HEADER);
-                return Some(buf);
+            let before = off.min(ENTRY_HEADER as u64) as usize;
+            let mut buf = vec![0; before + len];
+            if f.read_exact_at(&mut buf, off - before as u64).is_ok() {
+                let headed = before == ENTRY_HEADER && buf[..4] == *ENTRY_MAGIC;
+                if !headed || (buf[4..36] == key.0 && buf[36..44] == (len as u64).to_le_bytes()) {
+                    buf.drain(..before);
+                    return Some(buf);
+                }
             }
         }
         fs::read(self.entry(key)).ok()
@@ -1020,5 +1021,31 @@ mod tests {
             assert_eq!(x(s.get(&b)), Some(2.0));
             assert_eq!(x(s.get(&a)), None);
         }
+    }
+
+    /// A pack of the format before entries had headers (entries back to back, an index of
+    /// their places) is still read: its entries are found, the first at offset 0 too.
+    #[test]
+    fn a_pack_without_headers_is_still_read() {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let keys = [Key([1; 32]), Key([2; 32])];
+        let store = InstanceStore::new(dir.path());
+        let mut bytes = Vec::new();
+        let mut index = Vec::new();
+        for (k, v) in keys.iter().zip([1.0, 2.0]) {
+            store.put(k, "test.kind", &result(v)).expect("stored");
+            let entry = store.read(k).expect("just stored");
+            index.push((k.0, bytes.len() as u64, entry.len() as u64));
+            bytes.extend_from_slice(&entry);
+        }
+        drop(store);
+        let packs = dir.path().join("packs");
+        std::fs::remove_dir_all(&packs).expect("removed");
+        std::fs::create_dir_all(&packs).expect("made");
+        std::fs::write(packs.join("old.pack"), &bytes).expect("written");
+        std::fs::write(packs.join("old.idx"), index_bytes(&index)).expect("written");
+        let store = InstanceStore::new(dir.path());
+        assert_eq!(x(store.get(&keys[0])), Some(1.0));
+        assert_eq!(x(store.get(&keys[1])), Some(2.0));
     }
 }
