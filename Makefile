@@ -52,9 +52,11 @@ report: build
 ## then every pipeline under --profile ci compared with tests/golden/, every figure rendered and
 ## held against the frame it drew, and the report in Chromium.
 ## Every run here uses a fresh instance store, so nothing passes because of stored work.
+## The tests must link the library `build` made, not compile it again (tests/one-build/check.py).
 test: build pyenv pyenv-libraries
 	rm -rf target/test-store target/ci-store target/ci-results
 	$(MAKE) wheel
+	$(CARGO) test --release --locked --no-run --message-format json | python3 tests/one-build/check.py
 	DPLAB_STORE=$(abspath target/test-store) INSTA_UPDATE=no $(CARGO) test --release --locked
 	DPLAB=$(abspath $(DPLAB)) $(CARGO) test --release --locked -p dplab-schema-check
 	$(WITH_PYENV) $(DPLAB) run pipelines/ --profile ci --out target/ci-results --jobs $(JOBS) --skip-unavailable --store target/ci-store --allow-exec
