@@ -296,3 +296,37 @@ fn a_finding_is_checked_by_validate() {
         assert!(t.contains(&format!("rt.yaml:{line}:")), "{to}: {t}");
     }
 }
+
+/// The sections of Huang's thesis (../shared/papers/huang2014-trigonometric-mechanism-thesis.md,
+/// its headings): chapter 1 §1.1–§1.4, chapter 2 §2.1–§2.5, chapter 3 §3.1–§3.2. Its Table 3.1
+/// stands in chapter 3's opening, before §3.1.
+const THESIS_SECTIONS: &[&str] = &[
+    "1.1", "1.2", "1.3", "1.4", "2.1", "2.2", "2.3", "2.4", "2.5", "3.1", "3.2",
+];
+
+/// Issue #58: the report cited "§3.4" of the thesis, a section it does not have. Every `§`
+/// the Huang 2014 pipelines cite (their sources, descriptions, findings and labels, all of
+/// which the report shows) is one of the thesis's sections.
+#[test]
+fn the_sections_the_huang_pipelines_cite_are_the_thesis_s() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("pipelines/huang2014");
+    let mut wrong = Vec::new();
+    for e in fs::read_dir(&dir).unwrap() {
+        let path = e.unwrap().path();
+        let text = fs::read_to_string(&path).unwrap();
+        for (at, _) in text.match_indices('§') {
+            let cited: String = text[at + '§'.len_utf8()..]
+                .chars()
+                .take_while(|c| c.is_ascii_digit() || *c == '.')
+                .collect();
+            let cited = cited.trim_end_matches('.');
+            if !THESIS_SECTIONS.contains(&cited) {
+                wrong.push(format!("{}: §{cited}", path.display()));
+            }
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "sections the thesis does not have: {wrong:?}"
+    );
+}
