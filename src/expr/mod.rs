@@ -52,7 +52,7 @@ use polars::prelude::DataFrame;
 use eval::Env;
 use syntax::{children, walk, Node};
 
-pub(crate) use values::{group_rows, load, KeyCell, Vals};
+pub(crate) use values::{group_keys, group_rows, load, Groups, KeyCell, Vals};
 
 /// The longest expression read, in characters.
 pub(crate) const MAX_CHARS: usize = 4000;

@@ -5,6 +5,8 @@
 use anyhow::{anyhow, Result};
 use polars::prelude::*;
 
+use crate::expr::Groups;
+
 /// A column of a frame as `f64`, with an error naming the available columns when absent
 /// or not numeric, and the row of a missing value or of a text that is not a number.
 pub(crate) fn f64_col(df: &DataFrame, name: &str) -> Result<Vec<f64>> {
@@ -127,6 +129,12 @@ impl FrameBuilder {
         self
     }
 
+    /// A column built elsewhere (e.g. from an iterator, without a vector of its values).
+    pub(crate) fn column(mut self, col: Column) -> Self {
+        self.cols.push(col);
+        self
+    }
+
     pub fn str(mut self, name: &str, values: Vec<String>) -> Self {
         self.cols.push(Column::new(name.into(), values));
         self
@@ -155,7 +163,7 @@ impl FrameBuilder {
 /// ([`FrameBuilder::keys`]), with their type.
 pub(crate) fn group_by(df: &DataFrame, keys: &[String]) -> Result<Vec<(Vec<String>, Vec<usize>)>> {
     let groups = group_rows_by(df, keys)?;
-    let firsts: Vec<usize> = groups.iter().map(|rows| rows[0]).collect();
+    let firsts: Vec<usize> = groups.iter().map(|rows| rows[0] as usize).collect();
     let mut texts: Vec<std::vec::IntoIter<String>> = key_texts(df, keys, &firsts)?
         .into_iter()
         .map(Vec::into_iter)
@@ -163,34 +171,27 @@ pub(crate) fn group_by(df: &DataFrame, keys: &[String]) -> Result<Vec<(Vec<Strin
     // Each text moved into its group's key, not copied: 10⁶ groups of two keys held 2·10⁶
     // strings twice.
     Ok(groups
-        .into_iter()
+        .iter()
         .map(|rows| {
             let key = texts
                 .iter_mut()
                 .map(|t| t.next().unwrap_or_default())
                 .collect();
-            (key, rows)
+            (key, rows.iter().map(|&r| r as usize).collect())
         })
         .collect())
 }
 
-/// [`group_by`]'s groups without their keys' texts, for a kind that names a group only when
-/// it fails ([`key_texts`] of its first row then): `aggregate.summary` of 10⁶ groups held
-/// 2·10⁶ texts it never read.
-pub(crate) fn group_rows_by(df: &DataFrame, keys: &[String]) -> Result<Vec<Vec<usize>>> {
-    let vals: Vec<crate::expr::Vals> = keys
-        .iter()
-        .map(|k| crate::expr::load(column(df, k)?).map_err(anyhow::Error::msg))
-        .collect::<Result<_>>()?;
-    Ok(if vals.is_empty() {
-        // No key: one group of every row (none when there is no row).
-        (df.height() > 0)
-            .then(|| (0..df.height()).collect())
-            .into_iter()
-            .collect()
-    } else {
-        crate::expr::group_rows(&vals)
-    })
+/// [`group_by`]'s groups without their keys' texts, as one index ([`Groups`]), for a kind
+/// that names a group only when it fails ([`key_texts`] of its first row then):
+/// `aggregate.summary` of 10⁶ groups held 2·10⁶ texts it never read. The key columns are
+/// read one at a time.
+pub(crate) fn group_rows_by(df: &DataFrame, keys: &[String]) -> Result<Groups> {
+    crate::expr::group_keys(
+        df.height(),
+        keys.iter()
+            .map(|k| crate::expr::load(column(df, k)?).map_err(anyhow::Error::msg)),
+    )
 }
 
 /// Per key column, its values at `rows` as text ([`str_col`]'s; `""` for a missing key).

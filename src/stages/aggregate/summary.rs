@@ -3,6 +3,7 @@
 
 use crate::stages::param::level_95;
 use anyhow::Result;
+use polars::prelude::{IntoColumn, NewChunkedArray, StringChunked};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
@@ -111,7 +112,6 @@ impl Stage for Summary {
         let rows_out = groups.len() * self.values.len();
         // For each output row, a row of its group: where its key columns are taken from.
         let mut key_rows: Vec<usize> = Vec::with_capacity(rows_out);
-        let mut value_name = Vec::with_capacity(rows_out);
         let mut stats: Vec<Vec<f64>> = (0..8 + self.quantiles.len())
             .map(|_| Vec::with_capacity(rows_out))
             .collect();
@@ -120,16 +120,16 @@ impl Stage for Summary {
             .iter()
             .map(|v| f64_col(df, v))
             .collect::<Result<_>>()?;
-        for rows in groups {
+        for rows in groups.iter() {
             for (name, col) in self.values.iter().zip(&columns) {
-                let xs: Vec<f64> = rows.iter().map(|&r| col[r]).collect();
+                let xs: Vec<f64> = rows.iter().map(|&r| col[r as usize]).collect();
                 let mut s = summarise(&xs, *self.level);
                 if let Some(&Interval { lo, hi }) = self.bounds.get(name) {
                     if let Some(x) = xs.iter().find(|x| !(lo..=hi).contains(*x)) {
                         let group = if self.by.is_empty() {
                             String::new()
                         } else {
-                            let key = key_texts(df, &self.by, &rows[..1])?;
+                            let key = key_texts(df, &self.by, &[rows[0] as usize])?;
                             let key: Vec<&str> = key.iter().map(|t| t[0].as_str()).collect();
                             format!(" (group {})", key.join(", "))
                         };
@@ -147,10 +147,9 @@ impl Stage for Summary {
                         s.ci_hi = s.ci_hi.min(hi).max(s.mean);
                     }
                 }
-                let mut sorted = xs.clone();
+                let mut sorted = xs;
                 sorted.sort_by(f64::total_cmp);
-                key_rows.push(rows[0]);
-                value_name.push(name.clone());
+                key_rows.push(rows[0] as usize);
                 let row = [
                     s.n as f64, s.mean, s.std, s.se, s.ci_lo, s.ci_hi, s.min, s.max,
                 ];
@@ -162,8 +161,13 @@ impl Stage for Summary {
                 }
             }
         }
+        drop(columns);
+        let ng = groups.len();
+        drop(groups);
         let mut fb = FrameBuilder::new().keys(df, &self.by, &key_rows)?;
-        fb = fb.str("value", value_name);
+        // The value names repeat per group: built as the column, not as 10⁶ strings first.
+        let value_name = (0..ng).flat_map(|_| self.values.iter().map(String::as_str));
+        fb = fb.column(StringChunked::from_iter_values("value".into(), value_name).into_column());
         for (i, (col, name)) in stats.into_iter().zip(self.stat_names()).enumerate() {
             fb = if i == 0 {
                 fb.i64(&name, col.iter().map(|&x| x as i64).collect())
