@@ -264,26 +264,10 @@ impl<'a> Reader<'a> {
 /// read from text (`limits::check_table_read`): a 250 MB file of one short column aborted the
 /// process, and so did a header of 2·10⁷ names.
 pub(crate) fn read_csv(bytes: &[u8]) -> Result<DataFrame> {
-    let lines = bytes.iter().filter(|&&b| b == b'\n').count() as u64
-        + u64::from(!bytes.is_empty() && !bytes.ends_with(b"\n"));
-    let header = bytes.split(|&b| b == b'\n').next().unwrap_or_default();
-    let cols = header.iter().filter(|&&b| b == b',').count() as u64 + 1;
-    crate::limits::check_table_read(
-        "its table",
-        lines.saturating_sub(1),
-        cols,
-        bytes.len() as u64,
-    )
-    .map_err(anyhow::Error::msg)?;
+    check_csv(bytes)?;
     // Every row decides a column's type, not the first 100: a float column whose first rows
     // hold `-1000` was read as integers, and the first `0.5` failed the file.
-    let read = |infer: Option<usize>| {
-        CsvReadOptions::default()
-            .with_has_header(true)
-            .with_infer_schema_length(infer)
-            .into_reader_with_file_handle(std::io::Cursor::new(bytes))
-            .finish()
-    };
+    let read = |infer: Option<usize>| csv_reader(bytes, infer);
     match read(None) {
         Ok(df) => Ok(df),
         // Polars reads integers as i64 only: an integer beyond it (a u64 such as the seed dplab
@@ -306,6 +290,37 @@ pub(crate) fn read_csv(bytes: &[u8]) -> Result<DataFrame> {
     }
 }
 
+/// A CSV file's columns as the text it writes, each cell as it is (a paper's printed `0.050`,
+/// which read as a number is 0.05), under [`read_csv`]'s limits.
+pub(crate) fn read_csv_text(bytes: &[u8]) -> Result<DataFrame> {
+    check_csv(bytes)?;
+    Ok(csv_reader(bytes, Some(0))?)
+}
+
+/// A table read from a file is held to the limits before it is parsed.
+fn check_csv(bytes: &[u8]) -> Result<()> {
+    let lines = bytes.iter().filter(|&&b| b == b'\n').count() as u64
+        + u64::from(!bytes.is_empty() && !bytes.ends_with(b"\n"));
+    let header = bytes.split(|&b| b == b'\n').next().unwrap_or_default();
+    let cols = header.iter().filter(|&&b| b == b',').count() as u64 + 1;
+    crate::limits::check_table_read(
+        "its table",
+        lines.saturating_sub(1),
+        cols,
+        bytes.len() as u64,
+    )
+    .map_err(anyhow::Error::msg)
+}
+
+/// Polars' CSV reader on `bytes` with a header row; `infer`: how many rows decide a column's
+/// type (`None`: all; `Some(0)`: none, every column is text).
+fn csv_reader(bytes: &[u8], infer: Option<usize>) -> PolarsResult<DataFrame> {
+    CsvReadOptions::default()
+        .with_has_header(true)
+        .with_infer_schema_length(infer)
+        .into_reader_with_file_handle(std::io::Cursor::new(bytes))
+        .finish()
+}
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -330,3 +330,42 @@ fn the_sections_the_huang_pipelines_cite_are_the_thesis_s() {
         "sections the thesis does not have: {wrong:?}"
     );
 }
+
+/// A paper's number is shown with the digits the paper printed wherever the report shows it:
+/// w20-adult's Table 2 recomputed at the printed distortions quotes the printed D and MI as
+/// the paper's CSV writes them (0.270 and 1.6205, not 0.27 and 1.621), each printed row.
+#[test]
+fn the_printed_table_2_is_quoted_with_its_printed_digits() {
+    let Some(mirror) = std::env::var_os("DPLAB_DATA_MIRROR").filter(|m| !m.is_empty()) else {
+        eprintln!("skipped: DPLAB_DATA_MIRROR is not set (w20-adult reads Adult)");
+        return;
+    };
+    let dir = TempDir::new().unwrap();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let out = dplab()
+        .env("DPLAB_DATA_MIRROR", &mirror)
+        .env("DPLAB_DATA_DIR", dir.path().join("cache"))
+        .args(["run", "-q", "--no-store", "--stages", "table2_printed_d"])
+        .arg(root.join("pipelines/wu2020/w20-adult.yaml"))
+        .arg("--out")
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let md = fs::read_to_string(dir.path().join("w20-adult/table2_printed_d.md")).unwrap();
+    let paper = fs::read_to_string(root.join("pipelines/wu2020/w20-table2.paper.csv")).unwrap();
+    for line in paper.lines().skip(1) {
+        let [lambda, d, sym, _]: [&str; 4] =
+            line.split(',').collect::<Vec<_>>().try_into().unwrap();
+        let row = md
+            .lines()
+            .find(|l| l.starts_with(&format!("| {lambda} | ")))
+            .unwrap_or_else(|| panic!("no row λ = {lambda}:\n{md}"));
+        let cells: Vec<&str> = row.split(" | ").collect();
+        assert_eq!(
+            (cells[1], cells[3].trim_end_matches(" |")),
+            (d, sym),
+            "{row}"
+        );
+    }
+}

@@ -8,10 +8,11 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_yaml_ng::Value;
 
-use crate::frames::read_csv;
+use crate::frames::{read_csv, read_csv_text};
 use crate::stages::columns::FrameBuilder;
 use crate::stages::{
-    build, check_size_at, params, product, Ctx, Gather, KindInfo, Limit, Output, ParamError, Stage,
+    build, check_size_at, distinct, params, product, Ctx, Gather, KindInfo, Limit, Output,
+    ParamError, Stage,
 };
 
 pub const KIND: KindInfo = KindInfo {
@@ -37,6 +38,10 @@ struct LoadTable {
     /// a CSV file with a header row, relative to the pipeline file; give `columns` or `path`
     #[schemars(with = "Option<String>", title = "path")]
     path: Option<PathBuf>,
+    /// columns of the CSV file kept as text, each cell exactly as the file writes it: a paper's
+    /// printed `0.050` or `1.6205`, which as numbers show as 0.05 and 1.621 (only with `path`)
+    #[serde(default)]
+    text: Vec<String>,
 }
 
 /// `columns`: a mapping of column names to lists of numbers or strings.
@@ -64,6 +69,13 @@ impl Stage for LoadTable {
                 })
             }
             _ => {}
+        }
+        distinct("text", &self.text)?;
+        if self.path.is_none() && !self.text.is_empty() {
+            return Err(ParamError::at(
+                "text",
+                "`text` names columns of a CSV file (`path`); an inline column of strings is text already",
+            ));
         }
         if let Some(cols) = &self.columns {
             if cols.is_empty() {
@@ -105,8 +117,29 @@ impl Stage for LoadTable {
 
     fn run(&self, ctx: &mut Ctx) -> Result<Output> {
         if let Some(path) = &self.path {
-            let df = read_csv(ctx.file(path)?)
-                .map_err(|e| anyhow::anyhow!("reading {}: {e}", path.display()))?;
+            let bytes = ctx.file(path)?;
+            let reading = |e: anyhow::Error| anyhow::anyhow!("reading {}: {e}", path.display());
+            let mut df = read_csv(bytes).map_err(reading)?;
+            if !self.text.is_empty() {
+                let text = read_csv_text(bytes).map_err(reading)?;
+                for (i, name) in self.text.iter().enumerate() {
+                    let col = text.column(name).map_err(|_| {
+                        ParamError::at(
+                            &format!("text.{i}"),
+                            format!(
+                                "{} has no column `{name}` (its columns: {})",
+                                path.display(),
+                                df.get_column_names()
+                                    .iter()
+                                    .map(|c| c.as_str())
+                                    .collect::<Vec<_>>()
+                                    .join(", ")
+                            ),
+                        )
+                    })?;
+                    df.with_column(col.clone())?;
+                }
+            }
             return Ok(df.into());
         }
         let mut fb = FrameBuilder::new();
@@ -213,6 +246,38 @@ mod tests {
         assert_eq!(
             refused(&KIND, "{columns: {a: [1]}, path: t.csv}"),
             "path: give either `columns` or `path`, not both"
+        );
+    }
+
+    /// `text:` keeps a CSV column as the file writes it (a paper's printed digits), the other
+    /// columns keep their types; a column the file lacks is named with the file's columns.
+    #[test]
+    fn text_columns_keep_the_printed_digits() {
+        let csv = b"k,d,mi\nq,0.050,1.6205\nr,0.100,1.5000\n";
+        let out = Instance::new(&KIND, "{path: t.csv, text: [d, mi]}")
+            .file("t.csv", csv)
+            .run()
+            .unwrap()
+            .frame;
+        assert_eq!(names(&out), ["k", "d", "mi"]);
+        assert_eq!(strings(&out, "d"), ["0.050", "0.100"]);
+        assert_eq!(strings(&out, "mi"), ["1.6205", "1.5000"]);
+        let why = Instance::new(&KIND, "{path: t.csv, text: [d, x]}")
+            .file("t.csv", csv)
+            .run()
+            .err()
+            .unwrap();
+        let why = why.downcast_ref::<crate::stages::ParamError>().unwrap();
+        assert_eq!(
+            (why.path.join("."), why.message.as_str()),
+            (
+                "text.1".into(),
+                "t.csv has no column `x` (its columns: k, d, mi)"
+            )
+        );
+        assert_eq!(
+            refused(&KIND, "{columns: {a: [1]}, text: [a]}"),
+            "text: `text` names columns of a CSV file (`path`); an inline column of strings is text already"
         );
     }
 }
