@@ -369,3 +369,84 @@ fn the_printed_table_2_is_quoted_with_its_printed_digits() {
         );
     }
 }
+
+/// A count a pipeline's text states (a description, a table's notes: "4 within CI", "31
+/// cells", "10 of 12 rows agree") is quoted from the frames at report time
+/// (`{{counts.within_ci[0]}}`), never written by hand: h14-table3.3's "4 within CI, 11
+/// explained, 35 unexplained" stayed when the run said 4 / 12 / 34.
+#[test]
+fn the_pipelines_quote_the_counts_they_state() {
+    const COUNTED: [&str; 9] = [
+        "cells",
+        "cell",
+        "explained",
+        "unexplained",
+        "agree",
+        "differ",
+        "verdicts",
+        "rows",
+        "within",
+    ];
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("pipelines");
+    let mut files = vec![];
+    let mut dirs = vec![root.clone()];
+    while let Some(d) = dirs.pop() {
+        for e in fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                dirs.push(p);
+            } else if p.extension().is_some_and(|x| x == "yaml") {
+                files.push(p);
+            }
+        }
+    }
+    files.sort();
+    let mut stated = vec![];
+    for f in &files {
+        let text = fs::read_to_string(f).unwrap();
+        for (n, line) in text.lines().enumerate() {
+            // What a quote stands for is the frame's, not the text's.
+            let mut bare = String::new();
+            let mut rest = line;
+            while let Some(open) = rest.find("{{") {
+                bare.push_str(&rest[..open]);
+                rest = rest[open..]
+                    .find("}}")
+                    .map_or("", |c| &rest[open + c + 2..]);
+            }
+            bare.push_str(rest);
+            let words: Vec<&str> = bare
+                .split_whitespace()
+                .map(|w| w.trim_matches(|c: char| !c.is_alphanumeric()))
+                .collect();
+            for (i, w) in words.iter().enumerate() {
+                if w.is_empty() || !w.chars().all(|c| c.is_ascii_digit()) {
+                    continue;
+                }
+                // "N of M rows agree" counts as "N … agree"; "rows 1 and 11 differ" names rows.
+                let mut j = i + 1;
+                if words.get(j) == Some(&"of") {
+                    j += 2 + usize::from(words.get(j + 1) == Some(&"the"));
+                }
+                let next = words.get(j).copied().unwrap_or("");
+                let counted = COUNTED.contains(&next)
+                    && (next != "within" || words.get(j + 1) == Some(&"CI"))
+                    && (next != "rows" || matches!(words.get(j + 1), Some(&"agree" | &"differ")))
+                    && !(i > 0 && matches!(words[i - 1], "and" | "rows" | "row" | "σ" | "λ"));
+                if counted {
+                    stated.push(format!(
+                        "{}:{}: {}",
+                        f.strip_prefix(&root).unwrap().display(),
+                        n + 1,
+                        words[i..=j].join(" ")
+                    ));
+                }
+            }
+        }
+    }
+    assert!(
+        stated.is_empty(),
+        "counts written by hand:\n{}",
+        stated.join("\n")
+    );
+}

@@ -16,7 +16,7 @@ use crate::verdict::{Verdict, NOT_RUN, NO_DATA, NO_PAPER_VALUE, SIDE_BY_SIDE};
 
 pub const KIND: KindInfo = KindInfo {
     name: "report.verdict",
-    version: 4,
+    version: 5, // 5: `paper_value`, the printed number as a number
     random: false,
     runs_programs: false,
     summary: "A paper's table cell by cell beside our private runs, partial-noise runs and a no-noise floor, with a verdict per cell by a stated rule (within CI: the printed value meets a private run's 95% interval; explained by a stated cause; unexplained). Input: aggregate.summary rows with a variant column. Output `cells` (one row per paper cell, the paper's number as printed, Markdown in the paper's layout) or `long` (for plot.lines).",
@@ -251,7 +251,7 @@ impl Stage for VerdictTable {
     fn columns_out(&self, _: &[Option<Vec<String>>]) -> Option<Vec<String>> {
         Some(match self.output {
             VerdictOutput::Cells => {
-                let mut out: Vec<String> = ["source", "value", "sigma", "paper"]
+                let mut out: Vec<String> = ["source", "value", "sigma", "paper", "paper_value"]
                     .map(String::from)
                     .into();
                 for l in self.ours.iter().chain(&self.causes) {
@@ -619,7 +619,13 @@ impl VerdictRows {
             .str("source", self.source.clone())
             .str("value", self.value.clone())
             .f64("sigma", self.sigma.clone())
-            .str("paper", self.paper.clone());
+            .str("paper", self.paper.clone())
+            // The printed number as a number, for what a pipeline computes from the cells (a
+            // description's counts and ratios): `paper` is the text as printed.
+            .f64(
+                "paper_value",
+                (0..self.paper.len()).map(|r| self.paper_value(r)).collect(),
+            );
         for (i, l) in labels.iter().enumerate() {
             let pick = |f: fn(&Cell) -> f64, judged_only: bool| -> Vec<f64> {
                 self.runs
