@@ -255,6 +255,7 @@ pub fn build(
     // In page order (experiments are grouped by paper).
     for ex in &ordered {
         summary.numbers.merge(&ex.numbers);
+        summary.benchmark.merge(&ex.benchmark);
         summary.findings.merge(&ex.found);
         summary
             .disagreements
@@ -352,9 +353,15 @@ fn experiment(
     }
     let mut tables = Vec::new();
     let mut numbers = Tally::default();
+    let mut benchmark = Tally::default();
     for (stage, layout) in layouts {
         if let Some(t) = tables::table(name, outputs, stage, layout, problems, found) {
-            numbers.merge(&t.numbers);
+            // A benchmark's verdicts are another tool's, not a paper's printed numbers.
+            if t.in_audits {
+                benchmark.merge(&t.numbers);
+            } else {
+                numbers.merge(&t.numbers);
+            }
             tables.push(t);
         }
     }
@@ -468,8 +475,15 @@ fn experiment(
         tables,
         findings,
         provenance,
-        verdict_line: if numbers.compared + stated.compared == 0 {
+        verdict_line: if numbers.compared + stated.compared + benchmark.compared == 0 {
             "nothing: this experiment states no finding and its tables hold no printed number of the paper.".into()
+        } else if benchmark.compared > 0 {
+            format!(
+                "{}; {}; {} (another tool's published verdicts, in its table at the head of the Audits section).",
+                numbers.text("printed number", "printed numbers"),
+                stated.text("finding", "findings"),
+                benchmark.text("benchmark verdict", "benchmark verdicts")
+            )
         } else {
             format!(
                 "{}; {}.",
@@ -478,6 +492,7 @@ fn experiment(
             )
         },
         numbers,
+        benchmark,
         found: stated,
     }
 }

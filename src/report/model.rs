@@ -36,8 +36,11 @@ pub struct Summary {
     pub unavailable: usize,
     pub not_run: usize,
     pub damaged: usize,
-    /// Printed numbers compared with ours.
+    /// Printed numbers (of the papers the report reproduces) compared with ours.
     pub numbers: Tally,
+    /// Verdicts of a benchmark compared with another tool's published ones (DP-Sniper's
+    /// flags, derived from its logs): not numbers a paper prints, counted apart.
+    pub benchmark: Tally,
     /// Findings the pipelines state about claims that are not printed numbers.
     pub findings: Tally,
     /// Whether an experiment names a paper: a reproduction report. Without one, no printed
@@ -103,6 +106,8 @@ pub(super) struct Experiment {
     pub(super) findings: Vec<FindingRow>,
     pub(super) provenance: Vec<(String, String)>,
     pub(super) numbers: Tally,
+    /// Its benchmark tables' verdicts ([`Summary::benchmark`]).
+    pub(super) benchmark: Tally,
     pub(super) found: Tally,
     /// What was compared with the paper here, in words (the section's verdict line).
     pub(super) verdict_line: String,
@@ -198,6 +203,7 @@ impl Experiment {
             findings: vec![],
             provenance: vec![],
             numbers: Tally::default(),
+            benchmark: Tally::default(),
             found: Tally::default(),
             verdict_line: String::new(),
         }

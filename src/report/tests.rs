@@ -860,3 +860,40 @@ fn a_benchmark_table_stands_in_the_audits_section() {
         "no link from the experiment to the table in the Audits section: {html}"
     );
 }
+
+/// A benchmark's verdicts (a table `in_audits`: DP-Sniper's flags beside ours) are not a
+/// paper's printed numbers: the summary and the section count them apart, and the list of
+/// differences is the printed numbers' only.
+#[test]
+fn a_benchmark_s_verdicts_are_counted_apart_from_printed_numbers() {
+    let in_audits = LAYOUT.replacen(r#""digits": 4,"#, r#""digits": 4, "in_audits": true,"#, 1);
+    assert_ne!(in_audits, LAYOUT);
+    let dir = tempfile::tempdir().unwrap();
+    results_dir(
+        dir.path(),
+        "exp-b",
+        &[
+            ("t.csv", TABLE),
+            ("t.json", LAYOUT),
+            ("bench.csv", TABLE),
+            ("bench.json", &in_audits),
+        ],
+        &[("t", "report.table"), ("bench", "report.table")],
+        "",
+    );
+    let w = write(dir.path(), &[]).unwrap();
+    assert!(w.problems.is_empty(), "{:?}", w.problems);
+    let (n, b) = (&w.summary.numbers, &w.summary.benchmark);
+    assert_eq!((n.compared, n.agree, n.explained), (2, 1, 1));
+    assert_eq!((b.compared, b.agree, b.differ), (2, 1, 1));
+    assert_eq!(w.summary.disagreements.len(), 1);
+    let html = page(&w.path);
+    assert!(
+        html.contains(r#"data-compared="2" data-agree="1" data-differ="1">2 benchmark verdicts"#),
+        "{html}"
+    );
+    assert!(
+        html.contains("2 printed numbers: 1 agree, 1 explained; 0 findings; 2 benchmark verdicts: 1 agree, 1 explained"),
+        "{html}"
+    );
+}
