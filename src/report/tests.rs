@@ -897,3 +897,34 @@ fn a_benchmark_s_verdicts_are_counted_apart_from_printed_numbers() {
         "{html}"
     );
 }
+
+/// A table longer than the page holds says one count of its rows: the fold names the first
+/// rows shown of all the frame's rows, and the page says how many it holds of them ("the
+/// first 20 of 400 rows", then "first 400 of 480", read as two different tables).
+#[test]
+fn a_long_table_counts_its_rows_once() {
+    const LAYOUT: &str = r#"{"title": "Long", "columns": [
+        {"name": "i", "header": "i", "role": "key"},
+        {"name": "x", "header": "x", "role": "value"}]}"#;
+    let table: String = std::iter::once("i,x\n".to_string())
+        .chain((0..480).map(|i| format!("{i},{}\n", i * 2)))
+        .collect();
+    let dir = tempfile::tempdir().unwrap();
+    results_dir(
+        dir.path(),
+        "exp-l",
+        &[("long.csv", &table), ("long.json", LAYOUT)],
+        &[("long", "report.table")],
+        "",
+    );
+    let w = write(dir.path(), &[]).unwrap();
+    assert!(w.problems.is_empty(), "{:?}", w.problems);
+    let html = page(&w.path);
+    assert!(
+        html.contains("Showing the first 20 of 480 rows: show the first 400<")
+            && html.contains("Showing the first 400 of 480 rows: show the first 20 only")
+            && html.contains("This page holds the first 400 of the 480 rows"),
+        "{html}"
+    );
+    assert!(!html.contains("of 400 rows"), "{html}");
+}
