@@ -9,7 +9,9 @@
 //     (agrees / within CI → agree; explained / unexplained → differ; not run, no data, side by
 //     side, no paper value → not compared; any other word fails), and from the manifests'
 //     `findings` — or the page colours, lists or counts a different number of cells of any
-//     verdict than the frames hold;
+//     verdict than the frames hold; a benchmark's verdicts (a frame whose layout `<stage>.json`
+//     says `in_audits`: another tool's published flags beside ours) are counted apart, against
+//     the summary's benchmark count, and are in no list of differences;
 //   - the Audits section differs from the audit frames: every row of every `<stage>.csv` of a
 //     stage of kind audit.epsilon (as the manifests record) must be a row of its table, with
 //     its epsilon_lb and violation, flagged rows first, the section linked from the side menu
@@ -61,6 +63,7 @@ const count = (t, w) => {
   if (w === 'agrees' || w === 'within CI') t.agree++; else t.differ++;
 };
 const frames = tally();
+const bench = tally();
 const findings = tally();
 const auditRows = [];
 for (const d of expected) {
@@ -70,10 +73,12 @@ for (const d of expected) {
     const rows = parse(readFileSync(join(dir, f)), { columns: true, skip_empty_lines: true });
     if (rows.length === 0) continue;
     const cols = Object.keys(rows[0]).filter((c) => c === 'verdict' || c.startsWith('verdict_'));
+    const layout = join(dir, f.replace(/\.csv$/, '.json'));
+    const inAudits = existsSync(layout) && JSON.parse(readFileSync(layout, 'utf8')).in_audits === true;
     for (const r of rows) {
       for (const c of cols) {
         const w = (r[c] ?? '').trim();
-        if (w in WORDS) count(frames, w);
+        if (w in WORDS) count(inAudits ? bench : frames, w);
         else if (!NOT_COMPARED.has(w)) fail(`${d}/${f}: \`${w}\` in column ${c} is not a verdict`);
       }
     }
@@ -160,6 +165,14 @@ const summary = await page.$eval('#summary', (s) => ({
 for (const k of ['compared', 'agree', 'differ', 'explained', 'unexplained']) {
   if (summary[k] !== frames[k]) fail(`summary says ${summary[k]} ${k}, the frames ${frames[k]}`);
 }
+{
+  const b = await page.$eval('#summary-benchmark', (s) => ({
+    compared: +s.dataset.compared, agree: +s.dataset.agree, differ: +s.dataset.differ,
+  })).catch(() => ({ compared: 0, agree: 0, differ: 0 }));
+  for (const k of ['compared', 'agree', 'differ']) {
+    if (b[k] !== bench[k]) fail(`summary says ${b[k]} benchmark verdicts ${k}, the benchmark frames ${bench[k]}`);
+  }
+}
 for (const k of ['compared', 'agree', 'differ']) {
   const sum = sections.reduce((a, s) => a + s[k], 0);
   if (sum !== frames[k]) fail(`the sections add up to ${sum} ${k}, the frames ${frames[k]}`);
@@ -190,7 +203,8 @@ const coloured = await page.evaluate(() => {
   return n;
 });
 for (const k of ['agrees', 'within', 'explained', 'unexplained']) {
-  if (coloured[k] !== frames[k]) fail(`the tables colour ${coloured[k]} cells ${k}, the frames have ${frames[k]}`);
+  const want = frames[k] + bench[k];
+  if (coloured[k] !== want) fail(`the tables colour ${coloured[k]} cells ${k}, the frames have ${want}`);
 }
 if (coloured.mismatch) fail(`${coloured.mismatch} verdict cells are coloured as another verdict than their word`);
 
@@ -253,6 +267,7 @@ console.log(`report: ${sections.length} sections (${expected.size} expected), ${
   `${summary.compared} printed numbers compared: ${summary.agree} agree, ${summary.differ} differ ` +
   `(${summary.explained} explained, ${summary.unexplained} unexplained; frames: ` +
   `${frames.compared}/${frames.agree}/${frames.differ}/${frames.explained}/${frames.unexplained}); ` +
+  `${bench.compared} benchmark verdicts (${bench.agree} agree); ` +
   `${summary.findings} findings (manifests: ${findings.compared}); ${audits.length} audit rows ` +
   `(frames: ${auditRows.length}, ${audits.filter((a) => a.endsWith('|true')).length} flagged); screenshot ${screenshot}`);
 if (failures.length) {
