@@ -406,7 +406,15 @@ fn the_huang_pipelines_share_csn_s_true_answers() {
     let store = dir.path().join("store");
     let o = common::dplab()
         .env("DPLAB_DATA_MIRROR", &mirror)
-        .args(["run", "-q", "--profile", "ci", "--stages", "truth", "--store"])
+        .args([
+            "run",
+            "-q",
+            "--profile",
+            "ci",
+            "--stages",
+            "truth",
+            "--store",
+        ])
         .arg(&store)
         .arg("--out")
         .arg(dir.path().join("out"))
@@ -417,7 +425,14 @@ fn the_huang_pipelines_share_csn_s_true_answers() {
     for p in ["h14-table3.3.yaml", "h14-fig3.1.yaml"] {
         let o = common::dplab()
             .env("DPLAB_DATA_MIRROR", &mirror)
-            .args(["run", "--dry-run", "--message-format", "json", "--profile", "ci"])
+            .args([
+                "run",
+                "--dry-run",
+                "--message-format",
+                "json",
+                "--profile",
+                "ci",
+            ])
             .arg("--store")
             .arg(&store)
             .arg(root.join(p))

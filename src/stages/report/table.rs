@@ -22,10 +22,11 @@ use super::{format_column, format_ours, printed_value, Printed};
 use crate::verdict::Verdict;
 
 // Version 4: without `paper:`, the axes are the rows' keys (shown as written); rows that differ
-// only in an axis `columns:` leaves out are refused.
+// only in an axis `columns:` leaves out are refused. Version 6: causes are checked (`explain`'s
+// `tolerance` and `value`), and a difference without a cause says where the paper's number lies.
 pub const KIND: KindInfo = KindInfo {
     name: "report.table",
-    version: 5,
+    version: 6,
     random: false,
     runs_programs: false,
     summary: "A table (frame + Markdown + a layout for the HTML report): chosen columns of its input, optionally joined with the paper's printed numbers (columns paper_<c>: the number as printed, diff_<c> = ours − paper, verdict_<c>: agrees within the paper's printed precision, within CI when the printed value meets our interval, else explained when `explain` states a cause (why_<c>) or unexplained).",
@@ -64,8 +65,10 @@ struct Table {
     #[serde(default)]
     ci: IndexMap<String, [String; 2]>,
     /// one-line explanations of known differences: `where` maps key columns to values,
-    /// `column` (optional) names the compared column; the first that matches a cell that
-    /// differs goes into its column why_<c>
+    /// `column` (optional) names the compared column; `tolerance` and `value` say how far the
+    /// cause reaches, and are checked: the first that matches a cell that differs and covers
+    /// it goes into its column why_<c> (explained); one that matches but does not cover it is
+    /// named there as not covering it (unexplained)
     #[serde(default)]
     explain: Vec<Explain>,
     /// text printed under the table (how to read it, deviations)
@@ -86,6 +89,16 @@ enum Section {
 
 /// A known difference and its one-line reason (`Serialize` only so that the schema shows
 /// the default `[]`).
+///
+/// A cause is a claim about the difference, and the table checks what it can of it, so that
+/// "explained" never stands for a difference the stated cause does not reach (a read-off
+/// curve "to about ±0.005" explained a cell 0.0147 off): with `tolerance`, it covers a cell
+/// only when ours and the paper's number are that close (beyond the printed half unit); with
+/// `value`, only when the paper's number is what the cause says it is — the column holding
+/// the cause's own number (the paper's formula on its own printed inputs, say) agrees with
+/// the printed one within its printed precision (and `tolerance`, when given). A cause
+/// written for many rows (no `where`) must say one of the two: a sentence alone would
+/// explain every difference of its column, however large.
 #[derive(Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct Explain {
@@ -97,6 +110,24 @@ struct Explain {
     column: Option<String>,
     /// the explanation, one line
     text: String,
+    /// how far the cause reaches, ≥ 0: it covers a cell only when |ours − paper| is at most
+    /// this plus half a unit of the paper's last printed digit
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    tolerance: Option<f64>,
+    /// a column of the input holding the cause's own number for the cell (what the cause
+    /// says the paper computed): it covers a cell only when that number agrees with the
+    /// paper's printed one (within half a printed unit, plus `tolerance`)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    value: Option<String>,
+}
+
+/// How an explanation stands to a cell that differs.
+enum Cause {
+    /// It matches the cell and covers the difference: the cell is explained.
+    Covers(String),
+    /// It matches the cell but does not reach the difference: said, and the cell stays
+    /// unexplained.
+    Short(String),
 }
 
 fn digits() -> Between<1, 17> {
@@ -123,31 +154,26 @@ impl Stage for Table {
                 out.push((format!("ci.{ours}.{i}"), c.clone()));
             }
         }
+        for (i, e) in self.explain.iter().enumerate() {
+            if let Some(v) = &e.value {
+                out.push((format!("explain.{i}.value"), v.clone()));
+            }
+        }
         out
     }
 
     /// `columns` (else the first input's columns: the inputs are stacked), then per compared
-    /// column c: paper_c, diff_c, verdict_c. With `explain` they are not known here: a column
-    /// why_c is added only when some row that differs is explained, which the data decide.
+    /// column c: paper_c, diff_c, verdict_c. With `paper` they are not known here: a column
+    /// why_c is added only when some row differs (its cause, or where the paper's number lies),
+    /// which the data decide.
     fn columns_out(&self, inputs: &[Option<Vec<String>>]) -> Option<Vec<String>> {
-        if !self.explain.is_empty() {
+        if self.paper.is_some() {
             return None;
         }
-        let mut out = match &self.columns {
-            Some(cols) => cols.clone(),
-            None => inputs.first()?.clone()?,
-        };
-        if self.paper.is_some() {
-            for ours in self.compare.keys() {
-                for prefix in ["paper", "diff", "verdict"] {
-                    let c = format!("{prefix}_{ours}");
-                    if !out.contains(&c) {
-                        out.push(c);
-                    }
-                }
-            }
+        match &self.columns {
+            Some(cols) => Some(cols.clone()),
+            None => inputs.first()?.clone(),
         }
-        Some(out)
     }
 
     fn validate(&self) -> Result<(), ParamError> {
@@ -180,6 +206,20 @@ impl Stage for Table {
                 return Err(ParamError::at(
                     &format!("explain.{i}.text"),
                     "an explanation is one non-empty line",
+                ));
+            }
+            if let Some(t) = e.tolerance {
+                if !(t.is_finite() && t >= 0.0) {
+                    return Err(ParamError::at(
+                        &format!("explain.{i}.tolerance"),
+                        format!("{t}: a tolerance is a finite number ≥ 0"),
+                    ));
+                }
+            }
+            if e.at.is_empty() && e.tolerance.is_none() && e.value.is_none() {
+                return Err(ParamError::at(
+                    &format!("explain.{i}"),
+                    "a cause for every row (no `where`) says how far it reaches, and is checked: give `tolerance` (how close ours and the paper's number are where it holds) or `value` (a column with the cause's own number for the paper's), or name its rows with `where`",
                 ));
             }
             if let Some(c) = &e.column {
@@ -270,6 +310,11 @@ impl Stage for Table {
     fn run(&self, ctx: &mut Ctx) -> Result<Output> {
         let frames: Vec<&DataFrame> = ctx.inputs.iter().collect();
         let mut df = crate::frames::concat(&frames)?;
+        // The causes' own numbers (`explain.value`), which `columns` need not show.
+        let mut cause_values = std::collections::HashMap::new();
+        for c in self.explain.iter().filter_map(|e| e.value.as_ref()) {
+            cause_values.insert(c.clone(), f64_col_or_nan(&df, c)?);
+        }
         if let Some(cols) = &self.columns {
             for c in cols {
                 column(&df, c)?;
@@ -360,10 +405,28 @@ impl Stage for Table {
                             let ci = interval.as_ref().map(|(lo, hi)| (lo[row], hi[row]));
                             Some(match judge(m, v, half, ci) {
                                 Some(agrees) => agrees,
-                                None => {
-                                    why[row] = self.explanation(&df, row, ours)?;
-                                    Verdict::differs(why[row].as_deref())
-                                }
+                                None => match self.explanation(
+                                    &df,
+                                    &cause_values,
+                                    row,
+                                    ours,
+                                    m,
+                                    v,
+                                    half,
+                                )? {
+                                    Some(Cause::Covers(text)) => {
+                                        why[row] = Some(text);
+                                        Verdict::Explained
+                                    }
+                                    Some(Cause::Short(text)) => {
+                                        why[row] = Some(text);
+                                        Verdict::Unexplained
+                                    }
+                                    None => {
+                                        why[row] = Some(located(m, v));
+                                        Verdict::Unexplained
+                                    }
+                                },
                             })
                         }
                     };
@@ -372,6 +435,7 @@ impl Stage for Table {
                 df.with_column(Column::new(format!("paper_{ours}").into(), pv))?;
                 df.with_column(Column::new(format!("diff_{ours}").into(), diff))?;
                 df.with_column(Column::new(format!("verdict_{ours}").into(), verdict))?;
+                // A cause that covers a cell, or one said not to.
                 let explained = why.iter().any(Option::is_some);
                 if explained {
                     df.with_column(Column::new(format!("why_{ours}").into(), why))?;
@@ -431,8 +495,21 @@ impl Stage for Table {
 }
 
 impl Table {
-    /// The first explanation whose `where` matches the row and whose column (if named) is `ours`.
-    fn explanation(&self, df: &DataFrame, row: usize, ours: &str) -> Result<Option<String>> {
+    /// The first explanation whose `where` matches the row, whose column (if named) is `ours`
+    /// and which covers the difference between ours (`m`) and the paper's `paper` ± `half`
+    /// (see [`Explain`]); else the first that matches without covering it, said as such.
+    #[allow(clippy::too_many_arguments)]
+    fn explanation(
+        &self,
+        df: &DataFrame,
+        cause_values: &std::collections::HashMap<String, Vec<f64>>,
+        row: usize,
+        ours: &str,
+        m: f64,
+        paper: f64,
+        half: f64,
+    ) -> Result<Option<Cause>> {
+        let mut short = None;
         for e in &self.explain {
             if e.column.as_deref().is_some_and(|c| c != ours) {
                 continue;
@@ -442,12 +519,62 @@ impl Table {
                 let cell = &KeyCell::column(column(df, k)?).map_err(anyhow::Error::msg)?[row];
                 all &= key_text(v).is_some_and(|t| KeyCell::read_as(&t, cell) == *cell);
             }
-            if all {
-                return Ok(Some(e.text.trim().to_string()));
+            if !all {
+                continue;
+            }
+            let text = e.text.trim();
+            let reach = half + e.tolerance.unwrap_or(0.0);
+            let gap = match &e.value {
+                Some(c) => {
+                    let theirs = cause_values.get(c).map_or(f64::NAN, |v| v[row]);
+                    (!crate::verdict::rounds_to(theirs, paper, reach)).then(|| {
+                        format!(
+                            "its own number, {c} = {}, is not the paper's",
+                            significant(theirs)
+                        )
+                    })
+                }
+                None if e.tolerance.is_some() => (!crate::verdict::rounds_to(m, paper, reach))
+                    .then(|| format!("ours differs by {}", significant((m - paper).abs()))),
+                None => None,
+            };
+            match gap {
+                None => return Ok(Some(Cause::Covers(text.to_string()))),
+                Some(gap) if short.is_none() => {
+                    let within = e
+                        .tolerance
+                        .map_or_else(String::new, |t| format!(", beyond its ±{}", significant(t)));
+                    short = Some(Cause::Short(format!(
+                        "not covered by: {text}: {gap}{within}"
+                    )));
+                }
+                Some(_) => {}
             }
         }
-        Ok(None)
+        Ok(short)
     }
+}
+
+/// Where the paper's number `paper` lies from ours `m` when no cause covers the difference:
+/// the side, by how much and by what factor, so that a difference without a cause still
+/// says how large it is (the list of differences showed "—").
+fn located(m: f64, paper: f64) -> String {
+    let side = if paper > m { "above" } else { "below" };
+    let ratio = paper / m;
+    let factor = if ratio.is_finite() && ratio > 0.0 {
+        format!(", {}× ours", crate::text::significant(ratio, 5))
+    } else {
+        String::new()
+    };
+    format!(
+        "no cause found: the paper's number is {} {side} ours{factor}",
+        significant((paper - m).abs())
+    )
+}
+
+/// A number in a cause's message, to 4 significant digits.
+fn significant(v: f64) -> String {
+    crate::text::significant(v, 4)
 }
 
 /// A key value written in YAML, as text.
@@ -642,11 +769,27 @@ mod kind_tests {
         let f = &out.frame;
         assert_eq!(
             names(f),
-            ["eps", "mean", "paper_mean", "diff_mean", "verdict_mean"]
+            [
+                "eps",
+                "mean",
+                "paper_mean",
+                "diff_mean",
+                "verdict_mean",
+                "why_mean"
+            ]
         );
         assert_eq!(
             strings(f, "verdict_mean"),
             ["agrees", "unexplained", "unexplained"]
+        );
+        // A difference without a cause says where the paper's number lies.
+        assert_eq!(
+            strings(f, "why_mean"),
+            [
+                "",
+                "no cause found: the paper's number is 0.05 above ours, 1.25× ours",
+                "no cause found: the paper's number is 0.04 above ours, 1.129× ours"
+            ]
         );
         let diff = floats(f, "diff_mean");
         assert!((diff[1] + 0.05).abs() < 1e-12, "{f}");
@@ -667,6 +810,73 @@ mod kind_tests {
             strings(&f, "verdict_mean"),
             ["agrees", "unexplained", "explained"]
         );
-        assert_eq!(strings(&f, "why_mean"), ["", "", "fewer runs"]);
+        assert_eq!(strings(&f, "why_mean")[2], "fewer runs");
+    }
+
+    /// A cause says how far it reaches, and the table checks it (issue #58: "read off a curve,
+    /// to about ±0.005" explained a cell 0.0147 off): a `tolerance` covers a cell only as far
+    /// as it says, a `value` only where the cause's own number is the paper's; a cell it does
+    /// not cover stays unexplained, the cause named as not covering it.
+    #[test]
+    fn a_cause_explains_only_the_differences_it_covers() {
+        let ours = polars::df!(
+            "lambda" => [0.5, 1.0, 1.5],
+            "d" => [0.7947, 0.651, 0.5],
+            // The cause's own number: what the paper's formula gives on its printed inputs.
+            "d_read" => [0.78, 0.66, 0.4]
+        )
+        .unwrap();
+        let paper = b"lambda,d\n0.5,0.780\n1,0.655\n1.5,0.420\n";
+        let run = |explain: &str| {
+            let with = format!(
+                "{{title: T, paper: p.csv, join: [lambda], compare: {{d: d}}, explain: [{explain}]}}"
+            );
+            Instance::new(&KIND, &with)
+                .inputs(&[&ours])
+                .file("p.csv", paper)
+                .run()
+                .map(|o| o.frame)
+        };
+        // ±0.005 covers 0.651 against 0.655 (Δ 0.004), not 0.7947 against 0.780 (Δ 0.0147)
+        // nor 0.5 against 0.420.
+        let f = run("{column: d, text: read off a curve, tolerance: 0.005}").unwrap();
+        assert_eq!(
+            strings(&f, "verdict_d"),
+            ["unexplained", "explained", "unexplained"]
+        );
+        let why = strings(&f, "why_d");
+        assert_eq!(why[1], "read off a curve");
+        assert!(
+            why[0] == "not covered by: read off a curve: ours differs by 0.0147, beyond its ±0.005",
+            "{why:?}"
+        );
+        // The cause's own numbers: 0.78 is the printed 0.780, 0.66 is not 0.655, 0.4 not 0.420.
+        let f = run("{column: d, text: the paper's formula on its inputs, value: d_read}").unwrap();
+        assert_eq!(
+            strings(&f, "verdict_d"),
+            ["explained", "unexplained", "unexplained"]
+        );
+        assert!(strings(&f, "why_d")[1].contains("d_read = 0.66, is not the paper's"));
+        // With a tolerance beside the value: 0.66 is within 0.005 + 0.0005 of 0.655.
+        let f = run("{column: d, text: formula, value: d_read, tolerance: 0.005}").unwrap();
+        assert_eq!(
+            strings(&f, "verdict_d"),
+            ["explained", "explained", "unexplained"]
+        );
+        // A cause for every row must say how far it reaches; a negative tolerance is no reach.
+        let e = run("{column: d, text: read off a curve}")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("give `tolerance`"), "{e}");
+        let e = run("{column: d, text: t, tolerance: -1}")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("a tolerance is a finite number ≥ 0"), "{e}");
+        // A cause named for one row stays a statement about that row.
+        let f = run("{where: {lambda: 1.5}, text: another grid}").unwrap();
+        assert_eq!(
+            strings(&f, "verdict_d"),
+            ["unexplained", "unexplained", "explained"]
+        );
     }
 }
