@@ -96,9 +96,10 @@ enum Section {
 /// only when ours and the paper's number are that close (beyond the printed half unit); with
 /// `value`, only when the paper's number is what the cause says it is — the column holding
 /// the cause's own number (the paper's formula on its own printed inputs, say) agrees with
-/// the printed one within its printed precision (and `tolerance`, when given). A cause
-/// written for many rows (no `where`) must say one of the two: a sentence alone would
-/// explain every difference of its column, however large.
+/// the printed one within its printed precision (and `tolerance`, when given); with
+/// `interval`, only when the paper's number meets the cause's own interval (our curve at
+/// the paper's rounded input, say). A cause written for many rows (no `where`) must say one
+/// of them: a sentence alone would explain every difference of its column, however large.
 #[derive(Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct Explain {
@@ -119,6 +120,11 @@ struct Explain {
     /// paper's printed one (within half a printed unit, plus `tolerance`)
     #[serde(default, skip_serializing_if = "Option::is_none")]
     value: Option<String>,
+    /// two columns of the input, [lo, hi], holding the cause's own interval for the cell:
+    /// it covers a cell only when the paper's printed number (± half a printed unit, plus
+    /// `tolerance`) meets it
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    interval: Option<[String; 2]>,
 }
 
 /// How an explanation stands to a cell that differs.
@@ -157,6 +163,9 @@ impl Stage for Table {
         for (i, e) in self.explain.iter().enumerate() {
             if let Some(v) = &e.value {
                 out.push((format!("explain.{i}.value"), v.clone()));
+            }
+            for (j, c) in e.interval.iter().flatten().enumerate() {
+                out.push((format!("explain.{i}.interval.{j}"), c.clone()));
             }
         }
         out
@@ -216,10 +225,17 @@ impl Stage for Table {
                     ));
                 }
             }
-            if e.at.is_empty() && e.tolerance.is_none() && e.value.is_none() {
+            if e.value.is_some() && e.interval.is_some() {
+                return Err(ParamError::at(
+                    &format!("explain.{i}.interval"),
+                    "a cause gives its own number (`value`) or its own interval (`interval`), not both",
+                ));
+            }
+            if e.at.is_empty() && e.tolerance.is_none() && e.value.is_none() && e.interval.is_none()
+            {
                 return Err(ParamError::at(
                     &format!("explain.{i}"),
-                    "a cause for every row (no `where`) says how far it reaches, and is checked: give `tolerance` (how close ours and the paper's number are where it holds) or `value` (a column with the cause's own number for the paper's), or name its rows with `where`",
+                    "a cause for every row (no `where`) says how far it reaches, and is checked: give `tolerance` (how close ours and the paper's number are where it holds) `value` (a column with the cause's own number for the paper's) or `interval` (two columns with its own interval), or name its rows with `where`",
                 ));
             }
             if let Some(c) = &e.column {
@@ -312,8 +328,10 @@ impl Stage for Table {
         let mut df = crate::frames::concat(&frames)?;
         // The causes' own numbers (`explain.value`), which `columns` need not show.
         let mut cause_values = std::collections::HashMap::new();
-        for c in self.explain.iter().filter_map(|e| e.value.as_ref()) {
-            cause_values.insert(c.clone(), f64_col_or_nan(&df, c)?);
+        for e in &self.explain {
+            for c in e.value.iter().chain(e.interval.iter().flatten()) {
+                cause_values.insert(c.clone(), f64_col_or_nan(&df, c)?);
+            }
         }
         if let Some(cols) = &self.columns {
             for c in cols {
@@ -524,9 +542,10 @@ impl Table {
             }
             let text = e.text.trim();
             let reach = half + e.tolerance.unwrap_or(0.0);
-            let gap = match &e.value {
-                Some(c) => {
-                    let theirs = cause_values.get(c).map_or(f64::NAN, |v| v[row]);
+            let cell = |c: &String| cause_values.get(c).map_or(f64::NAN, |v| v[row]);
+            let gap = match (&e.value, &e.interval) {
+                (Some(c), _) => {
+                    let theirs = cell(c);
                     (!crate::verdict::rounds_to(theirs, paper, reach)).then(|| {
                         format!(
                             "its own number, {c} = {}, is not the paper's",
@@ -534,9 +553,21 @@ impl Table {
                         )
                     })
                 }
-                None if e.tolerance.is_some() => (!crate::verdict::rounds_to(m, paper, reach))
-                    .then(|| format!("ours differs by {}", significant((m - paper).abs()))),
-                None => None,
+                (None, Some([lo, hi])) => {
+                    let (a, b) = (cell(lo), cell(hi));
+                    (!crate::verdict::meets(paper, reach, a, b)).then(|| {
+                        format!(
+                            "its own interval, [{}, {}], misses the paper's number",
+                            significant(a),
+                            significant(b)
+                        )
+                    })
+                }
+                (None, None) if e.tolerance.is_some() => {
+                    (!crate::verdict::rounds_to(m, paper, reach))
+                        .then(|| format!("ours differs by {}", significant((m - paper).abs())))
+                }
+                (None, None) => None,
             };
             match gap {
                 None => return Ok(Some(Cause::Covers(text.to_string()))),
@@ -862,6 +893,30 @@ mod kind_tests {
         assert_eq!(
             strings(&f, "verdict_d"),
             ["explained", "explained", "unexplained"]
+        );
+        // The cause's own interval: [0.77, 0.79] holds 0.780 and [0.65, 0.67] 0.655;
+        // [0.39, 0.41] misses 0.420.
+        let ours = polars::df!(
+            "lambda" => [0.5, 1.0, 1.5],
+            "d" => [0.7947, 0.651, 0.5],
+            "lo" => [0.77, 0.65, 0.39],
+            "hi" => [0.79, 0.67, 0.41]
+        )
+        .unwrap();
+        let with = "{title: T, paper: p.csv, join: [lambda], compare: {d: d}, explain: [{column: d, text: on the curve, interval: [lo, hi]}]}";
+        let f = Instance::new(&KIND, with)
+            .inputs(&[&ours])
+            .file("p.csv", paper)
+            .run()
+            .unwrap()
+            .frame;
+        assert_eq!(
+            strings(&f, "verdict_d"),
+            ["explained", "explained", "unexplained"]
+        );
+        assert!(
+            strings(&f, "why_d")[2].contains("its own interval, [0.39, 0.41], misses"),
+            "{f}"
         );
         // A cause for every row must say how far it reaches; a negative tolerance is no reach.
         let e = run("{column: d, text: read off a curve}")
