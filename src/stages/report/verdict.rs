@@ -16,7 +16,7 @@ use crate::verdict::{Verdict, NOT_RUN, NO_DATA, NO_PAPER_VALUE, SIDE_BY_SIDE};
 
 pub const KIND: KindInfo = KindInfo {
     name: "report.verdict",
-    version: 5, // 5: `paper_value`, the printed number as a number
+    version: 6, // 5: `paper_value`, the printed number as a number; 6: `lies`, and a factor in an unexplained cell's cause
     random: false,
     runs_programs: false,
     summary: "A paper's table cell by cell beside our private runs, partial-noise runs and a no-noise floor, with a verdict per cell by a stated rule (within CI: the printed value meets a private run's 95% interval; explained by a stated cause; unexplained). Input: aggregate.summary rows with a variant column. Output `cells` (one row per paper cell, the paper's number as printed, Markdown in the paper's layout) or `long` (for plot.lines).",
@@ -111,6 +111,9 @@ struct Judgement {
     /// The run whose 95% interval holds the paper's value (the first, for `within CI`; the
     /// cause's run, for a cause), so that a reader is shown that run beside the paper.
     run: Option<String>,
+    /// For an unexplained cell, where the paper's value lies: `above` every run of ours,
+    /// `below` every run, or `between` them (empty otherwise): what a pipeline counts by.
+    lies: &'static str,
 }
 
 /// The rule, applied to the paper's value `p` printed to `h` (half a unit of its last digit),
@@ -123,7 +126,8 @@ struct Judgement {
 ///    snapping alone costs; (c) `T` meets the 95% interval of a run with part of the
 ///    privacy removed or changed (the cause is that run);
 /// 3. **unexplained** otherwise (no cause found), saying whether the paper is above or below
-///    our runs.
+///    our runs (or between them) and by what factor: against our highest run, our lowest,
+///    or our first private reading (the column `lies` says which side, for counting).
 fn judge(
     p: f64,
     h: f64,
@@ -151,6 +155,7 @@ fn judge(
             verdict: Verdict::WithinCi,
             cause: format!("inside the 95% interval of {}", hits.join(", ")),
             run: Some(hits[0].to_string()),
+            lies: "",
         };
     }
     if let Some(f) = floor.filter(|f| f.is_finite()) {
@@ -162,6 +167,7 @@ fn judge(
                     short(f)
                 ),
                 run: None,
+                lies: "",
             };
         }
         if p - h <= f {
@@ -172,6 +178,7 @@ fn judge(
                     short(f)
                 ),
                 run: None,
+                lies: "",
             };
         }
     }
@@ -180,6 +187,7 @@ fn judge(
             verdict: Verdict::Explained,
             cause: format!("inside the 95% interval of {l}"),
             run: Some(l.clone()),
+            lies: "",
         };
     }
     let all: Vec<f64> = ours
@@ -191,17 +199,53 @@ fn judge(
         .collect();
     let lowest = all.iter().copied().fold(f64::INFINITY, f64::min);
     let highest = all.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-    let cause = if p - h > highest {
-        "no cause found: above every run of ours"
+    // Where it lies, and by what factor: against the nearest of our runs on that side, or
+    // between them against our first private reading (the headline run).
+    let factor = |of: f64, what: &str| {
+        let r = p / of;
+        if r.is_finite() && r > 0.0 {
+            format!(
+                " (the paper's {} is {}× {what}, {})",
+                short(p),
+                short(r),
+                short(of)
+            )
+        } else {
+            String::new()
+        }
+    };
+    let (lies, cause) = if p - h > highest {
+        (
+            "above",
+            format!(
+                "no cause found: above every run of ours{}",
+                factor(highest, "our highest")
+            ),
+        )
     } else if p + h < lowest {
-        "no cause found: below every run of ours"
+        (
+            "below",
+            format!(
+                "no cause found: below every run of ours{}",
+                factor(lowest, "our lowest")
+            ),
+        )
     } else {
-        "no cause found: between our runs, inside none of their intervals"
+        let first = ours.first().map_or(f64::NAN, |(_, c)| c.mean);
+        let name = ours.first().map_or("ours", |(l, _)| l.as_str());
+        (
+            "between",
+            format!(
+                "no cause found: between our runs, inside none of their intervals{}",
+                factor(first, name)
+            ),
+        )
     };
     Judgement {
         verdict: Verdict::Unexplained,
-        cause: cause.into(),
+        cause,
         run: None,
+        lies,
     }
 }
 
@@ -257,7 +301,9 @@ impl Stage for VerdictTable {
                 for l in self.ours.iter().chain(&self.causes) {
                     out.extend([l.clone(), format!("{l}_lo"), format!("{l}_hi")]);
                 }
-                out.extend(["floor", "grid", "verdict", "cause", "matched"].map(String::from));
+                out.extend(
+                    ["floor", "grid", "verdict", "cause", "matched", "lies"].map(String::from),
+                );
                 out
             }
             VerdictOutput::Long => ["panel", "sigma", "series", "mean", "ci_lo", "ci_hi"]
@@ -392,6 +438,7 @@ impl Stage for VerdictTable {
             };
             let paper = printed_value(text);
             let mut matched = String::new();
+            let mut lies = "";
             let (verdict, cause) = if !have {
                 let any = cells.keys().any(|(cs, ..)| cs == s);
                 if any {
@@ -416,12 +463,13 @@ impl Stage for VerdictTable {
                     &named(self.ours.len()..labels.len()),
                 );
                 matched = j.run.unwrap_or_default();
+                lies = j.lies;
                 (j.verdict.word(), j.cause)
             } else {
                 (NO_PAPER_VALUE, String::new())
             };
             rows.push(
-                s, v, psig[pr], text, &runs, judged, floor, grid, verdict, cause, matched,
+                s, v, psig[pr], text, &runs, judged, floor, grid, verdict, cause, matched, lies,
             );
         }
         let layout = |show: Show| Layout {
@@ -576,6 +624,7 @@ struct VerdictRows {
     verdict: Vec<String>,
     cause: Vec<String>,
     matched: Vec<String>,
+    lies: Vec<String>,
 }
 
 impl VerdictRows {
@@ -593,6 +642,7 @@ impl VerdictRows {
         verdict: &str,
         cause: String,
         matched: String,
+        lies: &str,
     ) {
         self.source.push(s.into());
         self.value.push(v.into());
@@ -605,6 +655,7 @@ impl VerdictRows {
         self.verdict.push(verdict.into());
         self.cause.push(cause);
         self.matched.push(matched);
+        self.lies.push(lies.into());
     }
 
     /// The paper's number on row `r` (NaN when it printed none).
@@ -648,6 +699,7 @@ impl VerdictRows {
             .str("verdict", self.verdict.clone())
             .str("cause", self.cause.clone())
             .str("matched", self.matched.clone())
+            .str("lies", self.lies.clone())
             .build()
     }
 
@@ -994,10 +1046,12 @@ mod kind_tests {
         assert_eq!(
             strings(f, "cause")[1..3],
             [
-                "no cause found: between our runs, inside none of their intervals",
+                "no cause found: between our runs, inside none of their intervals (the paper's 0.03 is 0.15× ours, 0.2)",
                 "inside the 95% interval of noiseless"
             ]
         );
+        // Where an unexplained cell lies, as a column a pipeline counts by.
+        assert_eq!(strings(f, "lies"), ["", "between", "", ""]);
         assert!(out.artifacts.iter().any(|a| a.ext == "md"));
     }
 }

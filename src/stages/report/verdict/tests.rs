@@ -32,6 +32,7 @@ fn the_layout_places_each_row_as_the_thesis_does() {
             verdict,
             String::new(),
             matched.into(),
+            "",
         );
     };
     let t = "within CI";
@@ -119,6 +120,7 @@ fn the_layout_places_each_row_as_the_thesis_does() {
         SIDE_BY_SIDE,
         String::new(),
         String::new(),
+        "",
     );
     assert!(times.grid(&labels).is_none());
 }
