@@ -552,9 +552,17 @@ fn record_differences(
                 .and_then(|i| row.get(i))
                 .map_or_else(String::new, |s| s.trim().to_string())
         };
+        // A table laid out as the paper prints it names its cells as its heads do (`max abs
+        // error`, `σ = 4`), so that the list's name is the one a reader finds in the grid.
+        let grid = layout.is_some_and(|l| matches!(l.show, Show::Grid(_)));
+        let key = |v: &str| match v.trim().parse::<f64>() {
+            Ok(x) if grid && x.is_finite() => x.to_string(),
+            _ if grid => v.trim().replace('_', " "),
+            _ => v.trim().to_string(),
+        };
         let mut label: Vec<String> = keys
             .iter()
-            .map(|&k| format!("{} = {}", header(&frame.names[k]), row[k].trim()))
+            .map(|&k| format!("{} = {}", header(&frame.names[k]), key(&row[k])))
             .collect();
         let (ours, paper) = match &j.ours {
             Some(o) => {

@@ -108,9 +108,9 @@ CSN,synthesis_seconds,4.0,2.5,NaN,NaN,NaN,not run,σ not in this run's axes\n";
 /// The layout `report.verdict` writes beside [`VERDICT`]: the thesis's arrangement (datasets
 /// and errors down, σ across; the times left out) and ours per row.
 const VERDICT_LAYOUT: &str = r#"{"title": "Thesis table", "notes": null, "digits": 4,
-  "columns": [{"name": "source", "header": "source", "role": "key"},
-              {"name": "value", "header": "value", "role": "key"},
-              {"name": "sigma", "header": "sigma", "role": "key"}],
+  "columns": [{"name": "source", "header": "dataset", "role": "key"},
+              {"name": "value", "header": "error", "role": "key"},
+              {"name": "sigma", "header": "σ", "role": "key"}],
   "show": {"grid": {"printed_by": "the thesis", "ours": "private_text",
                     "headers": ["dataset", "error", "σ = 2", "σ = 4"],
                     "rows": [{"head": ["CRM", "max abs error"], "cells": [0, 1]},
@@ -557,9 +557,10 @@ fn grid_layouts_are_shown_as_the_paper_lays_them_out() {
     let section = html.split(r#"id="exp-exp-b""#).nth(1).unwrap();
     assert!(!section.contains(r#"<table class="result""#), "{section}");
     assert!(html.contains("As the thesis lays it out: in each cell the thesis's value as printed, below it ours (mean [95% CI] of private_text,"));
-    // The list of differences shows ours as the layout gives it.
+    // The list of differences shows ours as the layout gives it, and names the cell as the
+    // grid's heads do (#58 item 8: it read `source = CSN, value = max_rel_error, sigma = 2.0`).
     let d = &w.summary.disagreements[1];
-    assert_eq!(d.cell, "source = CSN, value = max_rel_error, sigma = 2.0");
+    assert_eq!(d.cell, "dataset = CSN, error = max rel error, σ = 2");
     assert_eq!(d.ours, "0.1000 [0.0900, 0.1100]");
     // A grid naming a row the frame lacks is a problem of its table, not a panic.
     let root = dir.path();

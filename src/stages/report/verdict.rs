@@ -16,7 +16,7 @@ use crate::verdict::{Verdict, NOT_RUN, NO_DATA, NO_PAPER_VALUE, SIDE_BY_SIDE};
 
 pub const KIND: KindInfo = KindInfo {
     name: "report.verdict",
-    version: 6, // 5: `paper_value`, the printed number as a number; 6: `lies`, and a factor in an unexplained cell's cause
+    version: 6, // 5: `paper_value`, the printed number as a number; 6: `lies`, a factor in an unexplained cause, the keys headed as the thesis heads them
     random: false,
     runs_programs: false,
     summary: "A paper's table cell by cell beside our private runs, partial-noise runs and a no-noise floor, with a verdict per cell by a stated rule (within CI: the printed value meets a private run's 95% interval; explained by a stated cause; unexplained). Input: aggregate.summary rows with a variant column. Output `cells` (one row per paper cell, the paper's number as printed, Markdown in the paper's layout) or `long` (for plot.lines).",
@@ -477,11 +477,12 @@ impl Stage for VerdictTable {
             title: self.title.lines().next().unwrap_or("").trim().to_string(),
             notes: None,
             digits: 4,
-            // A cell is named by its dataset, value and σ in the list of differences.
-            columns: ["source", "value", "sigma"]
-                .map(|c| LayoutColumn {
+            // A cell is named by its dataset, value and σ in the list of differences, in the
+            // words of the thesis's layout (its row and column heads).
+            columns: [("source", "dataset"), ("value", "error"), ("sigma", "σ")]
+                .map(|(c, h)| LayoutColumn {
                     name: c.into(),
-                    header: c.into(),
+                    header: h.into(),
                     role: Role::Key,
                 })
                 .into(),
