@@ -929,3 +929,24 @@ fn a_long_table_counts_its_rows_once() {
     );
     assert!(!html.contains("of 400 rows"), "{html}");
 }
+
+/// A description is shown open however long it is (#58 item 8: 13 of 28 were folded, the
+/// Huang tables' analyses of their unexplained cells among them); a reader folds it.
+#[test]
+fn a_long_description_is_shown_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let long = "The analysis of every unexplained cell. ".repeat(80);
+    assert!(long.len() > 2000);
+    results_dir(dir.path(), "exp-d", &[], &[], &long);
+    let w = write(dir.path(), &[]).unwrap();
+    assert!(w.problems.is_empty(), "{:?}", w.problems);
+    let html = page(&w.path);
+    assert!(
+        html.contains("The analysis of every unexplained cell."),
+        "{html}"
+    );
+    assert!(
+        html.contains(r#"<details class="description" open>"#),
+        "{html}"
+    );
+}
