@@ -241,7 +241,7 @@ pub(super) fn render(fig: &HeatmapFigure) -> Result<String, PlotError> {
 
     // Colour bar ticks and label; measured first because they set the width.
     let (cols, rows) = grid(fig.panels.len(), fig.columns);
-    let (pw, ph) = (fig.width as i32, fig.height as i32);
+    let (pw, ph) = (panel_width(fig.width, cols) as i32, fig.height as i32);
     let any_titles = fig.panels.iter().any(|p| !p.title.is_empty());
     let ptitle_h = if any_titles { 34 } else { 6 };
     let ylab_w = if fig.y_label.is_empty() { 8 } else { 36 };

@@ -339,7 +339,7 @@ fn render_with(fig: &LineFigure, place: Place) -> Result<(String, f64), PlotErro
             .any(|(lo, hi)| hi - lo > 0.0 && (hi - lo) < all_span / 5.0);
 
     let (cols, rows) = grid(fig.panels.len(), fig.columns);
-    let (pw, ph) = (fig.width as i32, fig.height as i32);
+    let (pw, ph) = (panel_width(fig.width, cols) as i32, fig.height as i32);
 
     // Legend entries in first-appearance order: series, then reference lines.
     let mut entries: Vec<Entry> = Vec::new();

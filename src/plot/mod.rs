@@ -431,6 +431,19 @@ pub(crate) const PALETTE: [RGBColor; 8] = [
 const INK: RGBColor = RGBColor(0x22, 0x22, 0x22);
 const GREY: RGBColor = RGBColor(0x66, 0x66, 0x66);
 
+/// The widest the panels of one row may be together, in px: two panels of the stages' usual
+/// 640. The report shows a figure in a column of about 1 060 px at 1 400 px: a strip of three
+/// such panels (1 964 px with its labels) was shown at 54 %, its ticks 5–6 px high, while a
+/// figure of two stays at 80 %.
+const ROW_WIDTH: u32 = 1280;
+
+/// The width of each of `cols` panels of a row: the one asked for, or less, so that the row
+/// stays within [`ROW_WIDTH`] (never below [`MIN_PANEL`], which keeps labels apart).
+fn panel_width(asked: u32, cols: usize) -> u32 {
+    let cols = u32::try_from(cols.max(1)).unwrap_or(u32::MAX);
+    asked.min((ROW_WIDTH / cols).max(MIN_PANEL))
+}
+
 /// (columns, rows) of the facet grid.
 fn grid(n: usize, columns: usize) -> (usize, usize) {
     let cols = if columns > 0 {

@@ -1068,3 +1068,34 @@ fn an_isolated_point_shows_its_interval_as_an_error_bar() {
         "a bar and its two caps"
     );
 }
+
+/// A row of panels stays within a width the report shows near its own size (#58 item 8: a
+/// strip of three 640 px panels was 1 964 px wide, shown at 54 %, its ticks 5–6 px): three
+/// panels share [`super::ROW_WIDTH`], two keep the width asked for.
+#[test]
+fn a_strip_of_three_panels_is_no_wider_than_two() {
+    let svg_width = |fig: &LineFigure| -> f64 {
+        let svg = render_lines(fig).unwrap();
+        let w = svg
+            .split("width=\"")
+            .nth(1)
+            .unwrap()
+            .split('"')
+            .next()
+            .unwrap();
+        w.parse().unwrap()
+    };
+    let mut two = sample_lines();
+    two.width = 640;
+    let mut three = sample_lines();
+    three.width = 640;
+    let extra = sample_lines().panels.remove(0);
+    three.panels.push(extra);
+    three.columns = 3;
+    let (w2, w3) = (svg_width(&two), svg_width(&three));
+    assert!(w3 <= w2 + 1.0, "three panels {w3} px, two {w2} px");
+    assert!(w2 >= 2.0 * 640.0, "two panels keep their width: {w2}");
+    assert_eq!(super::panel_width(640, 3), 426);
+    assert_eq!(super::panel_width(640, 2), 640);
+    assert_eq!(super::panel_width(640, 12), super::MIN_PANEL);
+}
