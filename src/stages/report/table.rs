@@ -854,7 +854,10 @@ mod kind_tests {
             "lambda" => [0.5, 1.0, 1.5],
             "d" => [0.7947, 0.651, 0.5],
             // The cause's own number: what the paper's formula gives on its printed inputs.
-            "d_read" => [0.78, 0.66, 0.4]
+            "d_read" => [0.78, 0.66, 0.4],
+            // The cause's own interval.
+            "lo" => [0.77, 0.65, 0.39],
+            "hi" => [0.79, 0.67, 0.41]
         )
         .unwrap();
         let paper = b"lambda,d\n0.5,0.780\n1,0.655\n1.5,0.420\n";
@@ -896,20 +899,7 @@ mod kind_tests {
         );
         // The cause's own interval: [0.77, 0.79] holds 0.780 and [0.65, 0.67] 0.655;
         // [0.39, 0.41] misses 0.420.
-        let ours = polars::df!(
-            "lambda" => [0.5, 1.0, 1.5],
-            "d" => [0.7947, 0.651, 0.5],
-            "lo" => [0.77, 0.65, 0.39],
-            "hi" => [0.79, 0.67, 0.41]
-        )
-        .unwrap();
-        let with = "{title: T, paper: p.csv, join: [lambda], compare: {d: d}, explain: [{column: d, text: on the curve, interval: [lo, hi]}]}";
-        let f = Instance::new(&KIND, with)
-            .inputs(&[&ours])
-            .file("p.csv", paper)
-            .run()
-            .unwrap()
-            .frame;
+        let f = run("{column: d, text: on the curve, interval: [lo, hi]}").unwrap();
         assert_eq!(
             strings(&f, "verdict_d"),
             ["explained", "explained", "unexplained"]
